@@ -84,6 +84,14 @@ _TOKEN_PATTERNS: list[tuple[str, re.Pattern[str], int]] = [
         ),
         1,
     ),
+    # command-line passwords: --password=x / --password x, `docker login -p x`, `mysql -px`
+    ("cli_password", re.compile(r"(?<![\w-])--pass(?:word|wd)?(?:=|[ \t]+)(?![-$])([^\s\"']+)"), 1),
+    (
+        "cli_password",
+        re.compile(r"\b(?:docker|podman|nerdctl|helm|oras)\b[^\n]*?\blogin\b[^\n]*?\s-p[ \t]+([^\s\"']+)"),
+        1,
+    ),
+    ("cli_password", re.compile(r"\bmysql(?:dump|admin)?\b[^\n]*?\s-p([^\s\"']+)"), 1),
     # scheme://user:password@host -> keep user and host
     ("url_password", re.compile(r"\b[A-Za-z][A-Za-z0-9+.\-]*://[^:/?#@\s\"']*:([^@/\s\"']+)@"), 1),
 ]
@@ -114,7 +122,7 @@ _WORD_KIND = [
 ]
 # Values that are references or placeholders rather than secrets.
 _PLACEHOLDER = re.compile(
-    r"^(?:\$\{[^}]*\}|\$[A-Za-z_][A-Za-z0-9_]*|\{\{.*\}\}|%\(?[A-Za-z_]*\)?s|<[^>]*>|\*+|x+|X+|\.\.\.|"
+    r"^(?:\$\{.*|\$[A-Za-z_][A-Za-z0-9_]*|\{\{.*|%\(?[A-Za-z_]*\)?s|<[^>]*>|\*+|x+|X+|\.\.\.|"
     r"\[REDACTED:[a-z_]+\].*|true|false|null|none|nil|undefined|yes|no|on|off|required|optional|"
     r"str|string|int|integer|number|bool|boolean|bytes|any|object|secret|password|token)$",
     re.I,
@@ -150,8 +158,15 @@ def _assignment_value(m: re.Match[str]) -> tuple[int, int] | None:
                 return None  # a call, index or literal: code, not a secret
             value = value[: cut.start()]
             span = (span[0], span[0] + len(value))
-        if not env_style and _CODE_REF.match(value) and (op != ":" or cut):
-            return None  # a variable or attribute reference: `token = response.token`, `{"token": token}`
+        if _PLACEHOLDER.match(m.group("uv")) or value.lower() == m.group("key").lower():
+            return None  # `${VAR}`, `{{ x }}`, `auth=auth` keyword arguments
+        if not env_style and _CODE_REF.match(value):
+            line_end = m.string.find("\n", span[1])
+            tail = m.string[span[1] : None if line_end < 0 else line_end]
+            if op != ":" or cut or tail.strip():
+                # a variable or attribute reference (`token = response.token`, `{"token": token}`)
+                # or prose (`Token: see the docs`); a bare YAML value ends its line
+                return None
     if not value or _PLACEHOLDER.match(value):
         return None
     return span
