@@ -1,0 +1,140 @@
+"""Where Engram keeps its data and how it is configured.
+
+Data: the user root is ``~/.claude/engram/`` (``ENGRAM_HOME`` overrides); a project's store lives in
+``<project>/.claude/engram/``. Settings come from defaults, then ``<project>/.claude/engram.local.md``
+YAML frontmatter, then ``ENGRAM_*`` environment variables (last wins).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, Field, ValidationError
+
+PRIVATE_DIR_MODE = 0o700
+PRIVATE_FILE_MODE = 0o600
+
+
+class ConfigError(ValueError):
+    """A setting or path is unusable; the message says which and how to fix it."""
+
+
+def engram_home() -> Path:
+    raw = os.environ.get("ENGRAM_HOME")
+    return Path(raw).expanduser() if raw else Path.home() / ".claude" / "engram"
+
+
+def ensure_private_dir(path: Path) -> Path:
+    """Create ``path`` (and parents) and make it owner-only: memories and the socket live here."""
+    path.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR_MODE)
+    os.chmod(path, PRIVATE_DIR_MODE)
+    return path
+
+
+def restrict_tree(path: Path) -> None:
+    """Owner-only permissions on a store directory and everything the engine wrote inside it."""
+    if not path.exists():
+        return
+    os.chmod(path, PRIVATE_DIR_MODE if path.is_dir() else PRIVATE_FILE_MODE)
+    if path.is_dir():
+        for root, dirs, files in os.walk(path):
+            for d in dirs:
+                os.chmod(os.path.join(root, d), PRIVATE_DIR_MODE)
+            for f in files:
+                os.chmod(os.path.join(root, f), PRIVATE_FILE_MODE)
+
+
+def find_project_root(start: Path | str | None = None) -> Path:
+    """The nearest ancestor holding ``.git`` (or a ``.claude`` folder other than the home one), else ``start``."""
+    here = Path(start or os.getcwd()).expanduser().resolve()
+    home = Path.home().resolve()
+    for candidate in (here, *here.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    for candidate in (here, *here.parents):
+        if candidate != home and (candidate / ".claude").is_dir():
+            return candidate
+    return here
+
+
+def project_db_name(project_root: Path | str) -> str:
+    real = os.path.realpath(str(project_root))
+    return "p_" + hashlib.sha256(real.encode()).hexdigest()[:12]
+
+
+def project_store_dir(project_root: Path | str) -> Path:
+    return Path(os.path.realpath(str(project_root))) / ".claude" / "engram"
+
+
+class Settings(BaseModel):
+    """Everything a user may set. Unknown keys are refused so a typo is not silently ignored."""
+
+    model_config = {"extra": "forbid"}
+
+    embedding_provider: Literal["local", "api", "none"] = "local"
+    embedding_url: str | None = None
+    embedding_model: str | None = None
+    embedding_api_key: str | None = None
+    embedding_dimensions: int = Field(384, ge=8, le=8192)
+    embedding_timeout_s: float = Field(10.0, gt=0)
+
+    injection_token_budget: int = Field(2000, ge=0, le=100_000)
+    prompt_recall: bool = False
+    prompt_recall_token_budget: int = Field(400, ge=0, le=20_000)
+    disabled: bool = False
+
+    daemon_idle_timeout_s: float = Field(1800.0, ge=0)
+    maintenance_interval_s: float = Field(600.0, ge=5)
+    session_stale_hours: float = Field(24.0, gt=0)
+
+    scope_weight_profile: str = "evolved"
+    scope_weights: dict[str, float] | None = None
+    half_lives_days: dict[str, float] | None = None
+
+
+_FRONTMATTER = re.compile(r"\A---\s*\n(.*?)\n---\s*(\n|\Z)", re.S)
+_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def _read_frontmatter(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    text = path.read_text(encoding="utf-8")
+    match = _FRONTMATTER.match(text)
+    if not match:
+        return {}
+    try:
+        data = yaml.safe_load(match.group(1)) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: the frontmatter is not valid YAML ({exc}). Fix or remove it.") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the frontmatter must be a mapping of setting: value.")
+    # ${VAR} lets a key stay out of the file.
+    return {k: _ENV_REF.sub(lambda m: os.environ.get(m.group(1), ""), v) if isinstance(v, str) else v
+            for k, v in data.items()}
+
+
+def _from_env() -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name in Settings.model_fields:
+        raw = os.environ.get("ENGRAM_" + name.upper())
+        if raw is not None:
+            out[name] = yaml.safe_load(raw) if name in ("scope_weights", "half_lives_days") else raw
+    return out
+
+
+def load_settings(project_root: Path | str | None = None) -> Settings:
+    data: dict[str, Any] = {}
+    if project_root is not None:
+        data.update(_read_frontmatter(Path(project_root) / ".claude" / "engram.local.md"))
+    data.update(_from_env())
+    try:
+        return Settings(**data)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise ConfigError(f"invalid Engram settings: {problems}") from exc

@@ -1,0 +1,241 @@
+"""The shapes every layer agrees on: validated at the edges, plain JSON over the daemon socket."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, field_validator, model_validator
+
+MAX_CONTENT_CHARS = 100_000
+MAX_TAGS = 64
+
+
+class MemoryType(StrEnum):
+    episodic = "episodic"
+    semantic = "semantic"
+    procedural = "procedural"
+    working = "working"
+
+
+class Scope(StrEnum):
+    session = "session"
+    project = "project"
+    user = "user"
+
+
+class Status(StrEnum):
+    created = "created"
+    active = "active"
+    consolidated = "consolidated"
+    archived = "archived"
+    forgotten = "forgotten"
+    superseded = "superseded"
+
+
+# Statuses recall returns unless asked otherwise; archived needs an explicit filter, forgotten never has content.
+DEFAULT_RECALL_STATUSES = (Status.created, Status.active, Status.consolidated)
+
+
+def _clean_tags(tags: list[str]) -> list[str]:
+    out: list[str] = []
+    for tag in tags:
+        t = tag.strip().lower()
+        if not t:
+            continue
+        if len(t) > 64:
+            raise ValueError(f"tag {t[:20]!r}… is longer than 64 characters")
+        if t not in out:
+            out.append(t)
+    if len(out) > MAX_TAGS:
+        raise ValueError(f"at most {MAX_TAGS} tags")
+    return out
+
+
+class MemoryIn(BaseModel):
+    """A memory to store. Anything wrong here is refused before the store is touched."""
+
+    model_config = {"extra": "forbid"}
+
+    content: str = Field(max_length=MAX_CONTENT_CHARS)
+    memory_type: MemoryType = MemoryType.semantic
+    scope: Scope = Scope.project
+    tags: list[str] = Field(default_factory=list)
+    importance: float = Field(0.5, ge=0.0, le=1.0)
+    confidence: float = Field(0.7, ge=0.0, le=1.0)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    source: str | None = Field(None, max_length=200)
+    created_at: datetime | None = None
+
+    @field_validator("content")
+    @classmethod
+    def _content_not_blank(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("content is empty: give the text to remember")
+        return v
+
+    @field_validator("tags")
+    @classmethod
+    def _tags(cls, v: list[str]) -> list[str]:
+        return _clean_tags(v)
+
+    @model_validator(mode="after")
+    def _working_is_session_only(self) -> MemoryIn:
+        if self.memory_type == MemoryType.working and self.scope != Scope.session:
+            raise ValueError("working memories are session scratch space: use scope 'session'")
+        return self
+
+
+class MemoryPatch(BaseModel):
+    """Fields a person or the agent may edit on an existing memory."""
+
+    model_config = {"extra": "forbid"}
+
+    content: str | None = Field(None, max_length=MAX_CONTENT_CHARS)
+    tags: list[str] | None = None
+    importance: float | None = Field(None, ge=0.0, le=1.0)
+    confidence: float | None = Field(None, ge=0.0, le=1.0)
+    memory_type: MemoryType | None = None
+    pinned: bool | None = None
+    metadata: dict[str, Any] | None = None
+
+    @field_validator("content")
+    @classmethod
+    def _content_not_blank(cls, v: str | None) -> str | None:
+        if v is not None and not v.strip():
+            raise ValueError("content is empty: give the new text, or forget the memory instead")
+        return v
+
+    @field_validator("tags")
+    @classmethod
+    def _tags(cls, v: list[str] | None) -> list[str] | None:
+        return None if v is None else _clean_tags(v)
+
+
+class StatusChange(BaseModel):
+    from_status: str | None = Field(None, alias="from")
+    to_status: str = Field(alias="to")
+    at: datetime
+    reason: str | None = None
+
+    model_config = {"populate_by_name": True}
+
+
+class Memory(BaseModel):
+    id: str
+    scope: Scope
+    content: str
+    memory_type: MemoryType
+    status: Status
+    tags: list[str] = Field(default_factory=list)
+    importance: float
+    confidence: float = 0.7
+    access_count: int = 0
+    relevance_score: float = 0.0
+    outcome_impact: float = 0.0
+    user_feedback: float = 0.0
+    half_life_days: float
+    memory_strength: float = 0.0
+    quality: float = 0.0
+    pinned: bool = False
+    created_at: datetime
+    updated_at: datetime
+    last_accessed_at: datetime
+    status_history: list[StatusChange] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    source: str | None = None
+    session_id: str | None = None
+    episode_id: str | None = None
+    promoted_from: str | None = None
+    promotion_chain: list[str] = Field(default_factory=list)
+    consolidated_into: str | None = None
+    invalid_at: datetime | None = None
+
+
+class StoreResult(BaseModel):
+    action: Literal["created", "merged"]
+    memory: Memory
+    redactions: list[str] = Field(default_factory=list)
+    message: str
+
+
+class RecallScores(BaseModel):
+    bm25: float | None = None
+    bm25_rank: int | None = None
+    vector: float | None = None
+    vector_rank: int | None = None
+    fused: float = 0.0
+    scope_weight: float = 1.0
+    strength: float = 0.0
+    final: float = 0.0
+
+
+class RecallHit(BaseModel):
+    memory: Memory
+    scores: RecallScores
+    also_in: list[str] = Field(default_factory=list)
+
+
+class RecallResult(BaseModel):
+    query: str
+    strategy: Literal["hybrid", "bm25"]
+    degraded: str | None = None
+    scope_weights: dict[str, float]
+    hits: list[RecallHit]
+    took_ms: float
+    log_id: str | None = None
+
+
+class ImportError_(BaseModel):
+    line: int
+    error: str
+
+
+class ImportReport(BaseModel):
+    stored: int
+    merged: int
+    failed: list[ImportError_]
+    total_lines: int
+
+
+class SessionInfo(BaseModel):
+    session_key: str
+    claude_session_id: str | None
+    project_root: str | None
+    project_db: str | None
+    started_at: datetime
+    status: str
+    resumed: bool = False
+
+
+class PromotionReport(BaseModel):
+    session_key: str | None = None
+    promoted: list[str] = Field(default_factory=list)
+    merged: list[str] = Field(default_factory=list)
+    skipped: int = 0
+    dropped: int = 0
+    message: str = ""
+
+
+class ScopeCounts(BaseModel):
+    scope: Scope
+    database: str
+    total: int
+    by_type: dict[str, int]
+    by_status: dict[str, int]
+
+
+class Stats(BaseModel):
+    scopes: list[ScopeCounts]
+    project_root: str | None
+    embedding: str
+    sessions_active: int
+
+
+class MaintenanceReport(BaseModel):
+    transitions: dict[str, int]
+    queued_for_consolidation: int
+    sessions_recovered: int
+    promoted_to_user: int
+    took_ms: float

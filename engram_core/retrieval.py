@@ -1,0 +1,161 @@
+"""Cross-scope hybrid recall (seed 002 §6): per scope BM25 + vectors fused by the ranking module,
+weighted by scope and memory strength, merged and deduplicated across scopes.
+
+Pure over the stores' in-process mirrors: no database round trip until the winners are fetched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import numpy as np
+
+from . import ranking
+from .scoring import memory_strength
+from .store import Light, ScopeStore
+
+# Seed 004's evolution_state default, then seed 002's named profiles.
+EVOLVED_DEFAULT = {"session": 1.5, "project": 1.0, "user": 0.7}
+SCOPE_PROFILES: dict[str, dict[str, float]] = {
+    "default": {"session": 0.50, "project": 0.35, "user": 0.15},
+    "codebase": {"session": 0.20, "project": 0.60, "user": 0.20},
+    "preferences": {"session": 0.10, "project": 0.20, "user": 0.70},
+    "debugging": {"session": 0.40, "project": 0.40, "user": 0.20},
+    "new_project": {"session": 0.30, "project": 0.10, "user": 0.60},
+    "architecture": {"session": 0.15, "project": 0.65, "user": 0.20},
+}
+DEDUP_COSINE = 0.9
+# How much strength moves the order: final = fused × scope boost × (1 − w + w × strength).
+STRENGTH_WEIGHT = 0.3
+SCOPE_WEIGHT_SHARPNESS = 0.5
+
+
+@dataclass
+class Filters:
+    statuses: set[str]
+    types: set[str] | None = None
+    tags: set[str] | None = None
+
+    def admits(self, light: Light) -> bool:
+        if light.status not in self.statuses:
+            return False
+        if self.types and light.memory_type not in self.types:
+            return False
+        return not (self.tags and not self.tags.intersection(light.tags))
+
+
+@dataclass
+class Candidate:
+    store: ScopeStore
+    key: str
+    light: Light
+    bm25: float | None
+    bm25_rank: int | None
+    vector: float | None
+    vector_rank: int | None
+    fused: float
+    scope_weight: float
+    strength: float
+    final: float
+    also_in: list[str] = field(default_factory=list)
+
+    @property
+    def scope(self) -> str:
+        return self.store.scope.value
+
+
+def _weight_boost(weight: float, top: float) -> float:
+    """Scope weights act on a rank-fused score, whose scale is compressed (rank 1 vs rank 10 differ by ~15 %),
+    so a raw 1.5× would let any session memory beat the best project one. Use the square root of the weight
+    relative to the largest: 1.5/1.0/0.7 → 1.0/0.82/0.68."""
+    return (weight / top) ** SCOPE_WEIGHT_SHARPNESS if top > 0 else 1.0
+
+
+def rank(
+    stores: Sequence[ScopeStore],
+    query: str,
+    qvec: np.ndarray | None,
+    *,
+    limit: int,
+    weights: dict[str, float],
+    filters: Filters,
+    now: datetime,
+    strength_weight: float = STRENGTH_WEIGHT,
+) -> list[Candidate]:
+    """One fusion over all scopes: BM25 and cosine lists are merged across scopes by raw score, fused once,
+    then each candidate is boosted by its scope weight and memory strength."""
+    pool = max(ranking.DEFAULT_FUSION.pool, limit * 3)
+    where: dict[str, ScopeStore] = {}
+    bm_all: list[tuple[str, float]] = []
+    vec_all: list[tuple[str, float]] = []
+    for store in stores:
+        light = store.light
+        bm = store.index.bm25(query, pool * 2)
+        vec = store.index.vector(qvec, pool * 2) if qvec is not None else []
+        bm_all += [(k, s) for k, s in bm if k in light and filters.admits(light[k])][:pool]
+        vec_all += [(k, s) for k, s in vec if k in light and filters.admits(light[k])][:pool]
+        for k, _ in bm[:pool * 2]:
+            where[k] = store
+        for k, _ in vec[:pool * 2]:
+            where[k] = store
+    bm_all.sort(key=lambda t: (-t[1], t[0]))
+    vec_all.sort(key=lambda t: (-t[1], t[0]))
+    bm_pos = {k: (i + 1, s) for i, (k, s) in enumerate(bm_all)}
+    vec_pos = {k: (i + 1, s) for i, (k, s) in enumerate(vec_all)}
+    top_weight = max((weights.get(s.scope.value, 1.0) for s in stores), default=1.0)
+    boosts: dict[str, float] = {}
+    strengths: dict[str, float] = {}
+    for key in {*bm_pos, *vec_pos}:
+        store = where[key]
+        lt = store.light[key]
+        strength = memory_strength(lt.importance, lt.half_life_days, lt.access_count, lt.last_accessed_at, now)
+        strengths[key] = strength
+        boosts[key] = _weight_boost(weights.get(store.scope.value, 1.0), top_weight) * (
+            (1.0 - strength_weight) + strength_weight * min(1.0, strength))
+    fused = ranking.fuse(bm_all, vec_all, boosts=boosts)
+    cands = []
+    for key, final in fused:
+        store = where[key]
+        b, v = bm_pos.get(key), vec_pos.get(key)
+        cands.append(Candidate(
+            store=store, key=key, light=store.light[key],
+            bm25=b[1] if b else None, bm25_rank=b[0] if b else None,
+            vector=v[1] if v else None, vector_rank=v[0] if v else None,
+            fused=final / boosts[key] if boosts[key] else final, scope_weight=weights.get(store.scope.value, 1.0),
+            strength=strengths[key], final=final))
+    return dedup(cands, limit)
+
+
+def dedup(cands: list[Candidate], limit: int) -> list[Candidate]:
+    """Same memory in two scopes (one promoted from the other, or cosine > 0.9): keep the stronger."""
+    kept: list[Candidate] = []
+    kept_vecs: list[np.ndarray | None] = []
+    for cand in cands:
+        vec = cand.store.index.embedding(cand.key)
+        dup_of = None
+        for i, other in enumerate(kept):
+            if other.store is cand.store:
+                continue  # within a scope, exact duplicates are merged at write time; near ones may differ
+            same_hash = other.light.content_hash == cand.light.content_hash
+            ov = kept_vecs[i]
+            near = vec is not None and ov is not None and float(np.dot(vec, ov)) > DEDUP_COSINE
+            if same_hash or near:
+                dup_of = i
+                break
+        if dup_of is None:
+            kept.append(cand)
+            kept_vecs.append(vec)
+            if len(kept) >= limit:
+                break
+            continue
+        other = kept[dup_of]
+        if cand.strength > other.strength:
+            cand.also_in = [*other.also_in, f"{other.scope}:{other.key}"]
+            cand.final = max(cand.final, other.final)
+            kept[dup_of], kept_vecs[dup_of] = cand, vec
+        else:
+            other.also_in.append(f"{cand.scope}:{cand.key}")
+    kept.sort(key=lambda c: (-c.final, c.key))
+    return kept[:limit]

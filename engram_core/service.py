@@ -1,0 +1,957 @@
+"""EngramService: the one interface every front end uses (CLI, MCP server, hooks, TUI).
+
+In process it owns the stores (tests, and the daemon itself); ``client.RemoteService`` speaks the same
+methods over the daemon's socket. Methods marked ``@api`` are what the daemon serves: their arguments are
+validated by pydantic from their type hints, and they return pydantic models or JSON-friendly values.
+
+Stores (one embedded engine per file, owned by one process):
+- user scope:     ``$ENGRAM_HOME/user.db``            namespace ``user``, database ``default``
+- sessions:       ``$ENGRAM_HOME/sessions.db``        namespace ``session``, database ``s_{ULID}`` each
+- project scope:  ``<project>/.claude/engram/project.db``  namespace ``project``, database ``p_{sha256[:12]}``
+Sessions live on disk (not ``mem://``) so that a daemon crash cannot lose them before their promotion pass;
+their database is removed once that pass has run, which keeps them as ephemeral as seed 000 intends.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel, Field, ValidationError, validate_call
+
+from . import ranking, retrieval
+from .clock import Clock
+from .config import (
+    Settings,
+    engram_home,
+    ensure_private_dir,
+    find_project_root,
+    load_settings,
+    project_db_name,
+    project_store_dir,
+)
+from .embeddings import Embedder, EmbeddingError, make_embedder, try_embed
+from .ids import ulid
+from .models import (
+    DEFAULT_RECALL_STATUSES,
+    ImportError_,
+    ImportReport,
+    MaintenanceReport,
+    Memory,
+    MemoryIn,
+    MemoryPatch,
+    MemoryType,
+    PromotionReport,
+    RecallHit,
+    RecallResult,
+    RecallScores,
+    Scope,
+    ScopeCounts,
+    SessionInfo,
+    Stats,
+    Status,
+    StoreResult,
+)
+from .redaction import redact, redact_value
+from .scoring import DEFAULT_HALF_LIVES, composite_importance, days_between, estimate_tokens, memory_strength
+from .store import Connection, ScopeStore, StoreError, content_hash, key_of, record
+
+F = TypeVar("F", bound=Callable[..., Any])
+API_METHODS: dict[str, Callable[..., Any]] = {}
+
+PROMOTE_COSINE = 0.9
+USER_PROMOTE_COSINE = 0.85
+
+
+class NotFound(LookupError):
+    """No memory (or session, or project) has that id."""
+
+
+class EngramError(ValueError):
+    """A request Engram refuses; the message says what was wrong and what to do."""
+
+
+def api(fn: F) -> F:
+    """Expose a service method to the daemon; its arguments are validated from its type hints."""
+    checked = validate_call(config={"arbitrary_types_allowed": True})(fn)
+    API_METHODS[fn.__name__] = checked
+    return checked  # type: ignore[return-value]
+
+
+class ProjectInfo(BaseModel):
+    project_db: str
+    project_path: str
+    project_name: str
+    memory_count: int | None = None
+    open: bool = False
+    last_seen_at: datetime | None = None
+
+
+class MemoryPage(BaseModel):
+    items: list[Memory]
+    total: int
+    offset: int
+    limit: int
+
+
+class InjectionItem(BaseModel):
+    id: str
+    scope: Scope
+    memory_type: MemoryType
+    content: str
+    strength: float
+    tokens: int
+
+
+class InjectionPreview(BaseModel):
+    text: str
+    tokens: int
+    budget: int
+    items: list[InjectionItem]
+    disabled: bool = False
+
+
+class FeedbackResult(BaseModel):
+    log_id: str | None
+    updated: bool
+    message: str
+
+
+class _Session:
+    def __init__(self, key: str, store: ScopeStore, project_root: str | None, claude_id: str | None,
+                 started_at: datetime) -> None:
+        self.key = key
+        self.store = store
+        self.project_root = project_root
+        self.claude_id = claude_id
+        self.started_at = started_at
+        self.lock = threading.RLock()
+
+
+class EngramService:
+    def __init__(
+        self,
+        home: Path | str | None = None,
+        *,
+        embedder: Embedder | None = None,
+        clock: Clock | None = None,
+        settings: Settings | None = None,
+        recover_sessions: bool = True,
+    ) -> None:
+        self.home = ensure_private_dir(Path(home) if home else engram_home())
+        self.clock = clock or Clock()
+        self.settings = settings or load_settings()
+        self.embedder: Embedder = embedder or make_embedder(self.settings)
+        self._lock = threading.RLock()
+        self._user_conn = Connection.file(self.home / "user.db")
+        self.user = ScopeStore(self._user_conn, Scope.user, "default")
+        self._sessions_conn = Connection.file(self.home / "sessions.db")
+        self._projects: dict[str, tuple[str, ScopeStore]] = {}
+        self._project_conns: dict[str, Connection] = {}
+        self._sessions: dict[str, _Session] = {}
+        self._reattach_sessions()
+        if recover_sessions:
+            self.recover_stale_sessions()
+
+    # ── lifecycle ────────────────────────────────────────────
+    def close(self) -> None:
+        with self._lock:
+            for conn in [*self._project_conns.values(), self._sessions_conn, self._user_conn]:
+                conn.close()
+            self._project_conns.clear()
+            self._projects.clear()
+            self._sessions.clear()
+
+    def __enter__(self) -> EngramService:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def now(self) -> datetime:
+        return self.clock.now()
+
+    # ── parameters (evolution_state in the user store; manual settings win) ──
+    def param(self, key: str, default: Any) -> Any:
+        rows = self.user.q1("SELECT VALUE value FROM evolution_state WHERE key = $k", {"k": key})
+        if rows and isinstance(rows[0], dict) and "v" in rows[0]:
+            return rows[0]["v"]
+        return default
+
+    def set_param(self, key: str, value: Any) -> None:
+        self.user.q("UPSERT evolution_state SET key = $k, value = {v: $v}, updated_at = time::now() "
+                    "WHERE key = $k", {"k": key, "v": value})
+        if not self.user.q1("SELECT VALUE key FROM evolution_state WHERE key = $k", {"k": key}):
+            self.user.q("CREATE evolution_state SET key = $k, value = {v: $v}", {"k": key, "v": value})
+
+    def half_lives(self) -> dict[str, float]:
+        evolved = self.param("decay_half_lives", DEFAULT_HALF_LIVES)
+        return {**DEFAULT_HALF_LIVES, **evolved, **(self.settings.half_lives_days or {})}
+
+    def scope_weights(self, profile: str | None = None) -> dict[str, float]:
+        if self.settings.scope_weights:
+            return {**retrieval.EVOLVED_DEFAULT, **self.settings.scope_weights}
+        name = profile or self.settings.scope_weight_profile
+        if name == "evolved":
+            return {**retrieval.EVOLVED_DEFAULT, **self.param("scope_weights", retrieval.EVOLVED_DEFAULT)}
+        if name not in retrieval.SCOPE_PROFILES:
+            raise EngramError(f"unknown scope-weight profile {name!r}; choose one of "
+                              f"{', '.join(['evolved', *retrieval.SCOPE_PROFILES])}")
+        return dict(retrieval.SCOPE_PROFILES[name])
+
+    # ── projects ─────────────────────────────────────────────
+    def project_store(self, project: str | Path | None) -> ScopeStore | None:
+        """The project's store, opened on first use and registered in the user registry."""
+        if project is None:
+            return None
+        root = str(find_project_root(project))
+        db = project_db_name(root)
+        with self._lock:
+            if db in self._projects:
+                return self._projects[db][1]
+            path = project_store_dir(root) / "project.db"
+            conn = Connection.file(path)
+            store = ScopeStore(conn, Scope.project, db)
+            self._project_conns[db] = conn
+            self._projects[db] = (root, store)
+            self._register_project(root, db, store)
+            return store
+
+    def _register_project(self, root: str, db: str, store: ScopeStore) -> None:
+        name = Path(root).name or root
+        self.user.q(
+            "UPSERT project_registry SET project_db = $db, project_path = $p, project_name = $n, "
+            "last_seen_at = time::now() WHERE project_db = $db", {"db": db, "p": root, "n": name})
+        if not self.user.q1("SELECT VALUE id FROM project_registry WHERE project_db = $db", {"db": db}):
+            self.user.q("CREATE project_registry SET project_db = $db, project_path = $p, project_name = $n",
+                        {"db": db, "p": root, "n": name})
+        if not store.q1("SELECT VALUE id FROM project_meta"):
+            store.q("CREATE project_meta:current SET project_path = $p, project_name = $n", {"p": root, "n": name})
+
+    def _project_root_of(self, store: ScopeStore) -> str | None:
+        for root, s in self._projects.values():
+            if s is store:
+                return root
+        return None
+
+    @api
+    def list_projects(self) -> list[ProjectInfo]:
+        rows = self.user.q1("SELECT * FROM project_registry ORDER BY last_seen_at DESC")
+        out = []
+        for r in rows or []:
+            opened = r["project_db"] in self._projects
+            count = None
+            if opened:
+                count = len(self._projects[r["project_db"]][1].light)
+            out.append(ProjectInfo(project_db=r["project_db"], project_path=r["project_path"],
+                                   project_name=r["project_name"], memory_count=count, open=opened,
+                                   last_seen_at=r.get("last_seen_at")))
+        return out
+
+    # ── sessions ─────────────────────────────────────────────
+    def _session_dbs_on_disk(self) -> list[str]:
+        info = self._sessions_conn.run("session", "registry", "INFO FOR NS")[-1]
+        return sorted((info or {}).get("databases", {}).keys())
+
+    def _reattach_sessions(self) -> None:
+        """After a restart, every session database still on disk is an unfinished session: reopen it."""
+        for db in self._session_dbs_on_disk():
+            if not db.startswith("s_"):
+                continue
+            store = ScopeStore(self._sessions_conn, Scope.session, db)
+            meta = store.q1("SELECT * FROM ONLY session_registry:self")
+            if not meta:
+                continue
+            self._sessions[db] = _Session(db, store, meta.get("project_root"), meta.get("claude_session_id"),
+                                          meta.get("started_at") or self.now())
+
+    def _session(self, session: str | None, project: str | None = None, *, create: bool = True) -> _Session | None:
+        """Find a live session by Engram key or Claude session id; a hook may name one we never saw start."""
+        if not session:
+            return None
+        with self._lock:
+            if session in self._sessions:
+                return self._sessions[session]
+            for s in self._sessions.values():
+                if s.claude_id == session:
+                    return s
+        if not create:
+            raise NotFound(f"no live session {session!r}; start one with start_session")
+        info = self.start_session(project=project, claude_session_id=session)
+        return self._sessions[info.session_key]
+
+    @api
+    def start_session(self, project: str | None = None, claude_session_id: str | None = None,
+                      source: str | None = None) -> SessionInfo:
+        with self._lock:
+            if claude_session_id:
+                for s in self._sessions.values():
+                    if s.claude_id == claude_session_id:
+                        s.store.q("UPDATE session_registry:self SET last_seen_at = time::now()")
+                        return self._session_info(s, resumed=True)
+            key = "s_" + ulid()
+            root = str(find_project_root(project)) if project else None
+            store = ScopeStore(self._sessions_conn, Scope.session, key)
+            now = self.now()
+            store.q("CREATE session_registry:self SET session_key = $k, claude_session_id = $c, project_root = $p, "
+                    "started_at = $t, last_seen_at = $t", {"k": key, "c": claude_session_id, "p": root, "t": now})
+            sess = _Session(key, store, root, claude_session_id, now)
+            self._sessions[key] = sess
+        pstore = self.project_store(root)
+        if pstore is not None:
+            pstore.q("CREATE session_registry SET session_key = $k, claude_session_id = $c, project_root = $p, "
+                     "started_at = $t, last_seen_at = $t", {"k": key, "c": claude_session_id, "p": root, "t": now})
+            pstore.q("UPDATE project_meta:current SET session_count += 1, last_session = time::now()")
+        return self._session_info(sess)
+
+    def _session_info(self, s: _Session, resumed: bool = False) -> SessionInfo:
+        return SessionInfo(session_key=s.key, claude_session_id=s.claude_id, project_root=s.project_root,
+                           project_db=project_db_name(s.project_root) if s.project_root else None,
+                           started_at=s.started_at, status="active", resumed=resumed)
+
+    @api
+    def list_sessions(self) -> list[SessionInfo]:
+        return [self._session_info(s) for s in self._sessions.values()]
+
+    @api
+    def end_session(self, session: str, reason: str = "ended") -> PromotionReport:
+        """Promotion pass (seed 000 §5), then the session database is dropped."""
+        sess = self._session(session, create=False)
+        assert sess is not None
+        with sess.lock:
+            report = self._promote_session(sess)
+            pstore = self.project_store(sess.project_root)
+            status = "recovered" if reason == "recovered" else "completed"
+            if pstore is not None:
+                pstore.q("UPDATE session_registry SET status = $st, ended_at = time::now(), end_reason = $r, "
+                         "memories_promoted = $n WHERE session_key = $k",
+                         {"st": status, "r": reason, "n": len(report.promoted) + len(report.merged), "k": sess.key})
+            report.dropped = len(sess.store.light)
+            sess.store.drop_database()
+            with self._lock:
+                self._sessions.pop(sess.key, None)
+        return report
+
+    def recover_stale_sessions(self, older_than_hours: float | None = None) -> int:
+        """Seed 002 §3c: sessions that never ended (crash, killed terminal) get their promotion pass."""
+        cutoff = self.now() - timedelta(hours=older_than_hours or self.settings.session_stale_hours)
+        n = 0
+        for sess in list(self._sessions.values()):
+            seen = sess.store.q1("SELECT VALUE last_seen_at FROM ONLY session_registry:self")
+            if seen is None or seen < cutoff:
+                self.end_session(sess.key, reason="recovered")
+                n += 1
+        return n
+
+    def _touch_session(self, sess: _Session) -> None:
+        sess.store.q("UPDATE session_registry:self SET last_seen_at = time::now()")
+
+    # ── resolving where things live ──────────────────────────
+    def _stores(self, scope: str, project: str | None, session: str | None) -> list[ScopeStore]:
+        stores: list[ScopeStore] = []
+        sess = self._session(session, project) if session else None
+        if scope in ("all", "session") and sess is not None:
+            stores.append(sess.store)
+        if scope in ("all", "project"):
+            root = project or (sess.project_root if sess else None)
+            pstore = self.project_store(root)
+            if pstore is not None:
+                stores.append(pstore)
+        if scope in ("all", "user"):
+            stores.append(self.user)
+        return stores
+
+    def _target_store(self, scope: Scope, project: str | None, session: str | None) -> ScopeStore:
+        if scope == Scope.user:
+            return self.user
+        if scope == Scope.project:
+            root = project or (self._session(session).project_root if session else None)  # type: ignore[union-attr]
+            store = self.project_store(root)
+            if store is None:
+                raise EngramError("project scope needs a project: run inside one or pass --project DIR")
+            return store
+        sess = self._session(session, project)
+        if sess is None:
+            raise EngramError("session scope needs a session id (the MCP server and hooks pass theirs)")
+        return sess.store
+
+    def _all_open_stores(self) -> list[ScopeStore]:
+        return [*(s.store for s in self._sessions.values()), *(s for _, s in self._projects.values()), self.user]
+
+    def locate(self, memory_id: str, project: str | None = None, session: str | None = None) -> tuple[ScopeStore, str]:
+        key = key_of(memory_id.strip())
+        if not key:
+            raise EngramError("give a memory id")
+        preferred = self._stores("all", project, session) if (project or session) else []
+        for store in [*preferred, *self._all_open_stores()]:
+            if key in store.light or store.get(key) is not None:
+                return store, key
+        for p in self.list_projects():
+            if not p.open and Path(p.project_path).exists():
+                store = self.project_store(p.project_path)
+                if store is not None and store.get(key) is not None:
+                    return store, key
+        raise NotFound(f"no memory with id {key!r} in any scope Engram knows (check `engram recall` for ids)")
+
+    # ── writing ──────────────────────────────────────────────
+    def _previous_in_episode(self, store: ScopeStore, episode: str | None, session_id: str | None) -> list[str]:
+        group = episode or session_id
+        if not group:
+            return []
+        rows = store.q1(
+            "SELECT content, created_at FROM memory WHERE (episode_id = $g OR session_id = $g) "
+            "AND status != 'forgotten' ORDER BY created_at DESC LIMIT $n",
+            {"g": group, "n": max(1, ranking.DEFAULT_FUSION.context_prev)})
+        return [r["content"] for r in reversed(rows or [])]
+
+    def _prepare(self, mem: MemoryIn, store: ScopeStore, sess: _Session | None) -> tuple[dict[str, Any], list[str]]:
+        content, found = redact(mem.content)
+        metadata = redact_value(mem.metadata)
+        kinds = [r.kind for r in found]
+        now = self.now()
+        created = mem.created_at or now
+        if created.tzinfo is None:
+            created = created.replace(tzinfo=UTC)
+        episode = mem.metadata.get("episode_id") if isinstance(mem.metadata.get("episode_id"), str) else None
+        fields: dict[str, Any] = {
+            "content": content,
+            "content_hash": content_hash(content),
+            "memory_type": mem.memory_type.value,
+            "scope": store.scope.value,
+            "tags": mem.tags,
+            "importance": mem.importance,
+            "confidence": mem.confidence,
+            "half_life_days": float(self.half_lives()[mem.memory_type.value]),
+            "metadata": metadata,
+            "source": mem.source,
+            "session_id": sess.key if sess else None,
+            "episode_id": episode,
+            "created_at": created,
+            "updated_at": now,
+            "last_accessed_at": max(created, now) if mem.created_at is None else created,
+            "status": "created",
+            "status_reason": "stored",
+        }
+        if kinds:
+            fields["metadata"] = {**metadata, "redactions": kinds}
+        return fields, kinds
+
+    def _search_text(self, store: ScopeStore, fields: dict[str, Any], pending: dict[str, list[str]]) -> str:
+        group = fields.get("episode_id") or fields.get("session_id")
+        prev = pending.get(group) if group else None
+        if prev is None:
+            prev = self._previous_in_episode(store, fields.get("episode_id"), fields.get("session_id"))
+        text = ranking.contextual_text(fields["content"], prev)
+        if group:
+            pending[group] = [*(prev or []), fields["content"]][-max(1, ranking.DEFAULT_FUSION.context_prev):]
+        return text
+
+    def _write_batch(self, items: list[MemoryIn], project: str | None, session: str | None) -> list[StoreResult]:
+        """Validate, redact, embed in one batch, then write each (or merge an exact duplicate)."""
+        prepared = []
+        pending: dict[str, list[str]] = {}
+        for mem in items:
+            store = self._target_store(mem.scope, project, session)
+            sess = self._session(session, project) if mem.scope == Scope.session else None
+            fields, kinds = self._prepare(mem, store, sess)
+            search_text = self._search_text(store, fields, pending)
+            prepared.append((mem, store, fields, kinds, search_text))
+        vecs, why = try_embed(self.embedder, [p[4] for p in prepared])
+        results = []
+        for i, (_mem, store, fields, kinds, search_text) in enumerate(prepared):
+            dup = store.find_by_hash(fields["content_hash"])
+            if dup is not None:
+                row = store.merge_into(dup, access_count=0, importance=fields["importance"], tags=fields["tags"],
+                                       merged_from="duplicate-store")
+                assert row is not None
+                results.append(StoreResult(
+                    action="merged", memory=self._to_memory(row, store), redactions=kinds,
+                    message=f"an identical memory already exists in {store.scope.value} scope; merged into {dup}"))
+                continue
+            fields["search_text"] = search_text
+            if vecs is not None:
+                fields["embedding"] = [float(x) for x in vecs[i]]
+            key = ulid()
+            row = store.create_memory(key, fields)
+            msg = f"stored in {store.scope.value} scope"
+            if why:
+                msg += f" without an embedding ({why}); BM25 will still find it"
+            if kinds:
+                msg += f"; redacted {len(kinds)} secret(s): {', '.join(sorted(set(kinds)))}"
+            results.append(StoreResult(action="created", memory=self._to_memory(row, store), redactions=kinds,
+                                       message=msg))
+        return results
+
+    @api
+    def store(self, memory: MemoryIn, project: str | None = None, session: str | None = None) -> StoreResult:
+        """Store one memory (secrets redacted first); an exact duplicate in the same scope is merged, and says so."""
+        if self.settings.disabled:
+            raise EngramError("Engram is disabled for this project (disabled: true in .claude/engram.local.md)")
+        with self._lock:
+            result = self._write_batch([memory], project, session)[0]
+        if session:
+            sess = self._session(session, project)
+            if sess:
+                self._touch_session(sess)
+        return result
+
+    @api
+    def store_many(self, memories: list[MemoryIn], project: str | None = None,
+                   session: str | None = None) -> list[StoreResult]:
+        with self._lock:
+            return self._write_batch(memories, project, session)
+
+    @api
+    def import_lines(self, lines: list[str], project: str | None = None, session: str | None = None,
+                     first_line: int = 1) -> ImportReport:
+        """JSONL import: each good line is stored; a bad line is reported with its number and nothing of it stored."""
+        good: list[MemoryIn] = []
+        failed: list[ImportError_] = []
+        for n, line in enumerate(lines, start=first_line):
+            if not line.strip():
+                continue
+            try:
+                data = json.loads(line)
+                if not isinstance(data, dict):
+                    raise ValueError("each line must be a JSON object")
+                good.append(MemoryIn(**data))
+            except (json.JSONDecodeError, ValueError, ValidationError, TypeError) as exc:
+                failed.append(ImportError_(line=n, error=_short_error(exc)))
+        stored = merged = 0
+        for chunk_start in range(0, len(good), 64):
+            try:
+                results = self.store_many(good[chunk_start:chunk_start + 64], project, session)
+            except EngramError as exc:
+                raise EngramError(f"import stopped: {exc}") from exc
+            stored += sum(r.action == "created" for r in results)
+            merged += sum(r.action == "merged" for r in results)
+        return ImportReport(stored=stored, merged=merged, failed=failed,
+                            total_lines=sum(1 for x in lines if x.strip()))
+
+    # ── reading ──────────────────────────────────────────────
+    def _to_memory(self, row: dict[str, Any], store: ScopeStore) -> Memory:
+        now = self.now()
+        strength = memory_strength(row["importance"], row["half_life_days"], row["access_count"],
+                                   row["last_accessed_at"], now)
+        quality = composite_importance(
+            days_since_update=days_between(row["updated_at"], now), access_count=row["access_count"],
+            relevance=row.get("relevance_score", 0.0), confidence=row.get("confidence", 0.7),
+            outcome_impact=row.get("outcome_impact", 0.0), user_feedback=row.get("user_feedback", 0.0),
+            memory_type=row["memory_type"])
+        data = {k: v for k, v in row.items() if k in Memory.model_fields and v is not None}
+        data.update(id=key_of(row["id"]), scope=store.scope.value, memory_strength=strength, quality=quality)
+        data.setdefault("metadata", {})
+        return Memory(**data)
+
+    @api
+    def get(self, memory_id: str, project: str | None = None, session: str | None = None) -> Memory:
+        store, key = self.locate(memory_id, project, session)
+        row = store.get(key)
+        if row is None:
+            raise NotFound(f"no memory with id {key!r}")
+        return self._to_memory(row, store)
+
+    @api
+    def recall(
+        self,
+        query: str,
+        project: str | None = None,
+        session: str | None = None,
+        limit: int = Field(10, ge=1, le=200),
+        scope: Literal["all", "session", "project", "user"] = "all",
+        types: list[MemoryType] | None = None,
+        tags: list[str] | None = None,
+        statuses: list[Status] | None = None,
+        profile: str | None = None,
+        strengthen: bool = True,
+        log: bool = True,
+    ) -> RecallResult:
+        """Hybrid recall across scopes. Every recall strengthens what it returns and is logged."""
+        if not query.strip():
+            raise EngramError("the query is empty: say what to recall")
+        t0 = time.perf_counter()
+        stores = self._stores(scope, project, session)
+        weights = self.scope_weights(profile)
+        qvec = None
+        degraded = None
+        if getattr(self.embedder, "available", False):
+            vecs, degraded = try_embed(self.embedder, [query])
+            qvec = vecs[0] if vecs is not None else None
+        else:
+            degraded = f"no embedding provider ({self.embedder.name}): BM25 only"
+        filters = retrieval.Filters(
+            statuses={s.value for s in (statuses or DEFAULT_RECALL_STATUSES)},
+            types={t.value for t in types} if types else None,
+            tags={t.lower() for t in tags} if tags else None)
+        winners = retrieval.rank(stores, query, qvec, limit=limit, weights=weights, filters=filters, now=self.now())
+        by_store: dict[int, tuple[ScopeStore, list[str]]] = {}
+        for c in winners:
+            by_store.setdefault(id(c.store), (c.store, []))[1].append(c.key)
+        rows: dict[str, dict[str, Any]] = {}
+        for c_store, keys in by_store.values():
+            if strengthen:
+                c_store.strengthen(keys)
+            rows.update(c_store.get_many(keys))
+        hits = []
+        for c in winners:
+            row = rows.get(c.key)
+            if row is None:
+                continue
+            hits.append(RecallHit(memory=self._to_memory(row, c.store), also_in=c.also_in, scores=RecallScores(
+                bm25=c.bm25, bm25_rank=c.bm25_rank, vector=c.vector, vector_rank=c.vector_rank, fused=c.fused,
+                scope_weight=c.scope_weight, strength=c.strength, final=c.final)))
+        took = (time.perf_counter() - t0) * 1000
+        strategy: Literal["hybrid", "bm25"] = "hybrid" if qvec is not None else "bm25"
+        log_id = None
+        if log:
+            log_store = stores[1] if len(stores) > 1 and stores[0].scope == Scope.session else stores[0]
+            if log_store.scope == Scope.session:
+                log_store = self.project_store(project) or self.user
+            log_id = log_store.log_retrieval({
+                "query": query[:2000], "strategy": strategy, "results_count": len(hits),
+                "memory_ids": [h.memory.id for h in hits], "scopes": [h.memory.scope.value for h in hits],
+                "types": [h.memory.memory_type.value for h in hits], "took_ms": took,
+                "session_id": self._session(session, project).key if session else None,  # type: ignore[union-attr]
+                "query_type": profile})
+        return RecallResult(query=query, strategy=strategy, degraded=degraded, scope_weights=weights, hits=hits,
+                            took_ms=took, log_id=log_id)
+
+    @api
+    def list_memories(
+        self,
+        scope: Literal["session", "project", "user"] = "project",
+        project: str | None = None,
+        session: str | None = None,
+        memory_type: MemoryType | None = None,
+        status: Status | None = None,
+        tag: str | None = None,
+        text: str | None = None,
+        order: Literal["created_at", "updated_at", "last_accessed_at", "importance", "access_count",
+                       "memory_strength", "memory_type", "status", "content"] = "created_at",
+        descending: bool = True,
+        offset: int = Field(0, ge=0),
+        limit: int = Field(100, ge=1, le=5000),
+    ) -> MemoryPage:
+        """One page of a scope's memories, filtered and sorted in the database (the TUI pages through this)."""
+        store = self._target_store(Scope(scope), project, session)
+        where = ["true"]
+        params: dict[str, Any] = {}
+        if memory_type:
+            where.append("memory_type = $mt")
+            params["mt"] = memory_type.value
+        if status:
+            where.append("status = $st")
+            params["st"] = status.value
+        if tag:
+            where.append("$tag IN tags")
+            params["tag"] = tag.lower()
+        if text:
+            where.append("string::contains(string::lowercase(content), $tx)")
+            params["tx"] = text.lower()
+        cond = " AND ".join(where)
+        rows = store.list_memories(where=cond, params=params, order=f"{order} {'DESC' if descending else 'ASC'}",
+                                   limit=limit, start=offset)
+        total = store.q1(f"SELECT count() AS n FROM memory WHERE {cond} GROUP ALL", params)
+        return MemoryPage(items=[self._to_memory(r, store) for r in rows],
+                          total=int(total[0]["n"]) if total else 0, offset=offset, limit=limit)
+
+    # ── changing ─────────────────────────────────────────────
+    @api
+    def update(self, memory_id: str, patch: MemoryPatch, project: str | None = None,
+               session: str | None = None) -> Memory:
+        store, key = self.locate(memory_id, project, session)
+        changes = patch.model_dump(exclude_none=True)
+        if not changes:
+            raise EngramError("nothing to change: give content, tags, importance, confidence, type, pinned or metadata")
+        if "content" in changes:
+            content, found = redact(changes["content"])
+            changes["content"] = content
+            changes["content_hash"] = content_hash(content)
+            changes["search_text"] = content
+            vecs, _ = try_embed(self.embedder, [content])
+            if vecs is not None:
+                changes["embedding"] = [float(x) for x in vecs[0]]
+        if "memory_type" in changes:
+            if changes["memory_type"] == "working" and store.scope != Scope.session:
+                raise EngramError("working memories are session-only")
+            changes["half_life_days"] = float(self.half_lives()[changes["memory_type"]])
+        if "metadata" in changes:
+            current = store.get(key) or {}
+            changes["metadata"] = {**current.get("metadata", {}), **redact_value(changes["metadata"])}
+        row = store.update_memory(key, changes)
+        if row is None:
+            raise NotFound(f"no memory with id {key!r}")
+        return self._to_memory(row, store)
+
+    @api
+    def set_status(self, memory_id: str, status: Status, reason: str = "set by user",
+                   project: str | None = None, session: str | None = None) -> Memory:
+        """Move a memory to a lifecycle state (archive, restore to active…). Forgetting uses `forget`."""
+        if status == Status.forgotten:
+            return self.forget(memory_id, project=project, session=session, reason=reason)
+        store, key = self.locate(memory_id, project, session)
+        row = store.set_status(key, status.value, reason)
+        if row is None:
+            raise NotFound(f"no memory with id {key!r}")
+        return self._to_memory(row, store)
+
+    @api
+    def forget(self, memory_id: str, project: str | None = None, session: str | None = None,
+               reason: str = "forgotten on request") -> Memory:
+        """Forget: the skeleton stays for history, content and embedding are cleared (seed 000 §4)."""
+        store, key = self.locate(memory_id, project, session)
+        row = store.set_status(key, Status.forgotten.value, reason)
+        if row is None:
+            raise NotFound(f"no memory with id {key!r}")
+        row = store.get(key) or row
+        return self._to_memory(row, store)
+
+    # ── promotion ────────────────────────────────────────────
+    def _copy_up(self, source: ScopeStore, key: str, target: ScopeStore, reason: str,
+                 threshold: float) -> tuple[str, str]:
+        """Promote or merge one memory into a higher scope; returns (action, target key)."""
+        row = source.get(key)
+        if row is None:
+            raise NotFound(f"no memory with id {key!r}")
+        source_ref = f"{source.scope.value}:{key}"
+        emb = source.get_embedding(key)
+        dup = target.find_by_hash(row["content_hash"])
+        if dup is None and emb:
+            import numpy as np
+
+            near = target.index.vector(np.asarray(emb, dtype=np.float32), 1)
+            if near and near[0][1] > threshold and target.light.get(near[0][0]) is not None:
+                dup = near[0][0]
+        if dup is not None:
+            variants = {}
+            existing = target.get(dup) or {}
+            if existing.get("content_hash") != row["content_hash"]:
+                # Near, not identical: keep the other wording so an update is never silently lost.
+                variants = {"merged_variants": [*existing.get("metadata", {}).get("merged_variants", []),
+                                                {"from": source_ref, "content": row["content"]}]}
+            target.merge_into(dup, access_count=row["access_count"], importance=row["importance"],
+                              tags=row["tags"], merged_from=source_ref, metadata=variants)
+            action, target_key = "merged", dup
+        else:
+            target_key = ulid()
+            fields = {k: row[k] for k in ("content", "content_hash", "memory_type", "tags", "importance",
+                                          "confidence", "access_count", "relevance_score", "half_life_days",
+                                          "source", "episode_id", "metadata", "created_at", "last_accessed_at")
+                      if row.get(k) is not None}
+            fields.update(scope=target.scope.value, promoted_from=source_ref,
+                          promotion_chain=[*row.get("promotion_chain", []), source_ref],
+                          status="active", status_reason=f"promoted from {source.scope.value}",
+                          search_text=row["content"])
+            fields["metadata"] = {**row.get("metadata", {}), "promoted_at": self.now().isoformat()}
+            if emb:
+                fields["embedding"] = emb
+            if row["memory_type"] == "working":
+                raise EngramError("working memories are session scratch space and are never promoted")
+            target.create_memory(target_key, fields)
+            action = "promoted"
+        target.create("promotion_log", {"source_id": source_ref, "source_scope": source.scope.value,
+                                        "target_id": f"{target.scope.value}:{target_key}",
+                                        "target_scope": target.scope.value, "action": action, "reason": reason})
+        return action, target_key
+
+    def _promote_session(self, sess: _Session) -> PromotionReport:
+        report = PromotionReport(session_key=sess.key)
+        target = self.project_store(sess.project_root) or self.user
+        thresholds = self.param("promotion_thresholds", {"importance": 0.5, "access_count": 2})
+        for key, light in list(sess.store.light.items()):
+            row = sess.store.get(key)
+            if row is None:
+                continue
+            explicit = bool(row.get("metadata", {}).get("remember"))
+            eligible = light.memory_type != "working" and light.status not in ("forgotten", "superseded") and (
+                explicit or light.importance >= 0.85
+                or (light.importance >= thresholds["importance"] and light.access_count >= thresholds["access_count"]))
+            if not eligible:
+                report.skipped += 1
+                continue
+            action, tkey = self._copy_up(sess.store, key, target, "session end", PROMOTE_COSINE)
+            (report.promoted if action == "promoted" else report.merged).append(f"{target.scope.value}:{tkey}")
+        report.message = (f"{len(report.promoted)} promoted, {len(report.merged)} merged into existing memories, "
+                          f"{report.skipped} left to expire")
+        return report
+
+    @api
+    def promote(self, memory_id: str, target_scope: Literal["project", "user"] | None = None,
+                project: str | None = None, session: str | None = None) -> PromotionReport:
+        """Explicit promotion, whatever the scores: session → project, project → user."""
+        store, key = self.locate(memory_id, project, session)
+        if store.scope == Scope.user:
+            raise EngramError("this memory is already in user scope, the highest")
+        target_name = target_scope or ("project" if store.scope == Scope.session else "user")
+        if target_name == "project":
+            if store.scope != Scope.session:
+                raise EngramError("only a session memory can be promoted to project scope")
+            root = project or next((s.project_root for s in self._sessions.values() if s.store is store), None)
+            target = self.project_store(root)
+            if target is None:
+                raise EngramError("this session has no project; promote to user scope instead")
+        else:
+            target = self.user
+        action, tkey = self._copy_up(store, key, target, "explicit", PROMOTE_COSINE)
+        report = PromotionReport(message=f"{action} into {target.scope.value} scope as {tkey}")
+        (report.promoted if action == "promoted" else report.merged).append(f"{target.scope.value}:{tkey}")
+        return report
+
+    def _promote_project_to_user(self, store: ScopeStore) -> int:
+        """Seed 000 §5: importance ≥ 0.7, access ≥ 5, semantic/procedural, seen in ≥ 2 projects."""
+        import numpy as np
+
+        promoted = 0
+        others = [s for db, (_r, s) in self._projects.items() if s is not store]
+        for key, light in list(store.light.items()):
+            if (light.memory_type not in ("semantic", "procedural") or light.importance < 0.7
+                    or light.access_count < 5 or light.status not in ("active", "created")):
+                continue
+            row = store.get(key)
+            if row is None or row.get("metadata", {}).get("promoted_to_user"):
+                continue
+            emb = store.index.embedding(key)
+            seen = 1
+            for other in others:
+                if other.find_by_hash(light.content_hash):
+                    seen += 1
+                elif emb is not None:
+                    near = other.index.vector(np.asarray(emb), 1)
+                    if near and near[0][1] > USER_PROMOTE_COSINE:
+                        seen += 1
+            if seen < 2:
+                continue
+            action, tkey = self._copy_up(store, key, self.user, f"seen in {seen} projects", USER_PROMOTE_COSINE)
+            store.update_memory(key, {"metadata": {**row.get("metadata", {}), "promoted_to_user": f"user:{tkey}"}})
+            promoted += 1
+        return promoted
+
+    # ── maintenance ──────────────────────────────────────────
+    @api
+    def maintain(self, project: str | None = None, all_projects: bool = False) -> MaintenanceReport:
+        """The maintenance sweep: decay transitions, consolidation queueing, stale sessions, promotion to user."""
+        t0 = time.perf_counter()
+        if project:
+            self.project_store(project)
+        if all_projects:
+            for p in self.list_projects():
+                if Path(p.project_path).exists():
+                    self.project_store(p.project_path)
+        transitions: dict[str, int] = {}
+        queued = 0
+        stores = [*(s for _, s in self._projects.values()), self.user]
+        for store in stores:
+            queued += store.sweep()
+            for k, v in getattr(store, "last_sweep_delta", {}).items():
+                transitions[k] = transitions.get(k, 0) + v
+        recovered = self.recover_stale_sessions()
+        to_user = sum(self._promote_project_to_user(s) for _, s in list(self._projects.values()))
+        return MaintenanceReport(transitions={k: v for k, v in transitions.items() if v},
+                                 queued_for_consolidation=queued, sessions_recovered=recovered,
+                                 promoted_to_user=to_user, took_ms=(time.perf_counter() - t0) * 1000)
+
+    @api
+    def stats(self, project: str | None = None, session: str | None = None) -> Stats:
+        scopes = []
+        for store in self._stores("all", project, session):
+            total, by_type, by_status = store.count_by()
+            scopes.append(ScopeCounts(scope=store.scope, database=store.database, total=total,
+                                      by_type=by_type, by_status=by_status))
+        root = str(find_project_root(project)) if project else None
+        return Stats(scopes=scopes, project_root=root, embedding=self.embedder.name,
+                     sessions_active=len(self._sessions))
+
+    # ── context injection (SessionStart) ─────────────────────
+    @api
+    def injection_context(self, project: str | None = None, session: str | None = None,
+                          budget: int | None = None) -> InjectionPreview:
+        """The strongest memories of this project and the user scope, labelled by scope, within a token budget."""
+        settings = load_settings(find_project_root(project)) if project else self.settings
+        budget = settings.injection_token_budget if budget is None else budget
+        if settings.disabled:
+            return InjectionPreview(text="", tokens=0, budget=budget, items=[], disabled=True)
+        now = self.now()
+        groups: list[tuple[str, ScopeStore, float]] = []
+        pstore = self.project_store(project) if project else None
+        if pstore is not None:
+            groups.append(("Project", pstore, 0.7))
+        groups.append(("User", self.user, 0.3 if pstore is not None else 1.0))
+        header = "# Engram memory (strongest first; ids work with get_memory/forget_memory)\n"
+        used = estimate_tokens(header)
+        sections: list[str] = []
+        items: list[InjectionItem] = []
+        for label, store, share in groups:
+            allowance = int(budget * share)
+            ranked = sorted(
+                ((memory_strength(lt.importance, lt.half_life_days, lt.access_count, lt.last_accessed_at, now), k, lt)
+                 for k, lt in store.light.items()
+                 if lt.status in ("active", "created", "consolidated") and lt.memory_type != "working"),
+                key=lambda t: (-t[0], t[1]))
+            lines: list[str] = []
+            spent = estimate_tokens(f"## {label}\n")
+            for strength, key, lt in ranked:
+                line = f"- [{lt.memory_type}] {lt.content.strip()[:600]} (id {key})"
+                cost = estimate_tokens(line + "\n")
+                if spent + cost > allowance or used + spent + cost > budget:
+                    continue
+                lines.append(line)
+                spent += cost
+                items.append(InjectionItem(id=key, scope=store.scope, memory_type=MemoryType(lt.memory_type),
+                                           content=lt.content, strength=strength, tokens=cost))
+            if lines:
+                sections.append(f"## {label}\n" + "\n".join(lines))
+                used += spent
+        text = header + "\n".join(sections) if sections else ""
+        return InjectionPreview(text=text, tokens=estimate_tokens(text) if text else 0, budget=budget, items=items)
+
+    # ── feedback ─────────────────────────────────────────────
+    @api
+    def mark_retrieval_useful(self, query: str, was_useful: bool, reason: str | None = None,
+                              project: str | None = None) -> FeedbackResult:
+        """Marks the latest retrieval_log row for this query; useful results gain relevance and outcome impact."""
+        store = self.project_store(project) or self.user
+        rows = store.q1("SELECT id, memory_ids FROM retrieval_log WHERE query = $q ORDER BY created_at DESC LIMIT 1",
+                        {"q": query})
+        if not rows:
+            return FeedbackResult(log_id=None, updated=False,
+                                  message=f"no retrieval of {query!r} is logged in this project; recall it first")
+        log_id = rows[0]["id"]
+        store.q("UPDATE $id SET was_useful = $u, feedback_reason = $r", {"id": log_id, "u": was_useful, "r": reason})
+        delta = 0.1 if was_useful else -0.05
+        for mid in rows[0].get("memory_ids", []):
+            try:
+                s, key = self.locate(mid, project)
+            except NotFound:
+                continue
+            s.q("UPDATE $id SET relevance_score = math::clamp(relevance_score + $d, 0.0, 1.0), "
+                "outcome_impact = math::clamp(outcome_impact + $d, 0.0, 1.0)",
+                {"id": record(key), "d": delta})
+        return FeedbackResult(log_id=key_of(log_id), updated=True,
+                              message=f"marked {'useful' if was_useful else 'not useful'}")
+
+
+def _short_error(exc: BaseException) -> str:
+    if isinstance(exc, ValidationError):
+        return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'line'}: {e['msg']}" for e in exc.errors())
+    return str(exc)
+
+
+def call_api(service: EngramService, method: str, params: dict[str, Any]) -> Any:
+    """Dispatch a daemon request to a service method (pydantic validates the arguments)."""
+    fn = API_METHODS.get(method)
+    if fn is None:
+        raise EngramError(f"unknown method {method!r}")
+    return fn(service, **params)
+
+
+def iter_jsonl(path: Path) -> Iterable[str]:
+    with open(path, encoding="utf-8") as fh:
+        yield from fh
+
+
+__all__ = ["API_METHODS", "EmbeddingError", "EngramError", "EngramService", "NotFound", "StoreError", "call_api"]

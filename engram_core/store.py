@@ -1,0 +1,372 @@
+"""SurrealDB access: one embedded connection per store file, one ScopeStore per namespace/database.
+
+All SurrealQL of the memory table lives here and in ``schema/`` / ``queries/``; front ends never build queries.
+An embedded store can be open in one process only, so the daemon owns every ``ScopeStore``.
+
+Each ScopeStore keeps an in-process mirror of its searchable memories (text, vector and the few fields
+scoring needs) so that recall does not pay SurrealDB's HNSW/FULLTEXT cost; SurrealDB stays the source
+of truth and the mirror is rebuilt from it at open and updated after every acknowledged write.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from surrealdb import RecordID, Surreal
+
+from .config import ensure_private_dir, restrict_tree
+from .models import Scope
+from .search_index import SearchIndex
+
+SCHEMA_DIR = Path(__file__).parent / "schema"
+QUERY_DIR = Path(__file__).parent / "queries"
+MEMORY_TABLE = "memory"
+
+# Fields returned to callers; the embedding stays inside (384 floats nobody wants to read).
+MEMORY_FIELDS = (
+    "id, content, content_hash, memory_type, scope, tags, importance, confidence, relevance_score, "
+    "outcome_impact, user_feedback, access_count, half_life_days, pinned, status, status_history, "
+    "source, session_id, episode_id, promoted_from, promotion_chain, consolidated_into, invalid_at, "
+    "created_at, updated_at, last_accessed_at, metadata, memory_strength"
+)
+LIGHT_FIELDS = (
+    "id, content, memory_type, tags, importance, access_count, half_life_days, status, pinned, "
+    "last_accessed_at, created_at, session_id, episode_id, content_hash, embedding, search_text"
+)
+
+
+class StoreError(RuntimeError):
+    """The store refused an operation; the message says what and why."""
+
+
+def content_hash(text: str) -> str:
+    """Hash of whitespace- and case-normalised content: exact duplicates share it."""
+    norm = re.sub(r"\s+", " ", text.strip().lower())
+    return hashlib.sha256(norm.encode()).hexdigest()
+
+
+def migrations() -> list[tuple[int, str, str]]:
+    """(version, name, text) of every schema file, in order."""
+    out = []
+    for entry in SCHEMA_DIR.iterdir():
+        m = re.match(r"(\d+)_.*\.surql$", entry.name)
+        if m:
+            out.append((int(m.group(1)), entry.name, entry.read_text(encoding="utf-8")))
+    return sorted(out)
+
+
+def query_file(name: str) -> str:
+    return (QUERY_DIR / name).read_text(encoding="utf-8")
+
+
+def record(key: str, table: str = MEMORY_TABLE) -> RecordID:
+    return RecordID(table, key)
+
+
+def key_of(value: Any) -> str:
+    """The key part of a record id, whatever form it comes in."""
+    if isinstance(value, RecordID):
+        return str(value.id)
+    text = str(value)
+    return text.split(":", 1)[1] if ":" in text else text
+
+
+def plain(value: Any) -> Any:
+    """SDK values → JSON-friendly Python (record ids as 'table:key', datetimes as aware datetimes)."""
+    if isinstance(value, RecordID):
+        return f"{value.table_name}:{value.id}"
+    if isinstance(value, datetime):
+        return datetime(value.year, value.month, value.day, value.hour, value.minute, value.second,
+                        value.microsecond, tzinfo=value.tzinfo or UTC)
+    if isinstance(value, Mapping):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    return value
+
+
+class Connection:
+    """One embedded SurrealDB engine over one store file (or memory), shared by the ScopeStores on it.
+
+    The SDK connection has a single `USE` state, so every call selects its namespace/database under a lock.
+    """
+
+    def __init__(self, url: str, path: Path | None = None) -> None:
+        self.url = url
+        self.path = path
+        if path is not None:
+            ensure_private_dir(path.parent)
+        try:
+            self._db = Surreal(url)
+        except Exception as exc:  # the engine's message names the LOCK file when another process has it
+            raise StoreError(f"cannot open the store at {url}: {exc}") from exc
+        self.lock = threading.RLock()
+        if path is not None:
+            restrict_tree(path)
+
+    @classmethod
+    def file(cls, path: Path) -> Connection:
+        return cls(f"surrealkv://{path}", path)
+
+    @classmethod
+    def memory(cls) -> Connection:
+        return cls("mem://")
+
+    def run(self, ns: str, db: str, sql: str, params: Mapping[str, Any] | None = None) -> list[Any]:
+        with self.lock:
+            self._db.use(ns, db)
+            return self._db.query(sql, dict(params or {})).execute()
+
+    def close(self) -> None:
+        with self.lock:
+            try:
+                self._db.close()
+            except Exception:
+                pass
+            if self.path is not None:
+                restrict_tree(self.path)
+
+
+@dataclass
+class Light:
+    """What recall needs to filter and score a memory without a database round trip."""
+
+    memory_type: str
+    tags: list[str]
+    importance: float
+    access_count: int
+    half_life_days: float
+    status: str
+    pinned: bool
+    last_accessed_at: datetime
+    created_at: datetime
+    session_id: str | None
+    episode_id: str | None
+    content_hash: str
+    content: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class ScopeStore:
+    """One scope's database (namespace + database) on a Connection, with its in-process mirror."""
+
+    def __init__(self, conn: Connection, scope: Scope, database: str, *, dim: int = 384) -> None:
+        self.conn = conn
+        self.scope = scope
+        self.namespace = scope.value
+        self.database = database
+        self.index = SearchIndex(dim)
+        self.light: dict[str, Light] = {}
+        self._mirror_lock = threading.RLock()
+        self.apply_schema()
+        self.reload_mirror()
+
+    # ── plumbing ──────────────────────────────────────────────
+    def q(self, sql: str, params: Mapping[str, Any] | None = None) -> list[Any]:
+        return self.conn.run(self.namespace, self.database, sql, params)
+
+    def q1(self, sql: str, params: Mapping[str, Any] | None = None) -> Any:
+        return self.q(sql, params)[-1]
+
+    def schema_version(self) -> int:
+        rows = self.q1("SELECT VALUE version FROM ONLY schema_meta:current")
+        return int(rows) if isinstance(rows, int) else 0
+
+    def apply_schema(self) -> int:
+        """Apply every migration newer than the recorded version, each in one transaction."""
+        current = self.schema_version() if self._has_schema_meta() else 0
+        for version, _name, text in migrations():
+            if version > current:
+                self.q(f"BEGIN TRANSACTION;\n{text}\nUPSERT schema_meta:current SET version = {version}, "
+                       f"applied_at = time::now();\nCOMMIT TRANSACTION;")
+                current = version
+        return current
+
+    def _has_schema_meta(self) -> bool:
+        info = self.q1("INFO FOR DB")
+        return isinstance(info, dict) and "schema_meta" in (info.get("tables") or {})
+
+    # ── mirror ───────────────────────────────────────────────
+    def reload_mirror(self) -> None:
+        rows = self.q1(f"SELECT {LIGHT_FIELDS} FROM memory WHERE status NOT IN ['forgotten', 'superseded']")
+        with self._mirror_lock:
+            self.index = SearchIndex(self.index_dim)
+            self.light.clear()
+            for row in rows or []:
+                self._mirror_put(row)
+
+    @property
+    def index_dim(self) -> int:
+        return getattr(self.index, "dim", 384)
+
+    def _mirror_put(self, row: Mapping[str, Any]) -> None:
+        key = key_of(row["id"])
+        status = row.get("status", "created")
+        with self._mirror_lock:
+            if status in ("forgotten", "superseded"):
+                self.index.remove(key)
+                self.light.pop(key, None)
+                return
+            emb = row.get("embedding")
+            self.index.upsert(key, row.get("search_text") or row.get("content", ""), np.asarray(emb, dtype=np.float32) if emb else None)
+            self.light[key] = Light(
+                memory_type=row["memory_type"],
+                tags=list(row.get("tags") or []),
+                importance=float(row["importance"]),
+                access_count=int(row.get("access_count") or 0),
+                half_life_days=float(row["half_life_days"]),
+                status=status,
+                pinned=bool(row.get("pinned")),
+                last_accessed_at=plain(row["last_accessed_at"]),
+                created_at=plain(row["created_at"]),
+                session_id=row.get("session_id"),
+                episode_id=row.get("episode_id"),
+                content_hash=row.get("content_hash", ""),
+                content=row.get("content", ""),
+            )
+
+    def refresh(self, keys: Iterable[str]) -> None:
+        """Re-read these memories into the mirror after a write."""
+        ids = [record(k) for k in keys]
+        if not ids:
+            return
+        rows = self.q1(f"SELECT {LIGHT_FIELDS} FROM $ids", {"ids": ids})
+        found = {key_of(r["id"]) for r in rows or []}
+        for row in rows or []:
+            self._mirror_put(row)
+        with self._mirror_lock:
+            for k in set(map(key_of, ids)) - found:
+                self.index.remove(k)
+                self.light.pop(k, None)
+
+    # ── memories ─────────────────────────────────────────────
+    def create_memory(self, key: str, fields: Mapping[str, Any]) -> dict[str, Any]:
+        # A projection on CREATE trips the engine over the COMPUTED field (3.2.4): read it back instead.
+        rows = self.q1(
+            f"CREATE $id CONTENT $fields RETURN NONE; SELECT {MEMORY_FIELDS} FROM $id",
+            {"id": record(key), "fields": dict(fields)},
+        )
+        self.refresh([key])
+        return plain(rows[0])
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        rows = self.q1(f"SELECT {MEMORY_FIELDS} FROM $id", {"id": record(key)})
+        return plain(rows[0]) if rows else None
+
+    def get_many(self, keys: list[str]) -> dict[str, dict[str, Any]]:
+        if not keys:
+            return {}
+        rows = self.q1(f"SELECT {MEMORY_FIELDS} FROM $ids", {"ids": [record(k) for k in keys]})
+        return {key_of(r["id"]): plain(r) for r in rows or []}
+
+    def get_embedding(self, key: str) -> list[float] | None:
+        return self.q1("SELECT VALUE embedding FROM ONLY $id", {"id": record(key)})
+
+    def find_by_hash(self, digest: str) -> str | None:
+        with self._mirror_lock:
+            for key, light in self.light.items():
+                if light.content_hash == digest:
+                    return key
+        return None
+
+    def update_memory(self, key: str, changes: Mapping[str, Any]) -> dict[str, Any] | None:
+        rows = self.q1(
+            f"UPDATE $id MERGE $changes RETURN {MEMORY_FIELDS}",
+            {"id": record(key), "changes": {**changes, "updated_at": datetime.now(UTC)}},
+        )
+        self.refresh([key])
+        return plain(rows[0]) if rows else None
+
+    def merge_into(self, key: str, *, access_count: int, importance: float, tags: list[str],
+                   merged_from: str, metadata: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
+        """Fold a duplicate into an existing memory: summed access, max importance, union of tags."""
+        rows = self.q1(
+            """UPDATE $id SET
+                 access_count += $acc,
+                 importance = math::max([importance, $importance]),
+                 tags = array::union(tags, $tags),
+                 metadata.merged_from = array::union(metadata.merged_from ?? [], [$from]),
+                 updated_at = time::now();
+               UPDATE $id MERGE { metadata: $meta };
+               SELECT """ + MEMORY_FIELDS + " FROM $id",
+            {"id": record(key), "acc": access_count, "importance": importance, "tags": tags,
+             "from": merged_from, "meta": dict(metadata or {})},
+        )
+        self.refresh([key])
+        return plain(rows[0]) if rows else None
+
+    def set_status(self, key: str, status: str, reason: str, **extra: Any) -> dict[str, Any] | None:
+        return self.update_memory(key, {"status": status, "status_reason": reason,
+                                        "status_changed_at": datetime.now(UTC), **extra})
+
+    def strengthen(self, keys: list[str]) -> None:
+        """Seed 000 §6.3: each retrieval counts an access and nudges relevance up (events may revive)."""
+        if not keys:
+            return
+        self.q(
+            """UPDATE $ids SET access_count += 1, last_accessed_at = time::now(),
+                 relevance_score = math::min([1.0, relevance_score + 0.05])""",
+            {"ids": [record(k) for k in keys]},
+        )
+        self.refresh(keys)
+
+    def delete_memory(self, key: str) -> None:
+        self.q("DELETE $id", {"id": record(key)})
+        with self._mirror_lock:
+            self.index.remove(key)
+            self.light.pop(key, None)
+
+    def list_memories(self, *, where: str = "true", params: Mapping[str, Any] | None = None,
+                      order: str = "created_at DESC", limit: int = 100, start: int = 0) -> list[dict[str, Any]]:
+        rows = self.q1(
+            f"SELECT {MEMORY_FIELDS} FROM memory WHERE {where} ORDER BY {order} LIMIT $limit START $start",
+            {**(params or {}), "limit": limit, "start": start},
+        )
+        return [plain(r) for r in rows or []]
+
+    def count_by(self) -> tuple[int, dict[str, int], dict[str, int]]:
+        by_type = self.q1("SELECT memory_type, count() AS n FROM memory GROUP BY memory_type")
+        by_status = self.q1("SELECT status, count() AS n FROM memory GROUP BY status")
+        t = {r["memory_type"]: r["n"] for r in by_type or []}
+        s = {r["status"]: r["n"] for r in by_status or []}
+        return sum(s.values()), t, s
+
+    def sweep(self) -> int:
+        """Run queries/sweep.surql; returns how many memories were newly queued for consolidation."""
+        before = dict(self.status_counts())
+        result = self.q(query_file("sweep.surql"))
+        self.reload_mirror()
+        after = self.status_counts()
+        self.last_sweep_delta = {k: after.get(k, 0) - before.get(k, 0) for k in set(before) | set(after)}
+        return int(result[-1] or 0)
+
+    def status_counts(self) -> dict[str, int]:
+        return self.count_by()[2]
+
+    # ── logs and registries ──────────────────────────────────
+    def log_retrieval(self, fields: Mapping[str, Any]) -> str:
+        rows = self.q1("CREATE retrieval_log CONTENT $f RETURN id", {"f": dict(fields)})
+        return key_of(rows[0]["id"])
+
+    def create(self, table: str, fields: Mapping[str, Any], key: str | None = None) -> dict[str, Any]:
+        target = record(key, table) if key else None
+        if target is not None:
+            rows = self.q1("CREATE $t CONTENT $f", {"t": target, "f": dict(fields)})
+        else:
+            rows = self.q1("CREATE type::table($tb) CONTENT $f", {"tb": table, "f": dict(fields)})
+        return plain(rows[0])
+
+    def drop_database(self) -> None:
+        """Remove this scope database entirely (sessions, after their promotion pass)."""
+        self.conn.run(self.namespace, self.database, f"REMOVE DATABASE IF EXISTS `{self.database}`")
+        with self._mirror_lock:
+            self.index = SearchIndex(self.index_dim)
+            self.light.clear()
