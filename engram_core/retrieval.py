@@ -6,9 +6,10 @@ Pure over the stores' in-process mirrors: no database round trip until the winne
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 import numpy as np
 
@@ -83,6 +84,9 @@ def rank(
     filters: Filters,
     now: datetime,
     strength_weight: float = STRENGTH_WEIGHT,
+    extra: Sequence[Sequence[tuple[str, float]]] = (),
+    boosters: Sequence[Callable[..., float]] = (),
+    context: dict[str, Any] | None = None,
 ) -> list[Candidate]:
     """One fusion over all scopes: BM25 and cosine lists are merged across scopes by raw score, fused once,
     then each candidate is boosted by its scope weight and memory strength."""
@@ -107,14 +111,24 @@ def rank(
     top_weight = max((weights.get(s.scope.value, 1.0) for s in stores), default=1.0)
     boosts: dict[str, float] = {}
     strengths: dict[str, float] = {}
-    for key in {*bm_pos, *vec_pos}:
+    # Extra ranked lists (graph traversal, associations…) join the fusion by reciprocal rank too.
+    extra_lists = [[(k, sc) for k, sc in lst if k in where or _find(stores, k, where)] for lst in extra]
+    extra_lists = [[(k, sc) for k, sc in lst if filters.admits(where[k].light[k])] for lst in extra_lists]
+    extra_keys = {k for lst in extra_lists for k, _ in lst}
+    for key in {*bm_pos, *vec_pos, *extra_keys}:
         store = where[key]
         lt = store.light[key]
         strength = memory_strength(lt.importance, lt.half_life_days, lt.access_count, lt.last_accessed_at, now)
         strengths[key] = strength
         boosts[key] = _weight_boost(weights.get(store.scope.value, 1.0), top_weight) * (
             (1.0 - strength_weight) + strength_weight * min(1.0, strength))
-    fused = ranking.fuse(bm_all, vec_all, boosts=boosts)
+        for booster in boosters:
+            boosts[key] *= booster(key, store, lt, context or {})
+    fused_map = dict(ranking.fuse(bm_all, vec_all))
+    for lst in extra_lists:
+        for i, (k, _) in enumerate(lst):
+            fused_map[k] = fused_map.get(k, 0.0) + 1.0 / (ranking.DEFAULT_FUSION.k_rrf + i + 1)
+    fused = sorted(((k, v * boosts.get(k, 1.0)) for k, v in fused_map.items()), key=lambda t: (-t[1], t[0]))
     cands = []
     for key, final in fused:
         store = where[key]
@@ -126,6 +140,14 @@ def rank(
             fused=final / boosts[key] if boosts[key] else final, scope_weight=weights.get(store.scope.value, 1.0),
             strength=strengths[key], final=final))
     return dedup(cands, limit)
+
+
+def _find(stores: Sequence[ScopeStore], key: str, where: dict[str, ScopeStore]) -> bool:
+    for store in stores:
+        if key in store.light:
+            where[key] = store
+            return True
+    return False
 
 
 def dedup(cands: list[Candidate], limit: int) -> list[Candidate]:

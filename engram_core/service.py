@@ -14,6 +14,7 @@ their database is removed once that pass has run, which keeps them as ephemeral 
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 import time
@@ -154,6 +155,15 @@ class EngramService:
         self._projects: dict[str, tuple[str, ScopeStore]] = {}
         self._project_conns: dict[str, Connection] = {}
         self._sessions: dict[str, _Session] = {}
+        # Extension points for the self-organising layer (graph, episodes, associations):
+        # after_store(service, store, key, fields) runs after a new memory is written;
+        # after_recall(service, result, winners) runs after a recall has been answered;
+        # extra_rankers(service, stores, query, qvec, filters, pool) -> [(key, score)] add a third (fourth…)
+        # ranked list to the fusion; boosters(service, candidate_key, store, light, context) -> factor.
+        self.after_store: list[Callable[..., None]] = []
+        self.after_recall: list[Callable[..., None]] = []
+        self.extra_rankers: list[Callable[..., list[tuple[str, float]]]] = []
+        self.boosters: list[Callable[..., float]] = []
         self._reattach_sessions()
         if recover_sessions:
             self.recover_stale_sessions()
@@ -478,6 +488,8 @@ class EngramService:
                 fields["embedding"] = [float(x) for x in vecs[i]]
             key = ulid()
             row = store.create_memory(key, fields)
+            for hook in self.after_store:
+                hook(self, store, key, fields)
             msg = f"stored in {store.scope.value} scope"
             if why:
                 msg += f" without an embedding ({why}); BM25 will still find it"
@@ -588,7 +600,10 @@ class EngramService:
             statuses={s.value for s in (statuses or DEFAULT_RECALL_STATUSES)},
             types={t.value for t in types} if types else None,
             tags={t.lower() for t in tags} if tags else None)
-        winners = retrieval.rank(stores, query, qvec, limit=limit, weights=weights, filters=filters, now=self.now())
+        extra = [r(self, stores, query, qvec, filters) for r in self.extra_rankers]
+        boosters = [functools.partial(b, self) for b in self.boosters]
+        winners = retrieval.rank(stores, query, qvec, limit=limit, weights=weights, filters=filters, now=self.now(),
+                                 extra=extra, boosters=boosters, context={"session": session, "project": project})
         by_store: dict[int, tuple[ScopeStore, list[str]]] = {}
         for c in winners:
             by_store.setdefault(id(c.store), (c.store, []))[1].append(c.key)
@@ -618,8 +633,11 @@ class EngramService:
                 "types": [h.memory.memory_type.value for h in hits], "took_ms": took,
                 "session_id": self._session(session, project).key if session else None,  # type: ignore[union-attr]
                 "query_type": profile})
-        return RecallResult(query=query, strategy=strategy, degraded=degraded, scope_weights=weights, hits=hits,
-                            took_ms=took, log_id=log_id)
+        result = RecallResult(query=query, strategy=strategy, degraded=degraded, scope_weights=weights, hits=hits,
+                              took_ms=took, log_id=log_id)
+        for hook in self.after_recall:
+            hook(self, result, winners)
+        return result
 
     @api
     def list_memories(
