@@ -34,9 +34,11 @@ Rules
   letters, zero-width characters and homoglyphs are refused rather than guessed at.
   Unicode inside strings (``'café'``) is fine.
 * Defence against parser differentials: an independent lexer (same rules as SurrealDB's:
-  ``'..'``/``".."`` with backslash escapes, ``--``, ``//``, ``#`` and ``/* */`` comments)
-  must agree with the grammar about where strings and comments are; if they disagree the
-  query is refused as ``parse-error``.
+  ``'..'``/``".."`` with backslash escapes, ``--``, ``//``, ``#`` and non-greedy ``/* */``
+  comments) finds comments and blanks them before parsing (the grammar's own block-comment
+  rule is greedy: it reads ``/* a */ DEFINE TABLE x /* b */`` as one comment), and must
+  agree with the grammar about where every string literal starts and ends; if they disagree
+  the query is refused as ``parse-error``.
 
 Grammar gaps and how they are handled
 -------------------------------------
@@ -252,6 +254,12 @@ def _rewrite(text: str, lexed: _Lexed, spans: list[tuple[int, int]]) -> str:
         if kind == "ident":
             for i in range(start, end):
                 chars[i] = "_"
+        elif kind == "comment":
+            # The grammar's block-comment rule is greedy ('/* a */ DEFINE .. /* b */' is one comment
+            # to it), so comments are removed here using the lexer's SurrealDB-like, non-greedy rule.
+            for i in range(start, end):
+                if chars[i] != "\n":
+                    chars[i] = " "
     # Blank ';' that terminate empty statements, and a trailing ';'.
     for n, (s, e) in enumerate(spans):
         empty = not view[s:e].strip()
@@ -503,7 +511,7 @@ def validate(surql: str, *, allow_writes: bool = False, max_length: int = 20_000
     _walk(root, chk, b2c, surql)
 
     if not root.has_error:
-        lexer_opaque = {(s, e) for s, e, kind in lexed.opaque if kind != "ident"}
+        lexer_opaque = {(s, e) for s, e, kind in lexed.opaque if kind == "string"}
         tree_opaque = _tree_opaque(root, b2c)
         diff = lexer_opaque ^ tree_opaque
         if diff:

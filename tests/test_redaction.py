@@ -1,0 +1,198 @@
+"""Tests for engram_core.redaction.
+
+Corpora: tests/data/secrets_corpus.jsonl (58 texts, every listed secret must disappear: recall
+100%) and tests/data/benign_corpus.jsonl (55 texts that must survive byte-identical: 0 false
+positives).  The measured figures are printed by test_corpus_figures (pytest -s).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from engram_core.redaction import Redaction, redact, redact_text, redact_value
+
+DATA = Path(__file__).parent / "data"
+MODULE = Path(__file__).parent.parent / "engram_core" / "redaction.py"
+
+
+def _load(name: str) -> list[dict]:
+    text = (DATA / name).read_text(encoding="utf-8")
+    return [json.loads(line) for line in text.split("\n") if line.strip()]
+
+
+SECRETS = _load("secrets_corpus.jsonl")
+BENIGN = _load("benign_corpus.jsonl")
+
+
+def test_corpus_figures() -> None:
+    total = sum(len(e["secrets"]) for e in SECRETS)
+    leaked = [(e["kind"], s) for e in SECRETS for s in e["secrets"] if s in redact_text(e["text"])]
+    changed = [e["kind"] for e in BENIGN if redact_text(e["text"]) != e["text"]]
+    recall = 1 - len(leaked) / total
+    print(
+        f"\nsecrets corpus: {len(SECRETS)} texts, {total} secret values, recall {recall:.1%}"
+        f"\nbenign corpus: {len(BENIGN)} texts, false positives {len(changed)}"
+    )
+    assert len(SECRETS) >= 50 and len(BENIGN) >= 50
+    assert leaked == []
+    assert changed == []
+
+
+@pytest.mark.parametrize("entry", SECRETS, ids=[e["kind"] for e in SECRETS])
+def test_secret_is_removed(entry: dict) -> None:
+    out, found = redact(entry["text"])
+    for secret in entry["secrets"]:
+        assert secret not in out, f"{entry['kind']}: {secret!r} survived"
+    assert "[REDACTED:" in out
+    assert found and all(isinstance(r, Redaction) for r in found)
+    # offsets refer to the input text and never overlap
+    prev_end = 0
+    for r in found:
+        assert prev_end <= r.start < r.end <= len(entry["text"]), (prev_end, r)
+        prev_end = r.end
+    # redacting twice changes nothing more (placeholders are not secrets)
+    assert redact_text(out) == out
+
+
+@pytest.mark.parametrize("entry", BENIGN, ids=[e["kind"] for e in BENIGN])
+def test_benign_survives(entry: dict) -> None:
+    out, found = redact(entry["text"])
+    assert found == []
+    assert out == entry["text"]
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "kept"),
+    [
+        ("AWS_ACCESS_KEY_ID=AKIAQX3RTV7ZP4M2KD9W", "aws_access_key", "AWS_ACCESS_KEY_ID="),
+        (
+            "aws_secret_access_key = Zk8rP2vQ/7mXn4Lt9Wb+Hc3Jd6Fs1Ga5Ye0Uo8Ri",
+            "aws_secret_key",
+            "aws_secret_access_key = ",
+        ),
+        ("key AIzaSyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY here", "gcp_api_key", "key "),
+        ("t=ghp_R8x2LmQ9vT4kZp7NwY3cJh6Fd1Sa0BgE5uXo", "github_token", "t="),
+        ("glpat-Ab3Cd5Ef7Gh9Ij1Kl3Mn", "gitlab_token", ""),
+        ("xoxb-2048-4096-Ab3Cd5Ef7Gh9Ij1Kl3Mn5Op7", "slack_token", ""),
+        ("sk_live_51Hx9ZkQ2eVbN4mPqR7tY8uI0oP3aS5dF", "stripe_key", ""),
+        ("sk-ant-api03-Xy7Zq2Wv9Ut4Sr1Pq8On5Ml2Kj6Ih3Gf0", "anthropic_key", ""),
+        ("sk-proj-Qw3rTy7UiOp9AsDfGh2JkLzXcVbNm4Qw8ErTy1Ui", "openai_key", ""),
+        ("npm_Qw8ErTy1UiOp3AsDfGh5JkLzXcVbNm7Qw9Er", "npm_token", ""),
+        ("hf_AbCdEfGhIjKlMnOpQrStUvWxYz01234567", "huggingface_token", ""),
+        ("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", "google_oauth_secret", ""),
+        ("https://bob:hunter2x@example.com/x", "url_password", "https://bob:"),
+        ("Authorization: Bearer abcdef123456", "authorization", "Authorization: Bearer "),
+        ("export DB_PASSWORD='s3cr3t value'", "password", "export DB_PASSWORD='"),
+        ("password: hunter2", "password", "password: "),
+    ],
+)
+def test_kinds_and_context_kept(text: str, kind: str, kept: str) -> None:
+    out, found = redact(text)
+    assert [r.kind for r in found] == [kind]
+    assert out.startswith(kept + f"[REDACTED:{kind}]")
+
+
+def test_url_keeps_user_and_host() -> None:
+    assert (
+        redact_text("postgres://app:pw1234@db:5432/x") == "postgres://app:[REDACTED:url_password]@db:5432/x"
+    )
+
+
+def test_private_block_removed_entirely() -> None:
+    text = "a <Private>line1\nAKIA-not-needed\nline2</PRIVATE> b <private>c</private> d"
+    assert redact_text(text) == "a [REDACTED:private] b [REDACTED:private] d"
+
+
+def test_unclosed_private_hides_the_rest() -> None:
+    assert redact_text("ok <private> everything after") == "ok [REDACTED:private]"
+
+
+def test_not_secret_values() -> None:
+    for text in (
+        "NODE_ENV=production",
+        "PORT=8080",
+        "PASSWORD=",
+        "API_TOKEN=${API_TOKEN}",
+        "SECRET=$SECRET",
+        "token = get_token()",
+        "def f(password: str): ...",
+        "auth=auth",
+        "max_tokens: 4096",
+        "TOKEN_URL=https://example.com/oauth/token",
+    ):
+        assert redact_text(text) == text, text
+
+
+def test_redact_value_recurses_and_copies() -> None:
+    meta = {
+        "cmd": "curl -H 'Authorization: Bearer abcdef123456'",
+        "nested": [{"env": "GITHUB_TOKEN=ghp_R8x2LmQ9vT4kZp7NwY3cJh6Fd1Sa0BgE5uXo"}, 3, None],
+        "tuple": ("sk_live_51Hx9ZkQ2eVbN4mPqR7tY8uI0oP3aS5dF", 1.5),
+        "n": 7,
+    }
+    out = redact_value(meta)
+    assert out is not meta
+    assert "abcdef123456" not in json.dumps(out, default=list)
+    assert out["nested"][0]["env"] == "GITHUB_TOKEN=[REDACTED:github_token]"
+    assert out["nested"][1:] == [3, None]
+    assert out["tuple"] == ("[REDACTED:stripe_key]", 1.5)
+    assert out["n"] == 7
+    assert meta["nested"][0]["env"].endswith("uXo")  # the input is not mutated
+
+
+def test_speed_100kb_tool_output() -> None:
+    chunk = "\n".join(e["text"] for e in BENIGN) + "\n" + "\n".join(e["text"] for e in SECRETS[:5])
+    text = (chunk * (100_000 // len(chunk) + 1))[:100_000]
+    redact(text)  # warm up
+    t0 = time.perf_counter()
+    runs = 5
+    for _ in range(runs):
+        redact(text)
+    per_run_ms = (time.perf_counter() - t0) / runs * 1000
+    print(f"\nredact(100 KB mixed tool output): {per_run_ms:.1f} ms")
+    assert per_run_ms < 150  # generous bound for slow CI; typically well under 50 ms
+
+
+def test_pathological_input_is_linear() -> None:
+    # long runs of key-like and quote characters must not backtrack catastrophically
+    text = "password=" * 5000 + "a" * 20_000 + "'" * 5000 + "-----BEGIN PRIVATE KEY-----" + "x" * 20_000
+    t0 = time.perf_counter()
+    redact(text)
+    assert time.perf_counter() - t0 < 2.0
+
+
+def test_module_imports_only_stdlib() -> None:
+    tree = ast.parse(MODULE.read_text(encoding="utf-8"))
+    imported: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            assert node.level == 0, "no relative imports: hooks load this file by path"
+            imported.add((node.module or "").split(".")[0])
+    assert imported <= set(sys.stdlib_module_names) | {"__future__"}, imported
+
+
+def test_module_loads_by_path_without_engram_core() -> None:
+    code = (
+        "import sys, importlib.util\n"
+        f"spec = importlib.util.spec_from_file_location('redaction', {str(MODULE)!r})\n"
+        "mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)\n"
+        "assert mod.redact_text('x ghp_R8x2LmQ9vT4kZp7NwY3cJh6Fd1Sa0BgE5uXo') == 'x [REDACTED:github_token]'\n"
+        "bad = [m for m in sys.modules if m.split('.')[0] not in sys.stdlib_module_names"
+        " and m not in ('__main__', 'redaction')]\n"
+        "assert not bad, bad\n"
+        "assert 'engram_core' not in sys.modules\n"
+    )
+    # -S: no site-packages, so a third-party import would fail loudly; -I: ignore the env and cwd
+    proc = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", code], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
