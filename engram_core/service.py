@@ -117,6 +117,36 @@ class InjectionPreview(BaseModel):
     disabled: bool = False
 
 
+class StatementResult(BaseModel):
+    index: int
+    sql: str
+    ok: bool
+    rows: list[Any] = Field(default_factory=list)
+    columns: list[str] = Field(default_factory=list)
+    row_count: int = 0
+    truncated: bool = False
+    time_ms: float = 0.0
+    error: str | None = None
+
+
+class QueryViolation(BaseModel):
+    statement_index: int
+    statement: str
+    rule: str
+    message: str
+
+
+class QueryResult(BaseModel):
+    ok: bool
+    scope: Scope
+    database: str
+    role: Literal["VIEWER", "EDITOR"]
+    statements: list[StatementResult]
+    violations: list[QueryViolation] = Field(default_factory=list)
+    total_ms: float = 0.0
+    message: str = ""
+
+
 class FeedbackResult(BaseModel):
     log_id: str | None
     updated: bool
@@ -927,6 +957,66 @@ class EngramService:
         text = header + "\n".join(sections) if sections else ""
         return InjectionPreview(text=text, tokens=estimate_tokens(text) if text else 0, budget=budget, items=items)
 
+    # ── SurrealQL console / engram_execute ───────────────────
+    @api
+    def run_query(self, surql: str, scope: Literal["session", "project", "user"] = "project",
+                  allow_writes: bool = False, project: str | None = None,
+                  session: str | None = None) -> QueryResult:
+        """Run SurrealQL against one scope's database, behind the validator and an engine role.
+
+        Defence in depth: the validator refuses DDL, USE, INFO, custom/network functions and (unless
+        allow_writes) any write; what it lets through runs as a database-level VIEWER (EDITOR with writes)
+        pinned to that one database, inside a transaction that rolls back if the schema changed.
+        Every statement gets a time limit and at most QUERY_MAX_ROWS rows come back.
+        """
+        from .validator import validate
+
+        store = self._target_store(Scope(scope), project, session)
+        role: Literal["VIEWER", "EDITOR"] = "EDITOR" if allow_writes else "VIEWER"
+        verdict = validate(surql, allow_writes=allow_writes)
+        violations = [QueryViolation(statement_index=v.statement_index, statement=v.statement, rule=v.rule,
+                                     message=v.message) for v in verdict.violations]
+        if not verdict.ok:
+            return QueryResult(ok=False, scope=store.scope, database=store.database, role=role, statements=[],
+                               violations=violations, message=violations[0].message if violations else "refused")
+        stmts = [_with_timeout(st) for st in verdict.statements]
+        body = ";\n".join(stmts) + ";"
+        if allow_writes:
+            guard = "$engram_schema_" + ulid().lower()
+            body = (f"BEGIN TRANSACTION;\nLET {guard} = (INFO FOR DB);\n{body}\n"
+                    f"IF (INFO FOR DB) != {guard} {{ THROW 'writes may change data, never the schema' }};\n"
+                    "COMMIT TRANSACTION;")
+        t0 = time.perf_counter()
+        try:
+            raw = store.conn.run_as(store.namespace, store.database, role, body)
+        except Exception as exc:  # the engine's own refusal (parse error, IAM)
+            return QueryResult(ok=False, scope=store.scope, database=store.database, role=role, statements=[],
+                               violations=violations, total_ms=(time.perf_counter() - t0) * 1000,
+                               message=f"the engine refused the query: {exc}")
+        total = (time.perf_counter() - t0) * 1000
+        if allow_writes:
+            raw = raw[2:-2]  # drop BEGIN/LET and the guard/COMMIT results
+        results = []
+        for i, (sql, res) in enumerate(zip(verdict.statements, raw, strict=False)):
+            ok = res.get("status") == "OK"
+            value = res.get("result")
+            rows = value if isinstance(value, list) else ([] if value is None else [value])
+            rows = _json_safe(rows[:QUERY_MAX_ROWS]) if ok else []
+            cols: list[str] = []
+            for r in rows[:50]:
+                if isinstance(r, dict):
+                    cols += [k for k in r if k not in cols]
+            results.append(StatementResult(
+                index=i, sql=sql, ok=ok, rows=rows, columns=cols, row_count=len(value) if isinstance(value, list)
+                else (0 if value is None else 1), truncated=isinstance(value, list) and len(value) > QUERY_MAX_ROWS,
+                time_ms=_parse_ms(res.get("time")), error=None if ok else str(value)))
+        if allow_writes:
+            for st in (s for s in self._all_open_stores() if s is store):
+                st.reload_mirror()
+        ok = all(r.ok for r in results)
+        return QueryResult(ok=ok, scope=store.scope, database=store.database, role=role, statements=results,
+                           total_ms=total, message="" if ok else next(r.error or "" for r in results if not r.ok))
+
     # ── feedback ─────────────────────────────────────────────
     @api
     def mark_retrieval_useful(self, query: str, was_useful: bool, reason: str | None = None,
@@ -951,6 +1041,39 @@ class EngramService:
                 {"id": record(key), "d": delta})
         return FeedbackResult(log_id=key_of(log_id), updated=True,
                               message=f"marked {'useful' if was_useful else 'not useful'}")
+
+
+# Statements that accept a TIMEOUT clause; others (LET, RETURN, IF) run within the statements they hold.
+_TIMEOUT_ABLE = ("SELECT", "CREATE", "UPDATE", "UPSERT", "DELETE", "INSERT", "RELATE")
+QUERY_TIMEOUT_S = 5
+QUERY_MAX_ROWS = 1000
+
+
+def _with_timeout(stmt: str) -> str:
+    head = stmt.lstrip().split(None, 1)[0].upper() if stmt.strip() else ""
+    upper = stmt.upper()
+    if head in _TIMEOUT_ABLE and " TIMEOUT " not in upper and not upper.rstrip().endswith(("EXPLAIN", "PARALLEL")):
+        return f"{stmt.rstrip()} TIMEOUT {QUERY_TIMEOUT_S}s"
+    return stmt
+
+
+def _json_safe(value: Any) -> Any:
+    from .store import plain
+
+    return json.loads(json.dumps(plain(value), default=str))
+
+
+def _parse_ms(text: Any) -> float:
+    units = {"ns": 1e-6, "µs": 1e-3, "us": 1e-3, "ms": 1.0, "s": 1000.0}
+    if not isinstance(text, str):
+        return 0.0
+    for unit in ("ns", "µs", "us", "ms", "s"):
+        if text.endswith(unit):
+            try:
+                return float(text[: -len(unit)]) * units[unit]
+            except ValueError:
+                return 0.0
+    return 0.0
 
 
 def _short_error(exc: BaseException) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import secrets
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -125,8 +126,56 @@ class Connection:
             self._db.use(ns, db)
             return self._db.query(sql, dict(params or {})).execute()
 
+    # ── least privilege for user-written SurrealQL ─────────────
+    # An embedded engine starts with full rights and no way back once a user signs in, so the first
+    # switch defines a per-process root user to return to. Role users are database-level: the engine
+    # pins them to their namespace and database (no USE elsewhere), and VIEWER/EDITOR cannot DEFINE or
+    # REMOVE anything. Passwords are random per process; only tokens are kept.
+    def _root_token(self) -> str:
+        if getattr(self, "_root", None) is None:
+            pw = secrets.token_urlsafe(24)
+            # The password must be a literal; token_urlsafe only yields [A-Za-z0-9_-].
+            self._db.query(f"DEFINE USER OVERWRITE engram_root ON ROOT PASSWORD '{pw}' ROLES OWNER "
+                           "DURATION FOR TOKEN 365d, FOR SESSION NONE").execute()
+            self._root_pw = pw
+            self._root = self._db.signin({"username": "engram_root", "password": pw}).access
+        return self._root
+
+    def _role_token(self, ns: str, db: str, role: str) -> str:
+        tokens: dict[tuple[str, str, str], str] = self.__dict__.setdefault("_role_tokens", {})
+        if (ns, db, role) not in tokens:
+            user = f"engram_{role.lower()}"
+            pw = secrets.token_urlsafe(24)
+            self._db.use(ns, db)
+            self._db.query(f"DEFINE USER OVERWRITE {user} ON DATABASE PASSWORD '{pw}' ROLES {role} "
+                           "DURATION FOR TOKEN 365d, FOR SESSION NONE").execute()
+            tokens[(ns, db, role)] = self._db.signin(
+                {"namespace": ns, "database": db, "username": user, "password": pw}).access
+            self._db.authenticate(self._root_token())
+        return tokens[(ns, db, role)]
+
+    def run_as(self, ns: str, db: str, role: str, sql: str) -> list[Any]:
+        """Run statements as a database user with ``role`` (VIEWER or EDITOR), then return to root."""
+        if role not in ("VIEWER", "EDITOR"):
+            raise ValueError(f"role must be VIEWER or EDITOR, not {role!r}")
+        with self.lock:
+            root = self._root_token()
+            self._db.authenticate(root)
+            token = self._role_token(ns, db, role)
+            self._db.use(ns, db)
+            self._db.authenticate(token)
+            try:
+                return self._db.query_raw(sql)["result"]  # per-statement results, errors included
+            finally:
+                try:
+                    self._db.authenticate(root)
+                except Exception:
+                    self._db.signin({"username": "engram_root", "password": self._root_pw})
+
     def close(self) -> None:
         with self.lock:
+            self.__dict__.pop("_role_tokens", None)
+            self.__dict__.pop("_root", None)
             try:
                 self._db.close()
             except Exception:
