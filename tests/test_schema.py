@@ -1,0 +1,71 @@
+"""The database itself refuses bad data, and schema migrations apply once, in order, idempotently."""
+
+from __future__ import annotations
+
+import pytest
+
+from engram_core.models import Scope
+from engram_core.store import Connection, ScopeStore, migrations, record
+
+GOOD = {"content": "x", "content_hash": "h", "memory_type": "semantic", "scope": "project"}
+
+
+@pytest.fixture
+def store() -> ScopeStore:
+    return ScopeStore(Connection.memory(), Scope.project, "p_schema")
+
+
+@pytest.mark.parametrize("bad", [
+    {"memory_type": "dream"},
+    {"scope": "team"},
+    {"status": "deleted"},
+    {"importance": 1.5},
+    {"importance": -0.1},
+    {"content": 42},
+    {"access_count": -1},
+    {"tags": "not-a-list"},
+])
+def test_engine_refuses_bad_fields_and_stores_nothing(store: ScopeStore, bad: dict) -> None:
+    with pytest.raises(Exception):  # noqa: B017 - the SDK raises its own error types
+        store.q("CREATE $id CONTENT $f", {"id": record("bad"), "f": {**GOOD, **bad}})
+    assert store.q1("SELECT VALUE id FROM memory") == []
+
+
+def test_good_row_is_accepted_with_defaults_and_history(store: ScopeStore) -> None:
+    store.q("CREATE $id CONTENT $f", {"id": record("ok"), "f": GOOD})
+    row = store.get("ok")
+    assert row is not None
+    assert row["status"] == "created" and row["access_count"] == 0 and row["importance"] == 0.5
+    assert [h["to"] for h in row["status_history"]] == ["created"]
+
+
+def test_migrations_record_version_and_are_idempotent(store: ScopeStore) -> None:
+    latest = migrations()[-1][0]
+    assert store.schema_version() == latest
+    assert store.apply_schema() == latest  # nothing newer: no-op
+    # Reopening the same database (a restart) re-applies nothing and keeps data.
+    store.q("CREATE $id CONTENT $f", {"id": record("keep"), "f": GOOD})
+    again = ScopeStore(store.conn, Scope.project, "p_schema")
+    assert again.schema_version() == latest
+    assert again.get("keep") is not None
+
+
+def test_a_new_migration_file_is_applied_on_open(store: ScopeStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    import engram_core.store as store_mod
+
+    real = store_mod.migrations()
+    extra = (real[-1][0] + 1, "999_test.surql",
+             "DEFINE FIELD IF NOT EXISTS test_marker ON memory TYPE option<string>;")
+    monkeypatch.setattr(store_mod, "migrations", lambda: [*real, extra])
+    reopened = ScopeStore(store.conn, Scope.project, "p_schema")
+    assert reopened.schema_version() == extra[0]
+    info = reopened.q1("INFO FOR TABLE memory")
+    assert "test_marker" in info["fields"]
+
+
+def test_lifecycle_status_history_is_written_by_the_database(store: ScopeStore) -> None:
+    store.q("CREATE $id CONTENT $f", {"id": record("h"), "f": GOOD})
+    store.strengthen(["h"])  # first retrieval: created → active, by DEFINE EVENT
+    row = store.get("h")
+    assert row is not None and row["status"] == "active"
+    assert [(x.get("from"), x["to"]) for x in row["status_history"]] == [(None, "created"), ("created", "active")]
