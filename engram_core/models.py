@@ -239,3 +239,72 @@ class MaintenanceReport(BaseModel):
     sessions_recovered: int
     promoted_to_user: int
     took_ms: float
+
+
+class ProjectInfo(BaseModel):
+    project_db: str
+    project_path: str
+    project_name: str
+    memory_count: int | None = None
+    open: bool = False
+    last_seen_at: datetime | None = None
+
+
+class MemoryPage(BaseModel):
+    items: list[Memory]
+    total: int
+    offset: int
+    limit: int
+
+
+class InjectionItem(BaseModel):
+    id: str
+    scope: Scope
+    memory_type: MemoryType
+    content: str
+    strength: float
+    tokens: int
+
+
+class InjectionPreview(BaseModel):
+    text: str
+    tokens: int
+    budget: int
+    items: list[InjectionItem]
+    disabled: bool = False
+
+
+class StatementResult(BaseModel):
+    index: int
+    sql: str
+    ok: bool
+    rows: list[Any] = Field(default_factory=list)
+    columns: list[str] = Field(default_factory=list)
+    row_count: int = 0
+    truncated: bool = False
+    time_ms: float = 0.0
+    error: str | None = None
+
+
+class QueryViolation(BaseModel):
+    statement_index: int
+    statement: str
+    rule: str
+    message: str
+
+
+class QueryResult(BaseModel):
+    ok: bool
+    scope: Scope
+    database: str
+    role: Literal["VIEWER", "EDITOR"]
+    statements: list[StatementResult]
+    violations: list[QueryViolation] = Field(default_factory=list)
+    total_ms: float = 0.0
+    message: str = ""
+
+
+class FeedbackResult(BaseModel):
+    log_id: str | None
+    updated: bool
+    message: str

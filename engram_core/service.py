@@ -23,7 +23,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, Field, ValidationError, validate_call
+from pydantic import Field, ValidationError, validate_call
 
 from . import ranking, retrieval
 from .clock import Clock
@@ -40,20 +40,28 @@ from .embeddings import Embedder, EmbeddingError, make_embedder, try_embed
 from .ids import ulid
 from .models import (
     DEFAULT_RECALL_STATUSES,
+    FeedbackResult,
     ImportError_,
     ImportReport,
+    InjectionItem,
+    InjectionPreview,
     MaintenanceReport,
     Memory,
     MemoryIn,
+    MemoryPage,
     MemoryPatch,
     MemoryType,
+    ProjectInfo,
     PromotionReport,
+    QueryResult,
+    QueryViolation,
     RecallHit,
     RecallResult,
     RecallScores,
     Scope,
     ScopeCounts,
     SessionInfo,
+    StatementResult,
     Stats,
     Status,
     StoreResult,
@@ -84,73 +92,8 @@ def api(fn: F) -> F:
     return checked  # type: ignore[return-value]
 
 
-class ProjectInfo(BaseModel):
-    project_db: str
-    project_path: str
-    project_name: str
-    memory_count: int | None = None
-    open: bool = False
-    last_seen_at: datetime | None = None
-
-
-class MemoryPage(BaseModel):
-    items: list[Memory]
-    total: int
-    offset: int
-    limit: int
-
-
-class InjectionItem(BaseModel):
-    id: str
-    scope: Scope
-    memory_type: MemoryType
-    content: str
-    strength: float
-    tokens: int
-
-
-class InjectionPreview(BaseModel):
-    text: str
-    tokens: int
-    budget: int
-    items: list[InjectionItem]
-    disabled: bool = False
-
-
-class StatementResult(BaseModel):
-    index: int
-    sql: str
-    ok: bool
-    rows: list[Any] = Field(default_factory=list)
-    columns: list[str] = Field(default_factory=list)
-    row_count: int = 0
-    truncated: bool = False
-    time_ms: float = 0.0
-    error: str | None = None
-
-
-class QueryViolation(BaseModel):
-    statement_index: int
-    statement: str
-    rule: str
-    message: str
-
-
-class QueryResult(BaseModel):
-    ok: bool
-    scope: Scope
-    database: str
-    role: Literal["VIEWER", "EDITOR"]
-    statements: list[StatementResult]
-    violations: list[QueryViolation] = Field(default_factory=list)
-    total_ms: float = 0.0
-    message: str = ""
-
-
-class FeedbackResult(BaseModel):
-    log_id: str | None
-    updated: bool
-    message: str
+# The result models (ProjectInfo, MemoryPage, InjectionPreview, QueryResult, FeedbackResult…) live in models.py
+# so that the daemon's clients can rebuild them without importing the store (see client.py).
 
 
 class _Session:

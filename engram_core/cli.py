@@ -1,0 +1,417 @@
+"""The `engram` command: a thin client of the daemon (it starts the daemon when needed).
+
+Every command has ``--json``. Errors are one line on stderr with a non-zero exit, never a traceback.
+The client path imports only the standard library (plus rich for the import progress bar): no SurrealDB,
+no torch, no pydantic, so that a command costs little more than a Python start and one socket round trip.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, NoReturn
+
+from . import __version__
+
+TYPES = ("episodic", "semantic", "procedural", "working")
+SCOPES = ("session", "project", "user")
+IMPORT_CHUNK = 200
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with a one-line error (the usage is one `--help` away)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
+def _die(message: str, code: int = EXIT_ERROR) -> NoReturn:
+    print(f"engram: error: {message}", file=sys.stderr)
+    raise SystemExit(code)
+
+
+def _emit(data: Any) -> None:
+    print(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+
+
+def _client(args: argparse.Namespace, *, start: bool = True) -> Any:
+    from .client import connect
+
+    return connect(getattr(args, "home", None), start=start, typed=False)
+
+
+def _project(args: argparse.Namespace) -> str:
+    return str(Path(args.project or os.getcwd()).expanduser().resolve())
+
+
+def _split_tags(raw: str | None) -> list[str]:
+    return [t.strip() for t in (raw or "").split(",") if t.strip()]
+
+
+def _short(text: str, n: int = 100) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+# ── commands ────────────────────────────────────────────────────────────────
+def cmd_store(args: argparse.Namespace) -> int:
+    content = " ".join(args.text) if args.text else ""
+    if content == "-":
+        content = sys.stdin.read()
+    if not content.strip():
+        _die("the text is empty: say what to remember, e.g. engram store \"we deploy with make release\"")
+    memory: dict[str, Any] = {"content": content, "memory_type": args.type, "scope": args.scope,
+                              "tags": _split_tags(args.tags)}
+    if args.importance is not None:
+        memory["importance"] = args.importance
+    result = _client(args).call("store", memory=memory, project=_project(args), session=args.session)
+    if args.json:
+        _emit(result)
+    else:
+        m = result["memory"]
+        print(f"{m['id']}  [{m['scope']}/{m['memory_type']}]  {result['message']}")
+    return EXIT_OK
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    path = Path(args.file)
+    if not path.is_file():
+        _die(f"{path}: no such file (give a JSONL file, one memory per line)")
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        lines = fh.read().splitlines()
+    client = _client(args)
+    totals = {"stored": 0, "merged": 0, "failed": [], "total_lines": 0}
+    progress = None
+    task = None
+    if not args.json and sys.stderr.isatty():
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        progress = Progress(TextColumn("importing"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                            transient=True)
+        progress.start()
+        task = progress.add_task("import", total=len(lines))
+    try:
+        for start in range(0, len(lines), IMPORT_CHUNK):
+            chunk = lines[start:start + IMPORT_CHUNK]
+            report = client.call("import_lines", lines=chunk, project=_project(args), session=args.session,
+                                 first_line=start + 1)
+            totals["stored"] += report["stored"]
+            totals["merged"] += report["merged"]
+            totals["failed"].extend(report["failed"])
+            totals["total_lines"] += report["total_lines"]
+            if progress is not None:
+                progress.update(task, advance=len(chunk))  # type: ignore[arg-type]
+    finally:
+        if progress is not None:
+            progress.stop()
+    if args.json:
+        _emit(totals)
+    else:
+        print(f"{totals['stored']} stored, {totals['merged']} merged into existing memories, "
+              f"{len(totals['failed'])} line(s) refused, of {totals['total_lines']}")
+        for f in totals["failed"]:
+            print(f"  line {f['line']}: {f['error']}", file=sys.stderr)
+    return EXIT_ERROR if totals["failed"] else EXIT_OK
+
+
+def _flat_hit(hit: dict[str, Any]) -> dict[str, Any]:
+    m = hit["memory"]
+    return {"id": m["id"], "scope": m["scope"], "type": m["memory_type"], "content": m["content"],
+            "status": m["status"], "importance": m["importance"], "tags": m.get("tags", []),
+            "memory_strength": m.get("memory_strength"), "created_at": m.get("created_at"),
+            "scores": hit["scores"], "also_in": hit.get("also_in", []), "metadata": m.get("metadata", {})}
+
+
+def cmd_recall(args: argparse.Namespace) -> int:
+    query = " ".join(args.query)
+    if not query.strip():
+        _die("the query is empty: say what to recall")
+    result = _client(args).call("recall", query=query, project=_project(args), session=args.session,
+                                limit=args.limit, scope=args.scope, types=[args.type] if args.type else None)
+    hits = [_flat_hit(h) for h in result["hits"]]
+    if args.json:
+        _emit({"query": result["query"], "strategy": result["strategy"], "degraded": result.get("degraded"),
+               "took_ms": result["took_ms"], "hits": hits})
+        return EXIT_OK
+    if not hits:
+        print(f"nothing recalled for {query!r}")
+    for h in hits:
+        print(f"{h['id']}  [{h['scope']}/{h['type']}]  score {h['scores']['final']:.3f}")
+        print(f"    {_short(h['content'], 200)}")
+    if result.get("degraded"):
+        print(f"(note: {result['degraded']})", file=sys.stderr)
+    return EXIT_OK
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    m = _client(args).call("get", memory_id=args.id, project=_project(args))
+    if args.json:
+        _emit(m)
+        return EXIT_OK
+    for key in ("id", "scope", "memory_type", "status", "importance", "memory_strength", "access_count", "tags",
+                "created_at", "last_accessed_at", "promoted_from"):
+        if m.get(key) not in (None, [], ""):
+            print(f"{key:>17}: {m[key]}")
+    if m.get("metadata"):
+        print(f"{'metadata':>17}: {json.dumps(m['metadata'], ensure_ascii=False)}")
+    print()
+    print(m["content"])
+    return EXIT_OK
+
+
+def cmd_forget(args: argparse.Namespace) -> int:
+    client = _client(args)
+    if not args.yes and sys.stdin.isatty():
+        m = client.call("get", memory_id=args.id, project=_project(args))
+        answer = input(f"Forget {m['id']} [{m['scope']}/{m['memory_type']}] {_short(m['content'], 70)!r}? [y/N] ")
+        if answer.strip().lower() not in ("y", "yes"):
+            print("kept")
+            return EXIT_ERROR
+    m = client.call("forget", memory_id=args.id, project=_project(args))
+    if args.json:
+        _emit(m)
+    else:
+        print(f"forgotten: {m['id']} (its content and embedding are cleared; the record stays for history)")
+    return EXIT_OK
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    stats = _client(args).call("stats", project=_project(args))
+    if args.json:
+        _emit(stats)
+        return EXIT_OK
+    print(f"project: {stats.get('project_root')}   embedding: {stats['embedding']}   "
+          f"active sessions: {stats['sessions_active']}")
+    for s in stats["scopes"]:
+        kinds = ", ".join(f"{k} {v}" for k, v in sorted(s["by_type"].items())) or "empty"
+        print(f"  {s['scope']:<8} {s['total']:>6}  ({kinds})")
+    return EXIT_OK
+
+
+def cmd_maintain(args: argparse.Namespace) -> int:
+    report = _client(args).call("maintain", project=_project(args), all_projects=args.all_projects)
+    if args.json:
+        _emit(report)
+    else:
+        moved = ", ".join(f"{k} {v}" for k, v in report["transitions"].items()) or "no transitions"
+        print(f"{moved}; {report['queued_for_consolidation']} queued for consolidation; "
+              f"{report['sessions_recovered']} session(s) recovered; {report['promoted_to_user']} promoted to user; "
+              f"{report['took_ms']:.0f} ms")
+    return EXIT_OK
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from .client import home_dir
+    from .daemon import serve
+
+    return serve(home_dir(args.home), args.idle_timeout, args.verbose)
+
+
+def cmd_stop(args: argparse.Namespace) -> int:
+    from .client import DaemonUnavailable, daemon_pid, home_dir
+
+    try:
+        client = _client(args, start=False)
+    except DaemonUnavailable:
+        if args.json:
+            _emit({"running": False, "stopped": False})
+        else:
+            print(f"no Engram daemon is running for {home_dir(args.home)}")
+        return EXIT_OK
+    pid = client.info.get("pid") or daemon_pid(args.home)
+    client.shutdown()
+    client.close()
+    sock = client.socket_path
+    deadline = time.monotonic() + args.timeout
+    while time.monotonic() < deadline and sock.exists():
+        time.sleep(0.05)
+    if sock.exists():
+        _die(f"the daemon (pid {pid}) did not stop within {args.timeout:.0f} s; `kill {pid}` ends it")
+    if args.json:
+        _emit({"running": False, "stopped": True, "pid": pid})
+    else:
+        print(f"stopped the Engram daemon (pid {pid})")
+    return EXIT_OK
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from .client import DaemonUnavailable, home_dir
+
+    try:
+        client = _client(args, start=False)
+    except DaemonUnavailable:
+        if args.json:
+            _emit({"running": False, "home": str(home_dir(args.home))})
+        else:
+            print(f"no Engram daemon is running for {home_dir(args.home)} (any engram command starts one)")
+        return EXIT_ERROR
+    status = client.call("flush", timeout_s=args.flush_timeout) if args.flush else None
+    info = client.status()
+    info["running"] = True
+    if status is not None:
+        info["flush"] = status
+    if args.json:
+        _emit(info)
+    else:
+        print(f"running: pid {info['pid']}, protocol {info['protocol']}, version {info['version']}, "
+              f"up {info['uptime_s']:.0f} s")
+        print(f"  socket {info['socket']}; model {info['model']}; {info['sessions_active']} session(s), "
+              f"{info['projects_open']} project(s) open; {info['requests']} request(s), {info['errors']} error(s)")
+        print(f"  hook events: {info['events_applied']} applied, {info['events_queued']} queued, "
+              f"{info['events_failed']} failed; spool: {info['spool_ingested']} ingested, "
+              f"{info['spool_waiting']} file(s) waiting; idle exit after {info['idle_timeout_s']:.0f} s (0 = never)")
+    return EXIT_OK
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    from .mcp_server import main as mcp_main
+
+    return mcp_main([])
+
+
+def cmd_tui(args: argparse.Namespace) -> int:
+    try:
+        from engram_tui.app import main as tui_main  # type: ignore[import-not-found]
+    except ImportError as exc:
+        _die(f"the terminal UI is not available in this install ({exc}); the commands are listed by `engram --help`")
+    argv = ["--demo"] if getattr(args, "demo", False) else []
+    return int(tui_main(argv) or 0)
+
+
+def cmd_off(args: argparse.Namespace, on: bool = False) -> int:
+    from .client import home_dir
+
+    if not args.session:
+        _die("give --session ID (the Claude session id Engram shows in its SessionStart context); "
+             "for a whole project set `disabled: true` in .claude/engram.local.md, or ENGRAM_DISABLED=1")
+    if "/" in args.session or args.session.startswith("."):
+        _die("that is not a session id")
+    folder = home_dir(args.home) / "optout"
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    marker = folder / args.session
+    if on:
+        marker.unlink(missing_ok=True)
+    else:
+        marker.touch(mode=0o600)
+    state = {"session": args.session, "capture": "on" if on else "off"}
+    if args.json:
+        _emit(state)
+    else:
+        print(f"Engram capture is {state['capture']} for session {args.session}")
+    return EXIT_OK
+
+
+# ── parser ──────────────────────────────────────────────────────────────────
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="engram", description="Engram: persistent, hierarchical memory for coding agents. "
+                "With no command, opens the terminal UI.")
+    p.add_argument("--version", action="version", version=f"engram {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    def add(name: str, help_: str, fn: Any) -> argparse.ArgumentParser:
+        sp = sub.add_parser(name, help=help_, description=help_)
+        sp.add_argument("--json", action="store_true", help="print the result as JSON")
+        sp.add_argument("--home", default=None, help="data root (default: $ENGRAM_HOME or ~/.claude/engram)")
+        sp.set_defaults(fn=fn)
+        return sp
+
+    def project_opt(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--project", metavar="DIR", default=None,
+                        help="the project (default: the current directory's project)")
+
+    sp = add("store", "store one memory (secrets are redacted first)", cmd_store)
+    sp.add_argument("text", nargs="*", help="what to remember ('-' reads stdin)")
+    sp.add_argument("--type", choices=TYPES, default="semantic", help="memory type (default semantic)")
+    sp.add_argument("--scope", choices=SCOPES, default="project", help="scope (default project)")
+    sp.add_argument("--tags", default=None, help="comma-separated tags")
+    sp.add_argument("--importance", type=float, default=None, help="0.0-1.0 (default 0.5)")
+    sp.add_argument("--session", default=None, help="session id, for --scope session")
+    project_opt(sp)
+
+    sp = add("import", "import memories from a JSONL file (one memory per line)", cmd_import)
+    sp.add_argument("file", help="JSONL: content, memory_type, scope, tags, importance, metadata, created_at")
+    sp.add_argument("--session", default=None, help="session id, for lines with scope session")
+    project_opt(sp)
+
+    sp = add("recall", "recall memories across scopes (hybrid BM25 + vectors)", cmd_recall)
+    sp.add_argument("query", nargs="*", help="what to recall")
+    sp.add_argument("--limit", type=int, default=10, help="how many results (1-200, default 10)")
+    sp.add_argument("--scope", choices=("all", *SCOPES), default="all", help="where to look (default all)")
+    sp.add_argument("--type", choices=TYPES, default=None, help="only this memory type")
+    sp.add_argument("--session", default=None, help="include this session's memories")
+    project_opt(sp)
+
+    sp = add("show", "show one memory in full", cmd_show)
+    sp.add_argument("id", help="memory id")
+    project_opt(sp)
+
+    sp = add("forget", "forget one memory (asks first on a terminal)", cmd_forget)
+    sp.add_argument("id", help="memory id")
+    sp.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
+    project_opt(sp)
+
+    sp = add("stats", "memory counts per scope, type and status", cmd_stats)
+    project_opt(sp)
+
+    sp = add("maintain", "run the maintenance sweep now (decay, consolidation queue, promotion)", cmd_maintain)
+    sp.add_argument("--all-projects", action="store_true", help="every known project, not just this one")
+    project_opt(sp)
+
+    sp = add("serve", "run the daemon in the foreground (clients start it by themselves when needed)", cmd_serve)
+    sp.add_argument("--idle-timeout", type=float, default=None,
+                    help="exit after this many seconds without clients (0 = never; default 1800)")
+    sp.add_argument("--verbose", action="store_true", help="log to stderr instead of $ENGRAM_HOME/engram.log")
+
+    sp = add("stop", "stop the daemon", cmd_stop)
+    sp.add_argument("--timeout", type=float, default=15.0, help="seconds to wait for it to exit")
+
+    sp = add("status", "is the daemon running, and what is it doing (exit 1 when not running)", cmd_status)
+    sp.add_argument("--flush", action="store_true", help="first wait until queued hook events are applied")
+    sp.add_argument("--flush-timeout", type=float, default=30.0, help=argparse.SUPPRESS)
+
+    add("mcp", "run the MCP server on stdio (what Claude Code starts through .mcp.json)", cmd_mcp)
+
+    sp = add("tui", "open the terminal UI", cmd_tui)
+    sp.add_argument("--demo", action="store_true", help="open it on demo data")
+
+    sp = add("off", "stop capturing memories for one Claude session", cmd_off)
+    sp.add_argument("--session", default=None, help="the Claude session id")
+    sp = add("on", "resume capturing memories for one Claude session", lambda a: cmd_off(a, on=True))
+    sp.add_argument("--session", default=None, help="the Claude session id")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "fn", None):
+        return cmd_tui(args)
+    from .client import DaemonUnavailable, ProtocolMismatch
+    from .protocol import RemoteError
+
+    try:
+        return int(args.fn(args) or 0)
+    except RemoteError as exc:
+        _die(exc.message)
+    except (DaemonUnavailable, ProtocolMismatch) as exc:
+        _die(str(exc))
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+    except OSError as exc:
+        _die(f"{exc.__class__.__name__}: {exc}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

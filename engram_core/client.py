@@ -1,0 +1,315 @@
+"""A client of the daemon with the same methods as :class:`engram_core.service.EngramService`.
+
+``connect()`` finds the daemon of this data root (starting it, detached, when none answers) and returns a
+:class:`RemoteService`; ``remote.recall(query, project=…)`` sends the call and rebuilds the pydantic result,
+so front-end code works the same against the in-process service or the daemon.
+
+Kept light on purpose: standard library plus, lazily and only when a typed result is wanted, pydantic and
+``engram_core.models``. Never surrealdb, torch or numpy: those belong to the daemon (a test holds this).
+The daemon tells us, in its ``hello``, each method's parameter names and return type as a small type
+expression over ``engram_core.models`` names; that is how results are rebuilt without importing the service.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import errno
+import itertools
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from .protocol import (
+    MAX_LINE,
+    PROTOCOL_VERSION,
+    ProtocolError,
+    RemoteError,
+    mismatch_message,
+    parse_response,
+    pid_path,
+    request,
+    socket_path,
+)
+
+DEFAULT_START_TIMEOUT = 60.0
+DEFAULT_REQUEST_TIMEOUT = 600.0
+
+
+class DaemonUnavailable(RuntimeError):
+    """No daemon answers and none could be started (or starting was not allowed)."""
+
+
+class ProtocolMismatch(RuntimeError):
+    """Client and daemon speak different protocol versions."""
+
+
+class RemoteNotFound(RemoteError, LookupError):
+    """The daemon answered NotFound (an unknown id or an unknown method)."""
+
+
+class RemoteEngramError(RemoteError, ValueError):
+    """The daemon refused the request (EngramError or ValidationError): the message says what to fix."""
+
+
+class RemoteInternalError(RemoteError):
+    """The daemon failed unexpectedly; its log ($ENGRAM_HOME/engram.log) has the details."""
+
+
+def _raise_for(err: dict[str, Any]) -> None:
+    type_ = str(err.get("type") or "Internal")
+    message = str(err.get("message") or "the daemon gave no message")
+    if type_ == "ProtocolMismatch":
+        raise ProtocolMismatch(message)
+    if type_ == "NotFound":
+        raise RemoteNotFound(type_, message)
+    if type_ in ("EngramError", "ValidationError"):
+        raise RemoteEngramError(type_, message)
+    raise RemoteInternalError(type_, message)
+
+
+def home_dir(home: Path | str | None = None) -> Path:
+    if home is not None:
+        return Path(home).expanduser()
+    raw = os.environ.get("ENGRAM_HOME")
+    return Path(raw).expanduser() if raw else Path.home() / ".claude" / "engram"
+
+
+# ── result types, rebuilt from the daemon's type expressions ─────────────────
+_ALLOWED_NODES = (ast.Expression, ast.Name, ast.Subscript, ast.Tuple, ast.BinOp, ast.BitOr, ast.Load,
+                  ast.Constant, ast.Index if hasattr(ast, "Index") else ast.Name)
+
+
+def _type_from_expr(expr: str) -> Any:
+    """Evaluate 'list[Memory] | None' over engram_core.models names; anything unexpected → None (plain JSON)."""
+    from typing import Any as _Any
+
+    from . import models
+
+    try:
+        tree = ast.parse(expr, mode="eval")
+    except SyntaxError:
+        return None
+    if not all(isinstance(n, _ALLOWED_NODES) for n in ast.walk(tree)):
+        return None
+    names: dict[str, Any] = {"list": list, "dict": dict, "tuple": tuple, "Any": _Any, "None": None,
+                             "int": int, "float": float, "str": str, "bool": bool}
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Name) and n.id not in names:
+            value = getattr(models, n.id, None)
+            if not isinstance(value, type):
+                return None
+            names[n.id] = value
+    try:
+        return eval(compile(tree, "<type>", "eval"), {"__builtins__": {}}, names)  # noqa: S307 - checked AST
+    except Exception:
+        return None
+
+
+class RemoteService:
+    """The daemon's API as methods; thread-safe (one request at a time on one connection)."""
+
+    def __init__(self, home: Path | str | None = None, *, start: bool = True,
+                 start_timeout: float = DEFAULT_START_TIMEOUT, request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+                 typed: bool = True) -> None:
+        self.home = home_dir(home)
+        self.start = start
+        self.start_timeout = start_timeout
+        self.request_timeout = request_timeout
+        self.typed = typed
+        self._sock: socket.socket | None = None
+        self._buf = b""
+        self._ids = itertools.count(1)
+        self._lock = threading.RLock()
+        self._adapters: dict[str, Any] = {}
+        self.info: dict[str, Any] = {}
+        self.started_daemon = False
+
+    # ── connection ───────────────────────────────────────────
+    @property
+    def socket_path(self) -> Path:
+        return socket_path(self.home)
+
+    def _open(self, timeout: float = 2.0) -> socket.socket:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(timeout)
+        try:
+            s.connect(str(self.socket_path))
+        except OSError:
+            s.close()
+            raise
+        s.settimeout(self.request_timeout)
+        return s
+
+    def connect(self) -> RemoteService:
+        with self._lock:
+            if self._sock is not None:
+                return self
+            try:
+                self._sock = self._open()
+            except OSError as exc:
+                if not self.start:
+                    raise DaemonUnavailable(f"no Engram daemon is running for {self.home} ({exc.strerror or exc}); "
+                                            "start it with `engram serve`") from None
+                self._sock = self._start_and_wait()
+            self._buf = b""
+            self._hello()
+            return self
+
+    def _hello(self) -> None:
+        info = self._roundtrip("hello", {})
+        if info.get("protocol") != PROTOCOL_VERSION:
+            raise ProtocolMismatch(mismatch_message(info.get("protocol")))
+        self.info = info
+
+    def _start_and_wait(self) -> socket.socket:
+        """Start `engram serve` detached and wait for its socket; a concurrent starter may win, that is fine."""
+        from .config import ensure_private_dir
+
+        ensure_private_dir(self.home)
+        log_path = self.home / "engram.log"
+        fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        env = {**os.environ, "ENGRAM_HOME": str(self.home)}
+        proc = subprocess.Popen([sys.executable, "-m", "engram_core.daemon", "--home", str(self.home)],
+                                stdin=subprocess.DEVNULL, stdout=fd, stderr=fd, start_new_session=True,
+                                env=env, close_fds=True)
+        os.close(fd)
+        self.started_daemon = True
+        deadline = time.monotonic() + self.start_timeout
+        last: OSError | None = None
+        while time.monotonic() < deadline:
+            try:
+                return self._open()
+            except OSError as exc:
+                last = exc
+            code = proc.poll()
+            if code not in (None, 0):
+                raise DaemonUnavailable(f"the Engram daemon failed to start (exit {code}); see {log_path}")
+            time.sleep(0.05)
+        raise DaemonUnavailable(f"the Engram daemon did not answer within {self.start_timeout:.0f} s "
+                                f"({last}); see {log_path}")
+
+    def close(self) -> None:
+        with self._lock:
+            if self._sock is not None:
+                with contextlib.suppress(OSError):
+                    self._sock.close()
+            self._sock = None
+            self._buf = b""
+
+    def __enter__(self) -> RemoteService:
+        return self.connect()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ── calls ────────────────────────────────────────────────
+    def _roundtrip(self, method: str, params: dict[str, Any]) -> Any:
+        assert self._sock is not None
+        req_id = next(self._ids)
+        self._sock.sendall(request(req_id, method, params))
+        while b"\n" not in self._buf:
+            chunk = self._sock.recv(1 << 16)
+            if not chunk:
+                raise ConnectionResetError(errno.ECONNRESET, "the daemon closed the connection")
+            self._buf += chunk
+            if len(self._buf) > 4 * MAX_LINE:
+                raise ProtocolError("the daemon's answer is larger than any answer should be")
+        line, self._buf = self._buf.split(b"\n", 1)
+        msg = parse_response(line)
+        if msg.get("v") not in (None, PROTOCOL_VERSION) and not msg.get("ok"):
+            raise ProtocolMismatch(mismatch_message(msg.get("v")))
+        if not msg.get("ok"):
+            _raise_for(msg.get("error") or {})
+        return msg.get("result")
+
+    def call(self, method: str, **params: Any) -> Any:
+        """Raw call: the daemon's JSON result. A broken connection is retried once (reconnecting, restarting)."""
+        params = {k: v for k, v in params.items() if v is not None or k in ("budget",)}
+        with self._lock:
+            for attempt in (1, 2):
+                try:
+                    self.connect()
+                    return self._roundtrip(method, params)
+                except OSError as exc:  # refused, reset, broken pipe, vanished socket, timeout
+                    self.close()
+                    if attempt == 2 or isinstance(exc, TimeoutError):
+                        if isinstance(exc, TimeoutError):
+                            raise DaemonUnavailable(f"the Engram daemon did not answer {method!r} within "
+                                                    f"{self.request_timeout:.0f} s") from None
+                        raise DaemonUnavailable(f"lost the Engram daemon during {method!r}: {exc}") from None
+            raise AssertionError("unreachable")
+
+    def methods(self) -> dict[str, str]:
+        self.connect()
+        return dict(self.info.get("methods") or {})
+
+    def has(self, method: str) -> bool:
+        return method in self.methods()
+
+    def _adapter(self, method: str) -> Any:
+        if method not in self._adapters:
+            expr = (self.info.get("methods") or {}).get(method, "Any")
+            tp = _type_from_expr(expr)
+            adapter = None
+            if tp is not None and expr != "Any":
+                from pydantic import TypeAdapter
+
+                adapter = TypeAdapter(tp)
+            self._adapters[method] = adapter
+        return self._adapters[method]
+
+    def invoke(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        if args:
+            names = (self.info.get("params") or {}).get(method)
+            if names is None:
+                self.connect()
+                names = (self.info.get("params") or {}).get(method)
+            if names is None or len(args) > len(names):
+                raise TypeError(f"{method}() takes keyword arguments over the daemon; got {len(args)} positional")
+            kwargs = {**dict(zip(names, args, strict=False)), **kwargs}
+        result = self.call(method, **kwargs)
+        if not self.typed:
+            return result
+        adapter = self._adapter(method)
+        return adapter.validate_python(result) if adapter is not None else result
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+
+        def method(*args: Any, **kwargs: Any) -> Any:
+            return self.invoke(name, *args, **kwargs)
+
+        method.__name__ = name
+        return method
+
+    # daemon-only methods, named so that editors and readers find them
+    def status(self) -> dict[str, Any]:
+        return self.call("status")
+
+    def shutdown(self) -> dict[str, Any]:
+        return self.call("shutdown")
+
+    def flush(self, timeout_s: float = 30.0) -> dict[str, Any]:
+        return self.call("flush", timeout_s=timeout_s)
+
+
+def connect(home: Path | str | None = None, *, start: bool = True, timeout: float = DEFAULT_START_TIMEOUT,
+            typed: bool = True) -> RemoteService:
+    """A connected client of this data root's daemon, starting it when allowed and needed."""
+    return RemoteService(home, start=start, start_timeout=timeout, typed=typed).connect()
+
+
+def daemon_pid(home: Path | str | None = None) -> int | None:
+    """The pid written by the running daemon, if its lock file names one."""
+    try:
+        text = pid_path(home_dir(home)).read_text().strip()
+        return int(text) if text else None
+    except (OSError, ValueError):
+        return None

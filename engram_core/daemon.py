@@ -1,0 +1,812 @@
+"""`engram serve`: the one process that owns the stores, the embedding model and the background work.
+
+Everything else (CLI, TUI, MCP servers, hooks) is a client speaking :mod:`engram_core.protocol` over
+``$ENGRAM_HOME/engram.sock``. Why one owner: an embedded SurrealDB store can be opened by one process only,
+and the embedding model costs seconds and hundreds of MB to load (docs/daemon.md).
+
+Durability, measured rather than assumed: a surrealkv write that has returned survives ``kill -9`` of the
+process (the engine has handed it to the kernel), so synchronous API calls need no journal of ours. Hook events
+are different: the daemon acknowledges them *before* applying them (a hook must not wait for an embedding), so
+they go through :class:`Journal` (append + fsync, then apply, then mark done) and are replayed on start.
+The same journal makes spool ingestion exactly-once: an event id already begun is never applied again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import hashlib
+import importlib
+import inspect
+import json
+import logging
+import os
+import queue
+import signal
+import socket
+import socketserver
+import sys
+import threading
+import time
+import types
+import typing
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .config import ConfigError, ensure_private_dir, find_project_root, load_settings
+from .protocol import (
+    MAX_LINE,
+    PROTOCOL_VERSION,
+    ProtocolError,
+    error,
+    mismatch_message,
+    ok,
+    parse_request,
+    pid_path,
+    private_open,
+    socket_path,
+)
+
+log = logging.getLogger("engram.daemon")
+
+JOURNAL_NAME = "journal.jsonl"
+SPOOL_DIR = "spool"
+KEEP_DONE_IDS = 50_000
+SPOOL_POLL_S = 2.0
+LIGHT_WORK_MIN_INTERVAL_S = 300.0
+SESSION_END_BUDGET_S = 30.0
+
+
+class AlreadyRunning(RuntimeError):
+    def __init__(self, pid: int | None, home: Path) -> None:
+        super().__init__(f"an Engram daemon is already running for {home} (pid {pid or '?'}); "
+                         "use `engram status` or `engram stop`")
+        self.pid = pid
+
+
+# ── journal of acknowledged-but-not-yet-applied events ───────────────────────
+class Journal:
+    """Append-only: ``{"op": "begin", "id", "event"}`` fsynced before the ack, ``{"op": "done", "id"}`` after."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.lock = threading.Lock()
+        self.done: set[str] = set()
+        self.pending: dict[str, dict[str, Any]] = {}
+        order: list[str] = []
+        if path.exists():
+            with open(path, "rb") as fh:
+                for raw in fh:
+                    try:
+                        rec = json.loads(raw)
+                        eid = str(rec["id"])
+                    except (ValueError, KeyError, TypeError):
+                        continue  # a torn last line from a crash mid-append: its event was never acknowledged
+                    if rec.get("op") == "begin" and eid not in self.done:
+                        self.pending[eid] = rec.get("event") or {}
+                    elif rec.get("op") == "done":
+                        self.pending.pop(eid, None)
+                        if eid not in self.done:
+                            self.done.add(eid)
+                            order.append(eid)
+        self._compact(order[-KEEP_DONE_IDS:])
+        self._fd = private_open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+
+    def _compact(self, keep_done: list[str]) -> None:
+        """Rewrite the journal to the ids still worth remembering; atomic via rename."""
+        tmp = self.path.with_suffix(".tmp")
+        fd = private_open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            for eid in keep_done:
+                fh.write(json.dumps({"op": "done", "id": eid}) + "\n")
+            for eid, ev in self.pending.items():
+                fh.write(json.dumps({"op": "begin", "id": eid, "event": ev}) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, self.path)
+        self.done = set(keep_done)
+
+    def seen(self, eid: str) -> bool:
+        with self.lock:
+            return eid in self.done or eid in self.pending
+
+    def begin(self, eid: str, event: dict[str, Any]) -> bool:
+        """Durably record an event before acknowledging it; False if it was already seen (exactly once)."""
+        line = (json.dumps({"op": "begin", "id": eid, "event": event}, default=str) + "\n").encode()
+        with self.lock:
+            if eid in self.done or eid in self.pending:
+                return False
+            os.write(self._fd, line)
+            os.fsync(self._fd)
+            self.pending[eid] = event
+            return True
+
+    def finish(self, eid: str) -> None:
+        # No fsync: losing a "done" only means a replay, and replay checks whether the write already happened.
+        with self.lock:
+            os.write(self._fd, (json.dumps({"op": "done", "id": eid}) + "\n").encode())
+            self.pending.pop(eid, None)
+            self.done.add(eid)
+
+    def close(self) -> None:
+        with self.lock, contextlib.suppress(OSError):
+            os.close(self._fd)
+
+
+def event_id_of(line: bytes | str, event: dict[str, Any]) -> str:
+    eid = event.get("event_id")
+    if isinstance(eid, str) and eid:
+        return eid
+    raw = line.encode() if isinstance(line, str) else line
+    return "h_" + hashlib.sha256(raw.strip()).hexdigest()[:32]
+
+
+# ── type names for clients (so RemoteService can rebuild pydantic results) ──
+def type_expr(tp: Any) -> str:
+    """A small type expression over engram_core.models names, builtins and Any; anything else is Any."""
+    from . import models
+
+    if tp is type(None) or tp is None:
+        return "None"
+    if tp in (int, float, str, bool):
+        return tp.__name__
+    if tp is typing.Any:
+        return "Any"
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        return " | ".join(type_expr(a) for a in args)
+    if origin in (list, dict, tuple):
+        inner = ", ".join(type_expr(a) for a in args) if args else "Any"
+        return f"{origin.__name__}[{inner}]"
+    if isinstance(tp, type) and getattr(models, tp.__name__, None) is tp:
+        return tp.__name__
+    return "Any"
+
+
+def method_info() -> tuple[dict[str, str], dict[str, list[str]]]:
+    """Per API method: its return type expression and its parameter names (after self/service)."""
+    from .service import API_METHODS
+
+    returns: dict[str, str] = {}
+    params: dict[str, list[str]] = {}
+    for name, fn in API_METHODS.items():
+        raw = inspect.unwrap(fn)
+        try:
+            returns[name] = type_expr(typing.get_type_hints(raw).get("return", typing.Any))
+        except Exception:  # an annotation we cannot resolve: the client keeps plain JSON
+            returns[name] = "Any"
+        try:
+            params[name] = [p for p in inspect.signature(raw).parameters if p not in ("self", "service")]
+        except (TypeError, ValueError):
+            params[name] = []
+    return returns, params
+
+
+def load_extensions(service: Any) -> list[str]:
+    """Import the modules that register extra API methods; call their install(service) if they have one."""
+    loaded = []
+    for name in ("engram_core.tools_support", "engram_core.organise"):
+        try:
+            mod = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name and name.startswith(exc.name):
+                continue
+            log.exception("extension %s failed to import", name)
+            continue
+        except Exception:
+            log.exception("extension %s failed to import", name)
+            continue
+        for hook in ("install", "attach"):
+            fn = getattr(mod, hook, None)
+            if callable(fn):
+                try:
+                    fn(service)
+                except Exception:
+                    log.exception("%s.%s(service) failed", name, hook)
+                break
+        loaded.append(name)
+    return loaded
+
+
+# ── the daemon ───────────────────────────────────────────────────────────────
+class Daemon:
+    def __init__(self, home: Path, *, idle_timeout_s: float | None = None, warm_model: bool = True,
+                 service_factory: Callable[[Path], Any] | None = None) -> None:
+        self.home = ensure_private_dir(home)
+        self.settings = load_settings()
+        self.idle_timeout_s = self.settings.daemon_idle_timeout_s if idle_timeout_s is None else idle_timeout_s
+        self.sock_path = socket_path(self.home)
+        self.spool_dir = ensure_private_dir(self.home / SPOOL_DIR)
+        ensure_private_dir(self.spool_dir / "tmp")
+        self.started = time.time()
+        self.last_activity = time.monotonic()
+        self.requests = 0
+        self.errors = 0
+        self.events_applied = 0
+        self.events_failed = 0
+        self.spool_ingested = 0
+        self.connections = 0
+        self.model_state = "not loaded"
+        self.lock = threading.RLock()  # one API request at a time: each is atomic (correctness over concurrency)
+        self.stop_event = threading.Event()
+        self.queue: queue.Queue[tuple[str, dict[str, Any]] | None] = queue.Queue()
+        self._inflight = 0
+        self._inflight_cv = threading.Condition()
+        self._last_light: dict[str, float] = {}
+        self._lock_fd = self._acquire_lock()
+        self._service_factory = service_factory
+        self._warm_model = warm_model
+        self.service: Any = None
+        self.server: socketserver.ThreadingUnixStreamServer | None = None
+        self.journal: Journal | None = None
+        self.extensions: list[str] = []
+        self._returns: dict[str, str] = {}
+        self._params: dict[str, list[str]] = {}
+
+    # lock file: flock held for the daemon's life, so a crash releases it by itself
+    def _acquire_lock(self) -> int:
+        path = pid_path(self.home)
+        fd = private_open(path, os.O_RDWR | os.O_CREAT)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            try:
+                pid = int(os.read(fd, 32).decode().strip() or 0)
+            except ValueError:
+                pid = None
+            os.close(fd)
+            raise AlreadyRunning(pid, self.home) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        return fd
+
+    def start(self) -> None:
+        from .service import EngramService
+
+        t0 = time.perf_counter()
+        self.journal = Journal(self.home / JOURNAL_NAME)
+        self.service = (self._service_factory or (lambda h: EngramService(h)))(self.home)
+        self.extensions = load_extensions(self.service)
+        self._returns, self._params = method_info()
+        self._write_launcher()
+        # We hold the flock, so whatever socket file is there belongs to a dead daemon.
+        if self.sock_path.exists() or self.sock_path.is_symlink():
+            log.info("removing stale socket %s", self.sock_path)
+            self.sock_path.unlink()
+        old_umask = os.umask(0o177)
+        try:
+            server = _Server(str(self.sock_path), _Handler)
+        finally:
+            os.umask(old_umask)
+        os.chmod(self.sock_path, 0o600)
+        server.daemon_ref = self
+        self.server = server
+        threading.Thread(target=self._worker, name="engram-events", daemon=True).start()
+        replay = list(self.journal.pending.items())
+        for eid, ev in replay:
+            self._enqueue(eid, ev, replay=True)
+        if replay:
+            log.info("replaying %d journaled event(s)", len(replay))
+        self.ingest_spool()
+        threading.Thread(target=self._background, name="engram-background", daemon=True).start()
+        if self._warm_model:
+            threading.Thread(target=self._warm, name="engram-warm", daemon=True).start()
+        log.info("engram daemon %s ready on %s in %.0f ms (pid %d, extensions %s)", __version__, self.sock_path,
+                 (time.perf_counter() - t0) * 1000, os.getpid(), ", ".join(self.extensions) or "none")
+
+    def _write_launcher(self) -> None:
+        """Hooks run under a bare python3 without our packages: tell them which interpreter starts the daemon."""
+        path = self.home / "launcher.json"
+        tmp = path.with_suffix(".tmp")
+        fd = private_open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        with os.fdopen(fd, "w") as fh:
+            json.dump({"python": sys.executable, "module": "engram_core.daemon", "version": __version__}, fh)
+        os.replace(tmp, path)
+
+    def _warm(self) -> None:
+        embedder = self.service.embedder
+        self.model_state = "loading"
+        try:
+            ok_ = bool(getattr(embedder, "available", False))
+            self.model_state = "ready" if ok_ else f"unavailable ({getattr(embedder, 'name', '?')})"
+        except Exception as exc:
+            self.model_state = f"error: {exc}"
+
+    def serve_forever(self) -> None:
+        assert self.server is not None
+        try:
+            self.server.serve_forever(poll_interval=0.2)
+        finally:
+            self.close()
+
+    def request_stop(self) -> None:
+        if self.stop_event.is_set():
+            return
+        self.stop_event.set()
+        if self.server is not None:
+            threading.Thread(target=self.server.shutdown, daemon=True).start()
+
+    def close(self) -> None:
+        self.stop_event.set()
+        self.queue.put(None)
+        # Let the worker finish what it acknowledged; anything left stays in the journal for the next start.
+        self.wait_drained(10.0)
+        if self.server is not None:
+            with contextlib.suppress(OSError):
+                self.server.server_close()
+        with contextlib.suppress(FileNotFoundError):
+            self.sock_path.unlink()
+        with self.lock:
+            if self.service is not None:
+                with contextlib.suppress(Exception):
+                    self.service.close()
+                self.service = None
+        if self.journal is not None:
+            self.journal.close()
+        with contextlib.suppress(OSError):
+            os.ftruncate(self._lock_fd, 0)
+            os.close(self._lock_fd)
+        log.info("engram daemon stopped")
+
+    # ── requests ─────────────────────────────────────────────
+    def handle_line(self, line: bytes) -> bytes:
+        self.requests += 1
+        self.last_activity = time.monotonic()
+        req_id: Any = None
+        try:
+            req_id, method, params, client_v = parse_request(line)
+            if client_v != PROTOCOL_VERSION:
+                return error(req_id, "ProtocolMismatch", mismatch_message(PROTOCOL_VERSION, client_v))
+            return ok(req_id, self.dispatch(method, params))
+        except ProtocolError as exc:
+            self.errors += 1
+            return error(req_id, "ValidationError", str(exc))
+        except Exception as exc:
+            self.errors += 1
+            return error(req_id, *classify(exc))
+
+    def dispatch(self, method: str, params: dict[str, Any]) -> Any:
+        special = getattr(self, "m_" + method, None)
+        if special is not None:
+            return special(**params) if params else special()
+        from .service import API_METHODS, call_api
+
+        if method not in API_METHODS:
+            raise _Unknown(method)
+        with self.lock:
+            if self.service is None:
+                raise RuntimeError("the daemon is shutting down; retry in a moment")
+            return call_api(self.service, method, params)
+
+    def m_hello(self, **_: Any) -> dict[str, Any]:
+        return {"protocol": PROTOCOL_VERSION, "pid": os.getpid(), "version": __version__, "home": str(self.home),
+                "methods": self._returns, "params": self._params, "model": self.model_state}
+
+    def m_ping(self, **_: Any) -> str:
+        return "pong"
+
+    def m_status(self, **_: Any) -> dict[str, Any]:
+        svc = self.service
+        return {
+            **self.m_hello(), "uptime_s": round(time.time() - self.started, 1),
+            "socket": str(self.sock_path), "idle_timeout_s": self.idle_timeout_s,
+            "requests": self.requests, "errors": self.errors, "connections": self.connections,
+            "events_queued": self.queue.qsize(), "events_applied": self.events_applied,
+            "events_failed": self.events_failed, "spool_ingested": self.spool_ingested,
+            "spool_waiting": len(list(self.spool_dir.glob("*.jsonl"))),
+            "journal_pending": len(self.journal.pending) if self.journal else 0,
+            "sessions_active": len(getattr(svc, "_sessions", {}) or {}),
+            "projects_open": len(getattr(svc, "_projects", {}) or {}),
+            "embedding": getattr(getattr(svc, "embedder", None), "name", None), "extensions": self.extensions,
+        }
+
+    def m_shutdown(self, **_: Any) -> dict[str, Any]:
+        self.request_stop()
+        return {"stopping": True, "pid": os.getpid()}
+
+    def m_flush(self, timeout_s: float = 30.0) -> dict[str, Any]:
+        """Wait until every acknowledged hook event has been applied (tests, `engram status --flush`)."""
+        self.ingest_spool()
+        drained = self.wait_drained(float(timeout_s))
+        return {"drained": drained, "queued": self.queue.qsize(), "applied": self.events_applied}
+
+    def m_hook_event(self, event: dict[str, Any] | None = None, **_: Any) -> dict[str, Any]:
+        if not isinstance(event, dict):
+            raise ValueError("hook_event needs params.event, a JSON object")
+        eid = event_id_of(json.dumps(event, sort_keys=True), event)
+        accepted = self._accept(eid, event)
+        return {"accepted": accepted, "event_id": eid, "duplicate": not accepted}
+
+    def m_hook_session_start(self, session_id: str | None = None, cwd: str | None = None, source: str | None = None,
+                             budget: int | None = None, **_: Any) -> dict[str, Any]:
+        """Register the session and return the context to inject (grouped by scope, within the budget)."""
+        project = str(find_project_root(cwd)) if cwd else None
+        with self.lock:
+            info = self.service.start_session(project=project, claude_session_id=session_id, source=source)
+            preview = self.service.injection_context(project=project, session=info.session_key, budget=budget)
+        text = preview.text
+        if text and session_id:
+            text += (f"\n\n(Engram session {session_id}: store with store_memory, recall with recall_memories; "
+                     f"to stop capture for this session run `engram off --session {session_id}`.)")
+        return {"text": text, "tokens": preview.tokens, "items": len(preview.items),
+                "disabled": preview.disabled, "session_key": info.session_key}
+
+    def m_hook_prompt(self, prompt: str = "", session_id: str | None = None, cwd: str | None = None,
+                      **_: Any) -> dict[str, Any]:
+        """UserPromptSubmit recall: off unless prompt_recall is set; a small budget of the best hits."""
+        project = str(find_project_root(cwd)) if cwd else None
+        settings = load_settings(project) if project else self.settings
+        if not settings.prompt_recall or settings.disabled or not prompt.strip():
+            return {"text": "", "enabled": False}
+        from .scoring import estimate_tokens
+
+        with self.lock:
+            result = self.service.recall(prompt[:2000], project=project, session=session_id, limit=8, log=False)
+        budget = settings.prompt_recall_token_budget
+        lines, used = [], estimate_tokens("# Engram: memories related to this prompt\n")
+        for hit in result.hits:
+            m = hit.memory
+            line = f"- [{m.scope.value}/{m.memory_type.value}] {m.content.strip()[:400]} (id {m.id})"
+            cost = estimate_tokens(line + "\n")
+            if used + cost > budget:
+                break
+            lines.append(line)
+            used += cost
+        text = "# Engram: memories related to this prompt\n" + "\n".join(lines) if lines else ""
+        return {"text": text, "enabled": True, "tokens": used if lines else 0}
+
+    # ── hook events: journal, queue, apply ───────────────────
+    def _accept(self, eid: str, event: dict[str, Any]) -> bool:
+        assert self.journal is not None
+        if not self.journal.begin(eid, event):
+            return False
+        self._enqueue(eid, event)
+        return True
+
+    def _enqueue(self, eid: str, event: dict[str, Any], replay: bool = False) -> None:
+        with self._inflight_cv:
+            self._inflight += 1
+        self.queue.put((eid, {**event, "_replay": replay} if replay else event))
+
+    def wait_drained(self, timeout_s: float) -> bool:
+        deadline = time.monotonic() + timeout_s
+        with self._inflight_cv:
+            while self._inflight > 0:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._inflight_cv.wait(left)
+        return True
+
+    def _worker(self) -> None:
+        while True:
+            item = self.queue.get()
+            if item is None:
+                if self.stop_event.is_set() and self.queue.empty():
+                    return
+                continue
+            eid, event = item
+            try:
+                self.apply_event(eid, event)
+                self.events_applied += 1
+            except Exception:
+                self.events_failed += 1
+                log.exception("hook event %s could not be applied; dropped", eid)
+            finally:
+                assert self.journal is not None
+                self.journal.finish(eid)
+                with self._inflight_cv:
+                    self._inflight -= 1
+                    self._inflight_cv.notify_all()
+
+    def apply_event(self, eid: str, event: dict[str, Any]) -> None:
+        from .models import MemoryIn
+
+        kind = event.get("kind")
+        session = event.get("session_id") or None
+        cwd = event.get("cwd")
+        project = str(find_project_root(cwd)) if cwd else None
+        if project is not None:
+            try:
+                if load_settings(project).disabled:
+                    return
+            except ConfigError as exc:
+                log.warning("event %s: %s", eid, exc)
+        svc = self.service
+        if svc is None:
+            raise RuntimeError("service closed")
+        if kind == "memory":
+            data = dict(event.get("memory") or {})
+            data["metadata"] = {**(data.get("metadata") or {}), "hook_event_id": eid}
+            mem = MemoryIn(**data)
+            with self.lock:
+                if event.get("_replay") and self._already_stored(eid, mem.scope.value, project, session):
+                    return
+                svc.store(mem, project=project, session=session)
+        elif kind == "session_end":
+            if not session:
+                return
+            with self.lock:
+                try:
+                    report = svc.end_session(session, reason=str(event.get("reason") or "ended"))
+                except LookupError:
+                    return  # never started, or already ended: nothing to promote
+            log.info("session %s ended: %s", session, report.message)
+            self._light_work(project, force=True)
+        elif kind == "checkpoint":
+            self._checkpoint(session, project, str(event.get("trigger") or "auto"))
+        elif kind == "stop":
+            if session:
+                with self.lock, contextlib.suppress(LookupError):
+                    svc._touch_session(svc._session(session, project))
+            self._light_work(project)
+        else:
+            raise ValueError(f"unknown hook event kind {kind!r}")
+
+    def _already_stored(self, eid: str, scope: str, project: str | None, session: str | None) -> bool:
+        try:
+            stores = self.service._stores(scope, project, session)
+        except Exception:
+            return False
+        for store in stores:
+            if store.q1("SELECT VALUE id FROM memory WHERE metadata.hook_event_id = $e LIMIT 1", {"e": eid}):
+                return True
+        return False
+
+    def _checkpoint(self, session: str | None, project: str | None, trigger: str) -> None:
+        """PreCompact: the session is already on disk; leave a note of what it did so far for after compaction."""
+        if not session:
+            return
+        from .models import MemoryIn
+
+        with self.lock:
+            sess = self.service._session(session, project)
+            rows = sess.store.q1("SELECT content, tags FROM memory WHERE memory_type = 'episodic' "
+                                 "AND status != 'forgotten' ORDER BY created_at")
+            files = [r["content"].split(":", 1)[0].removeprefix("Modified ").strip()
+                     for r in rows or [] if r["content"].startswith("Modified ")]
+            failures = sum(1 for r in rows or [] if r["content"].startswith("Command failed"))
+            if not files and not failures:
+                return
+            uniq = list(dict.fromkeys(files))
+            text = (f"Before context compaction ({trigger}): modified {len(uniq)} file(s)"
+                    f"{': ' + ', '.join(uniq[:20]) if uniq else ''}; {failures} failed command(s).")
+            self.service.store(MemoryIn(content=text, memory_type="episodic", scope="session",
+                                        tags=["compaction", "session-summary"], importance=0.4),
+                               project=project, session=session)
+
+    def _light_work(self, project: str | None, force: bool = False) -> None:
+        """Seed 001 §9: a light step after a turn or a session; heavier work stays in the periodic sweep."""
+        key = project or "-"
+        now = time.monotonic()
+        if not force and now - self._last_light.get(key, -1e9) < LIGHT_WORK_MIN_INTERVAL_S:
+            return
+        self._last_light[key] = now
+
+        def run() -> None:
+            t0 = time.perf_counter()
+            from .service import API_METHODS, call_api
+
+            try:
+                with self.lock:
+                    if self.service is None:
+                        return
+                    self.service.maintain(project=project)
+                if "reflect_and_consolidate" in API_METHODS and time.perf_counter() - t0 < SESSION_END_BUDGET_S:
+                    with self.lock:
+                        if self.service is not None:
+                            call_api(self.service, "reflect_and_consolidate", {"project": project}
+                                     if "project" in inspect.signature(inspect.unwrap(
+                                         API_METHODS["reflect_and_consolidate"])).parameters else {})
+            except Exception:
+                log.exception("light consolidation for %s failed", key)
+            log.info("light consolidation for %s took %.0f ms", key, (time.perf_counter() - t0) * 1000)
+
+        threading.Thread(target=run, name="engram-light", daemon=True).start()
+
+    # ── spool: events hooks could not deliver ────────────────
+    def ingest_spool(self) -> int:
+        """Rename-then-process each published spool file; event ids already journaled are skipped."""
+        n = 0
+        for path in sorted(self.spool_dir.glob("*.jsonl")):
+            claimed = path.with_name("ingesting-" + path.name) if not path.name.startswith("ingesting-") else path
+            try:
+                if claimed != path:
+                    os.replace(path, claimed)
+            except FileNotFoundError:
+                continue
+            try:
+                with open(claimed, "rb") as fh:
+                    for raw in fh:
+                        if not raw.strip():
+                            continue
+                        try:
+                            event = json.loads(raw)
+                        except ValueError:
+                            log.warning("spool %s: a line that is not JSON was skipped", claimed.name)
+                            continue
+                        if not isinstance(event, dict):
+                            continue
+                        if event.get("kind") == "session_start":
+                            continue  # its context could not be injected any more; the session starts lazily
+                        if self._accept(event_id_of(raw, event), event):
+                            n += 1
+                claimed.unlink()
+            except OSError:
+                log.exception("spool file %s could not be ingested", claimed)
+        # Spool files claimed by a daemon that died mid-ingest: the journal dedups what it had already taken.
+        self.spool_ingested += n
+        if n:
+            log.info("ingested %d spooled event(s)", n)
+        return n
+
+    # ── background: idle exit, spool, maintenance ────────────
+    def _background(self) -> None:
+        last_maint = time.monotonic()
+        last_spool = time.monotonic()
+        while not self.stop_event.wait(0.25):
+            now = time.monotonic()
+            if now - last_spool >= SPOOL_POLL_S:
+                last_spool = now
+                try:
+                    self.ingest_spool()
+                except Exception:
+                    log.exception("spool ingestion failed")
+            if now - last_maint >= self.settings.maintenance_interval_s:
+                last_maint = now
+                try:
+                    with self.lock:
+                        if self.service is not None:
+                            report = self.service.maintain()
+                    log.info("maintenance: %s", report.model_dump_json())
+                except Exception:
+                    log.exception("maintenance sweep failed")
+            busy = self.connections > 0 or self._inflight > 0
+            if busy:
+                self.last_activity = now
+            elif self.idle_timeout_s and now - self.last_activity > self.idle_timeout_s:
+                log.info("idle for %.0f s: exiting", self.idle_timeout_s)
+                self.request_stop()
+                return
+
+
+class _Unknown(LookupError):
+    def __init__(self, method: str) -> None:
+        super().__init__(f"the daemon has no method {method!r} (not available in this version)")
+
+
+def classify(exc: BaseException) -> tuple[str, str]:
+    """(error type, one-line message) for the wire: never a traceback."""
+    from pydantic import ValidationError
+
+    from .service import EngramError, NotFound
+
+    if isinstance(exc, _Unknown):
+        return "NotFound", str(exc)
+    if isinstance(exc, NotFound):
+        return "NotFound", str(exc.args[0] if exc.args else exc)
+    if isinstance(exc, ValidationError):
+        parts = []
+        for e in exc.errors():
+            loc = ".".join(str(x) for x in e.get("loc", ()) if x != "memory") or "arguments"
+            parts.append(f"{loc}: {e.get('msg')}")
+        return "ValidationError", "; ".join(parts)
+    if isinstance(exc, EngramError | ConfigError):
+        return "EngramError", str(exc)
+    if isinstance(exc, TypeError):
+        return "ValidationError", str(exc)
+    log.exception("internal error")
+    return "Internal", f"{exc.__class__.__name__}: {exc}"
+
+
+class _Server(socketserver.ThreadingUnixStreamServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    daemon_ref: Daemon
+
+
+class _Handler(socketserver.StreamRequestHandler):
+    server: _Server
+
+    def handle(self) -> None:
+        daemon = self.server.daemon_ref
+        daemon.connections += 1
+        try:
+            while not daemon.stop_event.is_set():
+                line = self.rfile.readline(MAX_LINE + 1)
+                if not line:
+                    return
+                if len(line) > MAX_LINE:
+                    daemon.errors += 1
+                    self.wfile.write(error(None, "ValidationError",
+                                           f"request larger than {MAX_LINE} bytes refused; nothing was done"))
+                    self.wfile.flush()
+                    return  # the rest of the line cannot be skipped cheaply: close this connection only
+                if not line.strip():
+                    continue
+                self.wfile.write(daemon.handle_line(line))
+                self.wfile.flush()
+        except (ConnectionError, OSError):
+            return
+        finally:
+            daemon.connections -= 1
+            daemon.last_activity = time.monotonic()
+
+
+def _setup_logging(home: Path, verbose: bool) -> None:
+    handler: logging.Handler
+    if os.environ.get("ENGRAM_LOG_STDERR") or verbose:
+        handler = logging.StreamHandler(sys.stderr)
+    else:
+        path = home / "engram.log"
+        fd = private_open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        os.close(fd)
+        handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger("engram")
+    root.handlers[:] = [handler]
+    root.setLevel(logging.INFO)
+
+
+def serve(home: Path, idle_timeout_s: float | None = None, verbose: bool = False) -> int:
+    """Run the daemon in this process until stopped; 0 also when one is already running (it says so)."""
+    ensure_private_dir(home)
+    _setup_logging(home, verbose)
+    try:
+        daemon = Daemon(home, idle_timeout_s=idle_timeout_s)
+    except AlreadyRunning as exc:
+        print(str(exc), file=sys.stderr)
+        return 0
+    try:
+        daemon.start()
+    except Exception as exc:
+        log.exception("daemon start failed")
+        print(f"engram serve: could not start: {exc}", file=sys.stderr)
+        daemon.close()
+        return 1
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        log.info("signal %d: stopping", signum)
+        daemon.request_stop()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    daemon.serve_forever()
+    return 0
+
+
+def probe(home: Path, timeout: float = 0.5) -> bool:
+    """Does a daemon answer on this root's socket?"""
+    path = socket_path(home)
+    if not path.exists():
+        return False
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    try:
+        s.connect(str(path))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    from .config import engram_home
+
+    parser = argparse.ArgumentParser(prog="engram serve", description="Run the Engram daemon in the foreground.")
+    parser.add_argument("--home", type=Path, default=None, help="data root (default: $ENGRAM_HOME or ~/.claude/engram)")
+    parser.add_argument("--idle-timeout", type=float, default=None,
+                        help="exit after this many seconds without clients (0 = never; default from settings)")
+    parser.add_argument("--verbose", action="store_true", help="log to stderr")
+    args = parser.parse_args(argv)
+    return serve(args.home or engram_home(), args.idle_timeout, args.verbose)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
