@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -117,6 +118,8 @@ class EngramService:
         settings: Settings | None = None,
         recover_sessions: bool = True,
     ) -> None:
+        # Everything this process creates (store files the engine writes later included) is owner-only.
+        os.umask(0o077)
         self.home = ensure_private_dir(Path(home) if home else engram_home())
         self.clock = clock or Clock()
         self.settings = settings or load_settings()
