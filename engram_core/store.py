@@ -214,6 +214,7 @@ class ScopeStore:
         self.database = database
         self.index = SearchIndex(dim)
         self.light: dict[str, Light] = {}
+        self._by_hash: dict[str, str] = {}  # content_hash → key, for O(1) exact-duplicate checks
         self._mirror_lock = threading.RLock()
         self.apply_schema()
         self.reload_mirror()
@@ -249,6 +250,7 @@ class ScopeStore:
         with self._mirror_lock:
             self.index = SearchIndex(self.index_dim)
             self.light.clear()
+            self._by_hash.clear()
             for row in rows or []:
                 self._mirror_put(row)
 
@@ -261,9 +263,11 @@ class ScopeStore:
         status = row.get("status", "created")
         with self._mirror_lock:
             if status in ("forgotten", "superseded"):
-                self.index.remove(key)
-                self.light.pop(key, None)
+                self._forget_key(key)
                 return
+            old = self.light.get(key)
+            if old is not None and self._by_hash.get(old.content_hash) == key:
+                del self._by_hash[old.content_hash]
             emb = row.get("embedding")
             self.index.upsert(key, row.get("search_text") or row.get("content", ""), np.asarray(emb, dtype=np.float32) if emb else None)
             self.light[key] = Light(
@@ -281,6 +285,8 @@ class ScopeStore:
                 content_hash=row.get("content_hash", ""),
                 content=row.get("content", ""),
             )
+            if row.get("content_hash"):
+                self._by_hash.setdefault(row["content_hash"], key)
 
     def refresh(self, keys: Iterable[str]) -> None:
         """Re-read these memories into the mirror after a write."""
@@ -293,8 +299,7 @@ class ScopeStore:
             self._mirror_put(row)
         with self._mirror_lock:
             for k in set(map(key_of, ids)) - found:
-                self.index.remove(k)
-                self.light.pop(k, None)
+                self._forget_key(k)
 
     # ── memories ─────────────────────────────────────────────
     def create_memory(self, key: str, fields: Mapping[str, Any]) -> dict[str, Any]:
@@ -321,10 +326,13 @@ class ScopeStore:
 
     def find_by_hash(self, digest: str) -> str | None:
         with self._mirror_lock:
-            for key, light in self.light.items():
-                if light.content_hash == digest:
-                    return key
-        return None
+            return self._by_hash.get(digest)
+
+    def _forget_key(self, key: str) -> None:
+        light = self.light.pop(key, None)
+        self.index.remove(key)
+        if light is not None and self._by_hash.get(light.content_hash) == key:
+            del self._by_hash[light.content_hash]
 
     def update_memory(self, key: str, changes: Mapping[str, Any]) -> dict[str, Any] | None:
         rows = self.q1(
@@ -370,8 +378,7 @@ class ScopeStore:
     def delete_memory(self, key: str) -> None:
         self.q("DELETE $id", {"id": record(key)})
         with self._mirror_lock:
-            self.index.remove(key)
-            self.light.pop(key, None)
+            self._forget_key(key)
 
     def list_memories(self, *, where: str = "true", params: Mapping[str, Any] | None = None,
                       order: str = "created_at DESC", limit: int = 100, start: int = 0) -> list[dict[str, Any]]:
@@ -419,3 +426,4 @@ class ScopeStore:
         with self._mirror_lock:
             self.index = SearchIndex(self.index_dim)
             self.light.clear()
+            self._by_hash.clear()
