@@ -1,0 +1,114 @@
+"""Service methods behind MCP tools that the core service does not have: ``engram_explore`` and ``recall_skill``.
+
+Module-level functions taking the service first, registered with the same ``@api`` decorator as the service's
+own methods (``call_api`` calls ``fn(service, **params)`` either way), so the daemon serves them by name.
+Loaded by the daemon at start (``daemon.load_extensions``).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Literal
+
+from pydantic import Field
+
+from .models import MemoryPatch, MemoryType
+from .service import API_METHODS, EngramError, EngramService, api
+from .store import ScopeStore, plain
+
+ExploreScope = Literal["session", "project", "user", "all"]
+SKILL_TAG = "surql-skill"
+SKILL_PROMOTE_AFTER = 10
+
+
+def _tables(store: ScopeStore) -> list[str]:
+    info = store.q1("INFO FOR DB") or {}
+    return sorted((info.get("tables") or {}).keys())
+
+
+def _count(store: ScopeStore, table: str) -> int:
+    rows = store.q1("SELECT count() AS n FROM type::table($t) GROUP ALL", {"t": table})
+    return int(rows[0]["n"]) if rows else 0
+
+
+def _strip(value: Any) -> Any:
+    """Sample rows without their 384-float embeddings (nobody reads them, they cost tokens)."""
+    if isinstance(value, dict):
+        return {k: ("<384 floats>" if k == "embedding" and isinstance(v, list) else _strip(v))
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [_strip(v) for v in value]
+    return value
+
+
+@api
+def engram_explore(service: EngramService, depth: int = Field(0, ge=0, le=3), scope: ExploreScope = "all",
+                   table: str | None = None, sample_size: int = Field(3, ge=1, le=20),
+                   project: str | None = None, session: str | None = None) -> dict[str, Any]:
+    """Progressive manifest (seed 004 Phase 3): 0 counts per scope, 1 tables and row counts,
+    2 one table's schema and indexes, 3 sample rows of one table."""
+    stores = service._stores(scope, project, session)
+    out: dict[str, Any] = {"depth": depth, "scopes": []}
+    if depth >= 2 and not table:
+        raise EngramError("depth 2 and 3 describe one table: give table (e.g. 'memory'); depth 1 lists them")
+    for store in stores:
+        total, by_type, by_status = store.count_by()
+        entry: dict[str, Any] = {"scope": store.scope.value, "database": store.database, "memories": total}
+        if depth >= 1:
+            entry["by_type"] = by_type
+            entry["by_status"] = by_status
+            entry["tables"] = {t: _count(store, t) for t in _tables(store)}
+        if depth >= 2 and table:
+            if table not in _tables(store):
+                entry["error"] = f"no table {table!r} in this scope"
+            else:
+                info = store.q1(f"INFO FOR TABLE `{table}`") or {}
+                entry["table"] = table
+                entry["fields"] = info.get("fields", {})
+                entry["indexes"] = info.get("indexes", {})
+                entry["events"] = list((info.get("events") or {}).keys())
+                if depth >= 3:
+                    rows = store.q1("SELECT * FROM type::table($t) LIMIT $n", {"t": table, "n": sample_size})
+                    entry["samples"] = _strip(plain(rows or []))
+        out["scopes"].append(entry)
+    out["next"] = {0: "depth=1 lists tables and counts", 1: "depth=2 with table='memory' shows its schema",
+                   2: "depth=3 shows sample rows; engram_execute runs SELECTs", 3: "engram_execute runs queries"}[depth]
+    return out
+
+
+@api
+def recall_skill(service: EngramService, task_description: str, execute: bool = False,
+                 scope: Literal["session", "project", "user", "all"] = "all", project: str | None = None,
+                 session: str | None = None, limit: int = Field(3, ge=1, le=10)) -> dict[str, Any]:
+    """Find stored SurrealQL skills (procedural memories tagged surql-skill) for a task; optionally run the best."""
+    if not task_description.strip():
+        raise EngramError("describe the task the skill should do")
+    result = service.recall(task_description, project=project, session=session, limit=limit, scope=scope,
+                            types=[MemoryType.procedural], tags=[SKILL_TAG], log=False)
+    skills = []
+    for hit in result.hits:
+        m = hit.memory
+        skills.append({"id": m.id, "scope": m.scope.value, "content": m.content,
+                       "surql": m.metadata.get("surql") or m.content, "notes": m.metadata.get("notes"),
+                       "execution_count": int(m.metadata.get("execution_count", 0)), "score": hit.scores.final})
+    out: dict[str, Any] = {"task": task_description, "skills": skills}
+    if not skills:
+        out["message"] = (f"no stored skill matches; store one with store_memory(memory_type='procedural', "
+                          f"tags=['{SKILL_TAG}'], metadata={{'surql': '...'}})")
+        return out
+    if execute:
+        if "run_query" not in API_METHODS:
+            raise EngramError("running skills needs run_query, which this daemon does not have yet")
+        best = skills[0]
+        target = best["scope"] if best["scope"] in ("session", "project", "user") else "project"
+        t0 = time.perf_counter()
+        qr = service.run_query(best["surql"], scope=target, allow_writes=False, project=project, session=session)
+        count = best["execution_count"] + 1
+        meta: dict[str, Any] = {"execution_count": count}
+        if count >= SKILL_PROMOTE_AFTER:
+            meta["promotion_candidate"] = True
+        service.update(best["id"], MemoryPatch(metadata=meta), project=project, session=session)
+        out["executed"] = {"id": best["id"], "result": qr.model_dump(mode="json"),
+                           "took_ms": (time.perf_counter() - t0) * 1000, "execution_count": count,
+                           "promotion_candidate": count >= SKILL_PROMOTE_AFTER}
+    return out
