@@ -140,6 +140,9 @@ class EngramService:
         self.after_recall: list[Callable[..., None]] = []
         self.extra_rankers: list[Callable[..., list[tuple[str, float]]]] = []
         self.boosters: list[Callable[..., float]] = []
+        from .organise import install as _install_organise  # imported here: organise imports this module
+
+        _install_organise(self)
         self._reattach_sessions()
         if recover_sessions:
             self.recover_stale_sessions()

@@ -1,0 +1,167 @@
+"""Hebbian associations between memories (seed 003): recalled or used together → +0.1 (capped at 1),
+−0.01 a day without co-activation, pruned below a threshold (synaptic homeostasis). Recall can spread one
+step along strong edges. Also the per-session working memory limit (7 ± 2; the weakest spill to episodic)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from ..scoring import memory_strength
+from ..store import ScopeStore, key_of
+from .base import EngramService, api, locate, rid, short_hash, state
+
+COACTIVATION = 0.1
+DECAY_PER_DAY = 0.01
+PRUNE_BELOW = 0.05
+SPREAD_MIN_WEIGHT = 0.3  # only strong edges carry activation
+COACTIVATE_TOP = 3  # the first few results of a recall are what the agent reads together
+WORKING_CAPACITY = 7
+WORKING_BOUNDS = (5, 9)
+
+_COACT = """
+FOR $p IN $pairs {
+  IF record::exists($p.id) {
+    UPDATE $p.id SET weight = math::min([1.0, weight + $d]), coactivation_count += 1,
+      last_activated_at = $now RETURN NONE;
+  } ELSE {
+    RELATE ($p.a)->($p.id)->($p.b) CONTENT {weight: math::min([1.0, $d]), coactivation_count: 1,
+      last_activated_at: $now, decayed_at: $now, association_type: $kind} RETURN NONE;
+  };
+};
+"""
+
+
+def _adjacency(service: EngramService, store: ScopeStore) -> dict[str, dict[str, float]]:
+    st = state(service).of(store)
+    if st.adjacency is None:
+        adj: dict[str, dict[str, float]] = {}
+        for r in store.q1("SELECT in, out, weight FROM associated_with") or []:
+            a, b, w = key_of(r["in"]), key_of(r["out"]), float(r["weight"])
+            adj.setdefault(a, {})[b] = w
+            adj.setdefault(b, {})[a] = w
+        st.adjacency = adj
+    return st.adjacency
+
+
+def coactivate(service: EngramService, store: ScopeStore, keys: Sequence[str], delta: float = COACTIVATION,
+               kind: str = "coactivation") -> int:
+    keys = list(dict.fromkeys(keys))
+    pairs = []
+    for i, a in enumerate(keys):
+        for b in keys[i + 1:]:
+            lo, hi = sorted((a, b))
+            pairs.append({"id": rid("associated_with", short_hash("assoc", lo, hi)), "a": rid("memory", lo),
+                          "b": rid("memory", hi), "lo": lo, "hi": hi})
+    if not pairs:
+        return 0
+    store.q(_COACT, {"pairs": [{k: p[k] for k in ("id", "a", "b")} for p in pairs], "d": delta,
+                     "now": service.now(), "kind": kind})
+    adj = _adjacency(service, store)
+    for p in pairs:
+        w = min(1.0, adj.get(p["lo"], {}).get(p["hi"], 0.0) + delta)
+        adj.setdefault(p["lo"], {})[p["hi"]] = w
+        adj.setdefault(p["hi"], {})[p["lo"]] = w
+    return len(pairs)
+
+
+def after_recall(service: EngramService, result: Any, winners: Sequence[Any]) -> None:
+    by_store: dict[int, tuple[ScopeStore, list[str]]] = {}
+    for c in list(winners)[:COACTIVATE_TOP]:
+        by_store.setdefault(id(c.store), (c.store, []))[1].append(c.key)
+    for store, keys in by_store.values():
+        if len(keys) > 1:
+            coactivate(service, store, keys)
+
+
+def decay(service: EngramService, store: ScopeStore, *, now: datetime | None = None,
+          per_day: float = DECAY_PER_DAY, prune_below: float = PRUNE_BELOW, dry_run: bool = False) -> int:
+    """Apply the daily decay since the last pass, then prune what fell below the threshold. Returns pruned."""
+    now = now or service.now()
+    if dry_run:
+        rows = store.q1("SELECT VALUE weight - $pd * duration::secs($now - decayed_at) / 86400.0 FROM associated_with",
+                        {"pd": per_day, "now": now}) or []
+        return sum(1 for w in rows if w < prune_below)
+    res = store.q("""
+      UPDATE associated_with SET weight = math::max([0.0, weight - $pd * math::max([0.0,
+          duration::secs($now - decayed_at) / 86400.0])]), decayed_at = $now RETURN NONE;
+      LET $gone = (SELECT VALUE id FROM associated_with WHERE weight < $min);
+      DELETE $gone;
+      RETURN array::len($gone);""", {"pd": per_day, "now": now, "min": prune_below})
+    state(service).of(store).adjacency = None
+    return int(res[-1] or 0)
+
+
+def spread_ranker(service: EngramService, stores: Sequence[ScopeStore], query: str, qvec: Any,
+                  filters: Any) -> list[tuple[str, float]]:
+    """One step of spreading activation from the query's best direct matches along strong edges."""
+    out: dict[str, float] = {}
+    for store in stores:
+        adj = _adjacency(service, store)
+        if not adj:
+            continue
+        seeds = store.index.vector(qvec, 5) if qvec is not None else store.index.bm25(query, 5)
+        seed_keys = {k for k, _ in seeds}
+        for rank, (k, _s) in enumerate(seeds):
+            for other, w in adj.get(k, {}).items():
+                if w < SPREAD_MIN_WEIGHT or other in seed_keys:
+                    continue
+                lt = store.light.get(other)
+                if lt is None or not filters.admits(lt):
+                    continue
+                out[other] = max(out.get(other, 0.0), w / (1 + rank))
+    return sorted(out.items(), key=lambda t: (-t[1], t[0]))
+
+
+@api
+def coactivate_memories(service: EngramService, memory_ids: list[str], project: str | None = None,
+                        session: str | None = None) -> int:
+    """Memories the agent used together: each pair in the same scope gains +0.1. Returns pairs touched."""
+    groups: dict[int, tuple[ScopeStore, list[str]]] = {}
+    for mid in memory_ids:
+        store, key = locate(service, mid, project, session)
+        groups.setdefault(id(store), (store, []))[1].append(key)
+    return sum(coactivate(service, s, ks) for s, ks in groups.values())
+
+
+@api
+def memory_associations(service: EngramService, memory_id: str, project: str | None = None,
+                        session: str | None = None, min_weight: float = 0.0) -> list[dict[str, Any]]:
+    """The memories associated with one memory, strongest first: {id, weight, content}."""
+    store, key = locate(service, memory_id, project, session)
+    adj = _adjacency(service, store).get(key, {})
+    out = []
+    for other, w in sorted(adj.items(), key=lambda t: -t[1]):
+        if w >= min_weight:
+            lt = store.light.get(other)
+            out.append({"id": other, "weight": round(w, 4), "content": lt.content if lt else None})
+    return out
+
+
+def working_capacity(service: EngramService) -> int:
+    lo, hi = WORKING_BOUNDS
+    return max(lo, min(hi, int(service.param("working_memory_capacity", WORKING_CAPACITY))))
+
+
+def enforce_working_capacity(service: EngramService, store: ScopeStore) -> list[str]:
+    """Working memory holds at most 7 ± 2 items; the weakest spill to episodic memory."""
+    cap = working_capacity(service)
+    working = [(k, lt) for k, lt in store.light.items()
+               if lt.memory_type == "working" and lt.status in ("created", "active")]
+    if len(working) <= cap:
+        return []
+    now = service.now()
+    # Weakest first; the newest item never spills (it was just put there on purpose).
+    newest = max(working, key=lambda t: (t[1].created_at, t[0]))[0]
+    ranked = sorted((t for t in working if t[0] != newest),
+                    key=lambda t: (memory_strength(t[1].importance, t[1].half_life_days, t[1].access_count,
+                                                   t[1].last_accessed_at, now), t[1].created_at))
+    spilled = []
+    half = float(service.half_lives()["episodic"])
+    for k, _lt in ranked[: len(working) - cap]:
+        row = store.get(k) or {}
+        store.update_memory(k, {"memory_type": "episodic", "half_life_days": half,
+                                "metadata": {**row.get("metadata", {}), "spilled_from_working": now.isoformat()}})
+        spilled.append(k)
+    return spilled

@@ -1,0 +1,298 @@
+"""Contradictions: found among candidates that share an endpoint or a topic, never across the whole graph
+(unrelated facts invalidating each other is a known failure of other memory systems).
+
+Three detectors:
+- relation pairs of seed 001 §5.3 (`uses X` vs `Y replaces X`; `causes` vs `contradicts` on the same pair);
+- functional relations: one subject `uses` two different things of a one-per-project category (two test
+  frameworks, two package managers…);
+- memories close in topic (cosine ≥ 0.80) that differ in a value (number, version, name) or in negation.
+
+`classify_pair` is also what near-duplicate consolidation uses to tell a duplicate from an update.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Any, Literal
+
+import numpy as np
+
+from ..models import MemoryIn, MemoryType
+from ..search_index import tokenize
+from ..store import ScopeStore, key_of, plain
+from . import entities as ex
+from .base import (
+    EngramError,
+    EngramService,
+    NotFound,
+    api,
+    now_utc,
+    primary_store,
+    rid,
+    stores_for,
+    to_memory,
+    write_memory,
+)
+from .models import Contradiction, ContradictionOutcome
+
+TOPIC_COSINE = 0.80  # below this two memories are about different things and are never compared
+DUPLICATE_COSINE = 0.86  # at or above (and no differing value/negation): the same statement
+FUNCTIONAL_CATEGORIES = {"test_framework", "package_manager", "formatter", "type_checker", "bundler",
+                         "web_framework", "frontend_framework", "database", "orm", "linter", "task_queue"}
+
+PairClass = Literal["duplicate", "update", "distinct"]
+
+_NEG = re.compile(r"\b(?:not|no|never|none|nothing|without|cannot|can't|don't|doesn't|didn't|isn't|aren't|"
+                  r"wasn't|won't|shouldn't|mustn't|no longer|stopped|avoid|disabled?|deprecated|removed|"
+                  r"dropped|forbid(?:den)?|instead of|rather than|n't)\b", re.I)
+_VALUE = re.compile(r"\b\d+(?:[.:]\d+)*(?:ms|s|m|h|d|mb|gb|kb|k|%)?\b|\bv\d+(?:\.\d+)*\b", re.I)
+_ANTONYMS = [("enable", "disable"), ("enabled", "disabled"), ("sync", "async"), ("true", "false"),
+             ("allow", "deny"), ("on", "off"), ("before", "after"), ("add", "remove"), ("increase", "decrease"),
+             ("always", "never"), ("tabs", "spaces"), ("single", "double"), ("local", "remote"),
+             ("public", "private"), ("required", "optional"), ("upper", "lower"), ("min", "max"),
+             ("ascending", "descending"), ("dev", "prod"), ("staging", "production"), ("http", "https"),
+             ("get", "post"), ("asc", "desc"), ("left", "right"), ("first", "last"), ("tab", "space"),
+             ("camelcase", "snake_case"), ("blocking", "non-blocking"), ("main", "master")]
+_ANT = {a: b for a, b in _ANTONYMS} | {b: a for a, b in _ANTONYMS}
+
+
+def _negations(text: str) -> int:
+    return len(_NEG.findall(text))
+
+
+def _values(text: str) -> set[str]:
+    vals = {m.group(0).lower() for m in _VALUE.finditer(text)}
+    for e in ex.extract_entities(text):
+        if e.entity_type in ("library", "tool", "file", "url", "error", "function", "class", "command"):
+            vals.add(e.key)
+    return vals
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"[a-z_][a-z0-9_-]*", text.lower()))
+
+
+def classify_pair(a: str, b: str, cosine: float) -> tuple[PairClass, str]:
+    """Duplicate (same statement), update (same topic, a different value or polarity), or distinct.
+    Errs towards `update`: treating an update as a duplicate would silently lose the newer fact."""
+    if cosine < TOPIC_COSINE:
+        return "distinct", f"cosine {cosine:.2f} < {TOPIC_COSINE}: different topics"
+    va, vb = _values(a), _values(b)
+    if va != vb and (va - vb) and (vb - va):
+        return "update", f"values differ: {sorted(va - vb)[:3]} vs {sorted(vb - va)[:3]}"
+    na, nb = _negations(a), _negations(b)
+    if (na > 0) != (nb > 0):
+        return "update", "one states it, the other negates it"
+    wa, wb = _words(a), _words(b)
+    for w in wa - wb:
+        if _ANT.get(w) in wb - wa:
+            return "update", f"opposites: {w} vs {_ANT[w]}"
+    if va != vb and cosine < 0.93:
+        # One side names a value the other lacks: a refinement at best, a change at worst.
+        return "update", f"values differ: {sorted(va ^ vb)[:3]}"
+    ta, tb = set(tokenize(a)), set(tokenize(b))
+    if cosine >= DUPLICATE_COSINE or (ta and tb and len(ta & tb) / len(ta | tb) >= 0.8):
+        return "duplicate", f"cosine {cosine:.2f}, same values and polarity"
+    return "distinct", f"cosine {cosine:.2f}: related but not the same statement"
+
+
+# ── queueing ─────────────────────────────────────────────────
+def _queue(store: ScopeStore, kind: str, a: str, b: str, evidence: list[str],
+           relation_a: str | None = None, relation_b: str | None = None) -> str | None:
+    """Queue once per memory pair, whatever its state: a pair resolved or dismissed is not raised again."""
+    if a == b:
+        return None
+    existing = store.q1("SELECT VALUE id FROM contradiction_queue WHERE (memory_a = $a AND memory_b = $b) "
+                        "OR (memory_a = $b AND memory_b = $a) LIMIT 1", {"a": a, "b": b})
+    if existing:
+        store.q("UPDATE $id SET evidence = array::union(evidence, $e) RETURN NONE",
+                {"id": existing[0], "e": evidence})
+        return None
+    row = store.create("contradiction_queue", {"kind": kind, "memory_a": a, "memory_b": b, "evidence": evidence,
+                                               "relation_a": relation_a, "relation_b": relation_b,
+                                               "detected_at": now_utc()})
+    return key_of(row["id"])
+
+
+def _live_evidence(store: ScopeStore, evidence: list[str], exclude: str | None) -> str | None:
+    for k in reversed(evidence or []):
+        if k != exclude and k in store.light:
+            return k
+    return None
+
+
+def check_relations(service: EngramService, store: ScopeStore, memory_key: str | None,
+                    new_rels: list[ex.ExtractedRelation], live: list[dict[str, Any]]) -> list[str]:
+    """Compare the relations a memory just stated with live relations sharing an endpoint."""
+    from .graph import entity_key, relation_key
+
+    if memory_key is None:
+        return []
+    queued: list[str] = []
+    for r in new_rels:
+        if r.relation_type not in ("uses", "replaces", "causes", "contradicts"):
+            continue
+        src = entity_key(r.source.key, r.source.entity_type)
+        dst = entity_key(r.target.key, r.target.entity_type)
+        for old in live:
+            o_src, o_dst, o_type = key_of(old["in"]), key_of(old["out"]), old["relation_type"]
+            if memory_key in (old.get("evidence") or []) and len(old.get("evidence") or []) == 1:
+                continue  # stated by this same memory
+            kind = reason = None
+            if r.relation_type == "uses" and o_type == "uses" and o_src == src and o_dst != dst:
+                cat = r.target.category
+                if cat and cat in FUNCTIONAL_CATEGORIES and old.get("category") == cat:
+                    kind = "functional"
+                    reason = f"{r.source.name} uses {old.get('out_name')} and {r.target.name}: one {cat} expected"
+            elif r.relation_type == "replaces" and o_type == "uses" and o_dst == dst:
+                kind, reason = "relation_pair", f"{old.get('in_name')} uses {r.target.name}, " \
+                                                f"but {r.source.name} replaces {r.target.name}"
+            elif r.relation_type == "uses" and o_type == "replaces" and o_dst == dst:
+                kind, reason = "relation_pair", f"{old.get('in_name')} replaces {r.target.name}, " \
+                                                f"but {r.source.name} uses it"
+            elif {r.relation_type, o_type} == {"causes", "contradicts"} and o_src == src and o_dst == dst:
+                kind, reason = "relation_pair", f"{r.source.name} both causes and contradicts {r.target.name}"
+            if kind is None:
+                continue
+            other = _live_evidence(store, old.get("evidence") or [], memory_key)
+            if other is None:
+                continue
+            q = _queue(store, kind, other, memory_key, [reason or kind], key_of(old["id"]),
+                       relation_key(src, r.relation_type, dst))
+            if q:
+                queued.append(q)
+    return queued
+
+
+def check_near(service: EngramService, store: ScopeStore, key: str, content: str,
+               vec: np.ndarray | None, *, k: int = 5) -> list[str]:
+    """Memories close in topic to the new one that differ in a value or in negation."""
+    if vec is None:
+        return []
+    queued = []
+    for other, cos in store.index.vector(vec, k + 1):
+        if other == key or cos < TOPIC_COSINE:
+            continue
+        lt = store.light.get(other)
+        if lt is None or lt.status in ("archived",) or lt.memory_type == "working":
+            continue
+        cls, why = classify_pair(lt.content, content, cos)
+        if cls != "update":
+            continue
+        kind = "negation" if "negat" in why else "value"
+        q = _queue(store, kind, other, key, [why])
+        if q:
+            queued.append(q)
+    return queued
+
+
+# ── API ──────────────────────────────────────────────────────
+def _to_contradiction(service: EngramService, store: ScopeStore, row: dict[str, Any]) -> Contradiction | None:
+    try:
+        a = to_memory(service, store, row["memory_a"])
+        b = to_memory(service, store, row["memory_b"])
+    except NotFound:
+        return None
+    return Contradiction(id=key_of(row["id"]), kind=row["kind"], a=a, b=b, evidence=row.get("evidence") or [],
+                         detected_at=row["detected_at"], status=row["status"], resolution=row.get("resolution"),
+                         scope=store.scope.value)
+
+
+@api
+def list_contradictions(service: EngramService, project: str | None = None,
+                        status: Literal["open", "resolved", "all"] = "open", limit: int = 100,
+                        session: str | None = None) -> list[Contradiction]:
+    out: list[Contradiction] = []
+    for store in stores_for(service, "all", project, session):
+        cond = "true" if status == "all" else "status = $s"
+        rows = store.q1(f"SELECT * FROM contradiction_queue WHERE {cond} ORDER BY detected_at DESC LIMIT $n",
+                        {"s": status, "n": limit}) or []
+        for r in rows:
+            c = _to_contradiction(service, store, plain(r))
+            if c is not None:
+                out.append(c)
+    out.sort(key=lambda c: c.detected_at, reverse=True)
+    return out[:limit]
+
+
+def _find_item(service: EngramService, table: str, item_id: str, project: str | None,
+               session: str | None = None) -> tuple[ScopeStore, dict[str, Any]]:
+    key = key_of(item_id)
+    for store in [*stores_for(service, "all", project, session), *service._all_open_stores()]:
+        row = store.q1("SELECT * FROM ONLY $id", {"id": rid(table, key)})
+        if row:
+            return store, plain(row)
+    raise NotFound(f"no {table.replace('_', ' ')} item {key!r} (list them first)")
+
+
+def supersede(store: ScopeStore, key: str, by: str, reason: str, when: datetime) -> None:
+    """Keep for audit, hide from recall: status superseded, invalid_at set, relations it alone evidenced end."""
+    row = store.get(key) or {}
+    store.update_memory(key, {"status": "superseded", "status_reason": reason, "status_changed_at": when,
+                              "invalid_at": when,
+                              "metadata": {**row.get("metadata", {}), "superseded_by": by}})
+    store.q("UPDATE relates_to SET invalid_at = $t WHERE invalid_at IS NONE AND $k IN evidence "
+            "AND array::len(array::complement(evidence, [$k])) = 0 RETURN NONE", {"t": when, "k": key})
+
+
+@api
+def resolve_contradiction(service: EngramService, contradiction_id: str,
+                          resolution: Literal["keep_a", "keep_b", "keep_both", "merge"],
+                          merged_content: str | None = None, project: str | None = None,
+                          session: str | None = None) -> ContradictionOutcome:
+    """keep_a / keep_b: the other is superseded (kept for audit, hidden from recall, its relations end);
+    keep_both: both hold (in different contexts) and the pair is not raised again; merge: one new memory
+    replaces both (give `merged_content`, else the two statements are joined, newer first)."""
+    store, row = _find_item(service, "contradiction_queue", contradiction_id, project, session)
+    if row["status"] != "open":
+        raise EngramError(f"contradiction {key_of(row['id'])} is already resolved ({row.get('resolution')})")
+    a, b = row["memory_a"], row["memory_b"]
+    when = service.now()
+    out = ContradictionOutcome(id=key_of(row["id"]), resolution=resolution)
+    merged_key = None
+    if resolution in ("keep_a", "keep_b"):
+        keep, drop = (a, b) if resolution == "keep_a" else (b, a)
+        supersede(store, drop, keep, f"contradiction {out.id}: kept {keep}", when)
+        out.kept, out.superseded = [keep], [drop]
+        out.message = f"kept {keep}; {drop} is superseded (hidden from recall, kept for audit)"
+    elif resolution == "keep_both":
+        for k in (a, b):
+            r = store.get(k) or {}
+            store.update_memory(k, {"metadata": {**r.get("metadata", {}),
+                                                 "coexists_with": [*r.get("metadata", {}).get("coexists_with", []),
+                                                                   b if k == a else a]}})
+        out.kept = [a, b]
+        out.message = "both kept: they hold in different contexts"
+    else:
+        ra, rb = store.get(a), store.get(b)
+        if ra is None or rb is None:
+            raise NotFound("one of the two memories no longer exists")
+        newer, older = (rb, ra) if rb["created_at"] >= ra["created_at"] else (ra, rb)
+        content = (merged_content or "").strip() or f"{newer['content']} (previously: {older['content']})"
+        mem = write_memory(service, store, MemoryIn(
+            content=content, memory_type=MemoryType(newer["memory_type"] if newer["memory_type"] != "working"
+                                                    else "episodic"),
+            tags=sorted(set(ra.get("tags", [])) | set(rb.get("tags", []))),
+            importance=max(ra["importance"], rb["importance"]),
+            metadata={"merged_from": [a, b], "contradiction": out.id}, source="contradiction-merge"))
+        merged_key = mem.id
+        # The merged memory may itself look like an update of its sources; that pair is settled already.
+        for k in (a, b):
+            store.q("UPDATE contradiction_queue SET status = 'resolved', resolution = 'merge', resolved_at = $t "
+                    "WHERE status = 'open' AND ((memory_a = $k AND memory_b = $m) OR (memory_a = $m AND memory_b = $k))",
+                    {"k": k, "m": merged_key, "t": when})
+            supersede(store, k, merged_key, f"contradiction {out.id}: merged into {merged_key}", when)
+            store.update_memory(k, {"consolidated_into": merged_key})
+        out.superseded = [a, b]
+        out.merged = to_memory(service, store, merged_key)
+        out.message = f"merged into {merged_key}; both sources superseded"
+    store.q("UPDATE $id SET status = 'resolved', resolution = $r, resolved_at = $t, merged_into = $m",
+            {"id": rid("contradiction_queue", out.id), "r": resolution, "t": when, "m": merged_key})
+    return out
+
+
+def open_count(service: EngramService, project: str | None) -> int:
+    store = primary_store(service, project)
+    rows = store.q1("SELECT count() AS n FROM contradiction_queue WHERE status = 'open' GROUP ALL")
+    return int(rows[0]["n"]) if rows else 0

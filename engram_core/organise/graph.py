@@ -1,0 +1,569 @@
+"""The knowledge graph: entities (deduplicated per scope), typed relations that strengthen on repeated
+evidence, mentions from memories, pruning, and graph traversal as a recall signal."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+import numpy as np
+
+from ..embeddings import try_embed
+from ..search_index import tokenize
+from ..store import ScopeStore, key_of, plain
+from . import entities as ex
+from .base import (
+    EngramError,
+    EngramService,
+    api,
+    as_dt,
+    locate,
+    now_utc,
+    primary_store,
+    rid,
+    short_hash,
+    state,
+    stores_for,
+)
+from .models import (
+    AddEntitiesResult,
+    EntityIn,
+    GraphEntity,
+    GraphRelation,
+    GraphResult,
+    RelateResult,
+    RelationType,
+)
+
+ENTITY_COSINE = 0.88  # seed 001 §5.1: same scope and type, cosine above this → the same entity
+TYPED_WEIGHT = 0.5
+CO_MENTION_WEIGHT = 0.3
+STRENGTHEN = 0.1  # seed 001 §5.2: weight +0.1, confidence +0.05 per new piece of evidence
+TRAVERSE_MIN_WEIGHT = 0.2
+SUBJECT_TYPES = ("project", "person")  # "this project" / "user": hubs that would link everything
+CONFLICT_TYPES = ("uses", "replaces", "causes", "contradicts")
+
+
+def entity_key(name_key: str, entity_type: str) -> str:
+    return short_hash("entity", entity_type, name_key)
+
+
+def relation_key(src: str, relation_type: str, dst: str) -> str:
+    return short_hash("rel", src, relation_type, dst)
+
+
+def subject_for(store: ScopeStore) -> ex.Extracted:
+    return ex.SUBJECT_USER if store.scope.value == "user" else ex.SUBJECT_PROJECT
+
+
+# ── writing ──────────────────────────────────────────────────
+_WRITE = """
+IF $ep != NONE {
+  UPDATE $mem SET episode_id = $ep RETURN NONE;
+  UPDATE $epr SET memory_count += 1, last_at = time::now() RETURN NONE;
+};
+IF array::len($ents) > 0 {
+  -- Only `+=` sees the stored value inside ON DUPLICATE KEY UPDATE (3.2.4), hence the clamp after.
+  INSERT INTO entity $ents ON DUPLICATE KEY UPDATE mention_count += 1, last_seen = time::now(),
+    updated_at = time::now(), confidence += 0.02 RETURN NONE;
+  UPDATE $mentioned SET confidence = 1.0 WHERE confidence > 1.0 RETURN NONE;
+};
+IF array::len($mentioned) > 0 { RELATE $mem->mentions->$mentioned RETURN NONE; };
+FOR $r IN $rels {
+  IF record::exists($r.id) {
+    LET $cur = (SELECT VALUE evidence FROM ONLY $r.id);
+    IF $r.ev NOT IN $cur {
+      UPDATE $r.id SET weight = math::min([1.0, weight + $inc]), confidence = math::min([1.0, confidence + 0.05]),
+        evidence = array::slice(array::append($cur, $r.ev), -50), invalid_at = NONE, updated_at = time::now()
+        RETURN NONE;
+    };
+  } ELSE {
+    RELATE ($r.src)->($r.id)->($r.dst) CONTENT $r.fields RETURN NONE;
+  };
+};
+RETURN IF array::len($check) > 0 {
+  (SELECT id, in, out, relation_type, evidence, out.category AS category, out.name AS out_name,
+          in.name AS in_name FROM relates_to
+   WHERE invalid_at IS NONE AND relation_type IN $conflict_types AND (in IN $check OR out IN $check))
+} ELSE { [] };
+"""
+
+
+def _entity_row(e: ex.Extracted, scope: str, now: datetime, source: str = "extracted",
+                description: str | None = None) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "id": rid("entity", entity_key(e.key, e.entity_type)), "name": e.name, "name_key": e.key,
+        "entity_type": e.entity_type, "scope": scope, "source": source, "confidence": 0.6,
+        "first_seen": now, "last_seen": now, "created_at": now, "updated_at": now,
+    }
+    if e.category:
+        row["category"] = e.category
+    if description:
+        row["description"] = description
+    return row
+
+
+def _relation_row(r: ex.ExtractedRelation, scope: str, memory_key: str | None, now: datetime,
+                  source: str = "extracted") -> dict[str, Any]:
+    src = entity_key(r.source.key, r.source.entity_type)
+    dst = entity_key(r.target.key, r.target.entity_type)
+    weight = CO_MENTION_WEIGHT if r.relation_type == "related_to" else TYPED_WEIGHT
+    return {
+        "id": rid("relates_to", relation_key(src, r.relation_type, dst)),
+        "src": rid("entity", src), "dst": rid("entity", dst), "ev": memory_key,
+        "fields": {"relation_type": r.relation_type, "weight": weight, "confidence": r.confidence,
+                   "scope": scope, "evidence": [memory_key] if memory_key else [], "valid_from": now,
+                   "source": source, "created_at": now, "updated_at": now},
+    }
+
+
+def write_extraction(service: EngramService, store: ScopeStore, key: str, content: str,
+                     episode_id: str | None) -> tuple[list[ex.ExtractedRelation], list[dict[str, Any]]]:
+    """One round trip: episode id, entities, mentions, relations. Returns the relations written and any
+    live relations that share an endpoint with a conflict-prone one (the contradiction candidates)."""
+    ents = ex.extract_entities(content)
+    subject = subject_for(store)
+    rels = ex.extract_relations(content, ents, subject) if ents else []
+    now = now_utc()
+    scope = store.scope.value
+    all_ents = {(e.key, e.entity_type): e for e in ents}
+    for r in rels:
+        all_ents.setdefault((r.source.key, r.source.entity_type), r.source)
+        all_ents.setdefault((r.target.key, r.target.entity_type), r.target)
+    if not all_ents and episode_id is None:
+        return [], []
+    check: set[str] = set()
+    for r in rels:
+        if r.relation_type in CONFLICT_TYPES:
+            check.add(entity_key(r.source.key, r.source.entity_type))
+            check.add(entity_key(r.target.key, r.target.entity_type))
+    params = {
+        "mem": rid("memory", key), "ep": episode_id, "inc": STRENGTHEN,
+        "epr": rid("episode", episode_id) if episode_id else None,
+        "ents": [_entity_row(e, scope, now) for e in all_ents.values()],
+        "mentioned": [rid("entity", entity_key(e.key, e.entity_type)) for e in ents],
+        "rels": [_relation_row(r, scope, key, now) for r in rels],
+        "check": [rid("entity", c) for c in check], "conflict_types": list(CONFLICT_TYPES),
+    }
+    result = store.q(_WRITE, params)
+    _remember_names(service, store, all_ents.values())
+    live = result[-1] or []
+    if isinstance(live, dict):  # the SDK hands back a one-row result of a RETURN as the row itself
+        live = [live]
+    return rels, [plain(r) for r in live if isinstance(r, dict)]
+
+
+def _remember_names(service: EngramService, store: ScopeStore, ents: Any) -> None:
+    st = state(service).of(store)
+    if st.names is None:
+        return  # loaded lazily on first recall; nothing to keep in step yet
+    for e in ents:
+        _index_name(st.names, e.key, entity_key(e.key, e.entity_type), e.entity_type)
+
+
+def _index_name(names: dict[str, set[str]], nkey: str, ekey: str, etype: str) -> None:
+    if etype in SUBJECT_TYPES:
+        return
+    names.setdefault(nkey, set()).add(ekey)
+    if etype == "file" and "/" in nkey:
+        names.setdefault(nkey.rsplit("/", 1)[-1], set()).add(ekey)
+
+
+def _names(service: EngramService, store: ScopeStore) -> dict[str, set[str]]:
+    st = state(service).of(store)
+    if st.names is None:
+        names: dict[str, set[str]] = {}
+        for row in store.q1("SELECT id, name_key, entity_type FROM entity") or []:
+            _index_name(names, row.get("name_key") or "", key_of(row["id"]), row["entity_type"])
+        st.names = names
+    return st.names
+
+
+def invalidate_names(service: EngramService, store: ScopeStore) -> None:
+    state(service).of(store).names = None
+
+
+# ── graph traversal as a recall signal ───────────────────────
+_TRAVERSE = """
+LET $edges = (SELECT in, out, weight FROM relates_to
+  WHERE (in IN $seeds OR out IN $seeds) AND invalid_at IS NONE AND weight >= $min
+    AND in.entity_type NOT IN $subjects AND out.entity_type NOT IN $subjects);
+LET $reach = array::union($seeds, array::union($edges.in, $edges.out));
+SELECT in, out FROM mentions WHERE out IN $reach;
+RETURN $edges;
+"""
+
+
+def query_seeds(service: EngramService, store: ScopeStore, query: str) -> set[str]:
+    """Entities the query names: extracted ones, plus known entity names among its 1-3 word n-grams."""
+    names = _names(service, store)
+    if not names:
+        return set()
+    seeds: set[str] = set()
+    for e in ex.extract_entities(query):
+        seeds |= names.get(e.key, set())
+    words = re.findall(r"[\w./@-]+", query.lower())
+    words = [w.strip(".,;:") for w in words]
+    for n in (1, 2, 3):
+        for i in range(len(words) - n + 1):
+            gram = " ".join(words[i:i + n])
+            if gram in names and (n > 1 or len(gram) > 2):
+                seeds |= names[gram]
+    return seeds
+
+
+def traverse(service: EngramService, store: ScopeStore, seeds: set[str]) -> dict[str, float]:
+    """Memory key → graph score: 1 for a memory naming a query entity, edge weight × 0.5 one hop away."""
+    if not seeds:
+        return {}
+    res = store.q(_TRAVERSE, {"seeds": [rid("entity", s) for s in seeds], "min": TRAVERSE_MIN_WEIGHT,
+                              "subjects": list(SUBJECT_TYPES)})
+    edges, mentions = res[-1] or [], res[-2] or []
+    ent_score: dict[str, float] = {s: 1.0 for s in seeds}
+    for e in edges:
+        a, b, w = key_of(e["in"]), key_of(e["out"]), float(e["weight"])
+        for x, y in ((a, b), (b, a)):
+            if x in seeds and y not in seeds:
+                ent_score[y] = max(ent_score.get(y, 0.0), 0.5 * w)
+    # A memory's score sums its entities, dampened so a note listing twenty files does not dominate.
+    per_mem: dict[str, list[float]] = {}
+    for m in mentions:
+        s = ent_score.get(key_of(m["out"]))
+        if s:
+            per_mem.setdefault(key_of(m["in"]), []).append(s)
+    return {k: sum(v) / math.sqrt(len(v)) if len(v) > 1 else v[0] for k, v in per_mem.items()}
+
+
+def graph_ranker(service: EngramService, stores: Sequence[ScopeStore], query: str, qvec: Any,
+                 filters: Any) -> list[tuple[str, float]]:
+    out: list[tuple[str, float]] = []
+    for store in stores:
+        seeds = query_seeds(service, store, query)
+        if not seeds:
+            continue
+        for k, s in traverse(service, store, seeds).items():
+            lt = store.light.get(k)
+            if lt is not None and filters.admits(lt):
+                out.append((k, s))
+    out.sort(key=lambda t: (-t[1], t[0]))
+    return out[:100]
+
+
+# ── reading ──────────────────────────────────────────────────
+def _entities(rows: list[dict[str, Any]], scope: str, mentions: dict[str, list[str]]) -> list[GraphEntity]:
+    out = []
+    for r in rows:
+        k = key_of(r["id"])
+        out.append(GraphEntity(id=k, name=r["name"], entity_type=r["entity_type"], category=r.get("category"),
+                               description=r.get("description") or "", mention_count=r.get("mention_count", 0),
+                               confidence=r.get("confidence", 0.7), scope=scope, memory_ids=mentions.get(k, [])))
+    return out
+
+
+def _relations(rows: list[dict[str, Any]], names: dict[str, str], scope: str) -> list[GraphRelation]:
+    out = []
+    for r in rows:
+        a, b = key_of(r["in"]), key_of(r["out"])
+        out.append(GraphRelation(
+            id=key_of(r["id"]), source=a, target=b, source_name=names.get(a, ""), target_name=names.get(b, ""),
+            relation_type=r["relation_type"], weight=r["weight"], confidence=r["confidence"],
+            evidence=list(r.get("evidence") or []), valid_from=as_dt(r.get("valid_from")),
+            invalid_at=as_dt(r.get("invalid_at")), scope=scope))
+    return out
+
+
+def _expand(store: ScopeStore, seeds: set[str], depth: int, limit: int,
+            include_invalid: bool) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, list[str]]]:
+    frontier, seen = set(seeds), set(seeds)
+    edges: dict[str, dict[str, Any]] = {}
+    cond = "" if include_invalid else " AND invalid_at IS NONE"
+    for _ in range(max(0, depth)):
+        if not frontier:
+            break
+        rows = store.q1(f"SELECT * FROM relates_to WHERE (in IN $f OR out IN $f){cond} ORDER BY weight DESC "
+                        "LIMIT $lim", {"f": [rid("entity", k) for k in frontier], "lim": limit * 5})
+        nxt: set[str] = set()
+        for r in rows or []:
+            edges[key_of(r["id"])] = plain(r)
+            for end in (key_of(r["in"]), key_of(r["out"])):
+                if end not in seen and len(seen) < limit:
+                    seen.add(end)
+                    nxt.add(end)
+        frontier = nxt
+    ents = plain(store.q1("SELECT * OMIT embedding FROM $ids", {"ids": [rid("entity", k) for k in seen]})) or []
+    mrows = store.q1("SELECT in, out FROM mentions WHERE out IN $ids", {"ids": [rid("entity", k) for k in seen]})
+    mentions: dict[str, list[str]] = {}
+    for m in mrows or []:
+        mentions.setdefault(key_of(m["out"]), []).append(key_of(m["in"]))
+    return ents, list(edges.values()), mentions
+
+
+@api
+def search_knowledge_graph(service: EngramService, query: str, project: str | None = None,
+                           session: str | None = None, depth: int = 1, limit: int = 20,
+                           include_invalid: bool = False) -> GraphResult:
+    """Entities whose name matches the query (or that the query names), their relations up to `depth` hops,
+    and the memories mentioning them."""
+    if not query.strip():
+        raise EngramError("the query is empty: name an entity, a file, a library…")
+    depth = max(0, min(depth, 3))
+    limit = max(1, min(limit, 200))
+    result = GraphResult(query=query)
+    memory_ids: list[str] = []
+    for store in stores_for(service, "all", project, session):
+        seeds = query_seeds(service, store, query)
+        needle = query.strip().lower()
+        rows = store.q1("SELECT id, mention_count FROM entity WHERE string::contains(name_key, $n) "
+                        "ORDER BY mention_count DESC LIMIT $lim", {"n": needle, "lim": limit})
+        seeds |= {key_of(r["id"]) for r in rows or []}
+        if not seeds:
+            continue
+        ents, edges, mentions = _expand(store, set(list(seeds)[:limit]), depth, limit, include_invalid)
+        names = {key_of(e["id"]): e["name"] for e in ents}
+        result.entities += _entities(ents, store.scope.value, mentions)
+        result.relations += _relations(edges, names, store.scope.value)
+        for ms in mentions.values():
+            memory_ids += [m for m in ms if m not in memory_ids]
+    result.entities.sort(key=lambda e: -e.mention_count)
+    result.memory_ids = memory_ids[: limit * 5]
+    return result
+
+
+@api
+def memory_graph(service: EngramService, memory_id: str, project: str | None = None,
+                 session: str | None = None) -> GraphResult:
+    """The entities one memory mentions and the relations among them and their neighbours (TUI detail pane)."""
+    store, key = locate(service, memory_id, project, session)
+    rows = store.q1("SELECT VALUE out FROM mentions WHERE in = $m", {"m": rid("memory", key)})
+    seeds = {key_of(r) for r in rows or []}
+    result = GraphResult(query=None)
+    if not seeds:
+        return result
+    ents, edges, mentions = _expand(store, seeds, 1, 50, True)
+    names = {key_of(e["id"]): e["name"] for e in ents}
+    # The pane shows this memory's entities; neighbours appear only as relation endpoints.
+    result.entities = _entities([e for e in ents if key_of(e["id"]) in seeds], store.scope.value, mentions)
+    result.relations = _relations(edges, names, store.scope.value)
+    result.memory_ids = [key]
+    return result
+
+
+def _embed_names(service: EngramService, texts: list[str]) -> np.ndarray | None:
+    vecs, _why = try_embed(service.embedder, texts) if getattr(service.embedder, "available", False) else (None, "")
+    return vecs
+
+
+def _similar_entity(store: ScopeStore, vec: np.ndarray, entity_type: str) -> dict[str, Any] | None:
+    rows = store.q1("SELECT id, name, embedding FROM entity WHERE entity_type = $t AND embedding != NONE",
+                    {"t": entity_type})
+    best, best_sim = None, ENTITY_COSINE
+    for r in rows or []:
+        sim = float(np.dot(np.asarray(r["embedding"], dtype=np.float32), vec))
+        if sim > best_sim:
+            best, best_sim = r, sim
+    return best
+
+
+@api
+def add_entities(service: EngramService, entities: list[EntityIn], scope: str = "project",
+                 project: str | None = None, session: str | None = None) -> AddEntitiesResult:
+    """Entities the agent names explicitly. An existing entity (same name and type, or embedding cosine
+    > 0.88 within the scope and type) is strengthened instead of duplicated."""
+    store = primary_store(service, project, session, scope)
+    out = AddEntitiesResult()
+    vecs = _embed_names(service, [f"{e.name} {e.description or ''}".strip() for e in entities])
+    now = now_utc()
+    for i, e in enumerate(entities):
+        x = ex.Extracted(e.name.strip(), e.entity_type)
+        k = entity_key(x.key, x.entity_type)
+        existing = store.q1("SELECT * OMIT embedding FROM ONLY $id", {"id": rid("entity", k)})
+        if not existing and vecs is not None:
+            similar = _similar_entity(store, vecs[i], x.entity_type)
+            if similar is not None:
+                k, existing = key_of(similar["id"]), similar
+        if existing:
+            store.q("UPDATE $id SET mention_count += 1, last_seen = time::now(), "
+                    "confidence = math::min([1.0, confidence + 0.05]), "
+                    "description = IF $d != NONE AND description = '' THEN $d ELSE description END",
+                    {"id": rid("entity", k), "d": e.description})
+            out.merged.append(_get_entity(store, k))
+            continue
+        row = _entity_row(x, store.scope.value, now, source="agent", description=e.description)
+        row["confidence"] = 0.8
+        cat = ex.GAZETTEER.get(x.key)
+        if cat and cat[0] == x.entity_type and cat[1]:
+            row["category"] = cat[1]
+        if vecs is not None:
+            row["embedding"] = [float(v) for v in vecs[i]]
+        store.q("CREATE $id CONTENT $c RETURN NONE", {"id": row.pop("id"), "c": row})
+        _remember_names(service, store, [x])
+        out.created.append(_get_entity(store, k))
+    return out
+
+
+def _get_entity(store: ScopeStore, key: str) -> GraphEntity:
+    row = plain(store.q1("SELECT * OMIT embedding FROM ONLY $id", {"id": rid("entity", key)}))
+    return _entities([row], store.scope.value, {})[0]
+
+
+def _resolve_entity(service: EngramService, store: ScopeStore, name: str) -> tuple[str, ex.Extracted]:
+    """An entity by id or by name (any type, most mentioned first); unknown names become concepts."""
+    name = name.strip()
+    if name.startswith("entity:"):
+        name = name.split(":", 1)[1]
+    row = store.q1("SELECT id, name, entity_type, category FROM ONLY $id", {"id": rid("entity", name)})
+    if row:
+        return key_of(row["id"]), ex.Extracted(row["name"], row["entity_type"], row.get("category"))
+    rows = store.q1("SELECT id, name, entity_type, category, mention_count FROM entity WHERE name_key = $k "
+                    "ORDER BY mention_count DESC LIMIT 1", {"k": ex.name_key(name)})
+    if rows:
+        r = rows[0]
+        return key_of(r["id"]), ex.Extracted(r["name"], r["entity_type"], r.get("category"))
+    guess = ex.extract_entities(name)
+    x = guess[0] if guess and guess[0].key == ex.name_key(name) else ex.Extracted(name, "concept")
+    add_entities(service, [EntityIn(name=x.name, entity_type=x.entity_type)],  # type: ignore[arg-type]
+                 scope=store.scope.value, project=service._project_root_of(store))
+    return entity_key(x.key, x.entity_type), x
+
+
+@api
+def relate_entities(service: EngramService, source: str, target: str, relation_type: RelationType,
+                    evidence: str | None = None, confidence: float = 0.8, scope: str = "project",
+                    project: str | None = None, session: str | None = None) -> RelateResult:
+    """A relation the agent states. `evidence` is a memory id (linked) or free text (kept as given).
+    A repeated relation strengthens (weight +0.1, confidence +0.05) rather than duplicating."""
+    from . import contradictions
+
+    if not 0.0 <= confidence <= 1.0:
+        raise EngramError("confidence must be between 0 and 1")
+    store = primary_store(service, project, session, scope)
+    src_key, src = _resolve_entity(service, store, source)
+    dst_key, dst = _resolve_entity(service, store, target)
+    if src_key == dst_key:
+        raise EngramError("an entity cannot relate to itself")
+    ev = None
+    if evidence:
+        ev = key_of(evidence) if key_of(evidence) in store.light or store.get(key_of(evidence)) else evidence[:500]
+    rel = ex.ExtractedRelation(src, relation_type, dst, confidence)
+    row = _relation_row(rel, store.scope.value, ev, now_utc(), source="agent")
+    row["src"], row["dst"] = rid("entity", src_key), rid("entity", dst_key)
+    row["id"] = rid("relates_to", relation_key(src_key, relation_type, dst_key))
+    existed = bool(store.q1("SELECT VALUE id FROM ONLY $id", {"id": row["id"]}))
+    res = store.q(_WRITE, {"mem": rid("memory", "none"), "ep": None, "epr": None, "inc": STRENGTHEN, "ents": [],
+                           "mentioned": [], "rels": [row], "check": [row["src"], row["dst"]],
+                           "conflict_types": list(CONFLICT_TYPES)})
+    found = contradictions.check_relations(service, store, ev if ev in store.light else None, [rel],
+                                           [plain(r) for r in (res[-1] or [])])
+    got = plain(store.q1("SELECT * FROM ONLY $id", {"id": row["id"]}))
+    names = {src_key: src.name, dst_key: dst.name}
+    return RelateResult(relation=_relations([got], names, store.scope.value)[0], strengthened=existed,
+                        contradictions=found)
+
+
+# ── maintenance ──────────────────────────────────────────────
+def merge_similar_entities(service: EngramService, store: ScopeStore, *, dry_run: bool = False) -> int:
+    """Seed 001 §5.1 by embedding: same scope and type, cosine > 0.88 → one entity. Runs in maintenance, not
+    on the write path, because embedding each new name would cost ~15 ms per store."""
+    missing = store.q1("SELECT id, name, description FROM entity WHERE embedding = NONE LIMIT 2000") or []
+    if missing:
+        vecs = _embed_names(service, [f"{r['name']} {r.get('description') or ''}".strip() for r in missing])
+        if vecs is None:
+            return 0
+        if not dry_run:
+            store.q("FOR $u IN $rows { UPDATE $u.id SET embedding = $u.e RETURN NONE; };",
+                    {"rows": [{"id": r["id"], "e": [float(x) for x in v]} for r, v in zip(missing, vecs,
+                                                                                         strict=True)]})
+    rows = store.q1("SELECT id, entity_type, mention_count, embedding FROM entity WHERE embedding != NONE") or []
+    by_type: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        by_type.setdefault(r["entity_type"], []).append(r)
+    merged = 0
+    for etype, group in by_type.items():
+        if etype in SUBJECT_TYPES or len(group) < 2:
+            continue
+        group.sort(key=lambda r: -int(r.get("mention_count") or 0))
+        mat = np.asarray([g["embedding"] for g in group], dtype=np.float32)
+        mat /= np.maximum(np.linalg.norm(mat, axis=1, keepdims=True), 1e-9)
+        sims = mat @ mat.T
+        gone: set[int] = set()
+        for i in range(len(group)):
+            if i in gone:
+                continue
+            for j in range(i + 1, len(group)):
+                if j in gone or sims[i, j] <= ENTITY_COSINE:
+                    continue
+                gone.add(j)
+                merged += 1
+                if not dry_run:
+                    _merge_entity(store, key_of(group[j]["id"]), key_of(group[i]["id"]))
+    if merged and not dry_run:
+        invalidate_names(service, store)
+    return merged
+
+
+_MERGE_ENTITY = """
+LET $old = $from; LET $new = $to;
+LET $m = (SELECT VALUE in FROM mentions WHERE out = $old);
+DELETE mentions WHERE out = $old;
+IF array::len($m) > 0 { RELATE $m->mentions->$new RETURN NONE; };
+FOR $r IN (SELECT * FROM relates_to WHERE in = $old OR out = $old) {
+  LET $a = IF $r.in = $old THEN $new ELSE $r.in END;
+  LET $b = IF $r.out = $old THEN $new ELSE $r.out END;
+  IF $a != $b {
+    RELATE $a->relates_to->$b CONTENT {relation_type: $r.relation_type, weight: $r.weight,
+      confidence: $r.confidence, scope: $r.scope, evidence: $r.evidence, valid_from: $r.valid_from,
+      invalid_at: $r.invalid_at, source: $r.source} RETURN NONE;
+  };
+  DELETE $r.id;
+};
+LET $cnt = (SELECT VALUE mention_count FROM ONLY $old) ?? 0;
+UPDATE $new SET mention_count += $cnt, confidence = math::min([1.0, confidence + 0.05]), last_seen = time::now();
+DELETE $old;
+"""
+
+
+def _merge_entity(store: ScopeStore, old: str, new: str) -> None:
+    store.q(_MERGE_ENTITY, {"from": rid("entity", old), "to": rid("entity", new)})
+
+
+def prune_graph(service: EngramService, store: ScopeStore, *, now: datetime | None = None,
+                dry_run: bool = False) -> tuple[int, int]:
+    """Seed 001 §5.4: delete weak entities (confidence < 0.3, < 2 mentions, unseen 30 days) with their edges;
+    invalidate stale edges (confidence < 0.2, older than 30 days). Returns (entities pruned, edges invalidated)."""
+    cutoff = (now or service.now()) - timedelta(days=30)
+    weak = store.q1("SELECT VALUE id FROM entity WHERE confidence < 0.3 AND mention_count < 2 AND last_seen < $c",
+                    {"c": cutoff}) or []
+    stale = store.q1("SELECT VALUE id FROM relates_to WHERE confidence < 0.2 AND valid_from < $c "
+                     "AND invalid_at IS NONE", {"c": cutoff}) or []
+    if not dry_run:
+        if weak:
+            store.q("DELETE relates_to WHERE in IN $w OR out IN $w; DELETE mentions WHERE out IN $w; DELETE $w;",
+                    {"w": weak})
+            invalidate_names(service, store)
+        if stale:
+            store.q("UPDATE $s SET invalid_at = $n", {"s": stale, "n": now or service.now()})
+    return len(weak), len(stale)
+
+
+def backfill(service: EngramService, store: ScopeStore, *, limit: int = 500, dry_run: bool = False) -> int:
+    """Memories that never went through the store hook (promoted from a session, imported by an older
+    version) get their entities now."""
+    rows = store.q1("SELECT id, content FROM memory WHERE status NOT IN ['forgotten', 'superseded'] "
+                    "AND count(->mentions) = 0 AND metadata.graph_scanned != true LIMIT $n", {"n": limit}) or []
+    done = 0
+    for r in rows:
+        k = key_of(r["id"])
+        if dry_run:
+            done += bool(ex.extract_entities(r["content"]))
+            continue
+        _, _ = write_extraction(service, store, k, r["content"], None)
+        store.q("UPDATE $id SET metadata.graph_scanned = true RETURN NONE", {"id": r["id"]})
+        done += 1
+    return done
+
+
+def tokens(text: str) -> list[str]:
+    return tokenize(text)
