@@ -1,0 +1,320 @@
+"""A realistic, deterministic demo memory set, built through the service API only.
+
+``engram tui --demo`` loads it so a newcomer sees every pane alive in one command; the TUI tests and the
+screenshots build it on a FrozenClock so the result is identical on every run. Everything is relative to
+``now`` and drawn from a seeded RNG: same seed, same ``now`` (and deterministic ids, which the tests patch)
+→ same store.
+
+The ``service`` argument is anything with the EngramService methods (the in-process service or the daemon
+client), so the demo never opens a store itself.
+
+Known limits of "through the API only" (they are the service's, on purpose):
+- access counts cannot be set, only earned by recall, and a recall stamps ``last_accessed_at`` with the
+  database's wall clock, so the demo does not recall: every access count starts at 0;
+- status history timestamps come from the database's ``time::now()``, not the service clock.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from .models import MemoryIn, MemoryPatch, MemoryType, Scope, Status
+
+DEMO_PROJECT_NAME = "payments-api"
+OTHER_PROJECT_NAME = "infra-terraform"
+DEMO_CLAUDE_SESSION = "demo-claude-session"
+
+# ── hand-written seeds: what a few weeks of Claude Code work on a FastAPI service leaves behind ──
+SEMANTIC = [
+    "The API is FastAPI 0.115 on Python 3.12 with pydantic v2 models in app/schemas/",
+    "Postgres 16 is the primary store; migrations are Alembic revisions under migrations/versions/",
+    "Redis is used only for idempotency keys (24 h TTL) and the rate limiter, never as a cache of record",
+    "Refunds are processed asynchronously by the worker in app/workers/refunds.py via an outbox table",
+    "Money is stored as integer minor units (cents) with an ISO-4217 currency column; never floats",
+    "Stripe webhooks are verified with the signing secret from STRIPE_WEBHOOK_SECRET before parsing",
+    "The ledger table is append-only: corrections are new reversing entries, never UPDATEs",
+    "Tests use pytest with pytest-asyncio in auto mode; fixtures live in tests/conftest.py",
+    "CI runs on GitHub Actions: lint (ruff), type check (mypy --strict on app/), tests, then docker build",
+    "The public API is versioned under /v2; /v1 is frozen and only receives security fixes",
+    "Idempotency-Key header is required on every POST to /v2/payments and /v2/refunds",
+    "Settings are loaded by pydantic-settings from environment variables prefixed PAY_",
+    "Background jobs use arq with Redis; job functions are registered in app/workers/__init__.py",
+    "The currency conversion service is called through app/clients/fx.py with a 2 s timeout and 3 retries",
+    "Logging is structlog JSON; request ids are propagated through the X-Request-ID header",
+    "Database sessions come from app/db.py:get_session, an async generator used as a FastAPI dependency",
+    "Feature flags are read from LaunchDarkly; the SDK key lives in PAY_LD_SDK_KEY",
+    "The payments table has a partial unique index on (merchant_id, idempotency_key) where status != 'failed'",
+    "OpenAPI docs are served at /docs only when PAY_ENV is local or staging",
+    "Monetary rounding follows banker's rounding (ROUND_HALF_EVEN) in app/money.py",
+    "The merchant onboarding flow lives in app/routers/merchants.py and requires KYC status 'verified'",
+    "Webhook deliveries to merchants retry with exponential backoff up to 12 attempts over 48 h",
+    "The refunds endpoint refuses amounts above the captured amount minus previous refunds",
+    "Time zones: everything is stored in UTC; merchant-local display happens in the dashboard only",
+    "Error responses follow RFC 9457 problem+json with a stable `type` URI per error",
+]
+PROCEDURAL = [
+    "Run the test suite with `uv run pytest -x -q`; add `-k refunds` to focus on refunds",
+    "Create a migration with `uv run alembic revision --autogenerate -m '<what>'` and review it by hand",
+    "Start the local stack with `docker compose up -d db redis` then `uv run uvicorn app.main:app --reload`",
+    "Before committing: `uv run ruff check --fix . && uv run ruff format . && uv run mypy app`",
+    "To replay a Stripe webhook locally: `stripe trigger payment_intent.succeeded` with the CLI forwarding to :8000",
+    "Release: bump version in pyproject.toml, tag vX.Y.Z, CI builds and pushes the image; deploy via Argo",
+    "To debug a stuck refund, query the outbox: SELECT * FROM outbox WHERE processed_at IS NULL ORDER BY id",
+    "Regenerate the OpenAPI client for the dashboard with `make openapi-client` after changing schemas",
+    "When a flaky async test appears, run it 50 times with `pytest --count 50 -p no:randomly` to reproduce",
+    "Seed a local database with `uv run python -m scripts.seed --merchants 5`",
+    "To rotate the webhook secret: add the new one to PAY_WEBHOOK_SECRETS (comma list), deploy, then drop the old",
+    "Profile a slow endpoint with `py-spy record -o profile.svg -- uvicorn app.main:app`",
+    "Load-test the payments endpoint with `k6 run load/payments.js` against staging only",
+    "Open a psql shell on the local db: `docker compose exec db psql -U pay pay`",
+]
+EPISODIC = [
+    "Fixed the flaky test_refund_partial by freezing time with time-machine; it depended on wall-clock midnight",
+    "Investigated 500s on /v2/payments: the FX client timed out; raised the timeout to 2 s and added retries",
+    "Refactored app/money.py to use Decimal everywhere; found two float conversions in the CSV export",
+    "Migration 0042 failed on staging because of a long-running lock; split it into two revisions",
+    "The user asked to keep PR descriptions short and to list breaking changes first",
+    "Reviewed the webhook retry logic with the user; agreed to cap retries at 12 attempts",
+    "Tried SQLAlchemy 2.1 beta: the async session API changed, reverted to 2.0.36",
+    "Found that the dashboard relies on the undocumented `fee_breakdown` field; kept it and documented it",
+    "Debugged a deadlock between the refunds worker and the ledger writer; fixed by ordering row locks by id",
+    "The user prefers small commits with imperative messages, one concern each",
+    "Added an index on payments(created_at) after the monthly report query took 9 s",
+    "CI broke because ruff 0.8 added a new rule (PLR2004); added the magic numbers to constants",
+    "Paired on the merchant KYC flow; the compliance team needs an audit log of status changes",
+    "Ran the load test: p99 of POST /v2/payments was 180 ms at 300 rps on staging",
+    "Discovered that idempotency keys were case-sensitive; normalised them to lowercase in the middleware",
+]
+WORKING = [
+    "Currently editing app/routers/refunds.py: adding the partial-refund validation",
+    "Open question: should refunds above 10k EUR require a second approver?",
+    "Next step: write tests for the currency mismatch case in test_refunds.py",
+    "Scratch: the failing assertion expects 1999 but gets 2000 (rounding in fee calculation)",
+    "TODO this session: update the changelog once the refund validation is merged",
+]
+USER = [
+    ("The user prefers ruff over flake8 and black in every Python project", MemoryType.semantic),
+    ("The user writes commit messages in the imperative mood, under 72 characters", MemoryType.semantic),
+    ("Always run the tests before proposing a commit; never commit with failing tests", MemoryType.procedural),
+    ("The user works in Europe/Berlin and reads timestamps in 24 h format", MemoryType.semantic),
+    ("The user likes type hints everywhere and mypy --strict on new modules", MemoryType.semantic),
+    ("Prefer uv over pip and poetry for Python environments", MemoryType.procedural),
+    ("Explain trade-offs briefly before large refactors; the user wants to approve the plan first", MemoryType.procedural),
+    ("The user's editor is Neovim with the LSP; do not add VS Code settings files", MemoryType.semantic),
+]
+OTHER_PROJECT = [
+    ("Terraform 1.8 with the AWS provider 5.x; state in S3 with DynamoDB locking", MemoryType.semantic),
+    ("Run `terraform plan -out plan.bin` and have it reviewed before any apply", MemoryType.procedural),
+    ("The staging VPC is 10.20.0.0/16; production is 10.10.0.0/16", MemoryType.semantic),
+    ("Modules live in modules/; environments in envs/staging and envs/prod", MemoryType.semantic),
+    ("An apply on prod on 2025-05-12 recreated the NAT gateway; added lifecycle prevent_destroy", MemoryType.episodic),
+    ("Use `tflint --recursive` in CI; the user wants zero warnings", MemoryType.procedural),
+]
+# Pairs that say nearly the same thing (for the consolidation queue) and pairs that disagree (contradictions).
+NEAR_DUPLICATES = [
+    ("Run the tests with `uv run pytest -x -q`", "Use `uv run pytest -x -q` to run the whole test suite"),
+    ("Redis holds idempotency keys with a 24 hour TTL", "Idempotency keys are kept in Redis for 24 hours"),
+    ("Money amounts are integers in minor units (cents)", "Store amounts as integer cents, never as floats"),
+]
+CONTRADICTIONS = [
+    ("Dependencies are managed with Poetry; run `poetry install`",
+     "The project moved from Poetry to uv; run `uv sync` to install dependencies"),
+    ("The refunds worker runs every 5 minutes as a cron job",
+     "The refunds worker is event-driven via the outbox table, not a cron job"),
+    ("The API listens on port 8080 locally", "The local API listens on port 8000 (uvicorn default)"),
+]
+COMPONENTS = ["payments", "refunds", "ledger", "webhooks", "merchants", "fx", "reports", "auth", "outbox",
+              "dashboard"]
+GENERATED_SEMANTIC = [
+    "{c}: the router lives in app/routers/{c}.py and its schemas in app/schemas/{c}.py",
+    "{c}: errors are mapped to problem+json types under https://errors.pay.example/{c}/",
+    "{c}: the service layer in app/services/{c}.py owns all database writes for this domain",
+    "{c}: metrics are exported as pay_{c}_requests_total and pay_{c}_latency_seconds",
+    "{c}: integration tests are in tests/integration/test_{c}_api.py and need the db fixture",
+]
+GENERATED_EPISODIC = [
+    "Fixed a bug in {c}: {bug}",
+    "Code review on {c}: {note}",
+    "Investigated a staging alert on {c}: {bug}",
+]
+BUGS = [
+    "an off-by-one in pagination dropped the last item of each page",
+    "a missing await meant the audit log was never written",
+    "timezone-naive datetimes compared against aware ones raised TypeError",
+    "the N+1 query on list endpoints; added selectinload",
+    "a race on concurrent updates; added SELECT … FOR UPDATE",
+    "retries were not idempotent; now keyed on the request id",
+    "a Decimal was serialised as float in the JSON response",
+    "the cursor pagination token leaked internal ids; now opaque",
+]
+NOTES = [
+    "the user asked for smaller functions and explicit return types",
+    "agreed to move validation into pydantic validators",
+    "suggested property-based tests with hypothesis for amount parsing",
+    "kept the public field names stable for the dashboard",
+    "replaced a bare except with specific exceptions",
+]
+GENERATED_PROCEDURAL = [
+    "To test {c} alone: `uv run pytest tests/integration/test_{c}_api.py -q`",
+    "To inspect {c} metrics locally: open http://localhost:8000/metrics and grep pay_{c}",
+]
+
+
+@dataclass
+class DemoReport:
+    project_root: str
+    other_project_root: str
+    session_key: str
+    counts: dict[str, int] = field(default_factory=dict)
+    promoted: list[str] = field(default_factory=list)
+    organise: str = ""
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+
+def demo_project_dirs(base: Path) -> tuple[Path, Path]:
+    """Two project folders (a .git marker makes each a project root) inside ``base``."""
+    main, other = base / DEMO_PROJECT_NAME, base / OTHER_PROJECT_NAME
+    for root in (main, other):
+        (root / ".git").mkdir(parents=True, exist_ok=True)
+    return main, other
+
+
+def _has(service: Any, name: str) -> bool:
+    from .service import API_METHODS  # local: keeps this module importable on its own
+
+    return name in API_METHODS and callable(getattr(service, name, None))
+
+
+def build_demo(service: Any, base: Path | str, now: datetime, *, seed: int = 7) -> DemoReport:
+    """Fill a demo project (and the user scope) under ``base`` through the service API; returns what it made."""
+    rng = random.Random(seed)
+    main_root, other_root = demo_project_dirs(Path(base))
+    project = str(main_root)
+    minute = 0
+
+    def at(days_ago: float) -> datetime:
+        # Distinct timestamps (one minute apart at least) keep every sort order stable across runs.
+        nonlocal minute
+        minute += 1
+        return now - timedelta(days=days_ago) - timedelta(minutes=minute)
+
+    items: list[MemoryIn] = []
+    for text in SEMANTIC:
+        items.append(MemoryIn(content=text, memory_type=MemoryType.semantic, scope=Scope.project,
+                              tags=["architecture", rng.choice(COMPONENTS)], importance=round(rng.uniform(0.5, 0.95), 2),
+                              created_at=at(rng.uniform(0.5, 60))))
+    for text in PROCEDURAL:
+        items.append(MemoryIn(content=text, memory_type=MemoryType.procedural, scope=Scope.project,
+                              tags=["howto"], importance=round(rng.uniform(0.55, 0.95), 2),
+                              created_at=at(rng.uniform(1, 120))))
+    for text in EPISODIC:
+        items.append(MemoryIn(content=text, memory_type=MemoryType.episodic, scope=Scope.project,
+                              tags=["episode"], importance=round(rng.uniform(0.3, 0.8), 2),
+                              created_at=at(rng.uniform(0.2, 14))))
+    for c in COMPONENTS:
+        for tpl in GENERATED_SEMANTIC:
+            items.append(MemoryIn(content=tpl.format(c=c), memory_type=MemoryType.semantic, scope=Scope.project,
+                                  tags=[c], importance=round(rng.uniform(0.2, 0.8), 2),
+                                  created_at=at(rng.uniform(0.1, 45))))
+        for tpl in GENERATED_PROCEDURAL:
+            items.append(MemoryIn(content=tpl.format(c=c), memory_type=MemoryType.procedural, scope=Scope.project,
+                                  tags=[c, "howto"], importance=round(rng.uniform(0.3, 0.7), 2),
+                                  created_at=at(rng.uniform(1, 90))))
+        for i in range(12):
+            tpl = GENERATED_EPISODIC[i % len(GENERATED_EPISODIC)]
+            text = tpl.format(c=c, bug=rng.choice(BUGS), note=rng.choice(NOTES))
+            items.append(MemoryIn(content=f"{text} (#{rng.randint(100, 999)})", memory_type=MemoryType.episodic,
+                                  scope=Scope.project, tags=[c, "episode"], importance=round(rng.uniform(0.1, 0.7), 2),
+                                  created_at=at(rng.uniform(0.05, 30))))
+    for a, b in NEAR_DUPLICATES + CONTRADICTIONS:
+        items.append(MemoryIn(content=a, memory_type=MemoryType.semantic, scope=Scope.project, tags=["dup-demo"],
+                              importance=round(rng.uniform(0.5, 0.8), 2), created_at=at(rng.uniform(20, 40))))
+        items.append(MemoryIn(content=b, memory_type=MemoryType.semantic, scope=Scope.project, tags=["dup-demo"],
+                              importance=round(rng.uniform(0.5, 0.8), 2), created_at=at(rng.uniform(1, 10))))
+    for text, mtype in USER:
+        items.append(MemoryIn(content=text, memory_type=mtype, scope=Scope.user, tags=["preference"],
+                              importance=round(rng.uniform(0.6, 0.95), 2), created_at=at(rng.uniform(5, 200))))
+
+    results = []
+    for start in range(0, len(items), 64):
+        results.extend(service.store_many(items[start:start + 64], project=project))
+    mems = [r.memory for r in results]
+
+    other = [MemoryIn(content=t, memory_type=m, scope=Scope.project, importance=0.6, created_at=at(30 + i))
+             for i, (t, m) in enumerate(OTHER_PROJECT)]
+    service.store_many(other, project=str(other_root))
+
+    # A live session with scratch notes and a few things worth keeping.
+    session = service.start_session(project=project, claude_session_id=DEMO_CLAUDE_SESSION)
+    sess_items = [MemoryIn(content=t, memory_type=MemoryType.working, scope=Scope.session, tags=["wip"],
+                           importance=0.4, created_at=now - timedelta(minutes=5 * (i + 1)))
+                  for i, t in enumerate(WORKING)]
+    sess_items += [
+        MemoryIn(content="Partial refunds must be validated against captured minus refunded amounts",
+                 memory_type=MemoryType.semantic, scope=Scope.session, importance=0.8, tags=["refunds"],
+                 created_at=now - timedelta(minutes=42)),
+        MemoryIn(content="Started the session by reading app/routers/refunds.py and tests/test_refunds.py",
+                 memory_type=MemoryType.episodic, scope=Scope.session, importance=0.3,
+                 created_at=now - timedelta(minutes=55)),
+    ]
+    sess_results = service.store_many(sess_items, project=project, session=session.session_key)
+
+    # Lifecycle: most project memories were used (active), old weak episodes archived, a few forgotten.
+    by_type: dict[str, list] = {}
+    for m in mems:
+        by_type.setdefault(m.memory_type.value, []).append(m)
+    project_mems = [m for m in mems if m.scope == Scope.project]
+    for m in project_mems:
+        roll = rng.random()
+        age = (now - m.created_at).total_seconds() / 86400
+        if m.memory_type == MemoryType.episodic and age > 10 and roll < 0.5:
+            service.set_status(m.id, Status.archived, reason="strength fell below 0.1", project=project)
+        elif m.memory_type == MemoryType.episodic and age > 20 and roll < 0.6:
+            service.forget(m.id, project=project, reason="strength fell below 0.01")
+        elif roll < 0.72:
+            service.set_status(m.id, Status.active, reason="first retrieval", project=project)
+        elif roll < 0.8 and m.memory_type != MemoryType.procedural:
+            service.set_status(m.id, Status.consolidated, reason="queued for consolidation", project=project)
+    for m in mems:
+        if m.scope == Scope.user:
+            service.set_status(m.id, Status.active, reason="first retrieval")
+    # A superseded one (an outdated fact replaced by a newer memory).
+    old = next(m for m in project_mems if "Poetry" in m.content)
+    service.set_status(old.id, Status.superseded, reason="replaced by the uv migration memory", project=project)
+
+    # Pinned: the things the team wants injected no matter how they decay.
+    for m in [*by_type["procedural"][:2], by_type["semantic"][4]]:
+        service.update(m.id, MemoryPatch(pinned=True), project=project)
+
+    report = DemoReport(project_root=project, other_project_root=str(other_root), session_key=session.session_key)
+    # Promotions: a session insight up to the project, a project convention up to the user scope.
+    keep = next(r.memory for r in sess_results if r.memory.memory_type == MemoryType.semantic)
+    report.promoted += service.promote(keep.id, "project", project=project, session=session.session_key).promoted
+    convention = next(m for m in project_mems if m.content.startswith("Before committing"))
+    report.promoted += service.promote(convention.id, "user", project=project).promoted
+
+    # TODO(organise): once engram_core/organise/ lands, build entities/relations, the consolidation queue
+    # (NEAR_DUPLICATES) and the contradictions (CONTRADICTIONS) through its API methods here.
+    if _has(service, "list_consolidations"):
+        service.maintain(project=project)
+        report.organise = "organise layer present: maintenance ran to queue consolidations"
+    else:
+        report.organise = "organise layer not available yet: no entities, consolidation queue or contradictions"
+
+    report.counts = {
+        "project": len(project_mems),
+        "user": sum(m.scope == Scope.user for m in mems) + 1,
+        "session": len(sess_results),
+        "other_project": len(other),
+    }
+    return report
+
+
+__all__ = ["DEMO_PROJECT_NAME", "DemoReport", "build_demo", "demo_project_dirs"]

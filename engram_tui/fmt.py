@@ -1,0 +1,46 @@
+"""Formatting shared by the panes: ages relative to the app's clock, strengths, short ids."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+MASK = "··········"
+
+
+def age(dt: datetime | None, now: datetime) -> str:
+    """'3.2 d ago' / 'in 5 h' relative to ``now`` (the service clock, frozen in tests)."""
+    if dt is None:
+        return "—"
+    secs = (now - dt).total_seconds()
+    future = secs < 0
+    secs = abs(secs)
+    if secs < 90:
+        text = f"{secs:.0f} s"
+    elif secs < 5400:
+        text = f"{secs / 60:.0f} min"
+    elif secs < 2 * 86400:
+        text = f"{secs / 3600:.1f} h"
+    elif secs < 400 * 86400:
+        text = f"{secs / 86400:.1f} d"
+    else:
+        text = f"{secs / 86400 / 365:.1f} y"
+    return f"in {text}" if future else f"{text} ago"
+
+
+def stamp(dt: datetime | None) -> str:
+    return "—" if dt is None else dt.strftime("%Y-%m-%d %H:%M")
+
+
+def wall_stamp(dt: datetime | None, mask: bool) -> str:
+    """Times the database writes with its own wall clock (status history, updated_at): maskable for snapshots."""
+    return MASK if mask and dt is not None else stamp(dt)
+
+
+def strength_bar(value: float, width: int = 6) -> str:
+    filled = max(0, min(width, round(value * width)))
+    return "█" * filled + "·" * (width - filled)
+
+
+def short(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"

@@ -1,0 +1,1 @@
+"""One screen per pane (Textual modes), plus the modal dialogs."""

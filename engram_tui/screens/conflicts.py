@@ -1,0 +1,153 @@
+"""Contradiction resolution: both sides with evidence, age and strength; keep A, keep B, both, or merge."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.markup import escape
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.widgets import DataTable, Footer, Header, Static
+
+from ..backend import NotAvailable, attr, available
+from ..fmt import age, short
+from ..messages import ServiceDone, ServiceFailed
+from ..widgets.modebar import ModeBar
+from .base import ServiceScreen
+from .dialogs import ConfirmScreen, TextPromptScreen
+from .review import memory_card
+
+NOT_YET = ("[b]Contradiction resolution is not available yet.[/]\n\nThe self-organising layer "
+           "(engram_core/organise: list_contradictions / resolve_contradiction) has not landed in this build "
+           "or in the running daemon.")
+RESOLUTIONS = {"keep_a": "keep A (B is invalidated)", "keep_b": "keep B (A is invalidated)",
+               "keep_both": "keep both (they do not really conflict)", "merge": "replace both by a merged statement"}
+
+
+class ConflictsScreen(ServiceScreen):
+    BINDINGS = [
+        Binding("A", "resolve('keep_a')", "Keep A", id="conflicts.keep_a"),
+        Binding("B", "resolve('keep_b')", "Keep B", id="conflicts.keep_b"),
+        Binding("K", "resolve('keep_both')", "Keep both", id="conflicts.keep_both"),
+        Binding("M", "resolve('merge')", "Merge…", id="conflicts.merge"),
+        Binding("R", "refresh", "Refresh", id="conflicts.refresh"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.items: dict[str, Any] = {}
+        self.current: Any | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield ModeBar("conflicts")
+        with Vertical(id="conflicts"):
+            yield Static("", id="conflicts-status")
+            yield DataTable(id="conflicts-list", cursor_type="row")
+            with Horizontal(id="conflicts-sides"):
+                with VerticalScroll(id="side-a", classes="card"):
+                    yield Static("", id="side-a-text")
+                with VerticalScroll(id="side-b", classes="card"):
+                    yield Static("", id="side-b-text")
+            yield Static("", id="conflicts-evidence")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one("#conflicts-list", DataTable)
+        table.border_title = "Open contradictions"
+        for key, label, width in (("kind", "Kind", 14), ("a", "A", 52), ("b", "B", 52), ("detected", "Detected", 12)):
+            table.add_column(label, key=key, width=width)
+        self.query_one("#side-a").border_title = "A"
+        self.query_one("#side-b").border_title = "B"
+        self.query_one("#conflicts-evidence").border_title = "Evidence"
+
+    def on_screen_resume(self) -> None:
+        self.load()
+
+    def action_refresh(self) -> None:
+        self.load()
+
+    def load(self) -> None:
+        if not available(self.engram.service, "list_contradictions"):
+            self._not_available()
+            return
+        self.call_service("list", "list_contradictions", project=self.engram.project, status="open")
+
+    def _not_available(self) -> None:
+        self.query_one("#conflicts-status", Static).update(NOT_YET)
+        self.add_class("unavailable")
+
+    def failed_list(self, message: ServiceFailed) -> bool:
+        if isinstance(message.error, NotAvailable) or "unknown method" in message.text:
+            self._not_available()
+            return True
+        return False
+
+    def done_list(self, items: list[Any], _m: ServiceDone) -> None:
+        self.remove_class("unavailable")
+        table = self.query_one("#conflicts-list", DataTable)
+        table.clear()
+        now = self.engram.now()
+        self.items = {}
+        for c in items or []:
+            cid = str(attr(c, "id"))
+            self.items[cid] = c
+            table.add_row(str(attr(c, "kind")), short(attr(attr(c, "a"), "content") or "", 50),
+                          short(attr(attr(c, "b"), "content") or "", 50), age(attr(c, "detected_at"), now), key=cid)
+        self.query_one("#conflicts-status", Static).update(
+            f"[b]{len(self.items)}[/] open contradiction(s) · A keep A · B keep B · K keep both · M merge "
+            "· [dim]the loser is invalidated with a timestamp, never deleted[/]")
+        if self.items:
+            table.move_cursor(row=0)
+            self._show(next(iter(self.items)))
+        else:
+            self.current = None
+            for side in ("a", "b"):
+                self.query_one(f"#side-{side}-text", Static).update("")
+            self.query_one("#conflicts-evidence", Static).update("")
+
+    @on(DataTable.RowHighlighted, "#conflicts-list")
+    def _highlight(self, event: DataTable.RowHighlighted) -> None:
+        if event.row_key is not None and event.row_key.value in self.items:
+            self._show(event.row_key.value)
+
+    def _show(self, cid: str) -> None:
+        c = self.items[cid]
+        self.current = c
+        now = self.engram.now()
+        self.query_one("#side-a-text", Static).update(memory_card(attr(c, "a"), now))
+        self.query_one("#side-b-text", Static).update(memory_card(attr(c, "b"), now))
+        evidence = attr(c, "evidence")
+        text = evidence if isinstance(evidence, str) else "\n".join(f"• {e}" for e in evidence or [])
+        self.query_one("#conflicts-evidence", Static).update(escape(str(text)) or "[dim]no evidence recorded[/]")
+
+    def action_resolve(self, resolution: str) -> None:
+        c = self.current
+        if c is None:
+            return
+        if resolution == "merge":
+            seed = f"{attr(attr(c, 'a'), 'content')}\n{attr(attr(c, 'b'), 'content')}"
+
+            def merged(text: str | None) -> None:
+                if text:
+                    self._confirm(c, "merge", text)
+
+            self.app.push_screen(TextPromptScreen("Merged statement", seed,
+                                                  "Write one statement that replaces both."), merged)
+            return
+        self._confirm(c, resolution, None)
+
+    def _confirm(self, c: Any, resolution: str, merged: str | None) -> None:
+        def go(ok: bool | None) -> None:
+            if ok:
+                self.call_service("resolved", "resolve_contradiction", attr(c, "id"), resolution,
+                                  merged_content=merged, project=self.engram.project, context=resolution)
+
+        self.app.push_screen(ConfirmScreen(f"Resolve this contradiction: {RESOLUTIONS[resolution]}?",
+                                           title="Resolve contradiction"), go)
+
+    def done_resolved(self, _result: Any, message: ServiceDone) -> None:
+        self.notify(f"Resolved: {RESOLUTIONS[message.context]}", title="Engram")
+        self.load()

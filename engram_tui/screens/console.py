@@ -1,0 +1,223 @@
+"""SurrealQL console: highlighted editor, live validator verdict, scope selector, read-only by default."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from rich.markup import escape
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Footer, Header, Label, OptionList, Select, Static, Switch
+
+from engram_core.validator import validate
+
+from ..backend import NotAvailable, attr, available
+from ..messages import ServiceDone, ServiceFailed
+from ..widgets.modebar import ModeBar
+from ..widgets.surql import ResultsViewer, SurqlEditor
+from .base import ServiceScreen
+from .dialogs import ConfirmScreen
+
+EXAMPLE = ("SELECT memory_type, count() AS n FROM memory GROUP BY memory_type;\n"
+           "SELECT content, importance FROM memory WHERE status = 'active' ORDER BY importance DESC LIMIT 5;\n")
+SCOPES = [("project", "project"), ("user", "user"), ("session", "session")]
+
+
+class ConsoleScreen(ServiceScreen):
+    BINDINGS = [
+        Binding("ctrl+r,f5", "run", "Run", id="console.run", tooltip="Run the statements (each gets a tab)"),
+        Binding("ctrl+w", "toggle_writes", "Writes", id="console.writes", tooltip="Allow writes (asks first)"),
+        Binding("ctrl+h", "focus_history", "History", show=False, id="console.history"),
+        Binding("ctrl+e", "focus_editor", "Editor", show=False, id="console.editor"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.history: list[str] = []
+        self.allow_writes = False
+        self.last_verdict: Any = None
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield ModeBar("console")
+        with Horizontal(id="console"):
+            with Vertical(id="console-main"):
+                with Horizontal(id="console-bar"):
+                    yield Label("Scope")
+                    yield Select(SCOPES, value="project", allow_blank=False, id="console-scope")
+                    yield Label("Allow writes")
+                    yield Switch(False, id="console-writes")
+                    yield Static("", id="console-mode")
+                yield SurqlEditor(EXAMPLE, id="console-editor")
+                yield Static("", id="console-verdict")
+                yield ResultsViewer(id="console-results")
+            yield OptionList(id="console-history")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#console-editor").border_title = "SurrealQL  (ctrl+r / F5 runs)"
+        self.query_one("#console-results").border_title = "Results"
+        self.query_one("#console-history").border_title = "History"
+        self.history = self._read_history()
+        self._show_history()
+        self._update_mode()
+        self._validate()
+        self.query_one("#console-editor").focus()
+
+    # ── verdict as you type ─────────────────────────────────
+    @on(SurqlEditor.Changed, "#console-editor")
+    def _changed(self) -> None:
+        self._validate()
+
+    def _validate(self) -> None:
+        text = self.query_one("#console-editor", SurqlEditor).text
+        verdict = validate(text, allow_writes=self.allow_writes) if text.strip() else None
+        self.last_verdict = verdict
+        box = self.query_one("#console-verdict", Static)
+        if verdict is None:
+            box.update("[dim]type a query[/]")
+            return
+        n = len(verdict.statements)
+        if verdict.ok:
+            kind = "writes" if verdict.has_writes else "read-only"
+            box.update(f"[b green]✓ {n} statement{'s' if n != 1 else ''}, {kind}[/]")
+            box.set_class(False, "bad")
+            return
+        lines = [f"[b red]✗ refused[/] ({len(verdict.violations)} problem{'s' if len(verdict.violations) != 1 else ''})"]
+        for v in verdict.violations[:4]:
+            lines.append(f"  statement {v.statement_index + 1} · rule [b]{escape(v.rule)}[/]: {escape(v.message)}")
+        box.update("\n".join(lines))
+        box.set_class(True, "bad")
+
+    # ── writes toggle ───────────────────────────────────────
+    @on(Switch.Changed, "#console-writes")
+    def _writes_switched(self, event: Switch.Changed) -> None:
+        if event.value == self.allow_writes:
+            return
+        if not event.value:
+            self.allow_writes = False
+            self._update_mode()
+            self._validate()
+            return
+
+        def answered(ok: bool | None) -> None:
+            self.allow_writes = bool(ok)
+            with self.prevent(Switch.Changed):
+                event.switch.value = self.allow_writes
+            self._update_mode()
+            self._validate()
+
+        self.app.push_screen(ConfirmScreen(
+            "Allow write statements in the console?\n\nWrites change memories directly, without undo. "
+            "Each run with writes asks again.", title="Allow writes"), answered)
+
+    def action_toggle_writes(self) -> None:
+        switch = self.query_one("#console-writes", Switch)
+        switch.value = not switch.value
+
+    def _update_mode(self) -> None:
+        self.query_one("#console-mode", Static).update(
+            "[b red]WRITES ALLOWED[/]" if self.allow_writes else "[b green]read-only[/]")
+
+    # ── running ─────────────────────────────────────────────
+    def action_run(self) -> None:
+        text = self.query_one("#console-editor", SurqlEditor).text
+        if not text.strip():
+            return
+        self._validate()
+        verdict = self.last_verdict
+        if verdict is not None and not verdict.ok:
+            v = verdict.violations[0]
+            self.notify(f"Refused: statement {v.statement_index + 1} breaks rule {v.rule}: {v.message}",
+                        title="Validator", severity="error")
+            return
+        if not available(self.engram.service, "run_query"):
+            self.query_one("#console-verdict", Static).update(
+                "[b yellow]run_query is not available yet in this Engram build[/] "
+                "(the verdict above is computed locally).")
+            return
+        if verdict is not None and verdict.has_writes:
+            def answered(ok: bool | None) -> None:
+                if ok:
+                    self._run(text)
+            self.app.push_screen(ConfirmScreen("This query writes. Run it?", title="Run a write query"), answered)
+            return
+        self._run(text)
+
+    def _run(self, text: str) -> None:
+        scope = self.query_one("#console-scope", Select).value
+        self._remember(text)
+        self.query_one("#console-results").border_title = "Results · running…"
+        self.call_service("query", "run_query", text, scope=str(scope), allow_writes=self.allow_writes,
+                          project=self.engram.project, session=self.engram.session)
+
+    def done_query(self, result: Any, _m: ServiceDone) -> None:
+        statements = list(attr(result, "statements") or [])
+        viewer = self.query_one("#console-results", ResultsViewer)
+        viewer.show_results(statements)
+        total = sum(attr(s, "time_ms") or 0 for s in statements)
+        errors = sum(1 for s in statements if attr(s, "error"))
+        viewer.border_title = (f"Results · {len(statements)} statement(s) · {total:.1f} ms"
+                               + (f" · [red]{errors} error(s)[/]" if errors else ""))
+        verdict = attr(result, "verdict")
+        if verdict is not None and not attr(verdict, "ok", True):
+            self.notify("The server's validator refused the query", severity="error")
+
+    def failed_query(self, message: ServiceFailed) -> bool:
+        self.query_one("#console-results").border_title = "Results"
+        if isinstance(message.error, NotAvailable):
+            self.query_one("#console-verdict", Static).update(f"[b yellow]{message.text}[/]")
+            return True
+        self.query_one("#console-verdict", Static).update(f"[b red]query failed:[/] {escape(message.text)}")
+        return False
+
+    # ── history ─────────────────────────────────────────────
+    def _remember(self, text: str) -> None:
+        text = text.strip()
+        if self.history and self.history[-1] == text:
+            return
+        self.history.append(text)
+        self.history = self.history[-200:]
+        self._show_history()
+        path = self.engram.history_path
+        if path is not None:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                with open(path, "a", encoding="utf-8") as fh:
+                    fh.write(json.dumps({"surql": text}) + "\n")
+            except OSError as exc:
+                self.notify(f"could not save query history: {exc}", severity="warning")
+
+    def _read_history(self) -> list[str]:
+        path: Path | None = self.engram.history_path
+        if path is None or not path.exists():
+            return []
+        out = []
+        for line in path.read_text(encoding="utf-8").splitlines()[-200:]:
+            try:
+                out.append(json.loads(line)["surql"])
+            except (ValueError, KeyError, TypeError):
+                continue
+        return out
+
+    def _show_history(self) -> None:
+        opts = self.query_one("#console-history", OptionList)
+        opts.clear_options()
+        opts.add_options([" ".join(q.split())[:60] for q in reversed(self.history)])
+
+    @on(OptionList.OptionSelected, "#console-history")
+    def _history_selected(self, event: OptionList.OptionSelected) -> None:
+        query = list(reversed(self.history))[event.option_index]
+        editor = self.query_one("#console-editor", SurqlEditor)
+        editor.text = query
+        editor.focus()
+
+    def action_focus_history(self) -> None:
+        self.query_one("#console-history").focus()
+
+    def action_focus_editor(self) -> None:
+        self.query_one("#console-editor").focus()

@@ -1,0 +1,212 @@
+"""Decay view: strength curves projected forward with the consolidate/archive/forget thresholds."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Footer, Header, Static
+from textual_plotext import PlotextPlot
+
+from engram_core.scoring import THRESHOLDS, crossing_time, effective_half_life, memory_strength
+
+from ..backend import attr
+from ..fmt import age, short, stamp
+from ..messages import ServiceDone
+from ..widgets.modebar import ModeBar
+from .base import ServiceScreen
+
+THRESHOLD_COLORS = {"consolidate": "orange", "archive": "red", "forget": "gray"}
+AGG_SAMPLE = 2000  # memories per scope the aggregate curves are averaged over (newest accessed first)
+POINTS = 80  # curve samples; the plot is ~this many columns wide, so more would only cost time
+
+
+def _curve(m: Any, xs: list[float], now: datetime) -> list[float]:
+    imp, hl, acc, last = attr(m, "importance"), attr(m, "half_life_days"), attr(m, "access_count"), \
+        attr(m, "last_accessed_at")
+    return [memory_strength(imp, hl, acc, last, now + timedelta(days=x)) for x in xs]
+
+
+def _span(start: float, end: float, n: int = POINTS) -> list[float]:
+    step = (end - start) / (n - 1)
+    return [start + i * step for i in range(n)]
+
+
+def aggregate(memories: list[Any], key: str, now: datetime, horizon_days: float) -> dict[str, list[float]]:
+    """Mean strength per group (type or scope) from now to ``horizon_days`` ahead."""
+    xs = _span(0.0, horizon_days)
+    groups: dict[str, list[list[float]]] = {}
+    for m in memories:
+        value = attr(m, key)
+        groups.setdefault(getattr(value, "value", value), []).append(_curve(m, xs, now))
+    return {g: [sum(col) / len(curves) for col in zip(*curves, strict=True)] for g, curves in sorted(groups.items())}
+
+
+class DecayScreen(ServiceScreen):
+    BINDINGS = [
+        Binding("R", "refresh", "Refresh", id="decay.refresh", tooltip="Re-read the memory and the aggregates"),
+        Binding("plus,equals_sign", "zoom(0.5)", "Zoom in", id="decay.zoom_in"),
+        Binding("minus", "zoom(2)", "Zoom out", id="decay.zoom_out"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.memory: Any | None = None
+        self.agg: dict[str, Any] | None = None
+        self.zoom = 1.0
+        self._seen: tuple[Any, ...] | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield ModeBar("decay")
+        with Vertical(id="decay"):
+            with Horizontal(id="decay-top"):
+                yield PlotextPlot(id="decay-memory")
+                yield Static("", id="decay-info")
+            with Horizontal(id="decay-bottom"):
+                yield PlotextPlot(id="decay-types")
+                yield PlotextPlot(id="decay-scopes")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#decay-memory").border_title = "Selected memory: strength over time"
+        self.query_one("#decay-info").border_title = "Threshold crossings"
+        self.query_one("#decay-types").border_title = "Mean strength by type"
+        self.query_one("#decay-scopes").border_title = "Mean strength by scope"
+        # Live: re-read the selected memory (an agent's recall strengthens it) and move with the clock.
+        self.set_interval(2.0, self._tick)
+        self.set_interval(30.0, self.load_aggregates)
+
+    def on_screen_resume(self) -> None:
+        self.load_selected()
+        self.load_aggregates()
+
+    def action_refresh(self) -> None:
+        self.load_selected()
+        self.load_aggregates()
+
+    def action_zoom(self, factor: float) -> None:
+        self.zoom = min(16.0, max(1 / 16, self.zoom * factor))
+        self.draw_memory()
+        self.draw_aggregates()
+
+    def _tick(self) -> None:
+        if self.app.screen is self:
+            self.load_selected(quiet=True)
+
+    def load_selected(self, quiet: bool = False) -> None:
+        mid = self.engram.selected_id
+        if mid is None:
+            self.memory = None
+            self.draw_memory()
+            return
+        self.call_service("selected", "get", mid, context=quiet)
+
+    def done_selected(self, m: Any, _m: ServiceDone) -> None:
+        now = self.engram.now()
+        seen = (attr(m, "id"), attr(m, "access_count"), attr(m, "last_accessed_at"), attr(m, "importance"),
+                attr(m, "status"), now)
+        if seen == self._seen:
+            return  # nothing moved: do not redraw (keeps the terminal quiet and snapshots stable)
+        self._seen = seen
+        self.memory = m
+        self.draw_memory()
+
+    def load_aggregates(self) -> None:
+        service = self.engram.service
+        project, session = self.engram.project, self.engram.session
+        now = self.engram.now()
+
+        def fetch() -> dict[str, Any]:
+            mems: list[Any] = []
+            for scope in ("session", "project", "user"):
+                if (scope == "project" and not project) or (scope == "session" and not session):
+                    continue
+                page = service.list_memories(scope=scope, project=project, session=session,
+                                             order="last_accessed_at", descending=True, limit=AGG_SAMPLE)
+                mems += [m for m in attr(page, "items") or []
+                         if getattr(attr(m, "status"), "value", attr(m, "status")) not in ("forgotten", "superseded")]
+            return {"memories": mems, "now": now}
+
+        self.run_in_thread("aggregates", fetch)
+
+    def done_aggregates(self, result: dict[str, Any], _m: ServiceDone) -> None:
+        self.agg = result
+        self.draw_aggregates()
+
+    # ── drawing ─────────────────────────────────────────────
+    def draw_memory(self) -> None:
+        plot = self.query_one("#decay-memory", PlotextPlot)
+        info = self.query_one("#decay-info", Static)
+        plt = plot.plt
+        plt.clear_figure()
+        m = self.memory
+        if m is None:
+            plt.title("Select a memory in the Memories pane (1), then come back (2)")
+            info.update("[dim]No memory selected.[/]")
+            plot.refresh()
+            return
+        now = self.engram.now()
+        imp, hl, acc, last = attr(m, "importance"), attr(m, "half_life_days"), attr(m, "access_count"), \
+            attr(m, "last_accessed_at")
+        crossings = {name: crossing_time(imp, hl, acc, last, t) for name, t in THRESHOLDS.items()}
+        future = [(c - now).total_seconds() / 86400 for c in crossings.values() if c is not None and c > now]
+        horizon = max([1.0, *future]) * 1.15 * self.zoom
+        past = min(max(0.0, (now - last).total_seconds() / 86400), horizon * 0.5)
+        xs = _span(-past, horizon)
+        plt.plot(xs, _curve(m, xs, now), label="strength", color="cyan", marker="hd")
+        for name, value in THRESHOLDS.items():
+            plt.hline(value, THRESHOLD_COLORS[name])
+        plt.vline(0, "white")
+        plt.ylim(0, max(1.0, imp))
+        plt.xlabel("days from now (0 = now)")
+        plt.title(short(attr(m, "content") or "", 70))
+        plot.refresh()
+
+        lines = [
+            f"[b]{short(attr(m, 'content') or '', 120)}[/]", "",
+            f"[dim]now[/]          {stamp(now)}",
+            f"[dim]strength[/]     [b]{attr(m, 'memory_strength', 0):.3f}[/]",
+            f"[dim]importance[/]   {imp:.2f}",
+            f"[dim]half-life[/]    {hl:.3g} d × (1 + 0.2 × {acc} accesses) = {effective_half_life(hl, acc):.3g} d",
+            f"[dim]last access[/]  {stamp(last)} ({age(last, now)})", "",
+        ]
+        for name, value in THRESHOLDS.items():
+            when = crossings[name]
+            color = THRESHOLD_COLORS[name]
+            if when is None:
+                text = "never above it"
+            elif when <= now:
+                text = f"crossed {stamp(when)} ({age(when, now)})"
+            else:
+                text = f"{stamp(when)} ({age(when, now)})"
+            lines.append(f"[{color}]━━[/] [b]{name}[/] < {value:g}: {text}")
+        lines += ["", "[dim]Recall strengthens a memory (+1 access, clock reset); the curve follows live.[/]",
+                  "[dim]+/- zoom the time axis.[/]"]
+        info.update("\n".join(lines))
+
+    def draw_aggregates(self) -> None:
+        for wid, key in (("#decay-types", "memory_type"), ("#decay-scopes", "scope")):
+            plot = self.query_one(wid, PlotextPlot)
+            plt = plot.plt
+            plt.clear_figure()
+            if not self.agg or not self.agg["memories"]:
+                plt.title("no memories yet")
+                plot.refresh()
+                continue
+            horizon = 30.0 * self.zoom
+            xs = _span(0.0, horizon)
+            curves = aggregate(self.agg["memories"], key, self.agg["now"], horizon)
+            colors = ["cyan", "green", "magenta", "yellow"]
+            for i, (group, ys) in enumerate(curves.items()):
+                n = sum(1 for m in self.agg["memories"]
+                        if getattr(attr(m, key), "value", attr(m, key)) == group)
+                plt.plot(xs, ys, label=f"{group} ({n})", color=colors[i % len(colors)], marker="hd")
+            for name, value in THRESHOLDS.items():
+                plt.hline(value, THRESHOLD_COLORS[name])
+            plt.ylim(0, 1)
+            plt.xlabel("days from now")
+            plot.refresh()

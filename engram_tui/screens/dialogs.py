@@ -1,0 +1,157 @@
+"""Modal dialogs: the confirmation every destructive action goes through, the memory editor, a text prompt."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, Static, TextArea
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    """Yes/no for a destructive action (posting's pattern): y/enter confirms, n/escape cancels."""
+
+    BINDINGS = [
+        Binding("y", "answer(True)", "Yes", id="confirm.yes"),
+        Binding("n,escape", "answer(False)", "No", id="confirm.no"),
+        Binding("left,right", "app.focus_next", "Move", show=False),
+    ]
+
+    def __init__(self, message: str, *, title: str = "Confirm", confirm_label: str = "Yes [y]",
+                 danger: bool = True) -> None:
+        super().__init__()
+        self.message = message
+        self.title_text = title
+        self.confirm_label = confirm_label
+        self.danger = danger
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog", classes="dialog"):
+            yield Label(self.title_text, id="dialog-title")
+            yield Static(self.message, id="dialog-message")
+            with Horizontal(classes="dialog-buttons"):
+                yield Button(self.confirm_label, id="yes", variant="error" if self.danger else "primary")
+                yield Button("No [n]", id="no")
+
+    def on_mount(self) -> None:
+        self.query_one("#no", Button).focus()
+
+    @on(Button.Pressed, "#yes")
+    def _yes(self) -> None:
+        self.dismiss(True)
+
+    @on(Button.Pressed, "#no")
+    def _no(self) -> None:
+        self.dismiss(False)
+
+    def action_answer(self, value: bool) -> None:
+        self.dismiss(value)
+
+
+class EditMemoryScreen(ModalScreen[dict[str, Any] | None]):
+    """Edit content, tags and importance; returns only the fields that changed (None when cancelled)."""
+
+    BINDINGS = [
+        Binding("ctrl+s", "save", "Save", id="edit.save"),
+        Binding("escape", "cancel", "Cancel", id="edit.cancel"),
+    ]
+
+    def __init__(self, content: str, tags: list[str], importance: float) -> None:
+        super().__init__()
+        self.original = {"content": content, "tags": list(tags), "importance": importance}
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="edit-dialog", classes="dialog"):
+            yield Label("Edit memory", id="dialog-title")
+            yield Label("Content")
+            yield TextArea(self.original["content"], id="edit-content", soft_wrap=True)
+            yield Label("Tags (comma separated)")
+            yield Input(", ".join(self.original["tags"]), id="edit-tags")
+            yield Label("Importance (0–1)")
+            yield Input(f"{self.original['importance']:.2f}", id="edit-importance")
+            yield Static("", id="edit-error")
+            with Horizontal(classes="dialog-buttons"):
+                yield Button("Save [ctrl+s]", id="save", variant="primary")
+                yield Button("Cancel [esc]", id="cancel")
+
+    def on_mount(self) -> None:
+        self.query_one("#edit-content", TextArea).focus()
+
+    def changes(self) -> dict[str, Any]:
+        content = self.query_one("#edit-content", TextArea).text
+        tags = [t.strip().lower() for t in self.query_one("#edit-tags", Input).value.split(",") if t.strip()]
+        raw = self.query_one("#edit-importance", Input).value.strip()
+        try:
+            importance = float(raw)
+        except ValueError as exc:
+            raise ValueError(f"importance {raw!r} is not a number: give a value between 0 and 1") from exc
+        if not 0.0 <= importance <= 1.0:
+            raise ValueError(f"importance {importance} is outside 0–1")
+        if not content.strip():
+            raise ValueError("content is empty: write the text, or forget the memory instead (d)")
+        out: dict[str, Any] = {}
+        if content != self.original["content"]:
+            out["content"] = content
+        if tags != self.original["tags"]:
+            out["tags"] = tags
+        if abs(importance - self.original["importance"]) > 1e-9:
+            out["importance"] = importance
+        return out
+
+    @on(Button.Pressed, "#save")
+    def action_save(self) -> None:
+        try:
+            changes = self.changes()
+        except ValueError as exc:
+            self.query_one("#edit-error", Static).update(f"[b red]{exc}[/]")
+            return
+        self.dismiss(changes)
+
+    @on(Button.Pressed, "#cancel")
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class TextPromptScreen(ModalScreen[str | None]):
+    """Ask for a longer text (a merged statement, an edited proposal); None when cancelled."""
+
+    BINDINGS = [
+        Binding("ctrl+s", "save", "Done", id="prompt.save"),
+        Binding("escape", "cancel", "Cancel", id="prompt.cancel"),
+    ]
+
+    def __init__(self, title: str, text: str = "", hint: str = "") -> None:
+        super().__init__()
+        self.title_text = title
+        self.text = text
+        self.hint = hint
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="edit-dialog", classes="dialog"):
+            yield Label(self.title_text, id="dialog-title")
+            if self.hint:
+                yield Static(self.hint, classes="muted")
+            yield TextArea(self.text, id="prompt-text", soft_wrap=True)
+            yield Static("", id="edit-error")
+            with Horizontal(classes="dialog-buttons"):
+                yield Button("Done [ctrl+s]", id="save", variant="primary")
+                yield Button("Cancel [esc]", id="cancel")
+
+    def on_mount(self) -> None:
+        self.query_one("#prompt-text", TextArea).focus()
+
+    @on(Button.Pressed, "#save")
+    def action_save(self) -> None:
+        text = self.query_one("#prompt-text", TextArea).text
+        if not text.strip():
+            self.query_one("#edit-error", Static).update("[b red]the text is empty[/]")
+            return
+        self.dismiss(text)
+
+    @on(Button.Pressed, "#cancel")
+    def action_cancel(self) -> None:
+        self.dismiss(None)

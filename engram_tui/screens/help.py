@@ -1,0 +1,59 @@
+"""Help: every key binding, per pane, read from the bindings themselves so it can never drift."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+UNDO_NOTE = ("[b]Undo[/]: archive, forget, edit, pin and promote in the Memories pane can be undone with [b]u[/] "
+             "(or ctrl+z) until you leave that pane; forget restores the content the database cleared.")
+
+
+def _key(b: Binding) -> str:
+    names = {"slash": "/", "question_mark": "?", "left_square_bracket": "[", "right_square_bracket": "]",
+             "plus": "+", "equals_sign": "=", "minus": "-", "delete": "del"}
+    return ", ".join(names.get(k, k) for k in b.key.split(","))
+
+
+def binding_table() -> list[tuple[str, list[tuple[str, str]]]]:
+    from ..app import EngramApp
+    from .conflicts import ConflictsScreen
+    from .console import ConsoleScreen
+    from .decay import DecayScreen
+    from .inject import InjectScreen
+    from .memories import MemoriesScreen
+    from .review import ReviewScreen
+
+    groups = [("Everywhere", EngramApp), ("1 Memories", MemoriesScreen), ("2 Decay", DecayScreen),
+              ("3 Consolidation review", ReviewScreen), ("4 Contradictions", ConflictsScreen),
+              ("5 SurrealQL console", ConsoleScreen), ("6 Injection preview", InjectScreen)]
+    out = []
+    for title, cls in groups:
+        rows = []
+        for b in cls.BINDINGS:
+            if isinstance(b, Binding):
+                rows.append((_key(b), b.tooltip or b.description or b.action))
+        if title == "Everywhere":
+            rows.append(("ctrl+p", "Command palette: every action by name"))
+        out.append((title, rows))
+    return out
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS = [Binding("escape,q,question_mark,f1", "dismiss", "Close", id="help.close")]
+
+    def compose(self) -> ComposeResult:
+        lines = ["[b]Engram key bindings[/]   [dim](esc closes)[/]", ""]
+        for title, rows in binding_table():
+            lines.append(f"[b $accent]{title}[/]")
+            lines += [f"  [b]{k:<16}[/] {desc}" for k, desc in rows]
+            lines.append("")
+        lines.append(UNDO_NOTE)
+        with VerticalScroll(id="help", classes="dialog"):
+            yield Static("\n".join(lines))
+
+    async def action_dismiss(self, result: None = None) -> None:
+        self.dismiss(result)

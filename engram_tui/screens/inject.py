@@ -1,0 +1,65 @@
+"""Injection preview: exactly what SessionStart would inject for this project now, with its token count."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.widgets import DataTable, Footer, Header, Static, TextArea
+
+from ..backend import attr
+from ..fmt import short
+from ..messages import ServiceDone
+from ..widgets.modebar import ModeBar
+from .base import ServiceScreen
+
+
+class InjectScreen(ServiceScreen):
+    BINDINGS = [Binding("R", "refresh", "Refresh", id="inject.refresh", tooltip="Recompute the preview")]
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield ModeBar("inject")
+        with Vertical(id="inject"):
+            yield Static("", id="inject-status")
+            with Horizontal(id="inject-body"):
+                yield TextArea("", id="inject-text", read_only=True, soft_wrap=True)
+                yield DataTable(id="inject-items", cursor_type="row", zebra_stripes=True)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#inject-text").border_title = "Injected text (verbatim)"
+        table = self.query_one("#inject-items", DataTable)
+        table.border_title = "Items, in order"
+        for key, label, width in (("scope", "Scope", 7), ("type", "Type", 10), ("strength", "Str", 5),
+                                  ("tokens", "Tok", 4), ("content", "Content", 36)):
+            table.add_column(label, key=key, width=width)
+
+    def on_screen_resume(self) -> None:
+        self.load()
+
+    def action_refresh(self) -> None:
+        self.load()
+
+    def load(self) -> None:
+        self.query_one("#inject-status", Static).update("computing…")
+        self.call_service("preview", "injection_context", project=self.engram.project, session=self.engram.session)
+
+    def done_preview(self, p: Any, _m: ServiceDone) -> None:
+        items = list(attr(p, "items") or [])
+        tokens, budget = attr(p, "tokens"), attr(p, "budget")
+        status = (f"SessionStart would inject [b]{tokens:,}[/] tokens of a {budget:,}-token budget "
+                  f"({len(items)} memories) for [b]{self.app.sub_title or 'this project'}[/] now")
+        if attr(p, "disabled"):
+            status = "[b yellow]Engram is disabled for this project[/]: nothing would be injected"
+        self.query_one("#inject-status", Static).update(status)
+        self.query_one("#inject-text", TextArea).text = attr(p, "text") or "(nothing would be injected)"
+        table = self.query_one("#inject-items", DataTable)
+        table.clear()
+        for i, it in enumerate(items):
+            table.add_row(getattr(attr(it, "scope"), "value", attr(it, "scope")),
+                          getattr(attr(it, "memory_type"), "value", attr(it, "memory_type")),
+                          f"{attr(it, 'strength'):.2f}", str(attr(it, "tokens")),
+                          short(attr(it, "content") or "", 34), key=f"{attr(it, 'id')}#{i}")

@@ -1,0 +1,543 @@
+"""The memory browser: scope tree, paged memory table with filter and hybrid search, detail pane, actions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.reactive import var
+from textual.widgets import DataTable, Footer, Header, Input, Static, Tree
+
+from ..backend import NotAvailable, attr, call, describe_error
+from ..fmt import age, short, strength_bar
+from ..messages import ServiceDone
+from ..undo import UndoEntry, UndoStack, undo_plan
+from ..widgets.detail import NOT_YET, DetailPane
+from ..widgets.modebar import ModeBar
+from ..widgets.scope_tree import STATUSES, NodeData, ScopeTree
+from .base import ServiceScreen
+from .dialogs import ConfirmScreen, EditMemoryScreen
+
+PAGE_SIZE = 200
+
+# column key → (label, list_memories order key or None when the database cannot sort by it)
+COLUMNS: dict[str, tuple[str, str | None]] = {
+    "content": ("Content", "content"),
+    "type": ("Type", "memory_type"),
+    "scope": ("Scope", None),
+    "status": ("Status", "status"),
+    "strength": ("Strength", "memory_strength"),
+    "importance": ("Imp", "importance"),
+    "access": ("Acc", "access_count"),
+    "last": ("Last access", "last_accessed_at"),
+    "created": ("Created", "created_at"),
+}
+SORTABLE = [k for k, (_, order) in COLUMNS.items() if order]
+SEARCH_COLUMNS = {"score": "Score", "fused": "Fused", "bm25": "BM25#", "vector": "Vec#"}
+
+
+@dataclass(frozen=True)
+class TableQuery:
+    """Everything that decides what the table shows; changing it reloads one page from the database."""
+
+    scope: str = "project"
+    project: str | None = None
+    session: str | None = None
+    memory_type: str | None = None
+    status: str | None = None
+    text: str = ""
+    order: str = "created_at"
+    descending: bool = True
+    offset: int = 0
+
+
+class MemoriesScreen(ServiceScreen):
+    BINDINGS = [
+        Binding("slash", "focus_filter", "Filter", id="memories.filter", tooltip="Filter the table as you type"),
+        Binding("s", "focus_search", "Search", id="memories.search", tooltip="Hybrid recall, scores shown"),
+        Binding("e", "edit", "Edit", id="memories.edit", tooltip="Edit content, tags, importance"),
+        Binding("p", "pin", "Pin", id="memories.pin", tooltip="Pin or unpin"),
+        Binding("P", "promote", "Promote", id="memories.promote", tooltip="Promote to the next scope up"),
+        Binding("a", "archive", "Archive", id="memories.archive", tooltip="Archive (asks first)"),
+        Binding("d,delete", "forget", "Forget", id="memories.forget", tooltip="Forget (asks first)"),
+        Binding("u,ctrl+z", "undo", "Undo", id="memories.undo", tooltip="Undo the last change on this screen"),
+        Binding("o", "cycle_sort", "Sort", id="memories.sort", tooltip="Sort by the next column"),
+        Binding("O", "reverse_sort", "Reverse", show=False, id="memories.reverse"),
+        Binding("right_square_bracket", "page(1)", "Next page", show=False, id="memories.next_page"),
+        Binding("left_square_bracket", "page(-1)", "Prev page", show=False, id="memories.prev_page"),
+        Binding("R", "refresh", "Refresh", show=False, id="memories.refresh"),
+        Binding("escape", "clear_search", "Clear search", show=False, id="memories.clear_search"),
+    ]
+
+    tq: var[TableQuery] = var(TableQuery, init=False)
+    search_text: var[str] = var("", init=False)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.undo = UndoStack()
+        self.rows: dict[str, Any] = {}
+        self.hits: dict[str, Any] = {}
+        self.total = 0
+        self.page_seq = 0
+        self.current: Any | None = None
+        self.current_id: str | None = None
+
+    # ── layout ──────────────────────────────────────────────
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield ModeBar("memories")
+        with Horizontal(id="browser"):
+            yield ScopeTree(id="scope-tree")
+            with Vertical(id="browser-main"):
+                with Horizontal(id="searchbar"):
+                    yield Input(placeholder="Filter content as you type  (/)", id="filter")
+                    yield Input(placeholder="Hybrid search: the agent's recall, with scores  (s, enter)", id="search")
+                yield Static("", id="table-status")
+                yield DataTable(id="memory-table", cursor_type="row", zebra_stripes=True)
+                yield DetailPane(id="detail")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#scope-tree").border_title = "Scopes"
+        self.query_one("#memory-table").border_title = "Memories"
+        self._set_columns(search=False)
+        self.tq = TableQuery(project=self.engram.project)
+        self.load_tree()
+        self.query_one("#memory-table", DataTable).focus()
+
+    def _set_columns(self, search: bool) -> None:
+        table = self.query_one("#memory-table", DataTable)
+        table.clear(columns=True)
+        width = 40 if search else 48
+        if search:
+            for key, label in SEARCH_COLUMNS.items():
+                table.add_column(label, key=key, width=6)
+        for key, (label, _) in COLUMNS.items():
+            if key == "created":
+                continue
+            table.add_column(label, key=key, width={"content": width, "type": 10, "scope": 7, "status": 12,
+                                                    "strength": 12, "importance": 4, "access": 4,
+                                                    "last": 12}[key])
+
+    # ── loading ─────────────────────────────────────────────
+    def load_tree(self) -> None:
+        project = self.engram.project
+        session = self.engram.session
+        service = self.engram.service
+
+        def fetch() -> dict[str, Any]:
+            stats = service.stats(project=project, session=session)
+            sessions = service.list_sessions()
+            projects = service.list_projects()
+            counts: dict[tuple[str, str | None, str | None], Any] = {}
+            for sc in attr(stats, "scopes") or []:
+                scope = getattr(attr(sc, "scope"), "value", attr(sc, "scope"))
+                counts[(scope, project if scope == "project" else None,
+                        session if scope == "session" else None)] = sc
+            for s in sessions:
+                key = attr(s, "session_key")
+                if session is None or key != session:
+                    st = service.stats(session=key)
+                    for sc in attr(st, "scopes") or []:
+                        if getattr(attr(sc, "scope"), "value", attr(sc, "scope")) == "session":
+                            counts[("session", None, key)] = sc
+            return {"projects": projects, "sessions": sessions, "counts": counts}
+
+        self.run_in_thread("tree", fetch)
+
+    def done_tree(self, result: dict[str, Any], _m: ServiceDone) -> None:
+        counts = result["counts"]
+        # Sessions are listed under their own key whatever the app's session is.
+        fixed = {}
+        for (scope, project, session), stat in counts.items():
+            if scope == "session" and session is None and self.engram.session:
+                fixed[("session", None, self.engram.session)] = stat
+            else:
+                fixed[(scope, project, session)] = stat
+        tree = self.query_one(ScopeTree)
+        tree.rebuild(result["projects"], result["sessions"], self.engram.project, fixed)
+
+    def watch_tq(self, _old: TableQuery, _new: TableQuery) -> None:
+        if not self.search_text:
+            self.load_page()
+
+    def load_page(self) -> None:
+        q = self.tq
+        if q.scope == "project" and not q.project:
+            self.query_one("#table-status", Static).update(
+                "[b]No project[/]: start the TUI inside a project or pass --project DIR")
+            return
+        self.page_seq = self.call_service(
+            "page", "list_memories", scope=q.scope, project=q.project, session=q.session,
+            memory_type=q.memory_type, status=q.status, text=q.text or None, order=q.order,
+            descending=q.descending, offset=q.offset, limit=PAGE_SIZE, context=q)
+
+    def done_page(self, page: Any, message: ServiceDone) -> None:
+        if message.seq != self.page_seq or self.search_text:
+            return  # a newer keystroke already asked for another page
+        self.total = attr(page, "total")
+        items = attr(page, "items") or []
+        self.rows = {attr(m, "id"): m for m in items}
+        self._fill(items, hits=None)
+        self._update_status()
+
+    def failed_page(self, message: Any) -> bool:
+        self.query_one("#table-status", Static).update(f"[b red]Could not load memories:[/] {message.text}")
+        return False
+
+    def _fill(self, items: list[Any], hits: list[Any] | None) -> None:
+        table = self.query_one("#memory-table", DataTable)
+        keep = self.current_id
+        table.clear()
+        now = self.engram.now()
+        width = 40 if hits is not None else 48
+        for i, m in enumerate(items):
+            mid = attr(m, "id")
+            strength = float(attr(m, "memory_strength", 0.0))
+            status = getattr(attr(m, "status"), "value", attr(m, "status"))
+            mtype = getattr(attr(m, "memory_type"), "value", attr(m, "memory_type"))
+            scope = getattr(attr(m, "scope"), "value", attr(m, "scope"))
+            content = short(attr(m, "content") or "", width - 2)
+            if attr(m, "pinned"):
+                content = "📌" + short(attr(m, "content") or "", width - 4)
+            row: list[Any] = []
+            if hits is not None:
+                sc = attr(hits[i], "scores")
+                row += [f"{attr(sc, 'final', 0):.3f}", f"{attr(sc, 'fused', 0):.3f}",
+                        str(attr(sc, "bm25_rank") or "—"), str(attr(sc, "vector_rank") or "—")]
+            row += [content, mtype, scope, Text(status, style=_status_style(status)),
+                    Text(f"{strength_bar(strength)} {strength:.2f}", style=_strength_style(strength)),
+                    f"{attr(m, 'importance'):.2f}", str(attr(m, "access_count")),
+                    age(attr(m, "last_accessed_at"), now)]
+            key = mid if mid not in table.rows else f"{mid}#{i}"
+            table.add_row(*row, key=key)
+        if keep is not None and keep in table.rows:
+            table.move_cursor(row=table.get_row_index(keep))
+        elif items:
+            table.move_cursor(row=0)
+            self._select(attr(items[0], "id"))
+        else:
+            self._select(None)
+
+    def _update_status(self) -> None:
+        q = self.tq
+        where = [q.scope]
+        if q.memory_type:
+            where.append(q.memory_type)
+        if q.status:
+            where.append(q.status)
+        label = COLUMNS[next(k for k, v in COLUMNS.items() if v[1] == q.order)][0]
+        first = q.offset + 1 if self.total else 0
+        last = min(q.offset + PAGE_SIZE, self.total)
+        pages = max(1, -(-self.total // PAGE_SIZE))
+        filt = f" · filter [b]{q.text!r}[/]" if q.text else ""
+        self.query_one("#table-status", Static).update(
+            f"[b]{' / '.join(where)}[/] · {first:,}–{last:,} of [b]{self.total:,}[/] · page "
+            f"{q.offset // PAGE_SIZE + 1}/{pages} · sorted by {label} {'↓' if q.descending else '↑'}{filt}"
+            + (f" · [dim]{len(self.undo)} undoable[/]" if len(self.undo) else ""))
+
+    # ── selection → detail ──────────────────────────────────
+    @on(DataTable.RowHighlighted, "#memory-table")
+    def _row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.row_key is None or event.row_key.value is None:
+            return
+        self._select(event.row_key.value.split("#", 1)[0])
+
+    def _select(self, memory_id: str | None) -> None:
+        if memory_id == self.current_id and self.current is not None:
+            return
+        self.current_id = memory_id
+        self.engram.selected_id = memory_id
+        self.current = self.rows.get(memory_id) if memory_id else None
+        detail = self.query_one(DetailPane)
+        if memory_id is None:
+            self.current = None
+            detail.clear()
+            return
+        if self.current is not None:
+            detail.show(self.current, self.engram.now(), self.engram.mask_db_times)
+        self.load_detail(memory_id)
+
+    def load_detail(self, memory_id: str) -> None:
+        service = self.engram.service
+
+        def fetch() -> dict[str, Any]:
+            out: dict[str, Any] = {"memory": service.get(memory_id)}
+            for name in ("memory_graph", "retrieval_history"):
+                try:
+                    out[name] = call(service, name, memory_id)
+                except NotAvailable:
+                    out[name + "_error"] = NOT_YET
+                except Exception as exc:  # noqa: BLE001 - shown in the pane, the rest of the detail still works
+                    out[name + "_error"] = f"[red]{describe_error(exc)}[/]"
+            return out
+
+        self.run_in_thread("detail", fetch, context=memory_id)
+
+    def done_detail(self, result: dict[str, Any], message: ServiceDone) -> None:
+        if message.context != self.current_id:
+            return
+        m = result["memory"]
+        self.current = m
+        detail = self.query_one(DetailPane)
+        now = self.engram.now()
+        detail.show(m, now, self.engram.mask_db_times)
+        detail.show_extras(result.get("memory_graph"), result.get("memory_graph_error"),
+                           result.get("retrieval_history"), result.get("retrieval_history_error"), now)
+
+    # ── tree → filter ───────────────────────────────────────
+    @on(Tree.NodeSelected, "#scope-tree")
+    def _node_selected(self, event: Tree.NodeSelected[NodeData]) -> None:
+        data = event.node.data
+        if data is None:
+            return
+        self._leave_search()
+        project = data.project if data.scope == "project" else self.tq.project
+        self.tq = replace(self.tq, scope=data.scope, project=project, session=data.session,
+                             memory_type=data.memory_type, status=data.status, offset=0)
+
+    @on(Tree.NodeExpanded, "#scope-tree")
+    def _node_expanded(self, event: Tree.NodeExpanded[NodeData]) -> None:
+        data = event.node.data
+        if data is None:
+            return
+        service = self.engram.service
+        if data.level == "type":
+            def count() -> dict[str, int]:
+                return {st: attr(service.list_memories(scope=data.scope, project=data.project, session=data.session,
+                                                       memory_type=data.memory_type, status=st, limit=1), "total")
+                        for st in STATUSES}
+            self.run_in_thread("status_counts", count, context=data)
+        elif data.level == "scope" and data.scope == "project" and data.project != self.engram.project:
+            # Another project's store is opened only when a person looks at it on purpose.
+            self.call_service("project_counts", "stats", project=data.project, context=data, exclusive=False)
+
+    def done_status_counts(self, counts: dict[str, int], message: ServiceDone) -> None:
+        self.query_one(ScopeTree).set_status_counts(message.context, counts)
+
+    def done_project_counts(self, stats: Any, message: ServiceDone) -> None:
+        data: NodeData = message.context
+        for sc in attr(stats, "scopes") or []:
+            if getattr(attr(sc, "scope"), "value", attr(sc, "scope")) == "project":
+                self.query_one(ScopeTree).set_scope_counts(("project", data.project, None), sc)
+
+    # ── filter and search ───────────────────────────────────
+    @on(Input.Changed, "#filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        self._leave_search()
+        self.tq = replace(self.tq, text=event.value.strip(), offset=0)
+
+    @on(Input.Submitted, "#search")
+    def _search(self, event: Input.Submitted) -> None:
+        text = event.value.strip()
+        if not text:
+            self.action_clear_search()
+            return
+        self.search_text = text
+        q = self.tq
+        self.query_one("#table-status", Static).update(f"searching for [b]{text!r}[/]…")
+        self.call_service("search", "recall", text, project=q.project, session=q.session or self.engram.session,
+                          limit=100, scope="all", types=[q.memory_type] if q.memory_type else None,
+                          statuses=[q.status] if q.status else None, strengthen=False, log=False)
+        self.query_one("#memory-table", DataTable).focus()
+
+    def done_search(self, result: Any, _m: ServiceDone) -> None:
+        if not self.search_text:
+            return
+        hits = list(attr(result, "hits") or [])
+        self.hits = {attr(attr(h, "memory"), "id"): h for h in hits}
+        self.rows = {attr(attr(h, "memory"), "id"): attr(h, "memory") for h in hits}
+        self._set_columns(search=True)
+        self._fill([attr(h, "memory") for h in hits], hits=hits)
+        degraded = attr(result, "degraded")
+        self.query_one("#table-status", Static).update(
+            f"[b]recall[/] {self.search_text!r} · {len(hits)} hits · {attr(result, 'strategy')} · "
+            f"{attr(result, 'took_ms', 0):.0f} ms · ranks: BM25# and Vec# per list, Score = final"
+            + (f" · [yellow]{degraded}[/]" if degraded else "") + " · [dim]esc: back to the list[/]")
+
+    def _leave_search(self) -> None:
+        if self.search_text:
+            self.search_text = ""
+            self._set_columns(search=False)
+
+    def action_clear_search(self) -> None:
+        if self.search_text:
+            self.query_one("#search", Input).value = ""
+            self._leave_search()
+            self.load_page()
+        self.query_one("#memory-table", DataTable).focus()
+
+    def action_focus_filter(self) -> None:
+        self.query_one("#filter", Input).focus()
+
+    def action_focus_search(self) -> None:
+        self.query_one("#search", Input).focus()
+
+    # ── sorting and paging ──────────────────────────────────
+    @on(DataTable.HeaderSelected, "#memory-table")
+    def _header(self, event: DataTable.HeaderSelected) -> None:
+        key = event.column_key.value
+        if key not in COLUMNS or COLUMNS[key][1] is None or self.search_text:
+            return
+        order = COLUMNS[key][1]
+        assert order is not None
+        desc = not self.tq.descending if order == self.tq.order else order != "content"
+        self.tq = replace(self.tq, order=order, descending=desc, offset=0)
+
+    def action_cycle_sort(self) -> None:
+        orders = [COLUMNS[k][1] for k in SORTABLE]
+        nxt = orders[(orders.index(self.tq.order) + 1) % len(orders)]
+        self.tq = replace(self.tq, order=nxt or "created_at", offset=0)
+
+    def action_reverse_sort(self) -> None:
+        self.tq = replace(self.tq, descending=not self.tq.descending, offset=0)
+
+    def action_page(self, delta: int) -> None:
+        offset = self.tq.offset + delta * PAGE_SIZE
+        if 0 <= offset < max(self.total, 1):
+            self.tq = replace(self.tq, offset=offset)
+
+    def action_refresh(self) -> None:
+        self.refresh_all()
+
+    def refresh_all(self) -> None:
+        if self.search_text:
+            self.call_service("search", "recall", self.search_text, project=self.tq.project,
+                              session=self.tq.session or self.engram.session, limit=100, scope="all",
+                              strengthen=False, log=False)
+        else:
+            self.load_page()
+        self.load_tree()
+        if self.current_id:
+            self.load_detail(self.current_id)
+
+    # ── actions on the selected memory ──────────────────────
+    def _need_current(self) -> Any | None:
+        if self.current is None:
+            self.notify("Select a memory first", severity="warning")
+        return self.current
+
+    def _ask(self, question: str, then: Any, title: str = "Confirm") -> None:
+        def answered(ok: bool | None) -> None:
+            if ok:
+                then()
+        self.app.push_screen(ConfirmScreen(question, title=title), answered)
+
+    def _before(self, m: Any) -> dict[str, Any]:
+        return {"status": getattr(attr(m, "status"), "value", attr(m, "status")), "content": attr(m, "content"),
+                "tags": list(attr(m, "tags") or []), "metadata": dict(attr(m, "metadata") or {}),
+                "importance": attr(m, "importance"), "pinned": bool(attr(m, "pinned"))}
+
+    def action_edit(self) -> None:
+        m = self._need_current()
+        if m is None:
+            return
+        mid = attr(m, "id")
+        before = self._before(m)
+
+        def edited(changes: dict[str, Any] | None) -> None:
+            if not changes:
+                return
+            from engram_core.models import MemoryPatch
+
+            entry = UndoEntry("edit", mid, "edit", before={k: before[k] for k in changes})
+            self.call_service("mutate", "update", mid, MemoryPatch(**changes), context=entry)
+
+        self.app.push_screen(EditMemoryScreen(attr(m, "content"), list(attr(m, "tags") or []),
+                                              float(attr(m, "importance"))), edited)
+
+    def action_pin(self) -> None:
+        m = self._need_current()
+        if m is None:
+            return
+        from engram_core.models import MemoryPatch
+
+        pinned = bool(attr(m, "pinned"))
+        entry = UndoEntry("pin", attr(m, "id"), "unpin" if pinned else "pin", before={"pinned": pinned})
+        self.call_service("mutate", "update", attr(m, "id"), MemoryPatch(pinned=not pinned), context=entry)
+
+    def action_promote(self) -> None:
+        m = self._need_current()
+        if m is None:
+            return
+        scope = getattr(attr(m, "scope"), "value", attr(m, "scope"))
+        if scope == "user":
+            self.notify("Already in user scope, the highest", severity="warning")
+            return
+        target = "project" if scope == "session" else "user"
+        entry = UndoEntry("promote", attr(m, "id"), f"promote to {target}")
+        self._ask(f"Promote this {scope} memory to [b]{target}[/] scope?\n\n{short(attr(m, 'content'), 200)}",
+                  lambda: self.call_service("mutate", "promote", attr(m, "id"), target,
+                                            project=self.tq.project, session=self.tq.session, context=entry),
+                  title="Promote")
+
+    def action_archive(self) -> None:
+        m = self._need_current()
+        if m is None:
+            return
+        entry = UndoEntry("archive", attr(m, "id"), "archive", before=self._before(m))
+        self._ask(f"Archive this memory? Recall will skip it until it is restored.\n\n{short(attr(m, 'content'), 200)}",
+                  lambda: self.call_service("mutate", "set_status", attr(m, "id"), "archived",
+                                            reason="archived in the TUI", context=entry),
+                  title="Archive")
+
+    def action_forget(self) -> None:
+        m = self._need_current()
+        if m is None:
+            return
+        entry = UndoEntry("forget", attr(m, "id"), "forget", before=self._before(m))
+        self._ask("Forget this memory? Its content and embedding are cleared (the skeleton stays for history).\n"
+                  f"You can undo (u) until you leave this screen.\n\n{short(attr(m, 'content'), 200)}",
+                  lambda: self.call_service("mutate", "forget", attr(m, "id"), reason="forgotten in the TUI",
+                                            context=entry),
+                  title="Forget")
+
+    def done_mutate(self, result: Any, message: ServiceDone) -> None:
+        entry: UndoEntry = message.context
+        if entry.action == "promote":
+            promoted = list(attr(result, "promoted") or [])
+            entry.created_id = promoted[0].split(":", 1)[-1] if promoted else None
+            note = attr(result, "message") or "promoted"
+        else:
+            note = f"{entry.label} done"
+        self.undo.push(entry)
+        self.notify(f"{note} · u to undo", title="Engram")
+        self.current = None
+        self.refresh_all()
+
+    def action_undo(self) -> None:
+        entry = self.undo.pop()
+        if entry is None:
+            self.notify("Nothing to undo on this screen", severity="warning")
+            return
+        service = self.engram.service
+
+        def apply() -> UndoEntry:
+            for name, args, kwargs in undo_plan(entry):
+                call(service, name, *args, **kwargs)
+            return entry
+
+        self.run_in_thread("undone", apply)
+
+    def done_undone(self, entry: UndoEntry, _m: ServiceDone) -> None:
+        self.notify(f"undid {entry.label}", title="Engram")
+        self.current = None
+        self.refresh_all()
+
+    def leave(self) -> None:
+        """The screen is being left: changes made here can no longer be undone."""
+        self.undo.clear()
+
+
+def _status_style(status: str) -> str:
+    return {"active": "green", "created": "cyan", "consolidated": "blue", "archived": "yellow",
+            "superseded": "magenta", "forgotten": "red dim"}.get(status, "")
+
+
+def _strength_style(value: float) -> str:
+    return "green" if value >= 0.3 else "yellow" if value >= 0.1 else "red" if value >= 0.01 else "red dim"

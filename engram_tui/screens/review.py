@@ -1,0 +1,191 @@
+"""Consolidation review: the queue, the source memories side by side, the proposed merged memory."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.markup import escape
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.widgets import DataTable, Footer, Header, Static, TextArea
+
+from ..backend import NotAvailable, attr, available, call
+from ..fmt import age, short
+from ..messages import ServiceDone, ServiceFailed
+from ..widgets.modebar import ModeBar
+from .base import ServiceScreen
+from .dialogs import ConfirmScreen
+
+NOT_YET = ("[b]Consolidation review is not available yet.[/]\n\nThe self-organising layer "
+           "(engram_core/organise: list_consolidations / approve_consolidation / reject_consolidation) "
+           "has not landed in this build or in the running daemon.")
+
+
+def memory_card(m: Any, now: Any) -> str:
+    status = getattr(attr(m, "status"), "value", attr(m, "status"))
+    return (f"[b]{escape(attr(m, 'content') or '')}[/]\n\n"
+            f"[dim]id[/] {attr(m, 'id')}\n[dim]type[/] {getattr(attr(m, 'memory_type'), 'value', attr(m, 'memory_type'))}"
+            f"  [dim]status[/] [b]{status}[/]\n"
+            f"[dim]strength[/] {attr(m, 'memory_strength', 0):.3f}  [dim]importance[/] {attr(m, 'importance', 0):.2f}\n"
+            f"[dim]created[/] {age(attr(m, 'created_at'), now)}  [dim]tags[/] {escape(', '.join(attr(m, 'tags') or []))}")
+
+
+class ReviewScreen(ServiceScreen):
+    BINDINGS = [
+        Binding("a", "approve", "Approve", id="review.approve", tooltip="Approve the proposal (uses your edits)"),
+        Binding("r", "reject", "Reject", id="review.reject", tooltip="Reject the proposal"),
+        Binding("e", "edit", "Edit proposal", id="review.edit", tooltip="Edit the merged text, then approve"),
+        Binding("R", "refresh", "Refresh", id="review.refresh"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.items: dict[str, Any] = {}
+        self.current: Any | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield ModeBar("review")
+        with Vertical(id="review"):
+            yield Static("", id="review-status")
+            yield DataTable(id="review-queue", cursor_type="row")
+            yield Horizontal(id="review-sources")
+            with Horizontal(id="review-proposal-row"):
+                yield TextArea("", id="review-proposal", soft_wrap=True)
+                yield Static("", id="review-result")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one("#review-queue", DataTable)
+        table.border_title = "Queue"
+        for key, label, width in (("reason", "Reason", 14), ("priority", "Priority", 8), ("risk", "Risk", 6),
+                                  ("sources", "Sources", 7), ("proposal", "Proposed memory", 80),
+                                  ("created", "Queued", 12)):
+            table.add_column(label, key=key, width=width)
+        self.query_one("#review-sources").border_title = "Source memories"
+        self.query_one("#review-proposal").border_title = "Proposed merged memory (editable)"
+        self.query_one("#review-result").border_title = "Result"
+
+    def on_screen_resume(self) -> None:
+        self.load()
+
+    def action_refresh(self) -> None:
+        self.load()
+
+    def load(self) -> None:
+        if not available(self.engram.service, "list_consolidations"):
+            self._not_available()
+            return
+        self.call_service("queue", "list_consolidations", project=self.engram.project, status="pending")
+
+    def _not_available(self) -> None:
+        self.query_one("#review-status", Static).update(NOT_YET)
+        self.add_class("unavailable")
+
+    def failed_queue(self, message: ServiceFailed) -> bool:
+        if isinstance(message.error, NotAvailable) or "unknown method" in message.text:
+            self._not_available()
+            return True
+        self.query_one("#review-status", Static).update(f"[b red]{message.text}[/]")
+        return False
+
+    def done_queue(self, items: list[Any], _m: ServiceDone) -> None:
+        self.remove_class("unavailable")
+        table = self.query_one("#review-queue", DataTable)
+        table.clear()
+        now = self.engram.now()
+        self.items = {}
+        for it in items or []:
+            iid = str(attr(it, "id"))
+            self.items[iid] = it
+            proposal = attr(it, "proposal") or {}
+            table.add_row(attr(it, "reason"), f"{attr(it, 'priority', 0):.2f}" if isinstance(attr(it, "priority"), float)
+                          else str(attr(it, "priority")), str(attr(it, "risk")), str(len(attr(it, "sources") or [])),
+                          short(attr(proposal, "content") or "", 78), age(attr(it, "created_at"), now), key=iid)
+        self.query_one("#review-status", Static).update(
+            f"[b]{len(self.items)}[/] pending consolidation(s) · a approve · e edit then approve · r reject")
+        if self.items:
+            table.move_cursor(row=0)
+            self._show(next(iter(self.items)))
+        else:
+            self.current = None
+            self.query_one("#review-sources").remove_children()
+            self.query_one("#review-proposal", TextArea).text = ""
+
+    @on(DataTable.RowHighlighted, "#review-queue")
+    def _highlight(self, event: DataTable.RowHighlighted) -> None:
+        if event.row_key is not None and event.row_key.value in self.items:
+            self._show(event.row_key.value)
+
+    def _show(self, iid: str) -> None:
+        it = self.items[iid]
+        self.current = it
+        now = self.engram.now()
+        box = self.query_one("#review-sources", Horizontal)
+        box.remove_children()
+        box.mount_all([VerticalScroll(Static(memory_card(m, now)), classes="card")
+                       for m in attr(it, "sources") or []])
+        proposal = attr(it, "proposal") or {}
+        self.query_one("#review-proposal", TextArea).text = attr(proposal, "content") or ""
+        self.query_one("#review-result", Static).update(
+            f"[dim]type[/] {attr(proposal, 'memory_type')}  [dim]importance[/] {attr(proposal, 'importance')}\n"
+            f"[dim]tags[/] {escape(', '.join(attr(proposal, 'tags') or []))}\n[dim]risk[/] {attr(it, 'risk')}")
+
+    def action_edit(self) -> None:
+        self.query_one("#review-proposal", TextArea).focus()
+
+    def action_approve(self) -> None:
+        it = self.current
+        if it is None:
+            return
+        original = attr(attr(it, "proposal") or {}, "content") or ""
+        text = self.query_one("#review-proposal", TextArea).text
+        edited = text if text.strip() and text != original else None
+        n = len(attr(it, "sources") or [])
+
+        def go(ok: bool | None) -> None:
+            if ok:
+                self.call_service("approved", "approve_consolidation", attr(it, "id"), project=self.engram.project,
+                                  edited_content=edited, context=it)
+
+        self.app.push_screen(ConfirmScreen(
+            f"Approve this consolidation? The {n} source memories will be marked consolidated into the new one"
+            + (" (with your edited text)." if edited else "."), title="Approve consolidation", danger=False), go)
+
+    def action_reject(self) -> None:
+        it = self.current
+        if it is None:
+            return
+        self.call_service("rejected", "reject_consolidation", attr(it, "id"), project=self.engram.project,
+                          reason="rejected in the TUI", context=it)
+
+    def done_approved(self, result: Any, message: ServiceDone) -> None:
+        it = message.context
+        service = self.engram.service
+
+        def statuses() -> tuple[Any, list[Any]]:
+            return result, [call(service, "get", attr(m, "id")) for m in attr(it, "sources") or []]
+
+        self.run_in_thread("after_approve", statuses)
+
+    def done_after_approve(self, data: tuple[Any, list[Any]], _m: ServiceDone) -> None:
+        result, sources = data
+        now = self.engram.now()
+        made = attr(result, "memory") or result
+        lines = ["[b green]Approved.[/]", "", "[b]New memory[/]"]
+        if attr(made, "content"):
+            lines.append(memory_card(made, now))
+        else:
+            lines.append(escape(str(result))[:400])
+        lines += ["", "[b]Originals now[/]"]
+        lines += [f"  {attr(m, 'id')}: [b]{getattr(attr(m, 'status'), 'value', attr(m, 'status'))}[/]"
+                  for m in sources]
+        self.notify("Consolidation approved", title="Engram")
+        self.load()
+        self.call_after_refresh(lambda: self.query_one("#review-result", Static).update("\n".join(lines)))
+
+    def done_rejected(self, _result: Any, _m: ServiceDone) -> None:
+        self.notify("Consolidation rejected; the sources stay as they were", title="Engram")
+        self.load()

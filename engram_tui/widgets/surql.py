@@ -1,0 +1,69 @@
+"""SurrealQL editor (tree-sitter-surrealql highlighting) and the per-statement results viewer."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from textual.widgets import Static, TabbedContent, TabPane, TextArea
+from textual_fastdatatable import DataTable as FastTable
+
+from ..backend import attr
+
+
+@cache
+def surql_language() -> tuple[Any, str] | None:
+    """The tree-sitter Language and its highlight query, or None when the grammar is missing."""
+    try:
+        import tree_sitter_surrealql
+        from tree_sitter import Language
+    except ImportError:
+        return None
+    query = resources.files("tree_sitter_surrealql").joinpath("queries/highlights.scm").read_text()
+    return Language(tree_sitter_surrealql.language()), query
+
+
+class SurqlEditor(TextArea):
+    """A TextArea that speaks SurrealQL (falls back to plain text when the grammar is not installed)."""
+
+    def __init__(self, text: str = "", **kwargs: Any) -> None:
+        super().__init__(text, soft_wrap=False, show_line_numbers=True, tab_behavior="indent", **kwargs)
+        lang = surql_language()
+        if lang is not None:
+            self.register_language("surrealql", *lang)
+            self.language = "surrealql"
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "NONE"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict | list):
+        return json.dumps(value, default=str, ensure_ascii=False)[:500]
+    return str(value)
+
+
+class ResultsViewer(TabbedContent):
+    """One tab per statement (harlequin's shape): a fast table of rows, or the statement's error."""
+
+    def show_results(self, statements: list[Any]) -> None:
+        self.clear_panes()
+        for i, st in enumerate(statements, start=1):
+            error = attr(st, "error")
+            rows = attr(st, "rows") or []
+            cols = list(attr(st, "columns") or [])
+            took = attr(st, "time_ms")
+            label = f"{i}: {'error' if error else f'{len(rows)} rows'}" + (f" · {took:.1f} ms" if took is not None else "")
+            if error:
+                body: Any = Static(f"[b red]{error}[/]\n\n[dim]{attr(st, 'sql') or ''}[/]", classes="result-error")
+            elif rows:
+                if not cols:
+                    cols = sorted({k for r in rows if isinstance(r, dict) for k in r}) or ["value"]
+                data = [[_cell(r.get(c) if isinstance(r, dict) else r) for c in cols] for r in rows]
+                body = FastTable(data=data, column_labels=cols, max_column_content_width=60)
+            else:
+                body = Static("[dim]no rows[/]")
+            self.add_pane(TabPane(label, body, id=f"result-{i}"))
