@@ -125,10 +125,13 @@ class SearchIndex:
 
     _INITIAL_CAPACITY = 64
 
-    def __init__(self, dim: int = 384, *, k1: float = 1.2, b: float = 0.75) -> None:
+    def __init__(
+        self, dim: int = 384, *, k1: float = 1.2, b: float = 0.75, drop_stopwords: bool = True
+    ) -> None:
         self.dim = dim
         self.k1 = k1
         self.b = b
+        self.drop_stopwords = drop_stopwords
         self._lock = threading.RLock()
         cap = self._INITIAL_CAPACITY
         self._slot_of: dict[str, int] = {}
@@ -184,7 +187,7 @@ class SearchIndex:
 
     def upsert(self, doc_id: str, text: str, embedding: np.ndarray | Sequence[float] | None) -> None:
         """Insert or replace a document; `embedding=None` leaves it findable by BM25 only."""
-        tokens = tokenize(text or "")
+        tokens = tokenize(text or "", drop_stopwords=self.drop_stopwords)
         unit = None if embedding is None else _as_unit_vector(embedding, self.dim)
         with self._lock:
             slot = self._slot_of.get(doc_id)
@@ -269,7 +272,7 @@ class SearchIndex:
 
     def _bm25_array(self, query: str) -> np.ndarray | None:
         """Scores over slots [0, _high); None when no query term is in the index. Caller holds the lock."""
-        terms = set(tokenize(query))
+        terms = set(tokenize(query, drop_stopwords=self.drop_stopwords))
         n = self._n_text_docs
         if not terms or n == 0:
             return None
