@@ -150,15 +150,22 @@ class RemoteService:
         with self._lock:
             if self._sock is not None:
                 return self
-            try:
-                self._sock = self._open()
-            except OSError as exc:
-                if not self.start:
-                    raise DaemonUnavailable(f"no Engram daemon is running for {self.home} ({exc.strerror or exc}); "
-                                            "start it with `engram serve`") from None
-                self._sock = self._start_and_wait()
-            self._buf = b""
-            self._hello()
+            for attempt in (1, 2):
+                try:
+                    self._sock = self._open()
+                except OSError as exc:
+                    if not self.start:
+                        raise DaemonUnavailable(f"no Engram daemon is running for {self.home} "
+                                                f"({exc.strerror or exc}); start it with `engram serve`") from None
+                    self._sock = self._start_and_wait()
+                self._buf = b""
+                try:
+                    self._hello()
+                    return self
+                except OSError as exc:  # the daemon died between accept and hello (killed, stopping)
+                    self.close()
+                    if attempt == 2:
+                        raise DaemonUnavailable(f"the Engram daemon went away during the handshake: {exc}") from None
             return self
 
     def _hello(self) -> None:

@@ -756,6 +756,8 @@ def serve(home: Path, idle_timeout_s: float | None = None, verbose: bool = False
     """Run the daemon in this process until stopped; 0 also when one is already running (it says so)."""
     ensure_private_dir(home)
     _setup_logging(home, verbose)
+    # Short GIL slices: the accept/handler threads answer hooks promptly while a worker thread is busy.
+    sys.setswitchinterval(0.001)
     try:
         daemon = Daemon(home, idle_timeout_s=idle_timeout_s)
     except AlreadyRunning as exc:

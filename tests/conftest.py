@@ -45,3 +45,106 @@ def service(engram_home: Path, embedder) -> Iterator:  # noqa: ANN001
     svc = EngramService(engram_home, embedder=embedder)
     yield svc
     svc.close()
+
+
+# ── daemon fixtures (tests/test_daemon.py, test_hooks.py, test_mcp.py, test_cli.py, test_faults.py) ──
+REPO_ROOT = Path(__file__).resolve().parent.parent
+HOOK_SCRIPT = REPO_ROOT / "hooks" / "engram_hook.py"
+
+
+class DaemonProc:
+    """A real `engram serve` subprocess on a temp ENGRAM_HOME, talked to over its real socket."""
+
+    def __init__(self, home: Path, *, model: bool = True, idle_timeout: float = 0, env: dict | None = None) -> None:
+        import sys
+
+        self.home = home
+        self.python = sys.executable
+        self.env = {**os.environ, "ENGRAM_HOME": str(home), "ENGRAM_DAEMON_IDLE_TIMEOUT_S": str(idle_timeout),
+                    **({} if model else {"ENGRAM_EMBEDDING_PROVIDER": "none"}), **(env or {})}
+        self.proc = None
+
+    @property
+    def sock(self) -> Path:
+        return self.home / "engram.sock"
+
+    def start(self, timeout: float = 60.0):  # noqa: ANN201
+        import subprocess
+        import time
+
+        self.proc = subprocess.Popen([self.python, "-m", "engram_core.daemon", "--home", str(self.home)],
+                                     env=self.env, cwd=str(REPO_ROOT), stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"daemon exited {self.proc.returncode}: {self.proc.stderr.read().decode()[-2000:]}")
+            if self.answers():
+                return self
+            time.sleep(0.05)
+        raise RuntimeError("daemon did not come up")
+
+    def answers(self) -> bool:
+        from engram_core.client import DaemonUnavailable, RemoteService
+
+        try:
+            RemoteService(self.home, start=False).connect().close()
+            return True
+        except (DaemonUnavailable, OSError):
+            return False
+
+    def client(self, typed: bool = False):  # noqa: ANN201
+        from engram_core.client import RemoteService
+
+        return RemoteService(self.home, start=False, typed=typed).connect()
+
+    def stop(self, timeout: float = 20.0) -> None:
+        import signal
+
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except Exception:
+                self.proc.kill()
+                self.proc.wait()
+        self._close_pipes()
+
+    def kill9(self) -> None:
+        import signal
+
+        assert self.proc is not None
+        os.kill(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
+        self._close_pipes()
+
+    def _close_pipes(self) -> None:
+        if self.proc is not None:
+            for pipe in (self.proc.stdout, self.proc.stderr):
+                if pipe is not None:
+                    pipe.close()
+
+
+def new_project(base: Path, name: str) -> Path:
+    root = base / name
+    (root / ".git").mkdir(parents=True, exist_ok=True)
+    return root
+
+
+@pytest.fixture(scope="session")
+def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DaemonProc]:
+    """One real daemon with the real model for the whole session (the model load costs ~5 s)."""
+    d = DaemonProc(tmp_path_factory.mktemp("engram-daemon")).start()
+    c = d.client()
+    c.call("store", memory={"content": "warm-up memory for the shared daemon", "scope": "user"})
+    c.close()
+    yield d
+    d.stop()
+
+
+@pytest.fixture
+def light_daemon(tmp_path: Path) -> Iterator[DaemonProc]:
+    """A daemon of its own without the embedding model (fast start) for lifecycle and fault tests."""
+    d = DaemonProc(tmp_path / "home", model=False)
+    yield d
+    d.stop()

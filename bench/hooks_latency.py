@@ -1,0 +1,117 @@
+"""PostToolUse hook wall time with the daemon up, next to its baselines, in one run.
+
+    python bench/hooks_latency.py [--runs 200] [--python python3] [--out bench/results/hooks_latency.json]
+
+Measured, each as a fresh process the way Claude Code runs a hook (stdin JSON, wait for exit):
+- ``hook``: ``python3 -S hooks/engram_hook.py PostToolUse`` with a realistic Edit event (what hooks.json runs);
+- ``hook_no_S``: the same without ``-S`` (site-packages .pth files of the interpreter cost extra);
+- ``bare_python``: ``python3 -S -c "import json, socket"``, the floor;
+- ``direct_sdk``: a script that imports the SurrealDB SDK, opens a store and writes one row (the design we avoid).
+Prints JSON and writes it to ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+HOOK = REPO / "hooks" / "engram_hook.py"
+
+DIRECT = """
+import sys
+from surrealdb import Surreal
+db = Surreal("surrealkv://" + sys.argv[1])
+db.use("bench", "bench")
+db.query("CREATE memory SET content = $c, memory_type = 'episodic'", {"c": "Modified src/app.py"}).execute()
+db.close()
+"""
+
+
+def stats(ms: list[float]) -> dict[str, Any]:
+    s = sorted(ms)
+    def pct(p: float) -> float:
+        return round(s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))], 1)
+    return {"n": len(s), "p50": pct(50), "p95": pct(95), "mean": round(statistics.fmean(s), 1), "min": round(s[0], 1)}
+
+
+def timed(cmd: list[str], stdin: bytes | None, env: dict[str, str]) -> float:
+    t0 = time.perf_counter()
+    subprocess.run(cmd, input=stdin, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    return (time.perf_counter() - t0) * 1000
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=200)
+    ap.add_argument("--direct-runs", type=int, default=20)
+    ap.add_argument("--python", default=shutil.which("python3") or "python3")
+    ap.add_argument("--no-model", action="store_true")
+    ap.add_argument("--out", default=str(REPO / "bench" / "results" / "hooks_latency.json"))
+    args = ap.parse_args()
+    py = os.path.realpath(args.python)
+
+    from engram_core.client import connect
+
+    tmp = Path(tempfile.mkdtemp(prefix="engram-hookbench-"))
+    home, project = tmp / "home", tmp / "proj"
+    (project / ".git").mkdir(parents=True)
+    env = {**os.environ, "ENGRAM_HOME": str(home), "ENGRAM_DAEMON_IDLE_TIMEOUT_S": "0"}
+    if args.no_model:
+        env["ENGRAM_EMBEDDING_PROVIDER"] = "none"
+    os.environ.update(env)
+    remote = connect(home, timeout=120, typed=False)
+    remote.call("store", memory={"content": "bench warm-up", "scope": "user"})
+
+    def event(i: int) -> bytes:
+        return json.dumps({
+            "session_id": "bench-session", "transcript_path": str(tmp / "t.jsonl"), "cwd": str(project),
+            "hook_event_name": "PostToolUse", "tool_name": "Edit", "tool_use_id": f"toolu_{i}",
+            "tool_input": {"file_path": f"{project}/src/module_{i}.py", "old_string": "return a + b",
+                           "new_string": "return a + b + c  # include the carry"},
+            "tool_response": {"filePath": f"{project}/src/module_{i}.py", "structuredPatch": []},
+        }).encode()
+
+    for i in range(5):  # warm the page cache and the .pyc files
+        timed([py, "-S", str(HOOK), "PostToolUse"], event(-i - 1), env)
+    hook, hook_no_s, bare = [], [], []
+    for i in range(args.runs):
+        hook.append(timed([py, "-S", str(HOOK), "PostToolUse"], event(i), env))
+        bare.append(timed([py, "-S", "-c", "import json, socket"], None, env))
+        if i % 4 == 0:
+            hook_no_s.append(timed([py, str(HOOK), "PostToolUse"], event(100_000 + i), env))
+    direct = []
+    script = tmp / "direct.py"
+    script.write_text(DIRECT)
+    for i in range(args.direct_runs):
+        direct.append(timed([sys.executable, str(script), str(tmp / f"direct-{i % 2}.db")], None, env))
+    flush = remote.call("flush", timeout_s=120)
+    status = remote.call("status")
+    spooled = status["spool_ingested"]
+    remote.call("shutdown")
+    result = {
+        "python": py, "runs": args.runs, "model": not args.no_model, "cpus": os.cpu_count(),
+        "load_avg_1m": round(os.getloadavg()[0], 2),
+        "hook_ms": stats(hook), "hook_without_-S_ms": stats(hook_no_s), "bare_python_ms": stats(bare),
+        "direct_sdk_write_ms": stats(direct),
+        "hook_overhead_over_bare_p50_ms": round(stats(hook)["p50"] - stats(bare)["p50"], 1),
+        "events_applied": status["events_applied"], "spooled_then_ingested": spooled, "flush": flush,
+    }
+    print(json.dumps(result, indent=2))
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
