@@ -16,8 +16,6 @@ import functools
 import logging
 from typing import Any
 
-import numpy as np
-
 from ..service import EngramService
 from ..store import Light, ScopeStore
 from . import (
@@ -73,4 +71,4 @@ def install(service: EngramService) -> None:
     service._organise_installed = True  # type: ignore[attr-defined]
 
 
-_ = (np, consolidation, evolution, recursive, log)
+_ = (consolidation, evolution, recursive)

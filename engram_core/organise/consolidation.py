@@ -1,1 +1,429 @@
-"""placeholder"""
+"""Consolidation: find what could be merged, propose a merged memory, approve by policy or by review.
+
+Reasons: decay (queued by the core sweep), duplicate, promotion, merge, scheduled (closed episodes at the
+full consolidation every 5 sessions), episodic_to_semantic (>= 3 related episodes on a topic).
+
+Proposals are extractive by default — the strongest statement, union of tags, summed access, max
+importance, sources linked — because no LLM is available; the agent may replace the text with a summary
+(`propose_consolidation_summary`). Items below the auto-approval risk are applied without review; the rest
+wait for the TUI or the agent. Candidates are visited in replay priority order (seed 003): importance,
+recency and association strength.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from typing import Any, Literal
+
+from ..models import MemoryIn, MemoryType
+from ..scoring import days_between, memory_strength
+from ..store import ScopeStore, key_of, plain
+from . import associations, contradictions, graph
+from .base import EngramError, EngramService, NotFound, api, primary_store, rid, to_memory, write_memory
+from .models import ConsolidationItem, ConsolidationOutcome, Proposal, ReflectionReport
+
+REASONS = ("decay", "duplicate", "promotion", "merge", "scheduled", "episodic_to_semantic")
+BASE_RISK = {"duplicate": 0.1, "decay": 0.2, "promotion": 0.5, "merge": 0.6, "scheduled": 0.5,
+             "episodic_to_semantic": 0.5}
+DEFAULT_AUTO_BELOW = 0.3
+MERGE_COSINE = 0.80
+MIN_EPISODES = 3
+LIVE = ("created", "active")
+
+
+def auto_approve_below(service: EngramService) -> float:
+    """Risk under which items are applied without review (evolution_state key, configurable)."""
+    return float(service.param("consolidation_auto_approve_below", DEFAULT_AUTO_BELOW))
+
+
+def risk_for(reason: str, n_sources: int, agent_summary: bool = False) -> float:
+    # More sources folded into one statement lose more; an agent-written summary loses less than extraction.
+    risk = BASE_RISK.get(reason, 0.5) + 0.05 * max(0, n_sources - 2) - (0.1 if agent_summary else 0.0)
+    return round(min(1.0, max(0.0, risk)), 3)
+
+
+def replay_priority(service: EngramService, store: ScopeStore, key: str) -> float:
+    lt = store.light.get(key)
+    if lt is None:
+        return 0.0
+    recency = 0.5 ** (max(0.0, days_between(lt.last_accessed_at, service.now())) / 7.0)
+    assoc = min(1.0, sum(associations._adjacency(service, store).get(key, {}).values()))
+    return 0.5 * lt.importance + 0.3 * recency + 0.2 * assoc
+
+
+def extractive(service: EngramService, store: ScopeStore, keys: list[str], reason: str,
+               topic: str | None = None) -> Proposal:
+    rows = [r for r in (store.get_many(keys) or {}).values()]
+    if not rows:
+        raise NotFound("the sources of this item no longer exist")
+    now = service.now()
+    strongest = max(rows, key=lambda r: (memory_strength(r["importance"], r["half_life_days"], r["access_count"],
+                                                         r["last_accessed_at"], now), r["access_count"], r["created_at"]))
+    content = strongest["content"]
+    mtype = strongest["memory_type"]
+    if reason == "episodic_to_semantic":
+        mtype = "semantic"
+        # A different text from the source's, or the core would fold it back into that episode by hash.
+        content = f"Recurring across {len(rows)} episodes" + (f" ({topic})" if topic else "") + f": {content}"
+    elif reason == "scheduled":
+        content = f"Episode summary ({len(rows)} memories): " + " | ".join(
+            r["content"][:200] for r in sorted(rows, key=lambda r: r["created_at"]))
+    if mtype == "working":
+        mtype = "episodic"
+    tags: list[str] = []
+    for r in rows:
+        tags += [t for t in r.get("tags", []) if t not in tags]
+    return Proposal(content=content[:20_000], memory_type=mtype, tags=tags[:64],
+                    importance=max(r["importance"] for r in rows), access_count=sum(r["access_count"] for r in rows),
+                    source="promotion" if reason == "promotion" else "extractive")
+
+
+def queue(service: EngramService, store: ScopeStore, reason: str, keys: list[str], *, priority: float,
+          topic: str | None = None, dry_run: bool = False) -> str | None:
+    """Queue once: an item pending (or rejected) on the same set of memories is not queued again."""
+    keys = sorted(set(keys))
+    existing = store.q1("SELECT VALUE id FROM consolidation_queue WHERE reason = $r AND status IN ['pending', "
+                        "'rejected'] AND array::sort(memory_ids) = $ids LIMIT 1",
+                        {"r": reason, "ids": [rid("memory", k) for k in keys]})
+    if existing or dry_run:
+        return None
+    proposal = extractive(service, store, keys, reason, topic)
+    row = store.create("consolidation_queue", {
+        "memory_id": rid("memory", keys[0]), "memory_ids": [rid("memory", k) for k in keys], "reason": reason,
+        "priority": round(priority, 4), "risk": risk_for(reason, len(keys)), "topic": topic,
+        "proposal": proposal.model_dump(), "created_at": service.now()})
+    return key_of(row["id"])
+
+
+# ── detectors ────────────────────────────────────────────────
+def _live_keys(store: ScopeStore, types: Iterable[str] | None = None) -> list[str]:
+    ts = set(types) if types else None
+    return [k for k, lt in store.light.items() if lt.status in LIVE and (ts is None or lt.memory_type in ts)
+            and lt.memory_type != "working"]
+
+
+def find_pairs(service: EngramService, store: ScopeStore, *, deadline: float, dry_run: bool) -> dict[str, int]:
+    """Near-duplicates (→ duplicate) and close but different statements of the same type (→ merge)."""
+    found = {"duplicate": 0, "merge": 0}
+    keys = sorted(_live_keys(store), key=lambda k: -replay_priority(service, store, k))
+    done: set[frozenset[str]] = set()
+    for k in keys:
+        if time.monotonic() > deadline:
+            break
+        vec = store.index.embedding(k)
+        if vec is None:
+            continue
+        a = store.light[k]
+        for other, cos in store.index.vector(vec, 6):
+            pair = frozenset((k, other))
+            if other == k or cos < MERGE_COSINE or pair in done or other not in store.light:
+                continue
+            b = store.light[other]
+            if b.status not in LIVE or b.memory_type == "working":
+                continue
+            done.add(pair)
+            cls, _why = contradictions.classify_pair(a.content, b.content, cos)
+            if cls == "duplicate":
+                reason = "duplicate"
+            elif cls == "distinct" and a.memory_type == b.memory_type and a.memory_type in ("semantic", "procedural"):
+                reason = "merge"
+            else:
+                continue  # updates are contradictions, not consolidations
+            if queue(service, store, reason, [k, other], priority=cos, dry_run=dry_run) or dry_run:
+                found[reason] += 1
+    return found
+
+
+def find_episodic_topics(service: EngramService, store: ScopeStore, *, dry_run: bool) -> int:
+    """>= 3 episodic memories sharing a tag or an entity → one semantic memory proposal per topic."""
+    eps = set(_live_keys(store, ["episodic"]))
+    if len(eps) < MIN_EPISODES:
+        return 0
+    topics: dict[str, set[str]] = {}
+    for k in eps:
+        for t in store.light[k].tags:
+            topics.setdefault(f"tag:{t}", set()).add(k)
+    rows = store.q1("SELECT in, out.name AS name, out.entity_type AS t FROM mentions WHERE in IN $ids",
+                    {"ids": [rid("memory", k) for k in eps]}) or []
+    for r in rows:
+        if r.get("t") not in graph.SUBJECT_TYPES:
+            topics.setdefault(f"entity:{r['name']}", set()).add(key_of(r["in"]))
+    n = 0
+    claimed: set[str] = set()
+    for topic, members in sorted(topics.items(), key=lambda t: -len(t[1])):
+        members -= claimed
+        if len(members) < MIN_EPISODES:
+            continue
+        pr = sum(replay_priority(service, store, k) for k in members) / len(members)
+        if queue(service, store, "episodic_to_semantic", sorted(members), priority=pr, topic=topic.split(":", 1)[1],
+                 dry_run=dry_run) or dry_run:
+            n += 1
+            claimed |= members
+    return n
+
+
+def find_promotions(service: EngramService, store: ScopeStore, *, dry_run: bool) -> int:
+    """Strong project knowledge seen in one project only: the core will not promote it alone; ask."""
+    if store.scope.value != "project":
+        return 0
+    n = 0
+    for k, lt in store.light.items():
+        if (lt.memory_type in ("semantic", "procedural") and lt.importance >= 0.7 and lt.access_count >= 5
+                and lt.status in LIVE):
+            row = store.get(k) or {}
+            if row.get("metadata", {}).get("promoted_to_user"):
+                continue
+            if queue(service, store, "promotion", [k], priority=lt.importance, dry_run=dry_run) or dry_run:
+                n += 1
+    return n
+
+
+def find_scheduled(service: EngramService, store: ScopeStore, *, dry_run: bool) -> int:
+    """Closed episodes whose memories are all episodic and fading: one summary each."""
+    rows = store.q1("SELECT id FROM episode WHERE ended_at IS NOT NONE AND memory_count >= 2 LIMIT 200") or []
+    n = 0
+    now = service.now()
+    for r in rows:
+        ep = key_of(r["id"])
+        members = [k for k, lt in store.light.items() if lt.episode_id == ep and lt.status in LIVE]
+        if len(members) < 2:
+            continue
+        lts = [store.light[k] for k in members]
+        if any(lt.memory_type != "episodic" for lt in lts):
+            continue
+        if max(memory_strength(lt.importance, lt.half_life_days, lt.access_count, lt.last_accessed_at, now)
+               for lt in lts) >= 0.5:
+            continue
+        if queue(service, store, "scheduled", members, priority=0.3, topic=f"episode {ep}", dry_run=dry_run) \
+                or dry_run:
+            n += 1
+    return n
+
+
+def fill_proposals(service: EngramService, store: ScopeStore) -> int:
+    """Items the core sweep queued (decay) carry no proposal yet."""
+    rows = store.q1("SELECT id, reason, memory_ids, topic FROM consolidation_queue WHERE status = 'pending' "
+                    "AND proposal IS NONE LIMIT 500") or []
+    n = 0
+    for r in rows:
+        keys = [key_of(m) for m in r.get("memory_ids") or []]
+        try:
+            p = extractive(service, store, keys, r["reason"], r.get("topic"))
+        except NotFound:
+            store.q("UPDATE $id SET status = 'failed', note = 'sources gone'", {"id": r["id"]})
+            continue
+        store.q("UPDATE $id SET proposal = $p, risk = $k", {"id": r["id"], "p": p.model_dump(),
+                                                            "k": risk_for(r["reason"], len(keys))})
+        n += 1
+    return n
+
+
+# ── API ──────────────────────────────────────────────────────
+def _item(service: EngramService, store: ScopeStore, row: dict[str, Any]) -> ConsolidationItem:
+    row = plain(row)
+    sources = []
+    for m in row.get("memory_ids") or []:
+        try:
+            sources.append(to_memory(service, store, key_of(m)))
+        except NotFound:
+            continue
+    p = row.get("proposal")
+    return ConsolidationItem(
+        id=key_of(row["id"]), reason=row["reason"], priority=float(row.get("priority") or 0.0),
+        risk=float(row.get("risk") or 0.0), status=row["status"], created_at=row["created_at"],
+        topic=row.get("topic"), scope=store.scope.value, sources=sources,
+        proposal=Proposal(**p) if isinstance(p, dict) and p.get("content") else None,
+        needs_review=float(row.get("risk") or 0.0) >= auto_approve_below(service))
+
+
+@api
+def list_consolidations(service: EngramService, project: str | None = None,
+                        status: Literal["pending", "completed", "rejected", "failed", "all"] = "pending",
+                        limit: int = 100) -> list[ConsolidationItem]:
+    """Queue items with their sources and proposed merged memory, highest priority first."""
+    store = primary_store(service, project)
+    fill_proposals(service, store)
+    cond = "true" if status == "all" else "status = $s"
+    rows = store.q1(f"SELECT * FROM consolidation_queue WHERE {cond} ORDER BY priority DESC LIMIT $n",
+                    {"s": status, "n": max(1, min(limit, 1000))}) or []
+    return [_item(service, store, r) for r in rows]
+
+
+def _load(service: EngramService, item_id: str, project: str | None) -> tuple[ScopeStore, dict[str, Any]]:
+    return contradictions._find_item(service, "consolidation_queue", item_id, project)
+
+
+def _log(store: ScopeStore, action: str, **fields: Any) -> None:
+    store.create("consolidation_log", {"action": action, **fields})
+
+
+@api
+def approve_consolidation(service: EngramService, item_id: str, project: str | None = None,
+                          edited_content: str | None = None, decided_by: str = "user") -> ConsolidationOutcome:
+    """Apply an item: write the merged memory (or promote), sources become `consolidated` with
+    `consolidated_into`. `edited_content` replaces the proposal's text."""
+    t0 = time.perf_counter()
+    store, row = _load(service, item_id, project)
+    if row["status"] != "pending":
+        raise EngramError(f"item {key_of(row['id'])} is {row['status']}, not pending")
+    keys = [key_of(m) for m in row.get("memory_ids") or []]
+    live = [k for k in keys if store.get(k) is not None]
+    if not live:
+        store.q("UPDATE $id SET status = 'failed', note = 'sources gone', processed_at = time::now()",
+                {"id": row["id"]})
+        raise NotFound("the sources of this item no longer exist")
+    p = Proposal(**row["proposal"]) if row.get("proposal") else extractive(service, store, live, row["reason"],
+                                                                             row.get("topic"))
+    if edited_content is not None and edited_content.strip():
+        p.content, p.source = edited_content.strip(), "agent"
+    out = ConsolidationOutcome(item_id=key_of(row["id"]), status="completed")
+    result_id: str | None = None
+    if row["reason"] == "promotion":
+        rep = service.promote(live[0], target_scope="user", project=service._project_root_of(store))
+        result_id = (rep.promoted or rep.merged or [None])[0]
+        src = store.get(live[0]) or {}
+        store.update_memory(live[0], {"metadata": {**src.get("metadata", {}), "promoted_to_user": result_id}})
+        out.sources = {live[0]: src.get("status", "active")}
+        out.message = rep.message
+    elif len(live) == 1 and p.source == "extractive":
+        # Nothing to fold together: the memory itself is kept, in summary form, as consolidated.
+        store.set_status(live[0], "consolidated", f"consolidation {out.item_id} ({row['reason']})")
+        out.sources = {live[0]: "consolidated"}
+        out.message = "kept as consolidated (single source, no new memory)"
+    else:
+        mem = write_memory(service, store, MemoryIn(
+            content=p.content, memory_type=MemoryType(p.memory_type), tags=p.tags, importance=p.importance,
+            metadata={"consolidated_from": live, "consolidation_item": out.item_id, "summary_source": p.source},
+            source="consolidation"))
+        result_id = mem.id
+        if p.access_count:
+            store.q("UPDATE $id SET access_count = math::max([access_count, $n])",
+                    {"id": rid("memory", mem.id), "n": p.access_count})
+            store.refresh([mem.id])
+        for k in live:
+            if k == mem.id:
+                out.sources[k] = "survivor"  # the text was identical to this source: the core merged into it
+                continue
+            store.update_memory(k, {"status": "consolidated", "status_reason": f"consolidated into {mem.id}",
+                                    "consolidated_into": mem.id})
+            out.sources[k] = "consolidated"
+        out.memory = to_memory(service, store, mem.id)
+        out.message = f"{len(live)} source(s) consolidated into {mem.id}"
+    store.q("UPDATE $id SET status = 'completed', processed_at = time::now(), result_id = $r, decided_by = $d, "
+            "proposal = $p", {"id": row["id"], "r": result_id, "d": decided_by, "p": p.model_dump()})
+    _log(store, "approve", item_id=out.item_id, result_id=result_id,
+         details={"reason": row["reason"], "sources": live, "decided_by": decided_by},
+         took_ms=(time.perf_counter() - t0) * 1000)
+    return out
+
+
+@api
+def reject_consolidation(service: EngramService, item_id: str, project: str | None = None,
+                         reason: str | None = None) -> ConsolidationItem:
+    store, row = _load(service, item_id, project)
+    if row["status"] != "pending":
+        raise EngramError(f"item {key_of(row['id'])} is {row['status']}, not pending")
+    store.q("UPDATE $id SET status = 'rejected', processed_at = time::now(), note = $n, decided_by = 'user'",
+            {"id": row["id"], "n": reason})
+    _log(store, "reject", item_id=key_of(row["id"]), details={"reason": reason})
+    return _item(service, store, store.q1("SELECT * FROM ONLY $id", {"id": row["id"]}))
+
+
+@api
+def propose_consolidation_summary(service: EngramService, item_id: str, summary: str,
+                                  project: str | None = None) -> ConsolidationItem:
+    """The agent's own summary replaces the extractive proposal (it still needs approval unless low-risk)."""
+    if not summary.strip():
+        raise EngramError("the summary is empty")
+    store, row = _load(service, item_id, project)
+    if row["status"] != "pending":
+        raise EngramError(f"item {key_of(row['id'])} is {row['status']}, not pending")
+    keys = [key_of(m) for m in row.get("memory_ids") or []]
+    p = Proposal(**row["proposal"]) if row.get("proposal") else extractive(service, store, keys, row["reason"])
+    p.content, p.source = summary.strip()[:20_000], "agent"
+    if row["reason"] == "episodic_to_semantic":
+        p.memory_type = "semantic"
+    store.q("UPDATE $id SET proposal = $p, summary_source = 'agent', risk = $r",
+            {"id": row["id"], "p": p.model_dump(), "r": risk_for(row["reason"], len(keys), agent_summary=True)})
+    _log(store, "summary", item_id=key_of(row["id"]), details={"chars": len(summary)})
+    return _item(service, store, store.q1("SELECT * FROM ONLY $id", {"id": row["id"]}))
+
+
+def auto_approve(service: EngramService, store: ScopeStore, *, deadline: float) -> tuple[int, int]:
+    """Apply pending items below the policy's risk; returns (applied, left for review)."""
+    threshold = auto_approve_below(service)
+    rows = store.q1("SELECT id, risk, priority FROM consolidation_queue WHERE status = 'pending' "
+                    "ORDER BY priority DESC LIMIT 500") or []
+    applied = review = 0
+    for r in rows:
+        if float(r.get("risk") or 0.5) >= threshold:
+            review += 1
+            continue
+        if time.monotonic() > deadline:
+            review += 1
+            continue
+        try:
+            approve_consolidation(service, key_of(r["id"]), project=service._project_root_of(store),
+                                  decided_by="policy")
+            applied += 1
+        except (NotFound, EngramError):
+            continue
+    return applied, review
+
+
+@api
+def reflect_and_consolidate(service: EngramService, project: str | None = None, dry_run: bool = False,
+                            budget_s: float = 30.0,
+                            level: Literal["auto", "light", "full", "reflection"] = "auto") -> ReflectionReport:
+    """The session-end pass (seed 001 §9). `auto` follows the session counter: light every session, full
+    consolidation + graph pruning every 5 sessions, strategy adaptation + self-reflection every 20.
+    `dry_run` reports what would be queued and changes nothing (not even the counter)."""
+    from . import evolution
+
+    t0 = time.perf_counter()
+    deadline = time.monotonic() + max(0.5, budget_s)
+    store = primary_store(service, project)
+    count, levels = evolution.tick_session(service, store, dry_run=dry_run, level=level)
+    rep = ReflectionReport(dry_run=dry_run, session_count=count, levels=levels)
+    if not dry_run:
+        rep.entities_backfilled = graph.backfill(service, store)
+        fill_proposals(service, store)
+    rep.queued = find_pairs(service, store, deadline=deadline, dry_run=dry_run)
+    rep.queued["episodic_to_semantic"] = find_episodic_topics(service, store, dry_run=dry_run)
+    if "full" in levels:
+        rep.queued["promotion"] = find_promotions(service, store, dry_run=dry_run)
+        rep.queued["scheduled"] = find_scheduled(service, store, dry_run=dry_run)
+        rep.entities_merged = graph.merge_similar_entities(service, store, dry_run=dry_run)
+        rep.entities_pruned, rep.edges_invalidated = graph.prune_graph(service, store, dry_run=dry_run)
+        rep.associations_pruned = associations.decay(service, store, dry_run=dry_run)
+    if not dry_run:
+        rep.auto_approved, rep.pending_review = auto_approve(service, store, deadline=deadline)
+    else:
+        rows = store.q1("SELECT VALUE risk FROM consolidation_queue WHERE status = 'pending'") or []
+        rep.pending_review = len(rows)
+    if "reflection" in levels:
+        rep.evolution = evolution.evolve_memory_system(service, dry_run=dry_run, project=project)
+        rep.insights = evolution.reflect(service, store, dry_run=dry_run)
+    rep.contradictions_open = contradictions.open_count(service, project)
+    rep.budget_exhausted = time.monotonic() > deadline
+    rep.took_ms = (time.perf_counter() - t0) * 1000
+    if not dry_run:
+        details = rep.model_dump(mode="json", exclude={"evolution"})
+        _log(store, "run", trigger=level, details=details, took_ms=rep.took_ms)
+        store.create("reflection_log", {
+            "triggered_by": level, "session_count_at": count, "levels": levels,
+            "insights_generated": len(rep.insights), "entities_merged": rep.entities_merged,
+            "edges_pruned": rep.edges_invalidated + rep.entities_pruned,
+            "memories_consolidated": rep.auto_approved, "details": details, "duration_ms": rep.took_ms})
+    return rep
+
+
+@api
+def maintain_organisation(service: EngramService, project: str | None = None) -> dict[str, int]:
+    """The periodic light pass (the daemon's maintenance tick): association decay, proposals for the
+    sweep's decay items, entity backfill. No consolidation is applied here."""
+    store = primary_store(service, project)
+    return {"associations_pruned": associations.decay(service, store),
+            "proposals_filled": fill_proposals(service, store),
+            "entities_backfilled": graph.backfill(service, store, limit=200)}

@@ -75,10 +75,10 @@ IF array::len($mentioned) > 0 { RELATE $mem->mentions->$mentioned RETURN NONE; }
 FOR $r IN $rels {
   IF record::exists($r.id) {
     LET $cur = (SELECT VALUE evidence FROM ONLY $r.id);
-    IF $r.ev NOT IN $cur {
+    IF $r.ev = NONE OR $r.ev NOT IN $cur {
       UPDATE $r.id SET weight = math::min([1.0, weight + $inc]), confidence = math::min([1.0, confidence + 0.05]),
-        evidence = array::slice(array::append($cur, $r.ev), -50), invalid_at = NONE, updated_at = time::now()
-        RETURN NONE;
+        evidence = IF $r.ev = NONE THEN $cur ELSE array::slice(array::append($cur, $r.ev), -50) END,
+        invalid_at = NONE, updated_at = time::now() RETURN NONE;
     };
   } ELSE {
     RELATE ($r.src)->($r.id)->($r.dst) CONTENT $r.fields RETURN NONE;
@@ -504,29 +504,27 @@ def merge_similar_entities(service: EngramService, store: ScopeStore, *, dry_run
     return merged
 
 
-_MERGE_ENTITY = """
-LET $old = $from; LET $new = $to;
-LET $m = (SELECT VALUE in FROM mentions WHERE out = $old);
-DELETE mentions WHERE out = $old;
-IF array::len($m) > 0 { RELATE $m->mentions->$new RETURN NONE; };
-FOR $r IN (SELECT * FROM relates_to WHERE in = $old OR out = $old) {
-  LET $a = IF $r.in = $old THEN $new ELSE $r.in END;
-  LET $b = IF $r.out = $old THEN $new ELSE $r.out END;
-  IF $a != $b {
-    RELATE $a->relates_to->$b CONTENT {relation_type: $r.relation_type, weight: $r.weight,
-      confidence: $r.confidence, scope: $r.scope, evidence: $r.evidence, valid_from: $r.valid_from,
-      invalid_at: $r.invalid_at, source: $r.source} RETURN NONE;
-  };
-  DELETE $r.id;
-};
-LET $cnt = (SELECT VALUE mention_count FROM ONLY $old) ?? 0;
-UPDATE $new SET mention_count += $cnt, confidence = math::min([1.0, confidence + 0.05]), last_seen = time::now();
-DELETE $old;
-"""
-
-
 def _merge_entity(store: ScopeStore, old: str, new: str) -> None:
-    store.q(_MERGE_ENTITY, {"from": rid("entity", old), "to": rid("entity", new)})
+    """Point the old entity's mentions and relations at the survivor, then delete it (maintenance only)."""
+    o, n = rid("entity", old), rid("entity", new)
+    mems = store.q1("SELECT VALUE in FROM mentions WHERE out = $o", {"o": o}) or []
+    edges = store.q1("SELECT * FROM relates_to WHERE in = $o OR out = $o", {"o": o}) or []
+    store.q("DELETE mentions WHERE out = $o; DELETE relates_to WHERE in = $o OR out = $o;", {"o": o})
+    if mems:
+        store.q("RELATE $m->mentions->$n RETURN NONE", {"m": mems, "n": n})
+    for e in edges:
+        a = n if key_of(e["in"]) == old else e["in"]
+        b = n if key_of(e["out"]) == old else e["out"]
+        if key_of(a) == key_of(b):
+            continue
+        fields = {k: e[k] for k in ("relation_type", "weight", "confidence", "scope", "evidence", "valid_from",
+                                    "source") if e.get(k) is not None}
+        if e.get("invalid_at") is not None:
+            fields["invalid_at"] = e["invalid_at"]
+        store.q("RELATE $a->relates_to->$b CONTENT $f RETURN NONE", {"a": a, "b": b, "f": fields})
+    store.q("LET $c = (SELECT VALUE mention_count FROM ONLY $o) ?? 0; "
+            "UPDATE $n SET mention_count += $c, confidence = math::min([1.0, confidence + 0.05]), "
+            "last_seen = time::now() RETURN NONE; DELETE $o;", {"o": o, "n": n})
 
 
 def prune_graph(service: EngramService, store: ScopeStore, *, now: datetime | None = None,

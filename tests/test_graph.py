@@ -1,0 +1,140 @@
+"""Knowledge graph against a real store and the real embedding model."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from engram_core.embeddings import LocalEmbedder
+from engram_core.models import MemoryIn
+from engram_core.organise import graph
+from engram_core.organise.models import EntityIn
+from engram_core.service import EngramService
+
+
+@pytest.fixture(scope="module")
+def embedder() -> LocalEmbedder:
+    e = LocalEmbedder()
+    e.embed(["warm up"])
+    return e
+
+
+@pytest.fixture()
+def env(tmp_path: Path, embedder: LocalEmbedder, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[EngramService, str]]:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    proj = tmp_path / "proj"
+    (proj / ".git").mkdir(parents=True)
+    svc = EngramService(home=tmp_path / "home", embedder=embedder, recover_sessions=False)
+    yield svc, str(proj)
+    svc.close()
+
+
+def store(svc: EngramService, project: str, text: str, **kw: object) -> str:
+    return svc.store(MemoryIn(content=text, **kw), project=project).memory.id  # type: ignore[arg-type]
+
+
+def test_mentions_and_dedup_by_name_and_type(env: tuple[EngramService, str]) -> None:
+    svc, p = env
+    a = store(svc, p, "auth.py raises TokenExpiredError when the JWT expires")
+    b = store(svc, p, "TokenExpiredError also shows up in the worker logs")
+    res = graph.search_knowledge_graph(svc, "TokenExpiredError", project=p)
+    ents = [e for e in res.entities if e.name == "TokenExpiredError"]
+    assert len(ents) == 1, "same name and type must be one entity"
+    assert ents[0].mention_count == 2 and set(ents[0].memory_ids) == {a, b}
+
+
+def test_dedup_by_embedding_cosine(env: tuple[EngramService, str]) -> None:
+    svc, p = env
+    out = graph.add_entities(svc, [EntityIn(name="user authentication", entity_type="concept")], project=p)
+    assert len(out.created) == 1
+    again = graph.add_entities(svc, [EntityIn(name="User Authentication", entity_type="concept"),
+                                     EntityIn(name="authentication of users", entity_type="concept"),
+                                     EntityIn(name="database migrations", entity_type="concept")], project=p)
+    assert [e.name for e in again.merged] == ["user authentication", "user authentication"]
+    assert [e.name for e in again.created] == ["database migrations"]
+    # Different type: never merged, however close the name.
+    other = graph.add_entities(svc, [EntityIn(name="user authentication", entity_type="decision")], project=p)
+    assert len(other.created) == 1
+
+
+def test_maintenance_merges_extracted_near_duplicates(env: tuple[EngramService, str]) -> None:
+    svc, p = env
+    store(svc, p, "class UserRepository wraps the users table")
+    store(svc, p, "class UsersRepository was the old name")
+    pstore = svc.project_store(p)
+    assert pstore is not None
+    merged = graph.merge_similar_entities(svc, pstore)
+    assert merged >= 1
+    names = {e.name for e in graph.search_knowledge_graph(svc, "repository", project=p).entities}
+    assert len(names & {"UserRepository", "UsersRepository"}) == 1
+
+
+def test_relation_strengthens_on_repeated_evidence(env: tuple[EngramService, str]) -> None:
+    svc, p = env
+    store(svc, p, "auth.py raises TokenExpiredError for stale tokens")
+    r1 = [r for r in graph.search_knowledge_graph(svc, "auth.py", project=p).relations if r.relation_type == "causes"]
+    store(svc, p, "Again today: auth.py raises TokenExpiredError after a deploy")
+    r2 = [r for r in graph.search_knowledge_graph(svc, "auth.py", project=p).relations if r.relation_type == "causes"]
+    assert len(r1) == len(r2) == 1
+    assert r2[0].weight == pytest.approx(r1[0].weight + 0.1)
+    assert r2[0].confidence == pytest.approx(r1[0].confidence + 0.05)
+    assert len(r2[0].evidence) == 2
+    # The agent stating it too strengthens the same edge, it does not add one.
+    out = graph.relate_entities(svc, "auth.py", "TokenExpiredError", "causes", evidence=None, project=p)
+    assert out.strengthened and out.relation.weight == pytest.approx(r2[0].weight + 0.1)
+
+
+def test_pruning_weak_entities_and_stale_edges(env: tuple[EngramService, str]) -> None:
+    svc, p = env
+    graph.add_entities(svc, [EntityIn(name="flaky idea", entity_type="concept"),
+                             EntityIn(name="solid idea", entity_type="concept")], project=p)
+    graph.relate_entities(svc, "flaky idea", "solid idea", "related_to", confidence=0.1, project=p)
+    pstore = svc.project_store(p)
+    assert pstore is not None
+    pstore.q("UPDATE entity SET confidence = 0.2 WHERE name = 'flaky idea'")
+    assert graph.prune_graph(svc, pstore) == (0, 0), "nothing is old enough yet"
+    later = svc.now() + timedelta(days=31)
+    pruned, stale = graph.prune_graph(svc, pstore, now=later)
+    assert pruned == 1
+    names = {e.name for e in graph.search_knowledge_graph(svc, "idea", project=p, include_invalid=True).entities}
+    assert names == {"solid idea"}
+    graph.add_entities(svc, [EntityIn(name="other idea", entity_type="concept")], project=p)
+    graph.relate_entities(svc, "other idea", "solid idea", "related_to", confidence=0.1, project=p)
+    assert graph.prune_graph(svc, pstore, now=later) == (0, 1)
+    rels = graph.search_knowledge_graph(svc, "other idea", project=p, include_invalid=True).relations
+    assert rels and all(r.invalid_at is not None for r in rels)
+    assert not graph.search_knowledge_graph(svc, "other idea", project=p).relations
+
+
+def test_graph_signal_surfaces_a_related_memory(env: tuple[EngramService, str]) -> None:
+    svc, p = env
+    store(svc, p, "auth.py raises TokenExpiredError when a session outlives its JWT")
+    target = store(svc, p, "Wrap refresh_token() in a retry so TokenExpiredError never reaches users")
+    for i in range(40):
+        store(svc, p, f"Note {i}: problems with the build cache in module_{i} slowed CI for retries and users")
+
+    def rank_of(key: str) -> int | None:
+        hits = svc.recall("problems in auth.py", project=p, limit=5, strengthen=False, log=False).hits
+        ids = [h.memory.id for h in hits]
+        return ids.index(key) + 1 if key in ids else None
+
+    with_graph = rank_of(target)
+    svc.extra_rankers.remove(graph.graph_ranker)
+    without = rank_of(target)
+    svc.extra_rankers.append(graph.graph_ranker)
+    assert with_graph is not None, "the memory related through TokenExpiredError should surface"
+    assert without is None or without > with_graph
+
+
+def test_memory_graph_for_detail_pane(env: tuple[EngramService, str]) -> None:
+    svc, p = env
+    k = store(svc, p, "We switched from Jest to Vitest in packages/web")
+    g = graph.memory_graph(svc, k, project=p)
+    assert {"jest", "vitest", "packages/web"} <= {e.name for e in g.entities}
+    assert any(r.relation_type == "replaces" and r.source_name == "vitest" and r.target_name == "jest"
+               for r in g.relations)
+    # Also reachable through the service object, as the TUI calls it.
+    assert svc.memory_graph(k, project=p).memory_ids == [k]  # type: ignore[attr-defined]
