@@ -564,12 +564,12 @@ class Daemon:
         from .models import MemoryIn
 
         with self.lock:
-            sess = self.service._session(session, project)
-            rows = sess.store.q1("SELECT content, tags FROM memory WHERE memory_type = 'episodic' "
-                                 "AND status != 'forgotten' ORDER BY created_at")
-            files = [r["content"].split(":", 1)[0].removeprefix("Modified ").strip()
-                     for r in rows or [] if r["content"].startswith("Modified ")]
-            failures = sum(1 for r in rows or [] if r["content"].startswith("Command failed"))
+            page = self.service.list_memories(scope="session", project=project, session=session,
+                                              memory_type="episodic", order="created_at", descending=False,
+                                              limit=5000)
+            rows = [m.content for m in page.items if m.status.value != "forgotten"]
+            files = [c.split(":", 1)[0].removeprefix("Modified ").strip() for c in rows if c.startswith("Modified ")]
+            failures = sum(1 for c in rows if c.startswith("Command failed"))
             if not files and not failures:
                 return
             uniq = list(dict.fromkeys(files))
