@@ -1,0 +1,112 @@
+"""`engram` commands against a real daemon: every command with --json, clear one-line errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import REPO_ROOT, DaemonProc, new_project
+
+
+def engram(daemon: DaemonProc, *args: str, cwd: Path | None = None, stdin: str | None = None,
+           env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "engram_core.cli", *args], capture_output=True, text=True,
+                          timeout=120, cwd=str(cwd or REPO_ROOT), input=stdin, env={**daemon.env, **(env or {})})
+
+
+def ok_json(p: subprocess.CompletedProcess) -> dict:
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+def one_line_error(p: subprocess.CompletedProcess, needle: str) -> None:
+    assert p.returncode != 0
+    assert "Traceback" not in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert needle in p.stderr, p.stderr
+
+
+def test_store_recall_show_forget_stats_maintain(daemon: DaemonProc, tmp_path: Path) -> None:
+    proj = new_project(tmp_path, "cliproj")
+    stored = ok_json(engram(daemon, "store", "builds run with make -j4", "--tags", "build,make",
+                            "--importance", "0.8", "--json", cwd=proj))
+    mid = stored["memory"]["id"]
+    assert stored["memory"]["scope"] == "project" and stored["memory"]["importance"] == 0.8
+    user = ok_json(engram(daemon, "store", "prefers tabs", "--scope", "user", "--type", "semantic", "--json",
+                          "--project", str(proj)))
+    assert user["memory"]["scope"] == "user"
+    rec = ok_json(engram(daemon, "recall", "how do builds run", "--json", "--limit", "5", cwd=proj))
+    top = rec["hits"][0]
+    assert top["id"] == mid and {"id", "scope", "type", "content", "scores", "metadata"} <= set(top)
+    only_user = ok_json(engram(daemon, "recall", "tabs", "--scope", "user", "--json", cwd=proj))
+    assert all(h["scope"] == "user" for h in only_user["hits"])
+    ok_json(engram(daemon, "recall", "builds", "--type", "procedural", "--json", cwd=proj))
+    shown = ok_json(engram(daemon, "show", mid, "--json", cwd=proj))
+    assert shown["content"] == "builds run with make -j4"
+    assert "builds run with make" in engram(daemon, "show", mid, cwd=proj).stdout
+    stats = ok_json(engram(daemon, "stats", "--json", cwd=proj))
+    assert any(s["scope"] == "project" and s["total"] >= 1 for s in stats["scopes"])
+    maint = ok_json(engram(daemon, "maintain", "--json", cwd=proj))
+    assert "took_ms" in maint
+    forgotten = ok_json(engram(daemon, "forget", mid, "--json", cwd=proj))  # stdin is not a TTY: no prompt
+    assert forgotten["status"] == "forgotten"
+    status = ok_json(engram(daemon, "status", "--json"))
+    assert status["running"] and status["protocol"] == 1
+
+
+def test_import_jsonl_reports_bad_lines(daemon: DaemonProc, tmp_path: Path) -> None:
+    proj = new_project(tmp_path, "importproj")
+    lines = [json.dumps({"content": f"imported fact {i}", "memory_type": "semantic", "tags": ["imp"],
+                         "importance": 0.4}) for i in range(450)]
+    lines.insert(10, "{not json")
+    lines.insert(300, json.dumps({"content": "bad type", "memory_type": "dream"}))
+    f = tmp_path / "mem.jsonl"
+    f.write_text("\n".join(lines) + "\n")
+    p = engram(daemon, "import", str(f), "--json", cwd=proj)
+    assert p.returncode == 1  # some lines were refused
+    report = json.loads(p.stdout)
+    assert report["stored"] == 450
+    assert [e["line"] for e in report["failed"]] == [11, 301]
+    page = ok_json(engram(daemon, "recall", "bad type", "--json", cwd=proj))
+    assert not any(h["content"] == "bad type" for h in page["hits"])
+
+
+def test_errors_are_one_line(daemon: DaemonProc, tmp_path: Path) -> None:
+    proj = new_project(tmp_path, "errs")
+    one_line_error(engram(daemon, "show", "01UNKNOWNID", cwd=proj), "no memory with id")
+    one_line_error(engram(daemon, "forget", "01UNKNOWNID", "--yes", cwd=proj), "no memory with id")
+    one_line_error(engram(daemon, "store", "   ", cwd=proj), "empty")
+    one_line_error(engram(daemon, "store", "x", "--type", "dream", cwd=proj), "invalid choice")
+    one_line_error(engram(daemon, "store", "x", "--importance", "7", "--json", cwd=proj), "importance")
+    one_line_error(engram(daemon, "recall", "x", "--scope", "galaxy", cwd=proj), "invalid choice")
+    one_line_error(engram(daemon, "recall", "", cwd=proj), "empty")
+    one_line_error(engram(daemon, "import", str(tmp_path / "missing.jsonl"), cwd=proj), "no such file")
+    one_line_error(engram(daemon, "store", "x", "--scope", "session", cwd=proj), "session")
+
+
+def test_help_and_daemon_down(tmp_path: Path) -> None:
+    d = DaemonProc(tmp_path / "home", model=False)
+    helped = engram(d, "--help")
+    assert helped.returncode == 0
+    for cmd in ("store", "import", "recall", "show", "forget", "stats", "maintain", "serve", "stop", "status", "mcp"):
+        assert cmd in helped.stdout
+    assert "--json" in engram(d, "recall", "--help").stdout
+    down = engram(d, "status", "--json")
+    assert down.returncode == 1 and json.loads(down.stdout) == {"running": False, "home": str(d.home)}
+    assert ok_json(engram(d, "stop", "--json"))["running"] is False
+    # any data command starts the daemon on demand
+    try:
+        started = ok_json(engram(d, "stats", "--json", cwd=new_project(tmp_path, "p")))
+        assert started["embedding"] == "none"
+    finally:
+        assert ok_json(engram(d, "stop", "--json"))["stopped"] is True
+
+
+def test_off_and_on(daemon: DaemonProc) -> None:
+    assert ok_json(engram(daemon, "off", "--session", "sess-x", "--json"))["capture"] == "off"
+    assert (daemon.home / "optout" / "sess-x").exists()
+    assert ok_json(engram(daemon, "on", "--session", "sess-x", "--json"))["capture"] == "on"
+    assert not (daemon.home / "optout" / "sess-x").exists()
+    one_line_error(engram(daemon, "off"), "--session")
