@@ -12,6 +12,7 @@ Three detectors:
 
 from __future__ import annotations
 
+import os
 import re
 from datetime import datetime
 from typing import Any, Literal
@@ -36,7 +37,9 @@ from .base import (
 )
 from .models import Contradiction, ContradictionOutcome
 
-TOPIC_COSINE = 0.80  # below this two memories are about different things and are never compared
+TOPIC_COSINE = 0.80  # below this (and little word overlap) two memories are about different things
+TOPIC_OVERLAP = 0.6  # share of the longer memory's words the other also has
+CANDIDATE_COSINE = 0.5  # nearest neighbours above this are worth a closer look
 DUPLICATE_COSINE = 0.86  # at or above (and no differing value/negation): the same statement
 FUNCTIONAL_CATEGORIES = {"test_framework", "package_manager", "formatter", "type_checker", "bundler",
                          "web_framework", "frontend_framework", "database", "orm", "linter", "task_queue"}
@@ -46,7 +49,8 @@ PairClass = Literal["duplicate", "update", "distinct"]
 _NEG = re.compile(r"\b(?:not|no|never|none|nothing|without|cannot|can't|don't|doesn't|didn't|isn't|aren't|"
                   r"wasn't|won't|shouldn't|mustn't|no longer|stopped|avoid|disabled?|deprecated|removed|"
                   r"dropped|forbid(?:den)?|instead of|rather than|n't)\b", re.I)
-_VALUE = re.compile(r"\b\d+(?:[.:]\d+)*(?:ms|s|m|h|d|mb|gb|kb|k|%)?\b|\bv\d+(?:\.\d+)*\b", re.I)
+_VALUE = re.compile(r"\b[a-z]+(?:-[a-z0-9]+)*-\d+[a-z]?\b"  # regions, zones: us-east-1
+                    r"|\b\d+(?:[.:]\d+)*(?:ms|s|m|h|d|mb|gb|kb|k|%)?\b|\bv\d+(?:\.\d+)*\b", re.I)
 _ANTONYMS = [("enable", "disable"), ("enabled", "disabled"), ("sync", "async"), ("true", "false"),
              ("allow", "deny"), ("on", "off"), ("before", "after"), ("add", "remove"), ("increase", "decrease"),
              ("always", "never"), ("tabs", "spaces"), ("single", "double"), ("local", "remote"),
@@ -73,11 +77,27 @@ def _words(text: str) -> set[str]:
     return set(re.findall(r"[a-z_][a-z0-9_-]*", text.lower()))
 
 
+def _substitution(ta: set[str], tb: set[str]) -> tuple[str, str] | None:
+    """Exactly one word swapped for another ("Jest" → "Vitest", "tabs" → "spaces"), not an inflection."""
+    a, b = ta - tb, tb - ta
+    if len(a) != 1 or len(b) != 1:
+        return None
+    x, y = next(iter(a)), next(iter(b))
+    if len(os.path.commonprefix([x, y])) >= 4 or x in y or y in x:
+        return None  # built/build, config/configs: the same word
+    return x, y
+
+
 def classify_pair(a: str, b: str, cosine: float) -> tuple[PairClass, str]:
     """Duplicate (same statement), update (same topic, a different value or polarity), or distinct.
-    Errs towards `update`: treating an update as a duplicate would silently lose the newer fact."""
-    if cosine < TOPIC_COSINE:
-        return "distinct", f"cosine {cosine:.2f} < {TOPIC_COSINE}: different topics"
+    Errs towards `update`: treating an update as a duplicate would silently lose the newer fact.
+
+    Same topic means close embeddings, or most words shared: embeddings put "We use Jest for unit tests"
+    and "We use Vitest for unit tests" at 0.61, because the one word that differs is the one that matters."""
+    ta, tb = set(tokenize(a)), set(tokenize(b))
+    overlap = len(ta & tb) / max(len(ta), len(tb)) if ta and tb else 0.0
+    if cosine < TOPIC_COSINE and overlap < TOPIC_OVERLAP:
+        return "distinct", f"cosine {cosine:.2f}, word overlap {overlap:.2f}: different topics"
     va, vb = _values(a), _values(b)
     if va != vb and (va - vb) and (vb - va):
         return "update", f"values differ: {sorted(va - vb)[:3]} vs {sorted(vb - va)[:3]}"
@@ -88,10 +108,12 @@ def classify_pair(a: str, b: str, cosine: float) -> tuple[PairClass, str]:
     for w in wa - wb:
         if _ANT.get(w) in wb - wa:
             return "update", f"opposites: {w} vs {_ANT[w]}"
+    sub = _substitution(ta, tb)
+    if sub and cosine < 0.9:
+        return "update", f"one word changed: {sub[0]} → {sub[1]}"
     if va != vb and cosine < 0.93:
         # One side names a value the other lacks: a refinement at best, a change at worst.
         return "update", f"values differ: {sorted(va ^ vb)[:3]}"
-    ta, tb = set(tokenize(a)), set(tokenize(b))
     if cosine >= DUPLICATE_COSINE or (ta and tb and len(ta & tb) / len(ta | tb) >= 0.8):
         return "duplicate", f"cosine {cosine:.2f}, same values and polarity"
     return "distinct", f"cosine {cosine:.2f}: related but not the same statement"
@@ -172,7 +194,7 @@ def check_near(service: EngramService, store: ScopeStore, key: str, content: str
         return []
     queued = []
     for other, cos in store.index.vector(vec, k + 1):
-        if other == key or cos < TOPIC_COSINE:
+        if other == key or cos < CANDIDATE_COSINE:
             continue
         lt = store.light.get(other)
         if lt is None or lt.status in ("archived",) or lt.memory_type == "working":
