@@ -251,7 +251,9 @@ def list_consolidations(service: EngramService, project: str | None = None,
 
 
 def _load(service: EngramService, item_id: str, project: str | None) -> tuple[ScopeStore, dict[str, Any]]:
-    return contradictions._find_item(service, "consolidation_queue", item_id, project)
+    store, row = contradictions._find_item(service, "consolidation_queue", item_id, project)
+    row["id"] = rid("consolidation_queue", key_of(row["id"]))  # plain() made it a string; queries need the id
+    return store, row
 
 
 def _log(store: ScopeStore, action: str, **fields: Any) -> None:
@@ -297,6 +299,11 @@ def approve_consolidation(service: EngramService, item_id: str, project: str | N
             metadata={"consolidated_from": live, "consolidation_item": out.item_id, "summary_source": p.source},
             source="consolidation"))
         result_id = mem.id
+        if mem.id in live:
+            # Identical text to one source: the core folded the write into it; that source is the survivor.
+            surv = store.get(mem.id) or {}
+            store.update_memory(mem.id, {"metadata": {**surv.get("metadata", {}), "consolidated_from": live,
+                                                      "consolidation_item": out.item_id}})
         if p.access_count:
             store.q("UPDATE $id SET access_count = math::max([access_count, $n])",
                     {"id": rid("memory", mem.id), "n": p.access_count})
