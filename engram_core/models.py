@@ -308,3 +308,76 @@ class FeedbackResult(BaseModel):
     log_id: str | None
     updated: bool
     message: str
+
+
+class MemoryRecord(BaseModel):
+    """One memory as `engram export` writes it: every stored field, so that import restores it exactly."""
+
+    model_config = {"extra": "forbid"}
+
+    engram_export: Literal[1] = 1
+    id: str = Field(min_length=1, max_length=64, pattern=r"^[0-9A-Za-z_]+$")
+    scope: Scope
+    database: str | None = None
+    project_path: str | None = None
+    content: str = Field(max_length=MAX_CONTENT_CHARS)
+    content_hash: str
+    search_text: str | None = None
+    memory_type: MemoryType
+    status: Status
+    tags: list[str] = Field(default_factory=list)
+    embedding: list[float] | None = None
+    importance: float = Field(ge=0.0, le=1.0)
+    confidence: float = Field(0.7, ge=0.0, le=1.0)
+    relevance_score: float = Field(0.0, ge=0.0, le=1.0)
+    outcome_impact: float = Field(0.0, ge=0.0, le=1.0)
+    user_feedback: float = Field(0.0, ge=0.0, le=1.0)
+    access_count: int = Field(0, ge=0)
+    half_life_days: float = Field(gt=0)
+    pinned: bool = False
+    status_changed_at: datetime | None = None
+    status_history: list[dict[str, Any]] = Field(default_factory=list)
+    status_reason: str | None = None
+    source: str | None = None
+    session_id: str | None = None
+    episode_id: str | None = None
+    promoted_from: str | None = None
+    promotion_chain: list[str] = Field(default_factory=list)
+    consolidated_into: str | None = None
+    invalid_at: datetime | None = None
+    created_at: datetime
+    updated_at: datetime
+    last_accessed_at: datetime
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("status_history")
+    @classmethod
+    def _history_times(cls, v: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        # JSONL carries datetimes as text; the schema wants datetimes back.
+        out = []
+        for entry in v:
+            if not isinstance(entry, dict) or "to" not in entry or "at" not in entry:
+                raise ValueError("each status_history entry needs 'to' and 'at'")
+            at = entry["at"]
+            if isinstance(at, str):
+                at = datetime.fromisoformat(at.replace("Z", "+00:00"))
+            out.append({**entry, "at": at})
+        return out
+
+
+class RestoreReport(BaseModel):
+    restored: int
+    replaced: int
+    failed: list[ImportError_]
+
+
+class HealthCheck(BaseModel):
+    name: str
+    ok: bool
+    detail: str
+    fix: str | None = None
+
+
+class HealthReport(BaseModel):
+    ok: bool
+    checks: list[HealthCheck]

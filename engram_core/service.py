@@ -42,6 +42,10 @@ from .ids import ulid
 from .models import (
     DEFAULT_RECALL_STATUSES,
     FeedbackResult,
+    HealthCheck,
+    HealthReport,
+    MemoryRecord,
+    RestoreReport,
     ImportError_,
     ImportReport,
     InjectionItem,
@@ -965,6 +969,113 @@ class EngramService:
         ok = all(r.ok for r in results)
         return QueryResult(ok=ok, scope=store.scope, database=store.database, role=role, statements=results,
                            total_ms=total, message="" if ok else next(r.error or "" for r in results if not r.ok))
+
+    # ── export / restore (lossless backups) and health ───────
+    def _export_stores(self, scope: str, project: str | None) -> list[ScopeStore]:
+        if scope == "session":
+            return [s.store for s in self._sessions.values()]
+        stores = self._stores("project" if scope == "project" else scope if scope == "user" else "all",
+                              project, None)
+        if scope == "all":
+            stores = [*(s.store for s in self._sessions.values()), *stores]
+        return stores
+
+    @api
+    def export_memories(self, scope: Literal["all", "session", "project", "user"] = "all",
+                        project: str | None = None) -> list[MemoryRecord]:
+        """Every memory of the scope(s) with every stored field (embedding included), oldest first."""
+        out: list[MemoryRecord] = []
+        for store in self._export_stores(scope, project):
+            root = self._project_root_of(store) if store.scope == Scope.project else None
+            for row in store.export_rows():
+                row = {k: v for k, v in row.items() if k in MemoryRecord.model_fields and v is not None}
+                out.append(MemoryRecord(**{**row, "id": key_of(row["id"]), "scope": store.scope,
+                                           "database": store.database, "project_path": root}))
+        return out
+
+    @api
+    def restore_memories(self, records: list[dict[str, Any]], project: str | None = None,
+                         first_line: int = 1) -> RestoreReport:
+        """Write exported records back with their ids and every field; a bad record stores nothing of itself.
+
+        Project records go to ``project`` (or the project they were exported from); session records recreate
+        their session so that its promotion pass still runs."""
+        restored = replaced = 0
+        failed: list[ImportError_] = []
+        for n, raw in enumerate(records, start=first_line):
+            try:
+                rec = MemoryRecord(**raw)
+                if rec.scope == Scope.session:
+                    store = self._session_for_restore(rec.database or rec.session_id or "s_" + ulid(),
+                                                      project or rec.project_path)
+                elif rec.scope == Scope.project:
+                    store = self.project_store(project or rec.project_path)
+                    if store is None:
+                        raise EngramError("a project record needs --project DIR")
+                else:
+                    store = self.user
+                fields = rec.model_dump(exclude={"engram_export", "id", "database", "project_path"},
+                                        exclude_none=True)
+                existed = store.get(rec.id) is not None
+                store.restore_row(rec.id, fields)
+                replaced += existed
+                restored += not existed
+            except (ValidationError, EngramError, StoreError, TypeError, ValueError) as exc:
+                failed.append(ImportError_(line=n, error=_short_error(exc)))
+        return RestoreReport(restored=restored, replaced=replaced, failed=failed)
+
+    def _session_for_restore(self, key: str, project: str | None) -> ScopeStore:
+        with self._lock:
+            if key in self._sessions:
+                return self._sessions[key].store
+            if not key.startswith("s_"):
+                key = "s_" + ulid()
+            store = ScopeStore(self._sessions_conn, Scope.session, key)
+            root = str(find_project_root(project)) if project else None
+            store.q("UPSERT session_registry:self SET session_key = $k, project_root = $p, last_seen_at = time::now()",
+                    {"k": key, "p": root})
+            self._sessions[key] = _Session(key, store, root, None, self.now())
+            return store
+
+    @api
+    def health(self) -> HealthReport:
+        """What `engram doctor` asks the daemon: stores open and at the current schema, permissions, sizes."""
+        import stat
+
+        from .store import migrations
+
+        latest = migrations()[-1][0]
+        checks: list[HealthCheck] = []
+        for store in self._all_open_stores():
+            version = store.schema_version()
+            checks.append(HealthCheck(
+                name=f"store {store.scope.value}/{store.database}", ok=version == latest,
+                detail=f"schema v{version}, {len(store.light)} searchable memories",
+                fix=None if version == latest else "restart the daemon so migrations run (engram stop)"))
+        paths = [self.home, self.home / "user.db", self.home / "sessions.db",
+                 *(project_store_dir(root) for root, _ in self._projects.values())]
+        loose = []
+        for path in paths:
+            if not path.exists():
+                continue
+            for dirpath, dirs, files in os.walk(path) if path.is_dir() else [(str(path.parent), [], [path.name])]:
+                for name in [*dirs, *files]:
+                    mode = stat.S_IMODE(os.stat(os.path.join(dirpath, name)).st_mode)
+                    if mode & 0o077:
+                        loose.append(f"{os.path.join(dirpath, name)} ({oct(mode)})")
+            if stat.S_IMODE(os.stat(path).st_mode) & 0o077:
+                loose.append(f"{path} ({oct(stat.S_IMODE(os.stat(path).st_mode))})")
+        checks.append(HealthCheck(name="permissions", ok=not loose,
+                                  detail="owner-only" if not loose else f"readable by others: {', '.join(loose[:5])}",
+                                  fix=None if not loose else f"chmod -R go-rwx {self.home}"))
+        usage = os.statvfs(self.home)
+        free_mb = usage.f_bavail * usage.f_frsize / 2**20
+        checks.append(HealthCheck(name="disk", ok=free_mb > 200, detail=f"{free_mb:.0f} MiB free under {self.home}",
+                                  fix=None if free_mb > 200 else "free some disk space: writes fail when it is full"))
+        emb_ok = bool(getattr(self.embedder, "available", False))
+        checks.append(HealthCheck(name="embeddings", ok=emb_ok, detail=self.embedder.name,
+                                  fix=None if emb_ok else "recall runs on BM25 only; check embedding_provider"))
+        return HealthReport(ok=all(c.ok for c in checks), checks=checks)
 
     # ── feedback ─────────────────────────────────────────────
     @api

@@ -388,6 +388,17 @@ class ScopeStore:
         )
         return [plain(r) for r in rows or []]
 
+    def export_rows(self) -> list[dict[str, Any]]:
+        rows = self.q1("SELECT * OMIT memory_strength FROM memory ORDER BY created_at, id")
+        return [plain(r) for r in rows or []]
+
+    def restore_row(self, key: str, fields: Mapping[str, Any]) -> None:
+        """Write a record exactly as exported (id and every field), replacing any with the same id."""
+        # The CREATE event appends to status_history; put the exported history back exactly.
+        self.q("UPSERT $id CONTENT $f RETURN NONE; UPDATE $id SET status_history = $h RETURN NONE",
+               {"id": record(key), "f": dict(fields), "h": list(fields.get("status_history", []))})
+        self.refresh([key])
+
     def count_by(self) -> tuple[int, dict[str, int], dict[str, int]]:
         by_type = self.q1("SELECT memory_type, count() AS n FROM memory GROUP BY memory_type")
         by_status = self.q1("SELECT status, count() AS n FROM memory GROUP BY status")

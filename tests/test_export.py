@@ -1,0 +1,62 @@
+"""export → import is lossless: a user can back up, move machines and audit what is stored."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from engram_core.models import MemoryIn, MemoryRecord
+from engram_core.service import EngramService
+
+
+def test_export_then_restore_into_a_fresh_home_is_identical(service: EngramService, project_dir: Path,
+                                                            tmp_path: Path, embedder) -> None:  # noqa: ANN001
+    p = str(project_dir)
+    a = service.store(MemoryIn(content="Builds use Bazel 7", tags=["build"], metadata={"k": [1, 2]}), project=p)
+    service.store(MemoryIn(content="Prefer small PRs", scope="user", memory_type="procedural"), project=p)
+    sess = service.start_session(project=p, claude_session_id="c1").session_key
+    service.store(MemoryIn(content="Working on the flaky upload test", scope="session", memory_type="working"),
+                  session=sess)
+    service.recall("bazel build", project=p)  # access counts, status history, relevance move
+    service.forget(service.store(MemoryIn(content="obsolete note"), project=p).memory.id, project=p)
+    exported = service.export_memories(project=p)
+    assert {r.scope.value for r in exported} == {"session", "project", "user"}
+    assert all(r.embedding and len(r.embedding) == 384 for r in exported if r.status.value != "forgotten")
+
+    lines = [r.model_dump(mode="json") for r in exported]  # what `engram export` writes as JSONL
+    other_home, other_proj = tmp_path / "home2", tmp_path / "moved"
+    (other_proj / ".git").mkdir(parents=True)
+    with EngramService(other_home, embedder=embedder) as fresh:
+        report = fresh.restore_memories(lines, project=str(other_proj))
+        assert report.restored == len(lines) and not report.failed
+        again = fresh.export_memories(project=str(other_proj))
+        strip = lambda rs: sorted((r.model_dump(exclude={"database", "project_path"}) for r in rs),  # noqa: E731
+                                  key=lambda d: d["id"])
+        assert strip(again) == strip(exported)
+        hit = fresh.recall("bazel", project=str(other_proj)).hits[0]
+        assert hit.memory.id == a.memory.id and hit.memory.metadata == {"k": [1, 2]}
+        # Restoring twice replaces, never duplicates.
+        assert fresh.restore_memories(lines, project=str(other_proj)).replaced == len(lines)
+
+
+def test_restore_reports_bad_records_and_stores_nothing_of_them(service: EngramService, project_dir: Path) -> None:
+    p = str(project_dir)
+    good = service.store(MemoryIn(content="keep me"), project=p).memory
+    rec = service.export_memories(scope="project", project=p)[0].model_dump(mode="json")
+    bad_type = {**rec, "id": "BAD1", "memory_type": "dream"}
+    bad_imp = {**rec, "id": "BAD2", "importance": 7}
+    extra = {**rec, "id": "BAD3", "surprise": True}
+    report = service.restore_memories([bad_type, bad_imp, extra], project=p)
+    assert report.restored == 0 and [f.line for f in report.failed] == [1, 2, 3]
+    assert [m.id for m in service.list_memories(project=p).items] == [good.id]
+    assert MemoryRecord(**rec).id == good.id
+
+
+def test_health_reports_stores_and_permissions(service: EngramService, project_dir: Path) -> None:
+    service.store(MemoryIn(content="x"), project=str(project_dir))
+    report = service.health()
+    names = {c.name for c in report.checks}
+    assert "permissions" in names and any(n.startswith("store project/") for n in names)
+    assert report.ok, report
+    (service.home / "user.db").chmod(0o755)
+    bad = service.health()
+    assert not bad.ok and "chmod" in next(c.fix for c in bad.checks if c.name == "permissions")
