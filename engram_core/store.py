@@ -10,6 +10,7 @@ of truth and the mirror is rebuilt from it at open and updated after every ackno
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
 import secrets
@@ -176,10 +177,8 @@ class Connection:
         with self.lock:
             self.__dict__.pop("_role_tokens", None)
             self.__dict__.pop("_root", None)
-            try:
+            with contextlib.suppress(Exception):
                 self._db.close()
-            except Exception:
-                pass
             if self.path is not None:
                 restrict_tree(self.path)
 
