@@ -124,7 +124,11 @@ class EngramService:
     ) -> None:
         # Everything this process creates (store files the engine writes later included) is owner-only.
         os.umask(0o077)
-        self.home = ensure_private_dir(Path(home) if home else engram_home())
+        try:
+            self.home = ensure_private_dir(Path(home) if home else engram_home())
+        except OSError as exc:
+            raise StoreError(f"Engram's data directory cannot be created or secured ({exc}). "
+                             "Point ENGRAM_HOME at a writable directory.") from exc
         self.clock = clock or Clock()
         self.settings = settings or load_settings()
         self.embedder: Embedder = embedder or make_embedder(self.settings)

@@ -95,6 +95,16 @@ def plain(value: Any) -> Any:
     return value
 
 
+def _io_error(exc: BaseException, where: str) -> StoreError | None:
+    """Disk trouble gets a message that says what to do; the engine's own words stay in it."""
+    text = str(exc)
+    if "No space left" in text or "os error 28" in text:
+        return StoreError(f"the disk holding {where} is full: nothing was stored. Free some space and retry. ({text})")
+    if "Read-only file system" in text or "os error 30" in text or "Permission denied" in text:
+        return StoreError(f"{where} cannot be written (read-only or no permission): nothing was stored. ({text})")
+    return None
+
+
 class Connection:
     """One embedded SurrealDB engine over one store file (or memory), shared by the ScopeStores on it.
 
@@ -104,12 +114,12 @@ class Connection:
     def __init__(self, url: str, path: Path | None = None) -> None:
         self.url = url
         self.path = path
-        if path is not None:
-            ensure_private_dir(path.parent)
         try:
+            if path is not None:
+                ensure_private_dir(path.parent)
             self._db = Surreal(url)
         except Exception as exc:  # the engine's message names the LOCK file when another process has it
-            raise StoreError(f"cannot open the store at {url}: {exc}") from exc
+            raise _io_error(exc, url) or StoreError(f"cannot open the store at {url}: {exc}") from exc
         self.lock = threading.RLock()
         if path is not None:
             restrict_tree(path)
@@ -124,8 +134,15 @@ class Connection:
 
     def run(self, ns: str, db: str, sql: str, params: Mapping[str, Any] | None = None) -> list[Any]:
         with self.lock:
-            self._db.use(ns, db)
-            return self._db.query(sql, dict(params or {})).execute()
+            try:
+                self._db.use(ns, db)
+                return self._db.query(sql, dict(params or {})).execute()
+            except Exception as exc:
+                translated = _io_error(exc, self.url)
+                if translated is None:
+                    raise
+                raise translated from exc
+
 
     # ── least privilege for user-written SurrealQL ─────────────
     # An embedded engine starts with full rights and no way back once a user signs in, so the first
