@@ -121,21 +121,14 @@ NEAR_DUPLICATES = [
     ("Money amounts are integers in minor units (cents)", "Store amounts as integer cents, never as floats"),
 ]
 CONTRADICTIONS = [
-    ("Dependencies are managed with Poetry; run `poetry install`",
-     "The project moved from Poetry to uv; run `uv sync` to install dependencies"),
-    ("The refunds worker runs every 5 minutes as a cron job",
-     "The refunds worker is event-driven via the outbox table, not a cron job"),
-    ("The API listens on port 8080 locally", "The local API listens on port 8000 (uvicorn default)"),
+    ("The local API listens on port 8080", "The local API listens on port 8000"),
+    ("Run the test suite with pytest -n 4 in parallel", "Run the test suite with pytest -n 8 in parallel"),
+    ("The refunds worker runs as a cron job every 5 minutes", "The refunds worker does not run as a cron job"),
+    ("Webhook retries are capped at 12 attempts", "Webhook retries are capped at 8 attempts"),
+    ("Use Poetry to manage dependencies", "Do not use Poetry to manage dependencies; use uv"),
 ]
 COMPONENTS = ["payments", "refunds", "ledger", "webhooks", "merchants", "fx", "reports", "auth", "outbox",
               "dashboard"]
-GENERATED_SEMANTIC = [
-    "{c}: the router lives in app/routers/{c}.py and its schemas in app/schemas/{c}.py",
-    "{c}: errors are mapped to problem+json types under https://errors.pay.example/{c}/",
-    "{c}: the service layer in app/services/{c}.py owns all database writes for this domain",
-    "{c}: metrics are exported as pay_{c}_requests_total and pay_{c}_latency_seconds",
-    "{c}: integration tests are in tests/integration/test_{c}_api.py and need the db fixture",
-]
 GENERATED_EPISODIC = [
     "Fixed a bug in {c}: {bug}",
     "Code review on {c}: {note}",
@@ -157,10 +150,6 @@ NOTES = [
     "suggested property-based tests with hypothesis for amount parsing",
     "kept the public field names stable for the dashboard",
     "replaced a bare except with specific exceptions",
-]
-GENERATED_PROCEDURAL = [
-    "To test {c} alone: `uv run pytest tests/integration/test_{c}_api.py -q`",
-    "To inspect {c} metrics locally: open http://localhost:8000/metrics and grep pay_{c}",
 ]
 
 
@@ -219,18 +208,15 @@ def build_demo(service: Any, base: Path | str, now: datetime, *, seed: int = 7) 
                               tags=["episode"], importance=round(rng.uniform(0.3, 0.8), 2),
                               created_at=at(rng.uniform(0.2, 14))))
     for c in COMPONENTS:
-        for tpl in GENERATED_SEMANTIC:
-            items.append(MemoryIn(content=tpl.format(c=c), memory_type=MemoryType.semantic, scope=Scope.project,
-                                  tags=[c], importance=round(rng.uniform(0.2, 0.8), 2),
-                                  created_at=at(rng.uniform(0.1, 45))))
-        for tpl in GENERATED_PROCEDURAL:
-            items.append(MemoryIn(content=tpl.format(c=c), memory_type=MemoryType.procedural, scope=Scope.project,
-                                  tags=[c, "howto"], importance=round(rng.uniform(0.3, 0.7), 2),
-                                  created_at=at(rng.uniform(1, 90))))
-        for i in range(12):
-            tpl = GENERATED_EPISODIC[i % len(GENERATED_EPISODIC)]
-            text = tpl.format(c=c, bug=rng.choice(BUGS), note=rng.choice(NOTES))
-            items.append(MemoryIn(content=f"{text} (#{rng.randint(100, 999)})", memory_type=MemoryType.episodic,
+        # Per-component templates ("{c}: the router lives in app/routers/{c}.py") are not stored: the
+        # contradiction detector reads them as one fact with differing values, which would bury the real ones.
+        combos = [(t, b, n) for t in GENERATED_EPISODIC for b in range(len(BUGS)) for n in range(len(NOTES))]
+        for tpl, b, n in rng.sample(combos, 16):
+            # Distinct wording, no invented numbers: numbers that differ read as contradicting values.
+            text = tpl.format(c=c, bug=BUGS[b], note=NOTES[n])
+            if any(text == it.content for it in items):
+                continue
+            items.append(MemoryIn(content=text, memory_type=MemoryType.episodic,
                                   scope=Scope.project, tags=[c, "episode"], importance=round(rng.uniform(0.1, 0.7), 2),
                                   created_at=at(rng.uniform(0.05, 30))))
     for a, b in NEAR_DUPLICATES + CONTRADICTIONS:
@@ -273,6 +259,9 @@ def build_demo(service: Any, base: Path | str, now: datetime, *, seed: int = 7) 
     project_mems = [m for m in mems if m.scope == Scope.project]
     for m in project_mems:
         roll = rng.random()
+        if "dup-demo" in m.tags:
+            service.set_status(m.id, Status.active, reason="first retrieval", project=project)
+            continue
         age = (now - m.created_at).total_seconds() / 86400
         if m.memory_type == MemoryType.episodic and age > 10 and roll < 0.5:
             service.set_status(m.id, Status.archived, reason="strength fell below 0.1", project=project)
@@ -286,8 +275,8 @@ def build_demo(service: Any, base: Path | str, now: datetime, *, seed: int = 7) 
         if m.scope == Scope.user:
             service.set_status(m.id, Status.active, reason="first retrieval")
     # A superseded one (an outdated fact replaced by a newer memory).
-    old = next(m for m in project_mems if "Poetry" in m.content)
-    service.set_status(old.id, Status.superseded, reason="replaced by the uv migration memory", project=project)
+    old = next(m for m in project_mems if m.content.startswith("OpenAPI docs"))
+    service.set_status(old.id, Status.superseded, reason="docs are now served on every environment", project=project)
 
     # Pinned: the things the team wants injected no matter how they decay.
     for m in [*by_type["procedural"][:2], by_type["semantic"][4]]:
@@ -300,11 +289,20 @@ def build_demo(service: Any, base: Path | str, now: datetime, *, seed: int = 7) 
     convention = next(m for m in project_mems if m.content.startswith("Before committing"))
     report.promoted += service.promote(convention.id, "user", project=project).promoted
 
-    # TODO(organise): once engram_core/organise/ lands, build entities/relations, the consolidation queue
-    # (NEAR_DUPLICATES) and the contradictions (CONTRADICTIONS) through its API methods here.
-    if _has(service, "list_consolidations"):
-        service.maintain(project=project)
-        report.organise = "organise layer present: maintenance ran to queue consolidations"
+    # The organise layer extracts entities/relations and flags contradictions as memories are stored
+    # (CONTRADICTIONS above); a full reflection pass queues consolidations (NEAR_DUPLICATES, episode clusters)
+    # and applies only the low-risk ones, so the rest wait for review. No `maintain()` here: its decay sweep
+    # runs on the database's wall clock, which would age a demo built on a frozen clock by months.
+    if _has(service, "reflect_and_consolidate"):
+        try:
+            rep = service.reflect_and_consolidate(project=project, level="full")
+        except Exception as exc:  # noqa: BLE001 - the demo still shows everything else; say what failed
+            rep = None
+            report.organise = f"reflection pass failed ({type(exc).__name__}: {str(exc)[:120]}); "
+        pending = len(service.list_consolidations(project=project))
+        conflicts = len(service.list_contradictions(project=project))
+        report.organise += (f"{pending} consolidations waiting for review ({getattr(rep, 'auto_approved', 0)} "
+                           f"applied automatically), {conflicts} open contradictions")
     else:
         report.organise = "organise layer not available yet: no entities, consolidation queue or contradictions"
 

@@ -44,6 +44,9 @@ class EngramApp(App[None]):
     BINDINGS = [
         *(Binding(k, f"mode('{m}')", MODE_TITLES[m].split()[0], id=f"app.mode.{m}", show=False,
                   tooltip=f"Show the {MODE_TITLES[m]} pane") for k, m in MODE_KEYS.items()),
+        # alt+N works from inside an editor too (plain digits are typed there).
+        *(Binding(f"alt+{k}", f"mode('{m}')", MODE_TITLES[m], show=False, priority=True, id=f"app.alt_mode.{m}")
+          for k, m in MODE_KEYS.items()),
         Binding("question_mark,f1", "help", "Help", id="app.help", tooltip="Every key binding"),
         Binding("q", "quit", "Quit", id="app.quit"),
     ]
@@ -58,7 +61,9 @@ class EngramApp(App[None]):
         self.service = service
         self.project: str | None = str(project) if project else None
         self.session = session
-        self.clock = clock or getattr(service, "clock", None) or Clock()
+        # A daemon client answers any attribute with a remote method: only a real Clock counts.
+        own = getattr(service, "__dict__", {}).get("clock")
+        self.clock = clock or (own if isinstance(own, Clock) else Clock())
         self.offer_demo = offer_demo
         self.demo_base = demo_base
         self.history_path = history_path

@@ -38,10 +38,11 @@ class NotAvailable(RuntimeError):
 
 def available(service: Any, name: str) -> bool:
     """Does this service offer ``name``? In process: it must be a registered API method; remote: the client says."""
-    probe = getattr(service, "has_method", None)
+    # The daemon client answers from the daemon's own method table (RemoteService.has).
+    probe = getattr(type(service), "has", None)
     if callable(probe):
         try:
-            return bool(probe(name))
+            return bool(probe(service, name))
         except Exception:  # noqa: BLE001 - a failing probe means "cannot tell": try the call and report its error
             return True
     try:
@@ -71,7 +72,8 @@ def describe_error(exc: BaseException) -> str:
         return f"Engram daemon unreachable ({text}); start it with `engram serve` and press R to retry"
     if "unknown method" in text:
         return f"not available yet in the running daemon: {text}"
-    return text if name in {"EngramError", "NotFound", "ValidationError", "ValueError"} else f"{name}: {text}"
+    return text if name in {"EngramError", "NotFound", "ValidationError", "ValueError", "RemoteNotFound",
+                            "RemoteEngramError"} else f"{name}: {text}"
 
 
 def attr(obj: Any, name: str, default: Any = None) -> Any:

@@ -161,7 +161,8 @@ class ConsoleScreen(ServiceScreen):
         viewer.show_results(statements)
         total = sum(attr(s, "time_ms") or 0 for s in statements)
         errors = sum(1 for s in statements if attr(s, "error"))
-        viewer.border_title = (f"Results · {len(statements)} statement(s) · {total:.1f} ms"
+        rows = sum(len(attr(s, "rows") or []) for s in statements)
+        viewer.border_title = (f"Results · {len(statements)} statement(s) · {rows} rows · {total:.1f} ms"
                                + (f" · [red]{errors} error(s)[/]" if errors else ""))
         verdict = attr(result, "verdict")
         if verdict is not None and not attr(verdict, "ok", True):

@@ -21,4 +21,4 @@ class ModeBar(Static):
                 parts.append(f"[reverse b]{text}[/]")
             else:
                 parts.append(f"[@click=app.mode('{mode}')]{text}[/]")
-        self.update(" ".join(parts) + "   [dim]? help · ctrl+p commands[/]")
+        self.update(" ".join(parts) + "   [dim]1–6 or alt+1–6 switch · ? help · ctrl+p commands[/]")
