@@ -64,7 +64,7 @@ def install(service: EngramService) -> None:
     service.after_store.append(after_store)
     service.after_recall.append(associations.after_recall)
     service.extra_rankers.extend([graph.graph_ranker, associations.spread_ranker])
-    service.boosters.extend([episodes.boundary_booster, consolidated_booster])
+    service.boosters.extend([episodes.boundary_booster, consolidated_booster, associations.spread_booster])
     for name, fn in ORGANISE_API.items():
         if not hasattr(service, name):
             setattr(service, name, functools.partial(fn, service))

@@ -4,6 +4,7 @@ step along strong edges. Also the per-session working memory limit (7 ± 2; the 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -67,6 +68,7 @@ def coactivate(service: EngramService, store: ScopeStore, keys: Sequence[str], d
 
 
 def after_recall(service: EngramService, result: Any, winners: Sequence[Any]) -> None:
+    _spread.scores = {}  # this recall's activation must not leak into the next one
     by_store: dict[int, tuple[ScopeStore, list[str]]] = {}
     for c in list(winners)[:COACTIVATE_TOP]:
         by_store.setdefault(id(c.store), (c.store, []))[1].append(c.key)
@@ -93,10 +95,17 @@ def decay(service: EngramService, store: ScopeStore, *, now: datetime | None = N
     return int(res[-1] or 0)
 
 
+_spread = threading.local()
+
+
 def spread_ranker(service: EngramService, stores: Sequence[ScopeStore], query: str, qvec: Any,
                   filters: Any) -> list[tuple[str, float]]:
-    """One step of spreading activation from the query's best direct matches along strong edges."""
+    """One step of spreading activation from the query's best direct matches along strong edges.
+    The list joins the fusion (so a memory outside the candidate pool can enter it), and
+    `spread_booster` scales the same memories by 1 + activation, because one extra reciprocal rank
+    (1/61) is too small to lift anything past the direct matches."""
     out: dict[str, float] = {}
+    _spread.scores = out
     for store in stores:
         adj = _adjacency(service, store)
         if not adj:
@@ -112,6 +121,12 @@ def spread_ranker(service: EngramService, stores: Sequence[ScopeStore], query: s
                     continue
                 out[other] = max(out.get(other, 0.0), w / (1 + rank))
     return sorted(out.items(), key=lambda t: (-t[1], t[0]))
+
+
+def spread_booster(service: EngramService, key: str, store: ScopeStore, light: Any,
+                   context: dict[str, Any]) -> float:
+    # Filled by spread_ranker in this same thread a moment earlier, for this recall.
+    return 1.0 + getattr(_spread, "scores", {}).get(key, 0.0)
 
 
 @api
