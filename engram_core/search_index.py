@@ -121,12 +121,15 @@ class SearchIndex:
 
     Documents live in slots; a removed document's slot goes onto a free list and is reused, and the
     matrices grow by doubling, so upsert/remove never touch the whole corpus.
+
+    k1=0.9, b=0.4 (Anserini's defaults) beat Lucene's 1.2/0.75 on LoCoMo: memories are short and of similar
+    length, so length normalisation mostly adds noise.
     """
 
     _INITIAL_CAPACITY = 64
 
     def __init__(
-        self, dim: int = 384, *, k1: float = 1.2, b: float = 0.75, drop_stopwords: bool = True
+        self, dim: int = 384, *, k1: float = 0.9, b: float = 0.4, drop_stopwords: bool = True
     ) -> None:
         self.dim = dim
         self.k1 = k1

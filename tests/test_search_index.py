@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -228,16 +229,18 @@ def test_speed_16k_vectors_and_10k_bm25() -> None:
         words = rng.choice(vocab, 20)
         idx.upsert(f"d{i}", " ".join(words), vecs[i])
     q = rng.standard_normal(384).astype(np.float32)
-    idx.vector(q, 10)
-    t0 = time.perf_counter()
-    for _ in range(50):
-        idx.vector(q, 10)
-    vec_ms = (time.perf_counter() - t0) / 50 * 1000
-    idx.bm25("w1 w2 w3 w4 w5", 10)
-    t0 = time.perf_counter()
-    for _ in range(50):
-        idx.bm25("w10 w200 w1500 w7 w2999", 10)
-    bm_ms = (time.perf_counter() - t0) / 50 * 1000
-    # Loose bounds: the machine is shared; the targets are < 1 ms and a few ms.
+
+    def best_ms(fn: Callable[[], object]) -> float:
+        # Best of many, not the mean: the machine is shared, and a busy neighbour is not this code's cost.
+        times = []
+        for _ in range(50):
+            t0 = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t0)
+        return min(times) * 1000
+
+    vec_ms = best_ms(lambda: idx.vector(q, 10))
+    bm_ms = best_ms(lambda: idx.bm25("w10 w200 w1500 w7 w2999", 10))
+    # Targets are < 1 ms and a few ms; the bounds leave room for a slow CI machine.
     assert vec_ms < 5.0, vec_ms
     assert bm_ms < 10.0, bm_ms

@@ -1,0 +1,73 @@
+"""ranking: contextual ingest text and BM25/vector fusion."""
+
+from __future__ import annotations
+
+import pytest
+
+from engram_core.ranking import DEFAULT_FUSION, contextual_text, fuse, minmax
+
+
+def test_contextual_text_puts_memory_first_and_keeps_recent_context() -> None:
+    prev = ["Melanie: Did you go anywhere fun?", "Caroline: Which trip do you mean?"]
+    text = contextual_text("Melanie: The one to the beach last week.", prev, max_prev=1)
+    assert text.startswith("Melanie: The one to the beach last week.")
+    assert "Which trip" in text and "anywhere fun" not in text
+    both = contextual_text("x", prev, max_prev=2)
+    assert "anywhere fun" in both and "Which trip" in both
+
+
+def test_contextual_text_without_context_is_the_memory() -> None:
+    assert contextual_text("alone", []) == "alone"
+    assert contextual_text("alone", ["ignored"], max_prev=0) == "alone"
+    assert contextual_text("alone", ["", ""]) == "alone"
+
+
+def test_contextual_text_clips_long_context_and_adds_date() -> None:
+    text = contextual_text("m", ["a" * 5000], max_chars=100, when="8 May 2023")
+    assert len(text) < 150
+    assert text.endswith("[8 May 2023]")
+
+
+def test_default_context_depth_matches_config() -> None:
+    prev = [f"turn {i}" for i in range(5)]
+    text = contextual_text("now", prev)
+    for i in range(5):
+        assert (f"turn {i}" in text) == (i >= 5 - DEFAULT_FUSION.context_prev)
+
+
+def test_rrf_fusion_math() -> None:
+    out = dict(fuse([("a", 9.0), ("b", 5.0)], [("b", 0.9), ("c", 0.8)], k_rrf=10, w_bm25=1.0, w_vec=1.0))
+    assert out["a"] == pytest.approx(1 / 11)
+    assert out["b"] == pytest.approx(1 / 12 + 1 / 11)
+    assert out["c"] == pytest.approx(1 / 12)
+    ranked = fuse([("a", 9.0), ("b", 5.0)], [("b", 0.9), ("c", 0.8)], k_rrf=10, w_bm25=1.0, w_vec=1.0)
+    assert [d for d, _ in ranked] == ["b", "a", "c"]
+
+
+def test_bm25_weight_breaks_single_list_ties_towards_bm25() -> None:
+    ranked = fuse([("lexical", 3.0)], [("semantic", 0.7)], k_rrf=10, w_bm25=1.3, w_vec=1.0)
+    assert [d for d, _ in ranked] == ["lexical", "semantic"]
+
+
+def test_score_fusion_math() -> None:
+    bm = [("a", 10.0), ("b", 6.0), ("c", 2.0)]
+    vec = [("c", 0.9), ("a", 0.5), ("d", 0.1)]
+    out = dict(fuse(bm, vec, method="score", alpha=0.5))
+    assert out["a"] == pytest.approx(0.5 * 1.0 + 0.5 * 0.5)
+    assert out["b"] == pytest.approx(0.5 * 0.5)
+    assert out["c"] == pytest.approx(0.5 * 0.0 + 0.5 * 1.0)
+    assert out["d"] == pytest.approx(0.0)
+
+
+def test_boosts_limit_and_empty_inputs() -> None:
+    ranked = fuse([("a", 2.0), ("b", 1.0)], [], boosts={"b": 10.0}, limit=1)
+    assert ranked == [("b", pytest.approx(10.0 * DEFAULT_FUSION.w_bm25 / (DEFAULT_FUSION.k_rrf + 2)))]
+    assert fuse([], []) == []
+    with pytest.raises(ValueError):
+        fuse([("a", 1.0)], [], method="nope")  # type: ignore[arg-type]
+
+
+def test_minmax() -> None:
+    assert minmax([]) == []
+    assert minmax([3.0, 3.0]) == [1.0, 1.0]
+    assert minmax([1.0, 3.0, 2.0]) == [0.0, 1.0, 0.5]
