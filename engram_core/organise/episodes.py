@@ -129,7 +129,9 @@ def boundary_booster(service: EngramService, key: str, store: ScopeStore, light:
         context["_episodes"] = cur
     if not cur or light.episode_id in cur:
         return 1.0
-    return float(service.param("episode_boundary_penalty", DEFAULT_PENALTY))
+    if "_penalty" not in context:  # one database read per recall, not one per candidate
+        context["_penalty"] = float(service.param("episode_boundary_penalty", DEFAULT_PENALTY))
+    return float(context["_penalty"])
 
 
 def _info(r: dict[str, Any]) -> EpisodeInfo:
