@@ -1020,6 +1020,13 @@ class EngramService:
                     store = self.user
                 fields = rec.model_dump(exclude={"engram_export", "id", "database", "project_path"},
                                         exclude_none=True)
+                # A hand-edited or foreign file must not smuggle a secret in; on Engram's own exports this is
+                # a no-op (redaction is idempotent), so round trips stay exact.
+                fields["content"], found = redact(fields["content"])
+                fields["metadata"] = redact_value(fields.get("metadata", {}))
+                if found:
+                    fields["content_hash"] = content_hash(fields["content"])
+                    fields.pop("embedding", None)
                 existed = store.get(rec.id) is not None
                 store.restore_row(rec.id, fields)
                 replaced += existed

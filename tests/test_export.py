@@ -51,6 +51,17 @@ def test_restore_reports_bad_records_and_stores_nothing_of_them(service: EngramS
     assert MemoryRecord(**rec).id == good.id
 
 
+def test_restore_redacts_secrets_in_a_foreign_file(service: EngramService, project_dir: Path) -> None:
+    p = str(project_dir)
+    service.store(MemoryIn(content="template"), project=p)
+    rec = service.export_memories(scope="project", project=p)[0].model_dump(mode="json")
+    sneaky = {**rec, "id": "SNEAKY1", "content": "token ghp_abcdefghijklmnopqrstuvwxyz0123456789 here",
+              "content_hash": "x"}
+    assert service.restore_memories([sneaky], project=p).restored == 1
+    stored = service.get("SNEAKY1", project=p)
+    assert "ghp_" not in stored.content and "[REDACTED:" in stored.content
+
+
 def test_health_reports_stores_and_permissions(service: EngramService, project_dir: Path) -> None:
     service.store(MemoryIn(content="x"), project=str(project_dir))
     report = service.health()
