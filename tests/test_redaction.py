@@ -147,18 +147,6 @@ def test_redact_value_recurses_and_copies() -> None:
     assert meta["nested"][0]["env"].endswith("uXo")  # the input is not mutated
 
 
-def test_speed_100kb_tool_output() -> None:
-    chunk = "\n".join(e["text"] for e in BENIGN) + "\n" + "\n".join(e["text"] for e in SECRETS[:5])
-    text = (chunk * (100_000 // len(chunk) + 1))[:100_000]
-    redact(text)  # warm up
-    t0 = time.perf_counter()
-    runs = 5
-    for _ in range(runs):
-        redact(text)
-    per_run_ms = (time.perf_counter() - t0) / runs * 1000
-    print(f"\nredact(100 KB mixed tool output): {per_run_ms:.1f} ms")
-    assert per_run_ms < 150  # generous bound for slow CI; typically well under 50 ms
-
 
 def test_pathological_input_is_linear() -> None:
     # long runs of key-like and quote characters must not backtrack catastrophically

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import os
 import threading
-import time
-from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -219,28 +217,3 @@ def test_thread_safety_smoke() -> None:
     assert len(idx) == 200 + 3 * 40
     assert len(idx.bm25("beta", 1000)) == 3 * 40
 
-
-def test_speed_16k_vectors_and_10k_bm25() -> None:
-    rng = np.random.default_rng(2)
-    idx = SearchIndex(dim=384)
-    vocab = [f"w{i}" for i in range(3000)]
-    vecs = rng.standard_normal((16_000, 384)).astype(np.float32)
-    for i in range(16_000):
-        words = rng.choice(vocab, 20)
-        idx.upsert(f"d{i}", " ".join(words), vecs[i])
-    q = rng.standard_normal(384).astype(np.float32)
-
-    def best_ms(fn: Callable[[], object]) -> float:
-        # Best of many, not the mean: the machine is shared, and a busy neighbour is not this code's cost.
-        times = []
-        for _ in range(50):
-            t0 = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - t0)
-        return min(times) * 1000
-
-    vec_ms = best_ms(lambda: idx.vector(q, 10))
-    bm_ms = best_ms(lambda: idx.bm25("w10 w200 w1500 w7 w2999", 10))
-    # Targets are < 1 ms and a few ms; the bounds leave room for a slow CI machine.
-    assert vec_ms < 5.0, vec_ms
-    assert bm_ms < 10.0, bm_ms
