@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -53,16 +54,19 @@ HOOK_SCRIPT = REPO_ROOT / "hooks" / "engram_hook.py"
 
 
 class DaemonProc:
-    """A real `engram serve` subprocess on a temp ENGRAM_HOME, talked to over its real socket."""
+    """A real `engram serve` subprocess on a temp ENGRAM_HOME, talked to over its real socket.
 
-    def __init__(self, home: Path, *, model: bool = True, idle_timeout: float = 0, env: dict | None = None) -> None:
+    The idle timeout is not 0 so that a daemon a hook restarted behind the test's back (kill -9 tests) cannot
+    outlive a crashed test run for long."""
+
+    def __init__(self, home: Path, *, model: bool = True, idle_timeout: float = 900, env: dict | None = None) -> None:
         import sys
 
         self.home = home
         self.python = sys.executable
         self.env = {**os.environ, "ENGRAM_HOME": str(home), "ENGRAM_DAEMON_IDLE_TIMEOUT_S": str(idle_timeout),
                     **({} if model else {"ENGRAM_EMBEDDING_PROVIDER": "none"}), **(env or {})}
-        self.proc = None
+        self.proc: Any = None
 
     @property
     def sock(self) -> Path:
@@ -77,8 +81,12 @@ class DaemonProc:
                                      stderr=subprocess.PIPE, start_new_session=True)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"daemon exited {self.proc.returncode}: {self.proc.stderr.read().decode()[-2000:]}")
+            if self.proc is not None and self.proc.poll() is not None:
+                err = self.proc.stderr.read().decode()
+                self._close_pipes()
+                if self.proc.returncode != 0 or "already running" not in err:
+                    raise RuntimeError(f"daemon exited {self.proc.returncode}: {err[-2000:]}")
+                self.proc = None  # another starter (a hook, a client) won the race: wait for and use its daemon
             if self.answers():
                 return self
             time.sleep(0.05)
@@ -100,7 +108,15 @@ class DaemonProc:
 
     def stop(self, timeout: float = 20.0) -> None:
         import signal
+        import time
 
+        if self.proc is None and self.answers():  # a daemon we adopted: ask it to stop
+            c = self.client()
+            c.call("shutdown")
+            c.close()
+            deadline = time.monotonic() + timeout
+            while self.sock.exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
         if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
@@ -112,10 +128,18 @@ class DaemonProc:
 
     def kill9(self) -> None:
         import signal
+        import time
 
-        assert self.proc is not None
-        os.kill(self.proc.pid, signal.SIGKILL)
-        self.proc.wait()
+        from engram_core.client import daemon_pid
+
+        pid = self.proc.pid if self.proc is not None else daemon_pid(self.home)
+        assert pid
+        os.kill(pid, signal.SIGKILL)
+        if self.proc is not None:
+            self.proc.wait()
+        else:
+            while self.answers():
+                time.sleep(0.02)
         self._close_pipes()
 
     def _close_pipes(self) -> None:
