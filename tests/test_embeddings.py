@@ -131,3 +131,25 @@ def test_local_model_is_real_and_normalised(embedder) -> None:  # noqa: ANN001
     assert vecs.shape == (3, 384) and np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
     assert float(vecs[0] @ vecs[1]) > float(vecs[0] @ vecs[2]) + 0.2
     assert normalise(np.ones((1, 400)), 384).shape == (1, 384)
+
+
+def test_onnx_backend_gives_the_same_vectors_as_sentence_transformers(embedder) -> None:  # noqa: ANN001
+    """The default backend (onnxruntime on the exported model) must be the same model, not an approximation."""
+    from engram_core.embeddings import LocalEmbedder
+
+    texts = ["hello world", "Command failed: make test → ECONNRESET", "word " * 400,
+             "The auth middleware lives in src/middleware/auth.ts"]
+    onnx = LocalEmbedder("onnx")
+    torch_ = LocalEmbedder("torch")
+    a, b = onnx.embed(texts), torch_.embed(texts)
+    assert "onnx" in onnx.name and "torch" in torch_.name
+    assert np.min(np.sum(a * b, axis=1)) > 0.9999
+    # Batching and length-sorting must not mix rows up.
+    assert np.allclose(onnx.embed([texts[2], texts[0]])[1], a[0], atol=1e-5)
+
+
+def test_unknown_backend_is_refused() -> None:
+    from engram_core.embeddings import LocalEmbedder
+
+    with pytest.raises(EmbeddingError, match="backend"):
+        LocalEmbedder("tpu")
