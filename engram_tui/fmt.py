@@ -27,6 +27,11 @@ def age(dt: datetime | None, now: datetime) -> str:
     return f"in {text}" if future else f"{text} ago"
 
 
+def wall_age(dt: datetime | None, now: datetime, mask: bool) -> str:
+    """The age of a time the database stamped with its wall clock (queue and detection times)."""
+    return MASK if mask and dt is not None else age(dt, now)
+
+
 def stamp(dt: datetime | None) -> str:
     return "—" if dt is None else dt.strftime("%Y-%m-%d %H:%M")
 
@@ -34,6 +39,11 @@ def stamp(dt: datetime | None) -> str:
 def wall_stamp(dt: datetime | None, mask: bool) -> str:
     """Times the database writes with its own wall clock (status history, updated_at): maskable for snapshots."""
     return MASK if mask and dt is not None else stamp(dt)
+
+
+def ms(value: float | None, mask: bool) -> str:
+    """A duration; masked in snapshots, where timings would change every run."""
+    return "— ms" if mask or value is None else f"{value:.1f} ms"
 
 
 def strength_bar(value: float, width: int = 6) -> str:

@@ -12,7 +12,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import DataTable, Footer, Header, Static
 
 from ..backend import NotAvailable, attr, available
-from ..fmt import age, short
+from ..fmt import short, wall_age
 from ..messages import ServiceDone, ServiceFailed
 from ..widgets.modebar import ModeBar
 from .base import ServiceScreen
@@ -91,11 +91,13 @@ class ConflictsScreen(ServiceScreen):
         table.clear()
         now = self.engram.now()
         self.items = {}
-        for c in items or []:
+        ordered = sorted(items or [], key=lambda c: (str(attr(c, "kind")), str(attr(attr(c, "a"), "id")),
+                                                     str(attr(attr(c, "b"), "id"))))
+        for c in ordered:
             cid = str(attr(c, "id"))
             self.items[cid] = c
             table.add_row(str(attr(c, "kind")), short(attr(attr(c, "a"), "content") or "", 50),
-                          short(attr(attr(c, "b"), "content") or "", 50), age(attr(c, "detected_at"), now), key=cid)
+                          short(attr(attr(c, "b"), "content") or "", 50), wall_age(attr(c, "detected_at"), now, self.engram.mask_db_times), key=cid)
         self.query_one("#conflicts-status", Static).update(
             f"[b]{len(self.items)}[/] open contradiction(s) · A keep A · B keep B · K keep both · M merge "
             "· [dim]the loser is invalidated with a timestamp, never deleted[/]")

@@ -16,6 +16,7 @@ from textual.widgets import Footer, Header, Label, OptionList, Select, Static, S
 from engram_core.validator import validate
 
 from ..backend import NotAvailable, attr, available
+from ..fmt import ms
 from ..messages import ServiceDone, ServiceFailed
 from ..widgets.modebar import ModeBar
 from ..widgets.surql import ResultsViewer, SurqlEditor
@@ -30,9 +31,9 @@ SCOPES = [("project", "project"), ("user", "user"), ("session", "session")]
 class ConsoleScreen(ServiceScreen):
     BINDINGS = [
         Binding("ctrl+r,f5", "run", "Run", id="console.run", tooltip="Run the statements (each gets a tab)"),
-        Binding("ctrl+w", "toggle_writes", "Writes", id="console.writes", tooltip="Allow writes (asks first)"),
-        Binding("ctrl+h", "focus_history", "History", show=False, id="console.history"),
-        Binding("ctrl+e", "focus_editor", "Editor", show=False, id="console.editor"),
+        Binding("f6", "toggle_writes", "Writes", id="console.writes", tooltip="Allow writes (asks first)"),
+        Binding("f7", "focus_history", "History", id="console.history", tooltip="Pick a past query"),
+        Binding("f8", "focus_editor", "Editor", show=False, id="console.editor"),
     ]
 
     def __init__(self) -> None:
@@ -158,11 +159,11 @@ class ConsoleScreen(ServiceScreen):
     def done_query(self, result: Any, _m: ServiceDone) -> None:
         statements = list(attr(result, "statements") or [])
         viewer = self.query_one("#console-results", ResultsViewer)
-        viewer.show_results(statements)
+        viewer.show_results(statements, mask=self.engram.mask_db_times)
         total = sum(attr(s, "time_ms") or 0 for s in statements)
         errors = sum(1 for s in statements if attr(s, "error"))
         rows = sum(len(attr(s, "rows") or []) for s in statements)
-        viewer.border_title = (f"Results · {len(statements)} statement(s) · {rows} rows · {total:.1f} ms"
+        viewer.border_title = (f"Results · {len(statements)} statement(s) · {rows} rows · {ms(total, self.engram.mask_db_times)}"
                                + (f" · [red]{errors} error(s)[/]" if errors else ""))
         verdict = attr(result, "verdict")
         if verdict is not None and not attr(verdict, "ok", True):

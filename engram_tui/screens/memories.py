@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -14,7 +15,7 @@ from textual.reactive import var
 from textual.widgets import DataTable, Footer, Header, Input, Static, Tree
 
 from ..backend import NotAvailable, attr, call, describe_error
-from ..fmt import age, short, strength_bar
+from ..fmt import age, ms, short, strength_bar
 from ..messages import ServiceDone
 from ..undo import UndoEntry, UndoStack, undo_plan
 from ..widgets.detail import NOT_YET, DetailPane
@@ -86,6 +87,9 @@ class MemoriesScreen(ServiceScreen):
         self.page_seq = 0
         self.current: Any | None = None
         self.current_id: str | None = None
+        self._page_t0 = 0.0
+        self.last_page_ms: float | None = None
+        self.pages_loaded = 0
 
     # ── layout ──────────────────────────────────────────────
     def compose(self) -> ComposeResult:
@@ -172,6 +176,7 @@ class MemoriesScreen(ServiceScreen):
             self.query_one("#table-status", Static).update(
                 "[b]No project[/]: start the TUI inside a project or pass --project DIR")
             return
+        self._page_t0 = time.perf_counter()
         self.page_seq = self.call_service(
             "page", "list_memories", scope=q.scope, project=q.project, session=q.session,
             memory_type=q.memory_type, status=q.status, text=q.text or None, order=q.order,
@@ -185,6 +190,9 @@ class MemoriesScreen(ServiceScreen):
         self.rows = {attr(m, "id"): m for m in items}
         self._fill(items, hits=None)
         self._update_status()
+        # Request → rows in the table (bench/tui.py reads it; it is also what a keystroke in the filter costs).
+        self.last_page_ms = (time.perf_counter() - self._page_t0) * 1000
+        self.pages_loaded += 1
 
     def failed_page(self, message: Any) -> bool:
         self.query_one("#table-status", Static).update(f"[b red]Could not load memories:[/] {message.text}")
@@ -357,7 +365,7 @@ class MemoriesScreen(ServiceScreen):
         degraded = attr(result, "degraded")
         self.query_one("#table-status", Static).update(
             f"[b]recall[/] {self.search_text!r} · {len(hits)} hits · {attr(result, 'strategy')} · "
-            f"{attr(result, 'took_ms', 0):.0f} ms · ranks: BM25# and Vec# per list, Score = final"
+            f"{ms(attr(result, 'took_ms'), self.engram.mask_db_times)} · ranks: BM25# and Vec# per list, Score = final"
             + (f" · [yellow]{degraded}[/]" if degraded else "") + " · [dim]esc: back to the list[/]")
 
     def _leave_search(self) -> None:

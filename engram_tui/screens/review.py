@@ -12,7 +12,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import DataTable, Footer, Header, Static, TextArea
 
 from ..backend import NotAvailable, attr, available, call
-from ..fmt import age, short
+from ..fmt import age, short, wall_age
 from ..messages import ServiceDone, ServiceFailed
 from ..widgets.modebar import ModeBar
 from .base import ServiceScreen
@@ -97,13 +97,16 @@ class ReviewScreen(ServiceScreen):
         table.clear()
         now = self.engram.now()
         self.items = {}
-        for it in items or []:
+        # Highest priority first, ties in a stable order (the database does not promise one).
+        ordered = sorted(items or [], key=lambda it: (-float(attr(it, "priority") or 0), str(attr(it, "reason")),
+                                                       sorted(str(attr(m, "id")) for m in attr(it, "sources") or [])))
+        for it in ordered:
             iid = str(attr(it, "id"))
             self.items[iid] = it
             proposal = attr(it, "proposal") or {}
             table.add_row(attr(it, "reason"), f"{attr(it, 'priority', 0):.2f}" if isinstance(attr(it, "priority"), float)
                           else str(attr(it, "priority")), str(attr(it, "risk")), str(len(attr(it, "sources") or [])),
-                          short(attr(proposal, "content") or "", 78), age(attr(it, "created_at"), now), key=iid)
+                          short(attr(proposal, "content") or "", 78), wall_age(attr(it, "created_at"), now, self.engram.mask_db_times), key=iid)
         self.query_one("#review-status", Static).update(
             f"[b]{len(self.items)}[/] pending consolidation(s) · a approve · e edit then approve · r reject")
         if self.items:

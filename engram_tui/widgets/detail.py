@@ -92,13 +92,17 @@ class DetailPane(Horizontal):
         if graph_error:
             lines.append(graph_error)
         else:
-            entities = attr(graph, "entities") or []
+            # Sorted: the graph store returns them in no promised order.
+            entities = sorted(attr(graph, "entities") or [], key=lambda e: str(attr(e, "name") or e))
             lines += [f"  • {escape(str(attr(e, 'name') or e))} [dim]{escape(str(attr(e, 'entity_type') or ''))}[/]"
                       for e in entities] or ["[dim]  none[/]"]
             lines += ["", "[b]Relations[/]"]
-            rels = attr(graph, "relations") or []
-            lines += [f"  {escape(str(attr(r, 'source') or attr(r, 'in') or '?'))} —{escape(str(attr(r, 'relation_type') or attr(r, 'kind') or 'rel'))}→ "
-                      f"{escape(str(attr(r, 'target') or attr(r, 'out') or '?'))}" for r in rels] or ["[dim]  none[/]"]
+            rels = sorted(attr(graph, "relations") or [],
+                          key=lambda r: (str(attr(r, "source_name") or ""), str(attr(r, "relation_type") or ""),
+                                         str(attr(r, "target_name") or "")))
+            lines += [f"  {escape(str(attr(r, 'source_name') or attr(r, 'source') or '?'))} "
+                      f"—{escape(str(attr(r, 'relation_type') or 'rel'))}→ "
+                      f"{escape(str(attr(r, 'target_name') or attr(r, 'target') or '?'))}" for r in rels] or ["[dim]  none[/]"]
         lines += ["", "[b]Retrieval history[/]"]
         if retrieval_error:
             lines.append(retrieval_error)

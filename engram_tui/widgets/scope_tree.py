@@ -9,6 +9,7 @@ from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
 from ..backend import attr
+from ..fmt import short
 
 TYPES = ["semantic", "procedural", "episodic", "working"]
 STATUSES = ["created", "active", "consolidated", "archived", "superseded", "forgotten"]
@@ -54,7 +55,8 @@ class ScopeTree(Tree[NodeData]):
             group = self.root.add("[b]sessions[/]", expand=True, allow_expand=True)
             for s in sess_for_project:
                 key = attr(s, "session_key")
-                self._add_scope(group, "session", f"session {key[-6:]}", None, key, counts, current=False)
+                name = attr(s, "claude_session_id") or key[-6:]
+                self._add_scope(group, "session", f"session {short(name, 18)}", None, key, counts, current=False)
         group = self.root.add("[b]projects[/]", expand=True)
         for p in projects:
             path = attr(p, "project_path")

@@ -11,6 +11,7 @@ from textual.widgets import Static, TabbedContent, TabPane, TextArea
 from textual_fastdatatable import DataTable as FastTable
 
 from ..backend import attr
+from ..fmt import ms
 
 
 @cache
@@ -49,14 +50,14 @@ def _cell(value: Any) -> str:
 class ResultsViewer(TabbedContent):
     """One tab per statement (harlequin's shape): a fast table of rows, or the statement's error."""
 
-    def show_results(self, statements: list[Any]) -> None:
+    def show_results(self, statements: list[Any], mask: bool = False) -> None:
         self.clear_panes()
         for i, st in enumerate(statements, start=1):
             error = attr(st, "error")
             rows = attr(st, "rows") or []
             cols = list(attr(st, "columns") or [])
             took = attr(st, "time_ms")
-            label = f"{i}: {'error' if error else f'{len(rows)} rows'}" + (f" · {took:.1f} ms" if took is not None else "")
+            label = f"{i}: {'error' if error else f'{len(rows)} rows'}" + f" · {ms(took, mask)}"
             if error:
                 body: Any = Static(f"[b red]{error}[/]\n\n[dim]{attr(st, 'sql') or ''}[/]", classes="result-error")
             elif rows:

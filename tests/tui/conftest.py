@@ -1,15 +1,19 @@
 """TUI fixtures: the demo set built once per test session on a frozen clock, restored fresh for each test.
 
 Building the demo costs ~40 s (a few hundred real embeddings plus the self-organising layer), so it is built
-once into ``<tmp>/live``, copied aside, and every test gets the pristine copy back at the same absolute path
-(the project registry stores absolute paths). Ids are made deterministic while building (ULIDs are time +
-random) so snapshots are byte-stable.
+once into ``<tmp>/live`` (by ``build_demo_fixture.py``, in a child process with deterministic ids and a fixed
+hash seed), copied aside, and every test gets the pristine copy back at the same absolute path (the project
+registry stores absolute paths), so snapshots are byte-stable.
 """
 
 from __future__ import annotations
 
-import itertools
+import contextlib
+import json
+import os
 import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -19,18 +23,7 @@ from typing import Any
 import pytest
 
 FROZEN_NOW = datetime(2025, 6, 2, 9, 30, tzinfo=UTC)
-_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
-
-
-def _deterministic_ulids() -> Any:
-    counter = itertools.count(1)
-    base = int(FROZEN_NOW.timestamp() * 1000)
-
-    def ulid(ts_ms: int | None = None) -> str:
-        value = (base << 80) | next(counter)
-        return "".join(_CROCKFORD[(value >> (5 * i)) & 31] for i in reversed(range(26)))
-
-    return ulid
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass
@@ -44,25 +37,19 @@ class DemoEnv:
 
 
 @pytest.fixture(scope="session")
-def demo_template(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Iterator[tuple[Path, DemoEnv]]:
-    from engram_core import service as service_mod
-    from engram_core.clock import FrozenClock
-    from engram_core.demo import build_demo
-
+def demo_template(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, DemoEnv]]:
     root = tmp_path_factory.mktemp("tui-demo")
     live = root / "live"
-    mp = pytest.MonkeyPatch()
-    mp.setattr(service_mod, "ulid", _deterministic_ulids())
-    try:
-        svc = service_mod.EngramService(live / "home", embedder=embedder, clock=FrozenClock(FROZEN_NOW))
-        report = build_demo(svc, live / "projects", FROZEN_NOW)
-        svc.close()
-    finally:
-        mp.undo()
+    env = {**os.environ, "PYTHONHASHSEED": "0", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    env.pop("ENGRAM_HOME", None)
+    out = subprocess.run([sys.executable, str(Path(__file__).with_name("build_demo_fixture.py")), str(live)],
+                         env=env, capture_output=True, text=True, timeout=900, cwd=str(REPO_ROOT))
+    assert out.returncode == 0, out.stderr[-3000:]
+    report = json.loads(out.stdout.strip().splitlines()[-1])
     shutil.copytree(live, root / "pristine")
-    env = DemoEnv(root=live, home=live / "home", project=report.project_root,
-                  other_project=report.other_project_root, session=report.session_key, organise=report.organise)
-    yield root, env
+    yield root, DemoEnv(root=live, home=live / "home", project=report["project"],
+                        other_project=report["other_project"], session=report["session"],
+                        organise=report["organise"])
 
 
 def restore(template: tuple[Path, DemoEnv]) -> DemoEnv:
@@ -102,8 +89,7 @@ async def settle(pilot: Any, rounds: int = 3) -> None:
     from textual.worker import WorkerCancelled
 
     for _ in range(rounds):
-        try:
+        # An exclusive worker replaced by a newer one is cancelled: wait for that one on the next round.
+        with contextlib.suppress(WorkerCancelled):
             await pilot.app.workers.wait_for_complete()
-        except WorkerCancelled:
-            pass  # an exclusive worker was replaced by a newer one: wait for that one on the next round
         await pilot.pause(0.05)
