@@ -33,6 +33,8 @@ class ConsoleScreen(ServiceScreen):
         Binding("ctrl+r,f5", "run", "Run", id="console.run", tooltip="Run the statements (each gets a tab)"),
         Binding("f6", "toggle_writes", "Writes", id="console.writes", tooltip="Allow writes (asks first)"),
         Binding("f7", "focus_history", "History", id="console.history", tooltip="Pick a past query"),
+        Binding("escape", "focus_history", "Leave editor", show=False, id="console.leave",
+                tooltip="Leave the editor (then 1-6 switch panes)"),
         Binding("f8", "focus_editor", "Editor", show=False, id="console.editor"),
     ]
 

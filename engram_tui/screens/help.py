@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from rich.table import Table
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
@@ -46,14 +48,20 @@ class HelpScreen(ModalScreen[None]):
     BINDINGS = [Binding("escape,q,question_mark,f1", "dismiss", "Close", id="help.close")]
 
     def compose(self) -> ComposeResult:
-        lines = ["[b]Engram key bindings[/]   [dim](esc closes)[/]", ""]
+        # A Rich table of plain Text cells: key names like "[" must never be read as markup.
+        table = Table.grid(padding=(0, 2))
+        table.add_column(style="bold", min_width=16)
+        table.add_column()
+        table.add_row(Text("Engram key bindings", style="bold"), Text("(esc closes)", style="dim"))
         for title, rows in binding_table():
-            lines.append(f"[b $accent]{title}[/]")
-            lines += [f"  [b]{k:<16}[/] {desc}" for k, desc in rows]
-            lines.append("")
-        lines.append(UNDO_NOTE)
+            table.add_row("", "")
+            table.add_row(Text(title, style="bold orange1"), "")
+            for key, desc in rows:
+                table.add_row(Text(f"  {key}"), Text(desc))
+        table.add_row("", "")
         with VerticalScroll(id="help", classes="dialog"):
-            yield Static("\n".join(lines))
+            yield Static(table)
+            yield Static(UNDO_NOTE)
 
     async def action_dismiss(self, result: None = None) -> None:
         self.dismiss(result)

@@ -1,0 +1,169 @@
+"""TUI benchmarks; prints JSON and writes bench/results/tui.json.
+
+- cold start to first paint: a fresh `python` process that imports the TUI, connects to an already running
+  daemon and paints the first page of the memory table (target <= 1.0 s);
+- table first render with 10,000 memories: request -> rows in the table, through the daemon (target <= 0.3 s);
+- keystroke-to-update for filtering: a key in the filter box -> the table showing the filtered page.
+
+The 10k store is built in a temp ENGRAM_HOME through the service API with embeddings off (the table does not
+read embeddings; writing 10k real embeddings would only make the set-up slower). Usage:
+    python bench/tui.py [--memories 10000] [--runs 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+CHILD = r"""
+import sys, time
+t_import = time.perf_counter()
+from engram_core import client
+from engram_tui.app import EngramApp
+from engram_tui.screens.memories import MemoriesScreen
+svc = client.connect(sys.argv[1], start=False)
+app = EngramApp(svc, project=sys.argv[2], offer_demo=False)
+def check():
+    s = app.screen
+    if isinstance(s, MemoriesScreen) and s.pages_loaded:
+        app.call_after_refresh(lambda: app.exit(time.time()))
+app.set_interval(0.005, check)
+done = app.run(headless=True, size=(160, 50))
+print(done)
+"""
+
+
+def build_store(home: Path, project: Path, n: int) -> float:
+    from engram_core.models import MemoryIn, MemoryType, Scope
+    from engram_core.service import EngramService
+
+    t0 = time.perf_counter()
+    svc = EngramService(home)
+    types = [MemoryType.semantic, MemoryType.procedural, MemoryType.episodic]
+    batch: list[MemoryIn] = []
+    for i in range(n):
+        batch.append(MemoryIn(content=f"memory {i}: component c{i % 37} uses redis key k{i} for queue q{i % 11}"
+                                      if i % 50 == 0 else f"memory {i}: module m{i % 53} note {i * 7919 % 10007}",
+                              memory_type=types[i % 3], scope=Scope.project, importance=(i % 100) / 100,
+                              tags=[f"t{i % 7}"]))
+        if len(batch) == 256:
+            svc.store_many(batch, project=str(project))
+            batch = []
+    if batch:
+        svc.store_many(batch, project=str(project))
+    svc.close()
+    return time.perf_counter() - t0
+
+
+async def measure_in_app(home: Path, project: Path, runs: int) -> dict[str, Any]:
+    from engram_core import client
+    from engram_tui.app import EngramApp
+    from engram_tui.screens.memories import MemoriesScreen
+
+    svc = client.connect(home, start=False)
+    app = EngramApp(svc, project=str(project), offer_demo=False)
+    first: list[float] = []
+    keys: list[float] = []
+    async with app.run_test(size=(160, 50)) as pilot:
+        screen = app.screen
+        assert isinstance(screen, MemoriesScreen)
+
+        async def wait_pages(n: int) -> None:
+            while screen.pages_loaded < n:
+                await asyncio.sleep(0.001)
+            await pilot.pause()
+
+        await wait_pages(1)
+        total = screen.total
+        for _ in range(runs):
+            n = screen.pages_loaded
+            screen.action_reverse_sort()  # a fresh page request on the full 10k set
+            await wait_pages(n + 1)
+            first.append(screen.last_page_ms or 0.0)
+        await pilot.press("slash")
+        for ch in "redis":
+            n = screen.pages_loaded
+            t0 = time.perf_counter()
+            await pilot.press(ch)
+            await wait_pages(n + 1)
+            keys.append((time.perf_counter() - t0) * 1000)
+        filtered = screen.total
+    svc.close()
+    return {"total_rows": total, "first_render_ms": first, "keystroke_ms": keys, "filtered_rows": filtered}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--memories", type=int, default=10_000)
+    ap.add_argument("--runs", type=int, default=5)
+    args = ap.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    tmp = Path(tempfile.mkdtemp(prefix="engram-tui-bench-"))
+    home, project = tmp / "home", tmp / "proj"
+    (project / ".git").mkdir(parents=True)
+    env = {**os.environ, "ENGRAM_HOME": str(home), "ENGRAM_EMBEDDING_PROVIDER": "none"}
+    os.environ.update(env)
+    build_s = build_store(home, project, args.memories)
+
+    from engram_core import client
+
+    svc = client.connect(home, start=True, timeout=120)  # the daemon is up before anything is timed
+    try:
+        cold: list[float] = []
+        for _ in range(args.runs):
+            t0 = time.time()
+            out = subprocess.run([sys.executable, "-c", CHILD, str(home), str(project)], env=env, cwd=str(REPO),
+                                 capture_output=True, text=True, timeout=60)
+            try:
+                painted = float(out.stdout.strip().splitlines()[-1])
+            except (ValueError, IndexError):
+                print(out.stderr[-2000:], file=sys.stderr)
+                raise
+            cold.append((painted - t0) * 1000)
+        inapp = asyncio.run(measure_in_app(home, project, args.runs))
+    finally:
+        svc.shutdown()
+        svc.close()
+
+    def summary(xs: list[float]) -> dict[str, float]:
+        return {"median_ms": round(statistics.median(xs), 1), "max_ms": round(max(xs), 1),
+                "runs": [round(x, 1) for x in xs]}
+
+    result = {
+        "benchmark": "tui",
+        "machine": {"python": platform.python_version(), "platform": platform.platform(),
+                    "cpus": os.cpu_count()},
+        "memories": args.memories,
+        "store_build_s": round(build_s, 1),
+        "cold_start_to_first_paint": {**summary(cold), "target_ms": 1000,
+                                      "what": "new process: import TUI, connect to the running daemon, "
+                                              "first page of the table painted"},
+        "table_first_render": {**summary(inapp["first_render_ms"]), "target_ms": 300,
+                               "rows_in_store": inapp["total_rows"],
+                               "what": "page request over the daemon -> 200 rows in the table (paged)"},
+        "filter_keystroke_to_update": {**summary(inapp["keystroke_ms"]),
+                                       "filtered_rows_after_redis": inapp["filtered_rows"],
+                                       "what": "key pressed in the filter -> filtered page in the table"},
+    }
+    out_path = REPO / "bench" / "results" / "tui.json"
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    out_path.write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
