@@ -1,0 +1,51 @@
+"""Small pure checks: the core never imports Textual, undo plans, formatting."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+
+from engram_tui.fmt import age, ms, wall_stamp
+from engram_tui.undo import UndoEntry, UndoStack, undo_plan
+
+
+def test_core_never_imports_textual() -> None:
+    code = ("import sys, engram_core.service, engram_core.demo, engram_core.client, engram_core.validator; "
+            "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'engram_tui')); "
+            "print(bad); sys.exit(1 if bad else 0)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_undo_forget_restores_status_before_content() -> None:
+    entry = UndoEntry("forget", "m1", "forget", before={"status": "active", "content": "x", "tags": ["a"],
+                                                         "metadata": {"k": 1}})
+    plan = undo_plan(entry)
+    assert [p[0] for p in plan] == ["set_status", "update"]
+    assert plan[0][1] == ("m1", "active")
+    patch = plan[1][1][1]
+    assert (patch.content, patch.tags, patch.metadata) == ("x", ["a"], {"k": 1})
+
+
+def test_undo_other_actions() -> None:
+    assert undo_plan(UndoEntry("archive", "m", "archive", before={"status": "created"}))[0][1] == ("m", "created")
+    assert undo_plan(UndoEntry("pin", "m", "pin", before={"pinned": False}))[0][1][1].pinned is False
+    assert undo_plan(UndoEntry("promote", "m", "promote", created_id="u1"))[0][:2] == ("forget", ("u1",))
+    edit = undo_plan(UndoEntry("edit", "m", "edit", before={"importance": 0.4}))[0][1][1]
+    assert edit.importance == 0.4 and edit.content is None
+
+
+def test_undo_stack_is_bounded_and_lifo() -> None:
+    s = UndoStack(limit=2)
+    for i in range(3):
+        s.push(UndoEntry("pin", str(i), "pin"))
+    assert len(s) == 2 and s.pop().memory_id == "2" and s.pop().memory_id == "1" and s.pop() is None
+
+
+def test_formatting() -> None:
+    now = datetime(2025, 6, 2, tzinfo=UTC)
+    assert age(now - timedelta(days=3), now) == "3.0 d ago"
+    assert age(now + timedelta(hours=5), now) == "in 5.0 h"
+    assert wall_stamp(now, mask=True) != wall_stamp(now, mask=False)
+    assert ms(12.34, mask=False) == "12.3 ms" and ms(12.34, mask=True) == "— ms"
