@@ -18,16 +18,46 @@ and survive; ``password = "hunter2"`` is redacted.
 """
 
 import re
-from dataclasses import dataclass
 
 __all__ = ["Redaction", "redact", "redact_text", "redact_value"]
 
 
-@dataclass(frozen=True)
 class Redaction:
-    kind: str
-    start: int
-    end: int
+    """What was replaced: kind and span in the input. A plain class, not a dataclass: hooks load this file
+    in a fresh process on every tool call, and importing dataclasses (inspect, ast) costs ~15 ms there."""
+
+    __slots__ = ("kind", "start", "end")
+
+    def __init__(self, kind: str, start: int, end: int) -> None:
+        self.kind = kind
+        self.start = start
+        self.end = end
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Redaction) and (self.kind, self.start, self.end) == (other.kind, other.start, other.end)
+
+    def __hash__(self) -> int:
+        return hash((self.kind, self.start, self.end))
+
+    def __repr__(self) -> str:
+        return f"Redaction(kind={self.kind!r}, start={self.start}, end={self.end})"
+
+
+class _Lazy:
+    """A pattern compiled on first use. Each one has a literal guard, so typical tool output needs only a
+    few of them, and a hook (a fresh process per tool call) need not compile all ~40 at import."""
+
+    __slots__ = ("source", "flags", "_compiled")
+
+    def __init__(self, source: str, flags: int = 0) -> None:
+        self.source = source
+        self.flags = flags
+        self._compiled: re.Pattern[str] | None = None
+
+    def finditer(self, text: str):  # noqa: ANN201 - Iterator[re.Match[str]]
+        if self._compiled is None:
+            self._compiled = re.compile(self.source, self.flags)
+        return self._compiled.finditer(text)
 
 
 def _placeholder(kind: str) -> str:
@@ -38,10 +68,10 @@ def _placeholder(kind: str) -> str:
 # Order is priority when two findings cover the same span: specific token formats beat the
 # generic KEY=value rule.  The literal guard skips a regex scan when it cannot match: a plain
 # substring test over 100 KB costs microseconds, a regex scan about 2 ms.
-_TOKEN_PATTERNS: list[tuple[str, re.Pattern[str], int, tuple[str, ...], bool]] = [
+_TOKEN_PATTERNS: list[tuple[str, _Lazy, int, tuple[str, ...], bool]] = [
     (
         "private_key",
-        re.compile(
+        _Lazy(
             r"-----BEGIN ((?:RSA |EC |DSA |OPENSSH |ENCRYPTED |PGP |SSH2 )?PRIVATE KEY(?: BLOCK)?)-----"
             r".*?(?:-----END \1-----|\Z)",
             re.S,
@@ -50,71 +80,71 @@ _TOKEN_PATTERNS: list[tuple[str, re.Pattern[str], int, tuple[str, ...], bool]] =
         ("-----begin",),
         False,
     ),
-    ("anthropic_key", re.compile(r"sk-ant-[A-Za-z0-9_\-]{20,}"), 0, ("sk-ant-",), True),
+    ("anthropic_key", _Lazy(r"sk-ant-[A-Za-z0-9_\-]{20,}"), 0, ("sk-ant-",), True),
     (
         "openai_key",
-        re.compile(r"sk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}"),
+        _Lazy(r"sk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}"),
         0,
         ("sk-",),
         True,
     ),
     (
         "aws_access_key",
-        re.compile(r"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}\b"),
+        _Lazy(r"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}\b"),
         0,
         ("akia", "asia", "abia", "acca", "a3t"),
         True,
     ),
-    ("gcp_api_key", re.compile(r"AIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])"), 0, ("aiza",), True),
-    ("google_oauth_secret", re.compile(r"GOCSPX-[0-9A-Za-z_\-]{20,}"), 0, ("gocspx-",), True),
+    ("gcp_api_key", _Lazy(r"AIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])"), 0, ("aiza",), True),
+    ("google_oauth_secret", _Lazy(r"GOCSPX-[0-9A-Za-z_\-]{20,}"), 0, ("gocspx-",), True),
     (
         "github_token",
-        re.compile(r"(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{30,255}\b"),
+        _Lazy(r"(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{30,255}\b"),
         0,
         ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
         True,
     ),
-    ("github_token", re.compile(r"github_pat_[A-Za-z0-9_]{22,255}\b"), 0, ("github_pat_",), True),
-    ("gitlab_token", re.compile(r"glpat-[A-Za-z0-9_\-]{20,}"), 0, ("glpat-",), True),
-    ("slack_token", re.compile(r"xox[abposr]-[A-Za-z0-9\-]{10,}"), 0, ("xox",), True),
+    ("github_token", _Lazy(r"github_pat_[A-Za-z0-9_]{22,255}\b"), 0, ("github_pat_",), True),
+    ("gitlab_token", _Lazy(r"glpat-[A-Za-z0-9_\-]{20,}"), 0, ("glpat-",), True),
+    ("slack_token", _Lazy(r"xox[abposr]-[A-Za-z0-9\-]{10,}"), 0, ("xox",), True),
     (
         "slack_webhook",
-        re.compile(r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/\-]{20,}"),
+        _Lazy(r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/\-]{20,}"),
         0,
         ("hooks.slack.com",),
         False,
     ),
     (
         "stripe_key",
-        re.compile(r"(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{10,}\b"),
+        _Lazy(r"(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{10,}\b"),
         0,
         ("k_live_", "k_test_"),
         True,
     ),
-    ("stripe_key", re.compile(r"pk_live_[A-Za-z0-9]{10,}\b"), 0, ("pk_live_",), True),
-    ("stripe_webhook_secret", re.compile(r"whsec_[A-Za-z0-9+/=]{20,}"), 0, ("whsec_",), True),
-    ("npm_token", re.compile(r"npm_[A-Za-z0-9]{36}\b"), 0, ("npm_",), True),
-    ("sendgrid_key", re.compile(r"SG\.[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{16,64}"), 0, ("sg.",), True),
-    ("twilio_api_key", re.compile(r"SK[0-9a-fA-F]{32}\b"), 0, ("sk",), True),
-    ("huggingface_token", re.compile(r"hf_[A-Za-z0-9]{30,}\b"), 0, ("hf_",), True),
+    ("stripe_key", _Lazy(r"pk_live_[A-Za-z0-9]{10,}\b"), 0, ("pk_live_",), True),
+    ("stripe_webhook_secret", _Lazy(r"whsec_[A-Za-z0-9+/=]{20,}"), 0, ("whsec_",), True),
+    ("npm_token", _Lazy(r"npm_[A-Za-z0-9]{36}\b"), 0, ("npm_",), True),
+    ("sendgrid_key", _Lazy(r"SG\.[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{16,64}"), 0, ("sg.",), True),
+    ("twilio_api_key", _Lazy(r"SK[0-9a-fA-F]{32}\b"), 0, ("sk",), True),
+    ("huggingface_token", _Lazy(r"hf_[A-Za-z0-9]{30,}\b"), 0, ("hf_",), True),
     (
         "jwt",
-        re.compile(r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*"),
+        _Lazy(r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*"),
         0,
         ("eyj",),
         True,
     ),
     (
         "azure_key",
-        re.compile(r"(?i)(?:AccountKey|SharedAccessKey|SharedAccessSignature)=([A-Za-z0-9+/=%]{20,})"),
+        _Lazy(r"(?i)(?:AccountKey|SharedAccessKey|SharedAccessSignature)=([A-Za-z0-9+/=%]{20,})"),
         1,
         ("accountkey=", "sharedaccess"),
         True,
     ),
-    ("azure_sas", re.compile(r"[?&]sig=([A-Za-z0-9%+/=]{20,})"), 1, ("sig=",), False),
+    ("azure_sas", _Lazy(r"[?&]sig=([A-Za-z0-9%+/=]{20,})"), 1, ("sig=",), False),
     (
         "authorization",
-        re.compile(
+        _Lazy(
             r"(?i)(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?(?:bearer|basic|token|digest|bot)\s+"
             r"([A-Za-z0-9._~+/=\-]{6,})"
         ),
@@ -125,21 +155,21 @@ _TOKEN_PATTERNS: list[tuple[str, re.Pattern[str], int, tuple[str, ...], bool]] =
     # command-line passwords: --password=x / --password x, `docker login -p x`, `mysql -px`
     (
         "cli_password",
-        re.compile(r"--pass(?:word|wd)?(?:=|[ \t]+)(?![-$])([^\s\"']+)"),
+        _Lazy(r"--pass(?:word|wd)?(?:=|[ \t]+)(?![-$])([^\s\"']+)"),
         1,
         ("--pass",),
         True,
     ),
     (
         "cli_password",
-        re.compile(r"(?:docker|podman|nerdctl|helm|oras) [^\n]*?login\b[^\n]*?\s-p[ \t]+([^\s\"']+)"),
+        _Lazy(r"(?:docker|podman|nerdctl|helm|oras) [^\n]*?login\b[^\n]*?\s-p[ \t]+([^\s\"']+)"),
         1,
         (" login ",),
         True,
     ),
-    ("cli_password", re.compile(r"mysql(?:dump|admin)?\b[^\n]*?\s-p([^\s\"']+)"), 1, ("mysql",), True),
+    ("cli_password", _Lazy(r"mysql(?:dump|admin)?\b[^\n]*?\s-p([^\s\"']+)"), 1, ("mysql",), True),
     # scheme://user:password@host -> keep user and host (the scheme itself is not needed to match)
-    ("url_password", re.compile(r"://[^:/?#@\s\"']*:([^@/\s\"']+)@"), 1, ("://",), False),
+    ("url_password", _Lazy(r"://[^:/?#@\s\"']*:([^@/\s\"']+)@"), 1, ("://",), False),
 ]
 
 # Secret-like key names: the secret word must END the key (DB_PASSWORD, apiKey, x-api-key),
