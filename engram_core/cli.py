@@ -101,12 +101,21 @@ def cmd_import(args: argparse.Namespace) -> int:
     try:
         for start in range(0, len(lines), IMPORT_CHUNK):
             chunk = lines[start:start + IMPORT_CHUNK]
-            report = client.call("import_lines", lines=chunk, project=_project(args), session=args.session,
-                                 first_line=start + 1)
-            totals["stored"] += report["stored"]
-            totals["merged"] += report["merged"]
-            totals["failed"].extend(report["failed"])
-            totals["total_lines"] += report["total_lines"]
+            plain, records = _split_export_records(chunk, start + 1)
+            for first, part in plain:
+                report = client.call("import_lines", lines=part, project=_project(args), session=args.session,
+                                     first_line=first)
+                totals["stored"] += report["stored"]
+                totals["merged"] += report["merged"]
+                totals["failed"].extend(report["failed"])
+                totals["total_lines"] += report["total_lines"]
+            for first, part in records:
+                report = client.call("restore_memories", records=part, project=_project(args), first_line=first)
+                totals["stored"] += report["restored"]
+                totals["restored"] = totals.get("restored", 0) + report["restored"] + report["replaced"]
+                totals["merged"] += report["replaced"]
+                totals["failed"].extend(report["failed"])
+                totals["total_lines"] += len(part)
             if progress is not None:
                 progress.update(task, advance=len(chunk))  # type: ignore[arg-type]
     finally:
@@ -120,6 +129,65 @@ def cmd_import(args: argparse.Namespace) -> int:
         for f in totals["failed"]:
             print(f"  line {f['line']}: {f['error']}", file=sys.stderr)
     return EXIT_ERROR if totals["failed"] else EXIT_OK
+
+
+def _split_export_records(chunk: list[str], first_line: int) -> tuple[list[tuple[int, list[str]]],
+                                                                       list[tuple[int, list[dict[str, Any]]]]]:
+    """Runs of plain memory lines and of `engram export` records (restored exactly, ids and all)."""
+    plain: list[tuple[int, list[str]]] = []
+    records: list[tuple[int, list[dict[str, Any]]]] = []
+    for n, line in enumerate(chunk, start=first_line):
+        rec = None
+        if '"engram_export"' in line:
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                rec = None
+        if isinstance(rec, dict) and rec.get("engram_export") is not None:
+            if records and records[-1][0] + len(records[-1][1]) == n:
+                records[-1][1].append(rec)
+            else:
+                records.append((n, [rec]))
+        elif plain and plain[-1][0] + len(plain[-1][1]) == n:
+            plain[-1][1].append(line)
+        else:
+            plain.append((n, [line]))
+    return plain, records
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    records = _client(args).call("export_memories", scope=args.scope, project=_project(args))
+    lines = [json.dumps(r, ensure_ascii=False, default=str) for r in records]
+    if args.output:
+        out = Path(args.output)
+        fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # memories are private
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write("\n".join(lines) + ("\n" if lines else ""))
+        summary = {"exported": len(lines), "file": str(out), "scope": args.scope}
+        if args.json:
+            _emit(summary)
+        else:
+            print(f"{len(lines)} memories written to {out} (restore with `engram import {out}`)")
+    else:
+        for line in lines:
+            print(line)
+    return EXIT_OK
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from .doctor import run_checks
+
+    checks = run_checks(args.home, _project(args))
+    ok = all(c["ok"] for c in checks)
+    if args.json:
+        _emit({"ok": ok, "checks": checks})
+    else:
+        for c in checks:
+            print(f"{'ok ' if c['ok'] else 'FIX'}  {c['name']}: {c['detail']}")
+            if not c["ok"] and c.get("fix"):
+                print(f"     → {c['fix']}")
+        print("all good" if ok else "some checks failed: see → lines")
+    return EXIT_OK if ok else EXIT_ERROR
 
 
 def _flat_hit(hit: dict[str, Any]) -> dict[str, Any]:
@@ -337,7 +405,8 @@ def build_parser() -> argparse.ArgumentParser:
     project_opt(sp)
 
     sp = add("import", "import memories from a JSONL file (one memory per line)", cmd_import)
-    sp.add_argument("file", help="JSONL: content, memory_type, scope, tags, importance, metadata, created_at")
+    sp.add_argument("file", help="JSONL: content, memory_type, scope, tags, importance, metadata, created_at; "
+                    "or a file written by `engram export` (restored exactly)")
     sp.add_argument("--session", default=None, help="session id, for lines with scope session")
     project_opt(sp)
 
@@ -363,6 +432,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = add("maintain", "run the maintenance sweep now (decay, consolidation queue, promotion)", cmd_maintain)
     sp.add_argument("--all-projects", action="store_true", help="every known project, not just this one")
+    project_opt(sp)
+
+    sp = add("export", "write memories as JSONL with every field (a lossless backup; `engram import` restores it)",
+             cmd_export)
+    sp.add_argument("--scope", choices=("all", *SCOPES), default="all", help="which scope(s) (default all)")
+    sp.add_argument("--output", "-o", default=None, help="file to write (mode 0600); default stdout")
+    project_opt(sp)
+
+    sp = add("doctor", "check the installation, the stores and the daemon, and say what to fix", cmd_doctor)
     project_opt(sp)
 
     sp = add("serve", "run the daemon in the foreground (clients start it by themselves when needed)", cmd_serve)

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import REPO_ROOT, DaemonProc, new_project
+from support import REPO_ROOT, DaemonProc, new_project
 
 
 def engram(daemon: DaemonProc, *args: str, cwd: Path | None = None, stdin: str | None = None,
@@ -110,3 +110,29 @@ def test_off_and_on(daemon: DaemonProc) -> None:
     assert ok_json(engram(daemon, "on", "--session", "sess-x", "--json"))["capture"] == "on"
     assert not (daemon.home / "optout" / "sess-x").exists()
     one_line_error(engram(daemon, "off"), "--session")
+
+
+def test_export_then_import_restores_exactly(daemon: DaemonProc, tmp_path: Path) -> None:
+    src, dst = new_project(tmp_path, "exportsrc"), new_project(tmp_path, "exportdst")
+    ok_json(engram(daemon, "store", "the queue is RabbitMQ", "--tags", "infra", "--json", cwd=src))
+    ok_json(engram(daemon, "store", "release on Tuesdays", "--type", "procedural", "--json", cwd=src))
+    backup = tmp_path / "backup.jsonl"
+    summary = ok_json(engram(daemon, "export", "--scope", "project", "-o", str(backup), "--json", cwd=src))
+    assert summary["exported"] == 2 and oct(backup.stat().st_mode & 0o777) == "0o600"
+    rows = [json.loads(x) for x in backup.read_text().splitlines()]
+    assert {r["content"] for r in rows} == {"the queue is RabbitMQ", "release on Tuesdays"}
+    report = ok_json(engram(daemon, "import", str(backup), "--json", cwd=dst))
+    assert report["restored"] == 2 and not report["failed"]
+    again = [json.loads(x) for x in engram(daemon, "export", "--scope", "project", cwd=dst).stdout.splitlines()]
+    strip = lambda rs: sorted(({k: v for k, v in r.items() if k not in ("database", "project_path")}  # noqa: E731
+                               for r in rs), key=lambda r: r["id"])
+    assert strip(again) == strip(rows)
+
+
+def test_doctor_reports_checks_and_fixes(daemon: DaemonProc, tmp_path: Path) -> None:
+    proj = new_project(tmp_path, "doctorproj")
+    result = ok_json(engram(daemon, "doctor", "--json", cwd=proj))
+    names = {c["name"] for c in result["checks"]}
+    assert {"python", "daemon", "permissions", "hook spool", "socket"} <= names and result["ok"]
+    text = engram(daemon, "doctor", cwd=proj).stdout
+    assert "all good" in text

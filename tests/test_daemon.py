@@ -12,9 +12,9 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO_ROOT, DaemonProc
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support import REPO_ROOT, DaemonProc
 
 
 def raw_exchange(sock_path: Path, payload: bytes, timeout: float = 10.0) -> list[dict]:
@@ -186,7 +186,7 @@ def test_protocol_fuzz_daemon_survives_and_stores_nothing(daemon: DaemonProc, pa
 def test_concurrent_clients_each_request_atomic(daemon: DaemonProc, tmp_path: Path) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
-    from conftest import new_project
+    from support import new_project
 
     proj = str(new_project(tmp_path, "conc"))
 

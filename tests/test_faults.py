@@ -9,7 +9,7 @@ import threading
 import time
 from pathlib import Path
 
-from conftest import HOOK_SCRIPT, REPO_ROOT, DaemonProc, new_project
+from support import HOOK_SCRIPT, REPO_ROOT, DaemonProc, new_project
 
 sys.path.insert(0, str(REPO_ROOT / "bench"))
 

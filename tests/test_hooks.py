@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import HOOK_SCRIPT, DaemonProc, new_project
+from support import HOOK_SCRIPT, DaemonProc, new_project
 
 PYTHON3 = "/usr/bin/python3" if Path("/usr/bin/python3").exists() else "python3"
 SECRET = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO_ROOT, DaemonProc, new_project
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from support import REPO_ROOT, DaemonProc, new_project
 
 EXPECTED_TOOLS = {"store_memory", "recall_memories", "get_memory", "update_memory", "forget_memory",
                   "promote_memory", "memory_stats", "search_knowledge_graph", "reflect_and_consolidate",

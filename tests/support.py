@@ -1,0 +1,118 @@
+"""Helpers shared by the daemon, hook, MCP, CLI and fault tests (imported as `support`, not from a conftest:
+tests/ and tests/tui/ both have a conftest.py, and `from conftest import` would get whichever loaded first)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+HOOK_SCRIPT = REPO_ROOT / "hooks" / "engram_hook.py"
+
+
+class DaemonProc:
+    """A real `engram serve` subprocess on a temp ENGRAM_HOME, talked to over its real socket.
+
+    The idle timeout is not 0 so that a daemon a hook restarted behind the test's back (kill -9 tests) cannot
+    outlive a crashed test run for long."""
+
+    def __init__(self, home: Path, *, model: bool = True, idle_timeout: float = 900, env: dict | None = None) -> None:
+        import sys
+
+        self.home = home
+        self.python = sys.executable
+        self.env = {**os.environ, "ENGRAM_HOME": str(home), "ENGRAM_DAEMON_IDLE_TIMEOUT_S": str(idle_timeout),
+                    **({} if model else {"ENGRAM_EMBEDDING_PROVIDER": "none"}), **(env or {})}
+        self.proc: Any = None
+
+    @property
+    def sock(self) -> Path:
+        return self.home / "engram.sock"
+
+    def start(self, timeout: float = 60.0):  # noqa: ANN201
+        import subprocess
+        import time
+
+        self.proc = subprocess.Popen([self.python, "-m", "engram_core.daemon", "--home", str(self.home)],
+                                     env=self.env, cwd=str(REPO_ROOT), stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc is not None and self.proc.poll() is not None:
+                err = self.proc.stderr.read().decode()
+                self._close_pipes()
+                if self.proc.returncode != 0 or "already running" not in err:
+                    raise RuntimeError(f"daemon exited {self.proc.returncode}: {err[-2000:]}")
+                self.proc = None  # another starter (a hook, a client) won the race: wait for and use its daemon
+            if self.answers():
+                return self
+            time.sleep(0.05)
+        raise RuntimeError("daemon did not come up")
+
+    def answers(self) -> bool:
+        from engram_core.client import DaemonUnavailable, RemoteService
+
+        try:
+            RemoteService(self.home, start=False).connect().close()
+            return True
+        except (DaemonUnavailable, OSError):
+            return False
+
+    def client(self, typed: bool = False):  # noqa: ANN201
+        from engram_core.client import RemoteService
+
+        return RemoteService(self.home, start=False, typed=typed).connect()
+
+    def stop(self, timeout: float = 20.0) -> None:
+        import signal
+        import time
+
+        if self.proc is None and self.answers():  # a daemon we adopted: ask it to stop
+            c = self.client()
+            c.call("shutdown")
+            c.close()
+            deadline = time.monotonic() + timeout
+            while self.sock.exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except Exception:
+                self.proc.kill()
+                self.proc.wait()
+        self._close_pipes()
+
+    def kill9(self) -> None:
+        import signal
+        import time
+
+        from engram_core.client import daemon_pid
+
+        pid = self.proc.pid if self.proc is not None else daemon_pid(self.home)
+        assert pid
+        os.kill(pid, signal.SIGKILL)
+        if self.proc is not None:
+            self.proc.wait()
+        else:
+            while self.answers():
+                time.sleep(0.02)
+        self._close_pipes()
+
+    def _close_pipes(self) -> None:
+        if self.proc is not None:
+            for pipe in (self.proc.stdout, self.proc.stderr):
+                if pipe is not None:
+                    pipe.close()
+
+
+def new_project(base: Path, name: str) -> Path:
+    root = base / name
+    (root / ".git").mkdir(parents=True, exist_ok=True)
+    return root
