@@ -697,6 +697,10 @@ def classify(exc: BaseException) -> tuple[str, str]:
         return "ValidationError", "; ".join(parts)
     if isinstance(exc, EngramError | ConfigError):
         return "EngramError", str(exc)
+    from .store import StoreError
+
+    if isinstance(exc, StoreError):  # disk full, read-only store: the message already says what to do
+        return "EngramError", str(exc)
     if isinstance(exc, TypeError):
         return "ValidationError", str(exc)
     log.exception("internal error")
