@@ -324,7 +324,8 @@ class ScopeStore:
             f"CREATE $id CONTENT $fields RETURN NONE; SELECT {MEMORY_FIELDS} FROM $id",
             {"id": record(key), "fields": dict(fields)},
         )
-        self.refresh([key])
+        # The mirror takes what we just wrote (embedding included) instead of reading it back.
+        self._mirror_put({**rows[0], "embedding": fields.get("embedding"), "search_text": fields.get("search_text")})
         return plain(rows[0])
 
     def get(self, key: str) -> dict[str, Any] | None:
