@@ -176,6 +176,10 @@ def demo_project_dirs(base: Path) -> tuple[Path, Path]:
 
 
 def _has(service: Any, name: str) -> bool:
+    """Does this service offer ``name``? The daemon client asks the daemon; in process, the API registry."""
+    probe = getattr(type(service), "has", None)
+    if callable(probe):
+        return bool(probe(service, name))
     from .service import API_METHODS  # local: keeps this module importable on its own
 
     return name in API_METHODS and callable(getattr(service, name, None))

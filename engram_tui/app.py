@@ -36,7 +36,7 @@ MODE_TITLES = {"memories": "Memories", "decay": "Decay", "review": "Consolidatio
 
 
 class EngramApp(App[None]):
-    CSS_PATH = "engram.tcss"
+    CSS_PATH = Path(__file__).with_name("engram.tcss")  # absolute: subclasses may live anywhere
     TITLE = "Engram"
     COMMANDS = App.COMMANDS | {EngramCommands}
     MODES = {"memories": MemoriesScreen, "decay": DecayScreen, "review": ReviewScreen,

@@ -13,8 +13,6 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Header, Label, OptionList, Select, Static, Switch
 
-from engram_core.validator import validate
-
 from ..backend import NotAvailable, attr, available
 from ..fmt import ms
 from ..messages import ServiceDone, ServiceFailed
@@ -77,6 +75,8 @@ class ConsoleScreen(ServiceScreen):
         self._validate()
 
     def _validate(self) -> None:
+        from engram_core.validator import validate  # tree-sitter: loaded with the console, not at start-up
+
         text = self.query_one("#console-editor", SurqlEditor).text
         verdict = validate(text, allow_writes=self.allow_writes) if text.strip() else None
         self.last_verdict = verdict

@@ -12,6 +12,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.reactive import var
+from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Header, Input, Static, Tree
 
 from ..backend import NotAvailable, attr, call, describe_error
@@ -25,6 +26,7 @@ from .base import ServiceScreen
 from .dialogs import ConfirmScreen, EditMemoryScreen
 
 PAGE_SIZE = 200
+FILTER_DEBOUNCE_S = 0.12
 
 # column key → (label, list_memories order key or None when the database cannot sort by it)
 COLUMNS: dict[str, tuple[str, str | None]] = {
@@ -89,6 +91,8 @@ class MemoriesScreen(ServiceScreen):
         self.current_id: str | None = None
         self._page_t0 = 0.0
         self.last_page_ms: float | None = None
+        self.last_fill_ms: float | None = None
+        self._filter_timer: Timer | None = None
         self.pages_loaded = 0
 
     # ── layout ──────────────────────────────────────────────
@@ -111,7 +115,8 @@ class MemoriesScreen(ServiceScreen):
         self.query_one("#memory-table").border_title = "Memories"
         self._set_columns(search=False)
         self.tq = TableQuery(project=self.engram.project)
-        self.load_tree()
+        # The tree loads after the first page: a daemon client answers one request at a time, and the
+        # table is what a person looks at first.
         self.query_one("#memory-table", DataTable).focus()
 
     def _set_columns(self, search: bool) -> None:
@@ -187,14 +192,20 @@ class MemoriesScreen(ServiceScreen):
             return  # a newer keystroke already asked for another page
         self.total = attr(page, "total")
         items = attr(page, "items") or []
+        t_fill = time.perf_counter()
         self.rows = {attr(m, "id"): m for m in items}
         self._fill(items, hits=None)
         self._update_status()
         # Request → rows in the table (bench/tui.py reads it; it is also what a keystroke in the filter costs).
         self.last_page_ms = (time.perf_counter() - self._page_t0) * 1000
+        self.last_fill_ms = (time.perf_counter() - t_fill) * 1000
         self.pages_loaded += 1
+        if self.pages_loaded == 1:
+            self.load_tree()
 
     def failed_page(self, message: Any) -> bool:
+        if not self.pages_loaded:
+            self.load_tree()  # the tree may still work (another scope), and it reports its own failure
         self.query_one("#table-status", Static).update(f"[b red]Could not load memories:[/] {message.text}")
         return False
 
@@ -337,8 +348,18 @@ class MemoriesScreen(ServiceScreen):
     # ── filter and search ───────────────────────────────────
     @on(Input.Changed, "#filter")
     def _filter_changed(self, event: Input.Changed) -> None:
+        # Debounced: a daemon client answers one request at a time, so a query per keystroke of a fast typist
+        # would queue up behind each other; only the text after a short pause is asked for.
+        if self._filter_timer is not None:
+            self._filter_timer.stop()
+        value = event.value.strip()
+        self._filter_timer = self.set_timer(FILTER_DEBOUNCE_S, lambda: self._apply_filter(value))
+
+    def _apply_filter(self, value: str) -> None:
+        self._filter_timer = None
         self._leave_search()
-        self.tq = replace(self.tq, text=event.value.strip(), offset=0)
+        if value != self.tq.text:
+            self.tq = replace(self.tq, text=value, offset=0)
 
     @on(Input.Submitted, "#search")
     def _search(self, event: Input.Submitted) -> None:

@@ -44,6 +44,7 @@ class ReviewScreen(ServiceScreen):
         super().__init__()
         self.items: dict[str, Any] = {}
         self.current: Any | None = None
+        self.outcome = ""  # the last approval's result, kept visible while the queue moves on
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -114,6 +115,7 @@ class ReviewScreen(ServiceScreen):
             self._show(next(iter(self.items)))
         else:
             self.current = None
+            self._show_result()
             self.query_one("#review-sources").remove_children()
             self.query_one("#review-proposal", TextArea).text = ""
 
@@ -132,9 +134,13 @@ class ReviewScreen(ServiceScreen):
                        for m in attr(it, "sources") or []])
         proposal = attr(it, "proposal") or {}
         self.query_one("#review-proposal", TextArea).text = attr(proposal, "content") or ""
-        self.query_one("#review-result", Static).update(
+        self._show_result(
             f"[dim]type[/] {attr(proposal, 'memory_type')}  [dim]importance[/] {attr(proposal, 'importance')}\n"
             f"[dim]tags[/] {escape(', '.join(attr(proposal, 'tags') or []))}\n[dim]risk[/] {attr(it, 'risk')}")
+
+    def _show_result(self, proposal_meta: str = "") -> None:
+        parts = [p for p in (self.outcome, proposal_meta) if p]
+        self.query_one("#review-result", Static).update("\n\n".join(parts))
 
     def action_edit(self) -> None:
         self.query_one("#review-proposal", TextArea).focus()
@@ -186,8 +192,9 @@ class ReviewScreen(ServiceScreen):
         lines += [f"  {attr(m, 'id')}: [b]{getattr(attr(m, 'status'), 'value', attr(m, 'status'))}[/]"
                   for m in sources]
         self.notify("Consolidation approved", title="Engram")
+        self.outcome = "\n".join(lines)
+        self._show_result()
         self.load()
-        self.call_after_refresh(lambda: self.query_one("#review-result", Static).update("\n".join(lines)))
 
     def done_rejected(self, _result: Any, _m: ServiceDone) -> None:
         self.notify("Consolidation rejected; the sources stay as they were", title="Engram")

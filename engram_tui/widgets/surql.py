@@ -8,7 +8,6 @@ from importlib import resources
 from typing import Any
 
 from textual.widgets import Static, TabbedContent, TabPane, TextArea
-from textual_fastdatatable import DataTable as FastTable
 
 from ..backend import attr
 from ..fmt import ms
@@ -51,6 +50,9 @@ class ResultsViewer(TabbedContent):
     """One tab per statement (harlequin's shape): a fast table of rows, or the statement's error."""
 
     def show_results(self, statements: list[Any], mask: bool = False) -> None:
+        # Imported here: pyarrow behind it costs ~0.25 s, which the first paint of the app should not pay.
+        from textual_fastdatatable import DataTable as FastTable
+
         self.clear_panes()
         for i, st in enumerate(statements, start=1):
             error = attr(st, "error")

@@ -92,4 +92,4 @@ async def settle(pilot: Any, rounds: int = 3) -> None:
         # An exclusive worker replaced by a newer one is cancelled: wait for that one on the next round.
         with contextlib.suppress(WorkerCancelled):
             await pilot.app.workers.wait_for_complete()
-        await pilot.pause(0.05)
+        await pilot.pause(0.1)

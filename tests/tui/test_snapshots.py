@@ -22,6 +22,7 @@ async def still(pilot: Any) -> None:
 
     for w in pilot.app.screen.query(TextArea):
         w.cursor_blink = False
+        w._pause_blink(visible=w.has_focus)  # stop mid-phase too: the cursor shows exactly when focused
     for w in pilot.app.screen.query(Input):
         w.cursor_blink = False
     await pilot.pause(0.2)
@@ -30,6 +31,8 @@ async def still(pilot: Any) -> None:
 def keys(*presses: str) -> Steps:
     async def run(pilot: Any) -> None:
         await settle(pilot, 4)
+        await pilot.pause(0.3)
+        await settle(pilot, 2)  # the detail pane's second fetch (graph, retrievals) lands before any key
         for key in presses:
             await pilot.press(key)
             await settle(pilot, 4)
