@@ -642,8 +642,14 @@ class EngramService:
         offset: int = Field(0, ge=0),
         limit: int = Field(100, ge=1, le=5000),
     ) -> MemoryPage:
-        """One page of a scope's memories, filtered and sorted in the database (the TUI pages through this)."""
+        """One page of a scope's memories, filtered and sorted (the TUI pages through this).
+
+        Searchable memories are filtered and sorted in the in-process mirror and only the page is read from the
+        database: a full-table ORDER BY + count() costs ~0.8 s at 10k rows. Forgotten and superseded memories
+        (not mirrored) come from an indexed query and are merged in."""
         store = self._target_store(Scope(scope), project, session)
+        if order != "updated_at" and status not in (Status.forgotten, Status.superseded):
+            return self._list_from_mirror(store, memory_type, status, tag, text, order, descending, offset, limit)
         where = ["true"]
         params: dict[str, Any] = {}
         if memory_type:
@@ -664,6 +670,50 @@ class EngramService:
         total = store.q1(f"SELECT count() AS n FROM memory WHERE {cond} GROUP ALL", params)
         return MemoryPage(items=[self._to_memory(r, store) for r in rows],
                           total=int(total[0]["n"]) if total else 0, offset=offset, limit=limit)
+
+    def _list_from_mirror(self, store: ScopeStore, memory_type: MemoryType | None, status: Status | None,
+                          tag: str | None, text: str | None, order: str, descending: bool, offset: int,
+                          limit: int) -> MemoryPage:
+        now = self.now()
+        needle = text.lower() if text else None
+        tag_l = tag.lower() if tag else None
+
+        def sort_value(v: Any) -> Any:
+            return v.lower() if isinstance(v, str) and order == "content" else v
+
+        entries: list[tuple[Any, str, dict[str, Any] | None]] = []
+        with store._mirror_lock:  # noqa: SLF001 - the mirror is the store's, read under its lock
+            for key, lt in store.light.items():
+                if ((memory_type and lt.memory_type != memory_type.value) or (status and lt.status != status.value)
+                        or (tag_l and tag_l not in lt.tags) or (needle and needle not in lt.content.lower())):
+                    continue
+                value = (memory_strength(lt.importance, lt.half_life_days, lt.access_count, lt.last_accessed_at, now)
+                         if order == "memory_strength" else getattr(lt, order))
+                entries.append((sort_value(value), key, None))
+        if status is None:
+            where = ["status IN ['forgotten', 'superseded']"]
+            params: dict[str, Any] = {}
+            if memory_type:
+                where.append("memory_type = $mt")
+                params["mt"] = memory_type.value
+            if tag_l:
+                where.append("$tag IN tags")
+                params["tag"] = tag_l
+            if needle:
+                where.append("string::contains(string::lowercase(content), $tx)")
+                params["tx"] = needle
+            for row in store.list_memories(where=" AND ".join(where), params=params, limit=1_000_000):
+                value = (self._to_memory(row, store).memory_strength if order == "memory_strength" else row.get(order))
+                entries.append((sort_value(value), key_of(row["id"]), row))
+        entries.sort(key=lambda e: (e[0], e[1]), reverse=descending)
+        page = entries[offset:offset + limit]
+        fetched = store.get_many([k for _, k, row in page if row is None])
+        items = []
+        for _, key, row in page:
+            full = row if row is not None else fetched.get(key)
+            if full is not None:
+                items.append(self._to_memory(full, store))
+        return MemoryPage(items=items, total=len(entries), offset=offset, limit=limit)
 
     # ── changing ─────────────────────────────────────────────
     @api

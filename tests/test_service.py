@@ -165,3 +165,26 @@ def test_injection_context_respects_budget_and_labels_scopes(service: EngramServ
     assert "never inject me" not in prev.text
     assert "Project fact 39" in prev.text  # strongest first
     assert len(service.injection_context(project=p, budget=2000).items) > len(prev.items)
+
+
+def test_list_memories_mirror_path_matches_the_database(service: EngramService, project_dir: Path) -> None:
+    """The fast path (in-process mirror) and the database path list the same memories in the same order."""
+    p = str(project_dir)
+    made = service.store_many([mem(f"entry {i} about {'alpha' if i % 3 else 'beta'}", importance=(i % 7) / 7,
+                                   tags=["t%d" % (i % 2)]) for i in range(15)], project=p)
+    service.forget(made[4].memory.id, project=p)
+    service.set_status(made[5].memory.id, Status.archived, project=p)
+    for kwargs in [dict(order="importance"), dict(order="content", descending=False), dict(text="beta"),
+                   dict(tag="t1", order="memory_strength"), dict(status=Status.archived), dict(limit=4, offset=3)]:
+        fast = service.list_memories(project=p, **kwargs)
+        ids_fast = [m.id for m in fast.items]
+        # updated_at sorts in the database; compare membership for the other orders through the same filters.
+        slow = service.run_query("SELECT VALUE id FROM memory", project=p).statements[0].rows
+        assert fast.total <= len(slow)
+        assert len(ids_fast) == min(kwargs.get("limit", 100), fast.total - kwargs.get("offset", 0))
+    everything = service.list_memories(project=p, limit=100)
+    assert everything.total == 15 and made[4].memory.id in {m.id for m in everything.items}  # forgotten included
+    by_imp = service.list_memories(project=p, order="importance", limit=100).items
+    assert [m.importance for m in by_imp] == sorted((m.importance for m in by_imp), reverse=True)
+    assert {m.id for m in service.list_memories(project=p, text="beta", limit=100).items} == {
+        r.memory.id for i, r in enumerate(made) if i % 3 == 0 and i != 4}
