@@ -382,15 +382,25 @@ class ScopeStore:
                                         "status_changed_at": datetime.now(UTC), **extra})
 
     def strengthen(self, keys: list[str]) -> None:
-        """Seed 000 §6.3: each retrieval counts an access and nudges relevance up (events may revive)."""
+        """Seed 000 §6.3: each retrieval counts an access and nudges relevance up (events may revive).
+
+        Only the few fields that change come back (not the rows with their embeddings: decoding those
+        cost more than the update itself), and the mirror is patched in place."""
         if not keys:
             return
-        self.q(
+        rows = self.q1(
             """UPDATE $ids SET access_count += 1, last_accessed_at = time::now(),
-                 relevance_score = math::min([1.0, relevance_score + 0.05])""",
+                 relevance_score = math::min([1.0, relevance_score + 0.05]) RETURN NONE;
+               SELECT id, status, access_count, last_accessed_at FROM $ids""",
             {"ids": [record(k) for k in keys]},
         )
-        self.refresh(keys)
+        with self._mirror_lock:
+            for row in rows or []:
+                light = self.light.get(key_of(row["id"]))
+                if light is not None:
+                    light.status = row["status"]
+                    light.access_count = int(row["access_count"])
+                    light.last_accessed_at = plain(row["last_accessed_at"])
 
     def delete_memory(self, key: str) -> None:
         self.q("DELETE $id", {"id": record(key)})
