@@ -136,7 +136,7 @@ def main() -> None:
     all_texts = [text for rows in data.values() for _, text in rows]
     cache = load_cache(all_texts, model)
     emb = CachedEmbedder(cache)
-    emb._model = model._model  # share the loaded model
+    emb._model, emb._kind = model._model, model._kind  # share the loaded model
 
     result: dict = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
                     "sizes": sizes, "model_load_s": round(load_s, 2)}
