@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 
 MASK = "··········"
 
 
-def age(dt: datetime | None, now: datetime) -> str:
+def as_datetime(value: datetime | str | None) -> datetime | None:
+    """Datetimes may arrive as ISO strings (the daemon client leaves untyped results as JSON)."""
+    if value is None or isinstance(value, datetime):
+        return value
+    try:
+        dt = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
+
+
+def age(dt: datetime | str | None, now: datetime) -> str:
     """'3.2 d ago' / 'in 5 h' relative to ``now`` (the service clock, frozen in tests)."""
+    dt = as_datetime(dt)
     if dt is None:
         return "—"
     secs = (now - dt).total_seconds()
@@ -32,7 +44,8 @@ def wall_age(dt: datetime | None, now: datetime, mask: bool) -> str:
     return MASK if mask and dt is not None else age(dt, now)
 
 
-def stamp(dt: datetime | None) -> str:
+def stamp(dt: datetime | str | None) -> str:
+    dt = as_datetime(dt)
     return "—" if dt is None else dt.strftime("%Y-%m-%d %H:%M")
 
 

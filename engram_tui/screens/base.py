@@ -57,8 +57,14 @@ class ServiceScreen(Screen[None]):
     def _dispatch_done(self, message: ServiceDone) -> None:
         message.stop()
         handler = getattr(self, f"done_{message.tag}", None)
-        if handler is not None:
+        if handler is None:
+            return
+        try:
             handler(message.result, message)
+        except Exception as exc:  # noqa: BLE001 - a result the pane cannot show is a message, not a crash
+            text = f"could not show the result of {message.tag}: {describe_error(exc)}"
+            self.notify(text, title="Engram", severity="error", timeout=8)
+            self.engram.last_error = text
 
     @on(ServiceFailed)
     def _dispatch_failed(self, message: ServiceFailed) -> None:

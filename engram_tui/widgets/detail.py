@@ -110,7 +110,7 @@ class DetailPane(Horizontal):
             items = list(retrievals or [])
             for r in items[:20]:
                 when = attr(r, "created_at") or attr(r, "at")
-                when_text = age(when, now) if isinstance(when, datetime) else str(when or "")
+                when_text = age(when, now) if when else ""
                 lines.append(f"  {when_text:>12}  {escape(str(attr(r, 'query') or ''))[:60]}")
             if not items:
                 lines.append("[dim]  never recalled[/]")

@@ -85,11 +85,17 @@ def make_app(service: Any, env: DemoEnv, **kwargs: Any) -> Any:
 
 
 async def settle(pilot: Any, rounds: int = 3) -> None:
-    """Let workers finish and their messages land (service calls run in threads)."""
-    from textual.worker import WorkerCancelled
+    """Wait until no worker has run for ``rounds`` consecutive checks (service calls run in threads, and a
+    result often starts the next call: the tree loads after the first page, the detail after a selection)."""
+    from textual.worker import WorkerCancelled, WorkerState
 
-    for _ in range(rounds):
+    quiet = 0
+    for _ in range(400):
         # An exclusive worker replaced by a newer one is cancelled: wait for that one on the next round.
         with contextlib.suppress(WorkerCancelled):
             await pilot.app.workers.wait_for_complete()
-        await pilot.pause(0.1)
+        await pilot.pause(0.05)
+        busy = any(w.state in (WorkerState.PENDING, WorkerState.RUNNING) for w in pilot.app.workers)
+        quiet = 0 if busy else quiet + 1
+        if quiet >= rounds:
+            return

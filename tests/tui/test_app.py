@@ -345,8 +345,25 @@ async def test_through_the_real_daemon(demo_env: DemoEnv) -> None:
             await pilot.press("5", "ctrl+r")
             await settle(pilot, 5)
             assert app.last_error is None, app.last_error
+            # The organise panes get plain JSON from the client (dates as strings): they must still render.
+            for key in ("alt+2", "3", "4", "6"):
+                await pilot.press(key)
+                await settle(pilot, 5)
+                assert app.last_error is None, (key, app.last_error)
     finally:
+        pid = client_mod.daemon_pid(demo_env.home)
         try:
             client.shutdown()
         finally:
             client.close()
+        # Wait for the daemon to be gone: the next test restores the demo files it may still be flushing.
+        import os
+        import time
+
+        deadline = time.monotonic() + 30
+        while pid and time.monotonic() < deadline:
+            try:
+                os.kill(pid, 0)
+            except OSError:
+                break
+            time.sleep(0.1)
