@@ -48,6 +48,19 @@ def service(engram_home: Path, embedder) -> Iterator:  # noqa: ANN001
 
 
 # ── daemon fixtures (tests/test_daemon.py, test_hooks.py, test_mcp.py, test_cli.py, test_faults.py) ──
+@pytest.fixture
+def env(tmp_path: Path, embedder, monkeypatch: pytest.MonkeyPatch) -> Iterator:  # noqa: ANN001
+    """(service, project path) for the self-organising tests: a fresh home and project per test."""
+    from engram_core.service import EngramService
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    proj = tmp_path / "proj"
+    (proj / ".git").mkdir(parents=True)
+    svc = EngramService(home=tmp_path / "home", embedder=embedder, recover_sessions=False)
+    yield svc, str(proj)
+    svc.close()
+
+
 from support import HOOK_SCRIPT, REPO_ROOT, DaemonProc, new_project  # noqa: E402, F401
 
 

@@ -2,32 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
-from engram_core.embeddings import LocalEmbedder
 from engram_core.models import MemoryIn
 from engram_core.organise import contradictions as cx
 from engram_core.service import EngramService
-
-
-@pytest.fixture(scope="module")
-def embedder() -> LocalEmbedder:
-    e = LocalEmbedder()
-    e.embed(["warm up"])
-    return e
-
-
-@pytest.fixture()
-def env(tmp_path: Path, embedder: LocalEmbedder, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[EngramService, str]]:
-    monkeypatch.setenv("HOME", str(tmp_path))
-    proj = tmp_path / "proj"
-    (proj / ".git").mkdir(parents=True)
-    svc = EngramService(home=tmp_path / "home", embedder=embedder, recover_sessions=False)
-    yield svc, str(proj)
-    svc.close()
 
 
 def put(svc: EngramService, p: str, text: str) -> str:

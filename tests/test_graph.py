@@ -2,34 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 
-from engram_core.embeddings import LocalEmbedder
 from engram_core.models import MemoryIn
 from engram_core.organise import graph
 from engram_core.organise.models import EntityIn
 from engram_core.service import EngramService
-
-
-@pytest.fixture(scope="module")
-def embedder() -> LocalEmbedder:
-    e = LocalEmbedder()
-    e.embed(["warm up"])
-    return e
-
-
-@pytest.fixture()
-def env(tmp_path: Path, embedder: LocalEmbedder, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[EngramService, str]]:
-    monkeypatch.setenv("HOME", str(tmp_path))
-    proj = tmp_path / "proj"
-    (proj / ".git").mkdir(parents=True)
-    svc = EngramService(home=tmp_path / "home", embedder=embedder, recover_sessions=False)
-    yield svc, str(proj)
-    svc.close()
 
 
 def store(svc: EngramService, project: str, text: str, **kw: object) -> str:

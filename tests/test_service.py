@@ -171,7 +171,7 @@ def test_list_memories_mirror_path_matches_the_database(service: EngramService, 
     """The fast path (in-process mirror) and the database path list the same memories in the same order."""
     p = str(project_dir)
     made = service.store_many([mem(f"entry {i} about {'alpha' if i % 3 else 'beta'}", importance=(i % 7) / 7,
-                                   tags=["t%d" % (i % 2)]) for i in range(15)], project=p)
+                                   tags=[f"t{i % 2}"]) for i in range(15)], project=p)
     service.forget(made[4].memory.id, project=p)
     service.set_status(made[5].memory.id, Status.archived, project=p)
     for kwargs in [dict(order="importance"), dict(order="content", descending=False), dict(text="beta"),
