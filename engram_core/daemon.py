@@ -710,6 +710,8 @@ def classify(exc: BaseException) -> tuple[str, str]:
 class _Server(socketserver.ThreadingUnixStreamServer):
     daemon_threads = True
     allow_reuse_address = True
+    # socketserver's default listen backlog is 5: eight clients connecting at once got EAGAIN.
+    request_queue_size = 128
     daemon_ref: Daemon
 
 
