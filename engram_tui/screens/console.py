@@ -162,6 +162,8 @@ class ConsoleScreen(ServiceScreen):
         statements = list(attr(result, "statements") or [])
         viewer = self.query_one("#console-results", ResultsViewer)
         viewer.show_results(statements, mask=self.engram.mask_db_times)
+        # New tabs may take focus as they mount; keep it in the editor so the next edit is one keystroke away.
+        self.call_after_refresh(self.query_one("#console-editor").focus)
         total = sum(attr(s, "time_ms") or 0 for s in statements)
         errors = sum(1 for s in statements if attr(s, "error"))
         rows = sum(len(attr(s, "rows") or []) for s in statements)
