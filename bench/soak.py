@@ -96,8 +96,15 @@ def worker(kind: str, wid: int, out: Path, deadline: float, project: str) -> Non
 def _start_daemon(home: Path, env: dict[str, str]) -> None:
     from engram_core.client import connect
 
+    # The client passes its own environment to the daemon it starts; restore ours afterwards, since the
+    # tests import this module and a leaked ENGRAM_* variable would change every later test in the session.
+    saved = dict(os.environ)
     os.environ.update(env)
-    connect(home, start=True, timeout=120).close()
+    try:
+        connect(home, start=True, timeout=120).close()
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
 
 
 def run(procs: int = 8, seconds: float = 60.0, kill_at: float | None = None, model: bool = True,

@@ -81,3 +81,13 @@ def light_daemon(tmp_path: Path) -> Iterator[DaemonProc]:
     d = DaemonProc(tmp_path / "home", model=False)
     yield d
     d.stop()
+
+
+@pytest.fixture(autouse=True)
+def _no_leaked_settings() -> Iterator[None]:
+    """A test that leaves an ENGRAM_* variable behind changes every later test (it once switched the TUI
+    demo build to BM25 only, in CI alone): fail the test that leaked it."""
+    before = {k: v for k, v in os.environ.items() if k.startswith("ENGRAM_")}
+    yield
+    after = {k: v for k, v in os.environ.items() if k.startswith("ENGRAM_")}
+    assert after == before, f"this test left ENGRAM_* settings changed: {set(after.items()) ^ set(before.items())}"

@@ -41,9 +41,11 @@ def main(target: Path) -> int:
             mod.ulid = fake
     svc = EngramService(target / "home", clock=FrozenClock(FROZEN_NOW))
     report = build_demo(svc, target / "projects", FROZEN_NOW)
+    embedder = svc.embedder.name if svc.embedder.available else "unavailable"
     svc.close()
     print(json.dumps({"project": report.project_root, "other_project": report.other_project_root,
-                      "session": report.session_key, "organise": report.organise}))
+                      "session": report.session_key, "organise": report.organise,
+                      "embedder": embedder}))
     return 0
 
 

@@ -46,6 +46,8 @@ def demo_template(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Pa
                          env=env, capture_output=True, text=True, timeout=900, cwd=str(REPO_ROOT))
     assert out.returncode == 0, out.stderr[-3000:]
     report = json.loads(out.stdout.strip().splitlines()[-1])
+    # Without vectors the organise layer finds other duplicates and contradictions: not the frozen demo.
+    assert report["embedder"].startswith("local:"), (report, out.stderr[-3000:])
     shutil.copytree(live, root / "pristine")
     yield root, DemoEnv(root=live, home=live / "home", project=report["project"],
                         other_project=report["other_project"], session=report["session"],

@@ -6,7 +6,6 @@ Update after an intended change: ``pytest tests/tui/test_snapshots.py --snapshot
 
 from __future__ import annotations
 
-import os
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -93,12 +92,6 @@ CASES: dict[str, Steps] = {
 }
 
 
-# Known bug, left open in issue #4: the demo set built in a fresh checkout at another path gets different
-# importance/strength values for some memories, so the committed SVGs match only the checkout they were
-# made in. Until the demo build is reproducible across checkouts, CI (a fresh clone) skips the comparison;
-# the Pilot tests in test_app.py still drive every pane there.
-@pytest.mark.skipif(os.environ.get("CI") == "true",
-                    reason="snapshots are not yet reproducible across checkouts (issue #4)")
 @pytest.mark.parametrize("name", list(CASES))
 def test_snapshot(name: str, snap_compare: Any, demo_service: Any, demo_env: DemoEnv) -> None:
     app = make_app(demo_service, demo_env)
