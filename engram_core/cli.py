@@ -351,6 +351,10 @@ def cmd_tui(args: argparse.Namespace) -> int:
     except ImportError as exc:
         _die(f"the terminal UI is not available in this install ({exc}); the commands are listed by `engram --help`")
     argv = ["--demo"] if getattr(args, "demo", False) else []
+    argv += ["--in-process"] if getattr(args, "in_process", False) else []
+    for flag in ("project", "home"):
+        if getattr(args, flag, None):
+            argv += [f"--{flag}", str(getattr(args, flag))]
     return int(tui_main(argv) or 0)
 
 
@@ -458,7 +462,10 @@ def build_parser() -> argparse.ArgumentParser:
     add("mcp", "run the MCP server on stdio (what Claude Code starts through .mcp.json)", cmd_mcp)
 
     sp = add("tui", "open the terminal UI", cmd_tui)
-    sp.add_argument("--demo", action="store_true", help="open it on demo data")
+    sp.add_argument("--demo", action="store_true", help="open it on demo data (a separate demo project)")
+    sp.add_argument("--in-process", action="store_true",
+                    help="open the stores in this process instead of through the daemon (no daemon may be running)")
+    project_opt(sp)
 
     sp = add("off", "stop capturing memories for one Claude session", cmd_off)
     sp.add_argument("--session", default=None, help="the Claude session id")

@@ -170,21 +170,19 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--project", metavar="DIR", help="project to open (default: the one around the current directory)")
     p.add_argument("--in-process", action="store_true",
                    help="open the stores in this process instead of talking to the daemon (no daemon running)")
+    p.add_argument("--home", metavar="DIR", default=None, help="data root (default: $ENGRAM_HOME or ~/.claude/engram)")
     return p
 
 
-def make_service(in_process: bool) -> tuple[Any, str]:
-    """The daemon client when it exists (it starts the daemon when needed), else an in-process service."""
+def make_service(in_process: bool, home: str | None = None) -> tuple[Any, str]:
+    """The daemon client (it starts the daemon when needed), or the stores opened in this process."""
     if not in_process:
-        try:
-            from engram_core import client  # type: ignore[attr-defined]
+        from engram_core import client
 
-            return client.connect(), "daemon"
-        except ImportError:
-            pass
+        return client.connect(home), "daemon"
     from engram_core.service import EngramService
 
-    return EngramService(), "in-process"
+    return EngramService(home), "in-process"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -196,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
 
     project = str(find_project_root(opts.project or os.getcwd()))
     try:
-        service, source = make_service(opts.in_process)
+        service, source = make_service(opts.in_process, opts.home)
     except Exception as exc:  # noqa: BLE001 - a start-up failure is a message, not a traceback
         print(f"engram: cannot reach Engram ({exc}). Start the daemon with `engram serve`, "
               "or run `engram tui --in-process`.", file=sys.stderr)

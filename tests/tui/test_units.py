@@ -5,6 +5,10 @@ from __future__ import annotations
 import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
 
 from engram_tui.fmt import age, ms, wall_stamp
 from engram_tui.undo import UndoEntry, UndoStack, undo_plan
@@ -49,3 +53,21 @@ def test_formatting() -> None:
     assert age(now + timedelta(hours=5), now) == "in 5.0 h"
     assert wall_stamp(now, mask=True) != wall_stamp(now, mask=False)
     assert ms(12.34, mask=False) == "12.3 ms" and ms(12.34, mask=True) == "— ms"
+
+
+def test_cli_tui_passes_project_home_and_in_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`engram tui --in-process --project P --home H` opens that project on that data root, in process."""
+    import engram_tui.app as tui
+    from engram_core import cli
+
+    seen: dict[str, Any] = {}
+
+    def fake_run(app: Any) -> None:  # everything up to the first paint, without a terminal
+        seen.update(project=app.project, source=app.source, home=app.service.home)
+
+    monkeypatch.setattr(tui.EngramApp, "run", fake_run)
+    proj, home = tmp_path / "proj", tmp_path / "home"
+    (proj / "src").mkdir(parents=True)
+    (proj / ".git").mkdir()
+    assert cli.main(["tui", "--in-process", "--project", str(proj / "src"), "--home", str(home)]) == 0
+    assert seen == {"project": str(proj.resolve()), "source": "in-process", "home": home}
