@@ -14,6 +14,7 @@ their database is removed once that pass has run, which keeps them as ephemeral 
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import os
@@ -80,6 +81,7 @@ API_METHODS: dict[str, Callable[..., Any]] = {}
 
 PROMOTE_COSINE = 0.9
 USER_PROMOTE_COSINE = 0.85
+_UNSET = object()  # a cached "no such parameter"
 
 
 class NotFound(LookupError):
@@ -175,12 +177,16 @@ class EngramService:
 
     # ── parameters (evolution_state in the user store; manual settings win) ──
     def param(self, key: str, default: Any) -> Any:
-        rows = self.user.q1("SELECT VALUE value FROM evolution_state WHERE key = $k", {"k": key})
-        if rows and isinstance(rows[0], dict) and "v" in rows[0]:
-            return rows[0]["v"]
-        return default
+        # Read on every recall (scope weights): cached, and dropped by set_param and by console writes.
+        cache: dict[str, Any] = self.__dict__.setdefault("_param_cache", {})
+        if key not in cache:
+            rows = self.user.q1("SELECT VALUE value FROM evolution_state WHERE key = $k", {"k": key})
+            cache[key] = rows[0]["v"] if rows and isinstance(rows[0], dict) and "v" in rows[0] else _UNSET
+        value = cache[key]
+        return default if value is _UNSET else copy.deepcopy(value)
 
     def set_param(self, key: str, value: Any) -> None:
+        self.__dict__.get("_param_cache", {}).pop(key, None)
         self.user.q("UPSERT evolution_state SET key = $k, value = {v: $v}, updated_at = time::now() "
                     "WHERE key = $k", {"k": key, "v": value})
         if not self.user.q1("SELECT VALUE key FROM evolution_state WHERE key = $k", {"k": key}):
@@ -1018,6 +1024,7 @@ class EngramService:
                 else (0 if value is None else 1), truncated=isinstance(value, list) and len(value) > QUERY_MAX_ROWS,
                 time_ms=_parse_ms(res.get("time")), error=None if ok else str(value)))
         if allow_writes:
+            self.__dict__.get("_param_cache", {}).clear()
             for st in (s for s in self._all_open_stores() if s is store):
                 st.reload_mirror()
         ok = all(r.ok for r in results)

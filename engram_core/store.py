@@ -121,6 +121,9 @@ class Connection:
         except Exception as exc:  # the engine's message names the LOCK file when another process has it
             raise _io_error(exc, url) or StoreError(f"cannot open the store at {url}: {exc}") from exc
         self.lock = threading.RLock()
+        # The namespace/database the SDK session is on: a USE costs a round trip (~2 ms), so it is sent
+        # only when a call targets another one. Anything that signs in or switches users resets it.
+        self._current: tuple[str, str] | None = None
         if path is not None:
             restrict_tree(path)
 
@@ -135,7 +138,10 @@ class Connection:
     def run(self, ns: str, db: str, sql: str, params: Mapping[str, Any] | None = None) -> list[Any]:
         with self.lock:
             try:
-                self._db.use(ns, db)
+                if self._current != (ns, db):
+                    self._current = None
+                    self._db.use(ns, db)
+                    self._current = (ns, db)
                 return self._db.query(sql, dict(params or {})).execute()
             except Exception as exc:
                 translated = _io_error(exc, self.url)
@@ -162,6 +168,7 @@ class Connection:
     def _role_token(self, ns: str, db: str, role: str) -> str:
         tokens: dict[tuple[str, str, str], str] = self.__dict__.setdefault("_role_tokens", {})
         if (ns, db, role) not in tokens:
+            self._current = None
             user = f"engram_{role.lower()}"
             pw = secrets.token_urlsafe(24)
             self._db.use(ns, db)
@@ -177,6 +184,7 @@ class Connection:
         if role not in ("VIEWER", "EDITOR"):
             raise ValueError(f"role must be VIEWER or EDITOR, not {role!r}")
         with self.lock:
+            self._current = None  # user statements run in another session state; USE again afterwards
             root = self._root_token()
             self._db.authenticate(root)
             token = self._role_token(ns, db, role)

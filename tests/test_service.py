@@ -188,3 +188,16 @@ def test_list_memories_mirror_path_matches_the_database(service: EngramService, 
     assert [m.importance for m in by_imp] == sorted((m.importance for m in by_imp), reverse=True)
     assert {m.id for m in service.list_memories(project=p, text="beta", limit=100).items} == {
         r.memory.id for i, r in enumerate(made) if i % 3 == 0 and i != 4}
+
+
+def test_param_cache_follows_set_param_and_console_writes(service: EngramService) -> None:
+    """Parameters are cached (read on every recall); a change through either path is seen at once."""
+    assert service.param("cache_probe", "default") == "default"
+    service.set_param("cache_probe", 1)
+    assert service.param("cache_probe", 0) == 1
+    service.set_param("cache_probe", 2)
+    assert service.param("cache_probe", 0) == 2
+    res = service.run_query("UPDATE evolution_state SET value = {v: 3} WHERE key = 'cache_probe'", scope="user",
+                            allow_writes=True)
+    assert res.ok, res.message
+    assert service.param("cache_probe", 0) == 3
