@@ -28,6 +28,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import Field, ValidationError, validate_call
 
 from . import ranking, retrieval
+from .bookkeeping import Bookkeeper
 from .clock import Clock
 from .config import (
     Settings,
@@ -135,8 +136,9 @@ class EngramService:
         self.settings = settings or load_settings()
         self.embedder: Embedder = embedder or make_embedder(self.settings)
         self._lock = threading.RLock()
+        self._bookkeeper = Bookkeeper()
         self._user_conn = Connection.file(self.home / "user.db")
-        self.user = ScopeStore(self._user_conn, Scope.user, "default")
+        self.user = self._open_store(self._user_conn, Scope.user, "default")
         self._sessions_conn = Connection.file(self.home / "sessions.db")
         self._projects: dict[str, tuple[str, ScopeStore]] = {}
         self._project_conns: dict[str, Connection] = {}
@@ -158,7 +160,17 @@ class EngramService:
             self.recover_stale_sessions()
 
     # ── lifecycle ────────────────────────────────────────────
+    def _open_store(self, conn: Connection, scope: Scope, database: str) -> ScopeStore:
+        store = ScopeStore(conn, scope, database)
+        store.on_defer = self._bookkeeper.notify
+        return store
+
+    def flush(self) -> None:
+        """Apply queued recall bookkeeping now (close and every other query on a store do it anyway)."""
+        self._bookkeeper.flush()
+
     def close(self) -> None:
+        self._bookkeeper.close()
         with self._lock:
             for conn in [*self._project_conns.values(), self._sessions_conn, self._user_conn]:
                 conn.close()
@@ -219,7 +231,7 @@ class EngramService:
                 return self._projects[db][1]
             path = project_store_dir(root) / "project.db"
             conn = Connection.file(path)
-            store = ScopeStore(conn, Scope.project, db)
+            store = self._open_store(conn, Scope.project, db)
             self._project_conns[db] = conn
             self._projects[db] = (root, store)
             self._register_project(root, db, store)
@@ -266,7 +278,7 @@ class EngramService:
         for db in self._session_dbs_on_disk():
             if not db.startswith("s_"):
                 continue
-            store = ScopeStore(self._sessions_conn, Scope.session, db)
+            store = self._open_store(self._sessions_conn, Scope.session, db)
             meta = store.q1("SELECT * FROM ONLY session_registry:self")
             if not meta:
                 continue
@@ -299,7 +311,7 @@ class EngramService:
                         return self._session_info(s, resumed=True)
             key = "s_" + ulid()
             root = str(find_project_root(project)) if project else None
-            store = ScopeStore(self._sessions_conn, Scope.session, key)
+            store = self._open_store(self._sessions_conn, Scope.session, key)
             now = self.now()
             store.q("CREATE session_registry:self SET session_key = $k, claude_session_id = $c, project_root = $p, "
                     "started_at = $t, last_seen_at = $t", {"k": key, "c": claude_session_id, "p": root, "t": now})
@@ -602,9 +614,9 @@ class EngramService:
             by_store.setdefault(id(c.store), (c.store, []))[1].append(c.key)
         rows: dict[str, dict[str, Any]] = {}
         for c_store, keys in by_store.values():
-            if strengthen:
-                c_store.strengthen(keys)
-            rows.update(c_store.get_many(keys))
+            if strengthen:  # counted in the mirror now, written once the answer is out
+                c_store.strengthen(keys, defer=True)
+            rows.update(c_store.get_many(keys, settled=False))
         hits = []
         for c in winners:
             row = rows.get(c.key)
@@ -620,12 +632,12 @@ class EngramService:
             log_store = stores[1] if len(stores) > 1 and stores[0].scope == Scope.session else stores[0]
             if log_store.scope == Scope.session:
                 log_store = self.project_store(project) or self.user
-            log_id = log_store.log_retrieval({
+            log_id = log_store.log_retrieval(defer=True, fields={
                 "query": query[:2000], "strategy": strategy, "results_count": len(hits),
                 "memory_ids": [h.memory.id for h in hits], "scopes": [h.memory.scope.value for h in hits],
                 "types": [h.memory.memory_type.value for h in hits], "took_ms": took,
                 "session_id": self._session(session, project).key if session else None,  # type: ignore[union-attr]
-                "query_type": profile})
+                "query_type": profile, "created_at": datetime.now(UTC)})
         result = RecallResult(query=query, strategy=strategy, degraded=degraded, scope_weights=weights, hits=hits,
                               took_ms=took, log_id=log_id)
         for hook in self.after_recall:
@@ -1098,7 +1110,7 @@ class EngramService:
                 return self._sessions[key].store
             if not key.startswith("s_"):
                 key = "s_" + ulid()
-            store = ScopeStore(self._sessions_conn, Scope.session, key)
+            store = self._open_store(self._sessions_conn, Scope.session, key)
             root = str(find_project_root(project)) if project else None
             store.q("UPSERT session_registry:self SET session_key = $k, project_root = $p, last_seen_at = time::now()",
                     {"k": key, "p": root})
@@ -1151,7 +1163,9 @@ class EngramService:
                               project: str | None = None) -> FeedbackResult:
         """Marks the latest retrieval_log row for this query; useful results gain relevance and outcome impact."""
         store = self.project_store(project) or self.user
-        rows = store.q1("SELECT id, memory_ids FROM retrieval_log WHERE query = $q ORDER BY created_at DESC LIMIT 1",
+        # ORDER BY needs its field in the selection (SurrealDB 3 refuses the query otherwise).
+        rows = store.q1("SELECT id, memory_ids, created_at FROM retrieval_log WHERE query = $q "
+                        "ORDER BY created_at DESC LIMIT 1",
                         {"q": query})
         if not rows:
             return FeedbackResult(log_id=None, updated=False,

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import re
 import secrets
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,8 +26,11 @@ import numpy as np
 from surrealdb import RecordID, Surreal
 
 from .config import ensure_private_dir, restrict_tree
+from .ids import ulid
 from .models import Scope
 from .search_index import SearchIndex
+
+log = logging.getLogger(__name__)
 
 SCHEMA_DIR = Path(__file__).parent / "schema"
 QUERY_DIR = Path(__file__).parent / "queries"
@@ -240,12 +244,20 @@ class ScopeStore:
         self.light: dict[str, Light] = {}
         self._by_hash: dict[str, str] = {}  # content_hash → key, for O(1) exact-duplicate checks
         self._mirror_lock = threading.RLock()
+        # Bookkeeping a recall owes the database (access counts, its log row, co-activation), written after
+        # the answer: see `defer`. Every other query on this store applies it first (read your writes).
+        self._pending_access: dict[str, tuple[int, datetime]] = {}
+        self._pending_sql: list[tuple[str, dict[str, Any]]] = []
+        self.on_defer: Callable[[ScopeStore], None] | None = None
         self.apply_schema()
         self.reload_mirror()
 
     # ── plumbing ──────────────────────────────────────────────
     def q(self, sql: str, params: Mapping[str, Any] | None = None) -> list[Any]:
-        return self.conn.run(self.namespace, self.database, sql, params)
+        with self.conn.lock:
+            if self._pending_access or self._pending_sql:
+                self._drain_locked()
+            return self.conn.run(self.namespace, self.database, sql, params)
 
     def q1(self, sql: str, params: Mapping[str, Any] | None = None) -> Any:
         return self.q(sql, params)[-1]
@@ -340,11 +352,26 @@ class ScopeStore:
         rows = self.q1(f"SELECT {MEMORY_FIELDS} FROM $id", {"id": record(key)})
         return plain(rows[0]) if rows else None
 
-    def get_many(self, keys: list[str]) -> dict[str, dict[str, Any]]:
+    def get_many(self, keys: list[str], *, settled: bool = True) -> dict[str, dict[str, Any]]:
+        """Full rows by key. ``settled=False`` reads without applying pending bookkeeping first; the
+        counters it would change (access count, last access, status) come from the mirror instead."""
         if not keys:
             return {}
-        rows = self.q1(f"SELECT {MEMORY_FIELDS} FROM $ids", {"ids": [record(k) for k in keys]})
-        return {key_of(r["id"]): plain(r) for r in rows or []}
+        params = {"ids": [record(k) for k in keys]}
+        sql = f"SELECT {MEMORY_FIELDS} FROM $ids"
+        if settled:
+            rows = self.q1(sql, params)
+        else:
+            rows = self.conn.run(self.namespace, self.database, sql, params)[-1]
+        out = {key_of(r["id"]): plain(r) for r in rows or []}
+        if not settled:
+            with self._mirror_lock:
+                for key, row in out.items():
+                    light = self.light.get(key)
+                    if light is not None:
+                        row.update(access_count=light.access_count, last_accessed_at=light.last_accessed_at,
+                                   status=light.status)
+        return out
 
     def get_embedding(self, key: str) -> list[float] | None:
         return self.q1("SELECT VALUE embedding FROM ONLY $id", {"id": record(key)})
@@ -389,26 +416,85 @@ class ScopeStore:
         return self.update_memory(key, {"status": status, "status_reason": reason,
                                         "status_changed_at": datetime.now(UTC), **extra})
 
-    def strengthen(self, keys: list[str]) -> None:
+    def strengthen(self, keys: list[str], *, defer: bool = False) -> None:
         """Seed 000 §6.3: each retrieval counts an access and nudges relevance up (events may revive).
 
-        Only the few fields that change come back (not the rows with their embeddings: decoding those
-        cost more than the update itself), and the mirror is patched in place."""
+        The mirror counts the access at once. The database write (~15-40 ms for ten rows: each UPDATE
+        rewrites the row and runs its events) is applied now, or with ``defer`` after the caller has
+        answered; status changes the events make (first retrieval, revival) reach the mirror then."""
         if not keys:
             return
-        rows = self.q1(
-            """UPDATE $ids SET access_count += 1, last_accessed_at = time::now(),
-                 relevance_score = math::min([1.0, relevance_score + 0.05]) RETURN NONE;
-               SELECT id, status, access_count, last_accessed_at FROM $ids""",
-            {"ids": [record(k) for k in keys]},
-        )
+        when = datetime.now(UTC)
+        with self._mirror_lock:
+            for key in keys:
+                light = self.light.get(key)
+                if light is not None:
+                    light.access_count += 1
+                    light.last_accessed_at = when
+                n, _ = self._pending_access.get(key, (0, when))
+                self._pending_access[key] = (n + 1, when)
+        if defer:
+            self._notify()
+        else:
+            self.drain()
+
+    def defer(self, sql: str, params: Mapping[str, Any] | None = None) -> None:
+        """Queue a write to apply after the current answer (before any other query on this store)."""
+        with self._mirror_lock:
+            self._pending_sql.append((sql, dict(params or {})))
+        self._notify()
+
+    def _notify(self) -> None:
+        if self.on_defer is not None:
+            self.on_defer(self)
+        else:  # nobody to apply it later: apply it now
+            self.drain()
+
+    @property
+    def has_pending(self) -> bool:
+        return bool(self._pending_access or self._pending_sql)
+
+    def drain(self) -> None:
+        """Apply the pending bookkeeping now."""
+        with self.conn.lock:
+            self._drain_locked()
+
+    def _drain_locked(self) -> None:
+        with self._mirror_lock:
+            access, stmts = self._pending_access, self._pending_sql
+            self._pending_access, self._pending_sql = {}, []
+        try:
+            if access:
+                self._write_access(access)
+            for sql, params in stmts:
+                self.conn.run(self.namespace, self.database, sql, params)
+        except Exception as exc:  # bookkeeping must never fail the query that happened to come next
+            log.warning("recall bookkeeping for %s/%s not applied: %s", self.namespace, self.database, exc)
+
+    def _write_access(self, access: dict[str, tuple[int, datetime]]) -> None:
+        groups: dict[int, list[str]] = {}
+        for key, (n, _) in access.items():
+            groups.setdefault(n, []).append(key)
+        sql, params = [], {}
+        for i, (n, keys) in enumerate(groups.items()):
+            # One timestamp per group: the latest access among them (they are at most a moment apart).
+            sql.append(f"UPDATE $ids{i} SET access_count += {n}, last_accessed_at = $at{i}, "
+                       f"relevance_score = math::min([1.0, relevance_score + {0.05 * n}]) RETURN NONE")
+            params[f"ids{i}"] = [record(k) for k in keys]
+            params[f"at{i}"] = max(access[k][1] for k in keys)
+        sql.append("SELECT id, status, access_count, last_accessed_at FROM $all")
+        params["all"] = [record(k) for k in access]
+        rows = self.conn.run(self.namespace, self.database, ";\n".join(sql), params)[-1]
         with self._mirror_lock:
             for row in rows or []:
-                light = self.light.get(key_of(row["id"]))
-                if light is not None:
+                key = key_of(row["id"])
+                light = self.light.get(key)
+                if light is not None and key not in self._pending_access:
                     light.status = row["status"]
                     light.access_count = int(row["access_count"])
                     light.last_accessed_at = plain(row["last_accessed_at"])
+                elif light is not None:
+                    light.status = row["status"]
 
     def delete_memory(self, key: str) -> None:
         self.q("DELETE $id", {"id": record(key)})
@@ -454,9 +540,14 @@ class ScopeStore:
         return self.count_by()[2]
 
     # ── logs and registries ──────────────────────────────────
-    def log_retrieval(self, fields: Mapping[str, Any]) -> str:
-        rows = self.q1("CREATE retrieval_log CONTENT $f RETURN id", {"f": dict(fields)})
-        return key_of(rows[0]["id"])
+    def log_retrieval(self, fields: Mapping[str, Any], *, defer: bool = False) -> str:
+        key = ulid()
+        sql, params = "CREATE $id CONTENT $f RETURN NONE", {"id": record(key, "retrieval_log"), "f": dict(fields)}
+        if defer:
+            self.defer(sql, params)
+        else:
+            self.q(sql, params)
+        return key
 
     def create(self, table: str, fields: Mapping[str, Any], key: str | None = None) -> dict[str, Any]:
         target = record(key, table) if key else None

@@ -47,7 +47,7 @@ def _adjacency(service: EngramService, store: ScopeStore) -> dict[str, dict[str,
 
 
 def coactivate(service: EngramService, store: ScopeStore, keys: Sequence[str], delta: float = COACTIVATION,
-               kind: str = "coactivation") -> int:
+               kind: str = "coactivation", *, defer: bool = False) -> int:
     keys = list(dict.fromkeys(keys))
     pairs = []
     for i, a in enumerate(keys):
@@ -57,8 +57,10 @@ def coactivate(service: EngramService, store: ScopeStore, keys: Sequence[str], d
                           "b": rid("memory", hi), "lo": lo, "hi": hi})
     if not pairs:
         return 0
-    store.q(_COACT, {"pairs": [{k: p[k] for k in ("id", "a", "b")} for p in pairs], "d": delta,
-                     "now": service.now(), "kind": kind})
+    params = {"pairs": [{k: p[k] for k in ("id", "a", "b")} for p in pairs], "d": delta, "now": service.now(),
+              "kind": kind}
+    # After a recall the edges are written once the answer is out; the in-memory adjacency changes now.
+    (store.defer if defer else store.q)(_COACT, params)
     adj = _adjacency(service, store)
     for p in pairs:
         w = min(1.0, adj.get(p["lo"], {}).get(p["hi"], 0.0) + delta)
@@ -74,7 +76,7 @@ def after_recall(service: EngramService, result: Any, winners: Sequence[Any]) ->
         by_store.setdefault(id(c.store), (c.store, []))[1].append(c.key)
     for store, keys in by_store.values():
         if len(keys) > 1:
-            coactivate(service, store, keys)
+            coactivate(service, store, keys, defer=True)
 
 
 def decay(service: EngramService, store: ScopeStore, *, now: datetime | None = None,

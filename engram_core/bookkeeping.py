@@ -1,0 +1,90 @@
+"""Applies the bookkeeping a recall owes the database after the recall has answered.
+
+A recall counts an access on each memory it returns, writes a retrieval_log row and strengthens
+co-activation edges. Written inline those cost more than the recall itself (~25 ms of ~60 ms across three
+scopes), so the stores queue them (`ScopeStore.defer`) and this thread applies them once the caller has
+gone quiet for a moment, or after `max_wait_s` at the latest. Nothing is lost to ordering: any other
+query on a store applies that store's queue first, and `close` applies everything.
+
+What a crash can lose: the access counts and log rows of the recalls in the last `idle_s`..`max_wait_s`;
+never a memory or an edit (those are written before the call that made them returns).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from .store import ScopeStore
+
+log = logging.getLogger(__name__)
+
+
+class Bookkeeper:
+    def __init__(self, *, idle_s: float = 0.03, max_wait_s: float = 1.0) -> None:
+        self.idle_s = idle_s
+        self.max_wait_s = max_wait_s
+        self._cond = threading.Condition()
+        self._stores: dict[int, ScopeStore] = {}
+        self._first = 0.0
+        self._last = 0.0
+        self._closed = False
+        self._thread: threading.Thread | None = None
+
+    def notify(self, store: ScopeStore) -> None:
+        """A store has queued work (called by `ScopeStore.defer` / deferred strengthening)."""
+        with self._cond:
+            if self._closed:
+                store.drain()
+                return
+            now = time.monotonic()
+            if not self._stores:
+                self._first = now
+            self._stores[id(store)] = store
+            self._last = now
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="engram-bookkeeping", daemon=True)
+                self._thread.start()
+            self._cond.notify()
+
+    def _due(self) -> float | None:
+        """Seconds until the queue should be applied (0: now), None when there is nothing queued."""
+        if not self._stores:
+            return None
+        now = time.monotonic()
+        return max(0.0, min(self._last + self.idle_s, self._first + self.max_wait_s) - now)
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._closed:
+                    wait = self._due()
+                    if wait == 0.0:
+                        break
+                    self._cond.wait(wait)
+                if self._closed:
+                    return
+                stores = list(self._stores.values())
+                self._stores.clear()
+            for store in stores:
+                try:
+                    store.drain()
+                except Exception:  # noqa: BLE001 - a closed store at shutdown; the next query retries
+                    log.exception("recall bookkeeping failed")
+
+    def flush(self) -> None:
+        """Apply everything queued, in the caller's thread."""
+        with self._cond:
+            stores = list(self._stores.values())
+            self._stores.clear()
+        for store in stores:
+            store.drain()
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        self.flush()

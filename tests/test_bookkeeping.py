@@ -1,0 +1,101 @@
+"""Recall bookkeeping (access counts, retrieval_log, co-activation) is written after the answer, and never lost:
+the next query on the store applies it first, a background thread applies it when the caller goes quiet,
+and close applies the rest."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from engram_core.models import MemoryIn, Status
+from engram_core.service import EngramService
+from engram_core.store import ScopeStore, record
+
+
+def raw_row(store: ScopeStore, key: str) -> dict[str, Any]:
+    """The row as the database has it now, without applying the store's queue (what `q` would do)."""
+    return store.conn.run(store.namespace, store.database,
+                          "SELECT access_count, status FROM ONLY $id", {"id": record(key)})[-1]
+
+
+def raw_log_count(store: ScopeStore) -> int:
+    rows = store.conn.run(store.namespace, store.database, "SELECT count() AS n FROM retrieval_log GROUP ALL")[-1]
+    return rows[0]["n"] if rows else 0
+
+
+def seed(svc: EngramService, p: str) -> str:
+    svc.store(MemoryIn(content="The billing service retries webhooks three times with backoff"), project=p)
+    return svc.store(MemoryIn(content="Payments use Stripe with idempotency keys on every charge"), project=p).memory.id
+
+
+def slow_bookkeeper(svc: EngramService) -> None:
+    """Hold the background thread off so the queued state can be observed."""
+    svc._bookkeeper.idle_s = svc._bookkeeper.max_wait_s = 60.0  # noqa: SLF001
+
+
+def test_recall_answers_before_the_write_and_the_next_query_sees_it(service: EngramService,
+                                                                    project_dir: Path) -> None:
+    p = str(project_dir)
+    key = seed(service, p)
+    slow_bookkeeper(service)
+    store = service.project_store(p)
+    res = service.recall("which payment provider do we use?", project=p)
+    hit = next(h for h in res.hits if h.memory.id == key)
+    assert hit.memory.access_count == 1  # the answer already counts this access (from the mirror)
+    assert raw_row(store, key)["access_count"] == 0 and raw_log_count(store) == 0  # not written yet
+    assert store.light[key].access_count == 1
+    # Any query on the store applies the queue first: read your writes.
+    after = service.get(key, project=p)
+    assert after.access_count == 1 and after.status == Status.active  # the database event ran too
+    assert raw_log_count(store) == 1
+    assert store.light[key].status == "active"  # the event's status change reached the mirror
+
+
+def test_background_thread_applies_it_when_the_caller_goes_quiet(service: EngramService, project_dir: Path) -> None:
+    p = str(project_dir)
+    key = seed(service, p)
+    store = service.project_store(p)
+    service.recall("which payment provider do we use?", project=p)
+    service.recall("stripe idempotency keys", project=p)
+    deadline = time.monotonic() + 10
+    while raw_row(store, key)["access_count"] < 2 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert raw_row(store, key)["access_count"] == 2
+    assert raw_log_count(store) == 2
+    assert not store.has_pending
+
+
+def test_close_applies_whatever_is_queued(tmp_path: Path, embedder: Any) -> None:
+    proj = tmp_path / "proj"
+    (proj / ".git").mkdir(parents=True)
+    p = str(proj)
+    svc = EngramService(tmp_path / "home", embedder=embedder, recover_sessions=False)
+    key = seed(svc, p)
+    slow_bookkeeper(svc)
+    res = svc.recall("which payment provider do we use?", project=p)
+    assert svc.project_store(p).has_pending
+    svc.close()
+    again = EngramService(tmp_path / "home", embedder=embedder, recover_sessions=False)
+    try:
+        assert again.get(key, project=p).access_count == 1
+        rows = again.run_query("SELECT * FROM retrieval_log", project=p).statements[0].rows
+        assert len(rows) == 1 and res.log_id in str(rows[0]["id"])
+    finally:
+        again.close()
+
+
+def test_feedback_right_after_recall_finds_its_log_row(service: EngramService, project_dir: Path) -> None:
+    """The log row is written after the answer; feedback given at once must still find it and apply."""
+    p = str(project_dir)
+    key = seed(service, p)
+    slow_bookkeeper(service)
+    query = "which payment provider do we use?"
+    res = service.recall(query, project=p)
+    before = service.get(key, project=p).model_dump()
+    out = service.mark_retrieval_useful(query, True, reason="it answered", project=p)
+    assert out.updated and out.log_id == res.log_id
+    rows = service.run_query("SELECT was_useful, feedback_reason FROM retrieval_log", project=p).statements[0].rows
+    assert rows == [{"was_useful": True, "feedback_reason": "it answered"}]
+    after = service.get(key, project=p)
+    assert after.relevance_score > before["relevance_score"]
