@@ -6,7 +6,7 @@ Pure over the stores' in-process mirrors: no database round trip until the winne
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -115,31 +115,35 @@ def rank(
     extra_lists = [[(k, sc) for k, sc in lst if k in where or _find(stores, k, where)] for lst in extra]
     extra_lists = [[(k, sc) for k, sc in lst if filters.admits(where[k].light[k])] for lst in extra_lists]
     extra_keys = {k for lst in extra_lists for k, _ in lst}
+    scope_boost = {id(s): _weight_boost(weights.get(s.scope.value, 1.0), top_weight) for s in stores}
+    ctx = context or {}
     for key in {*bm_pos, *vec_pos, *extra_keys}:
         store = where[key]
         lt = store.light[key]
         strength = memory_strength(lt.importance, lt.half_life_days, lt.access_count, lt.last_accessed_at, now)
         strengths[key] = strength
-        boosts[key] = _weight_boost(weights.get(store.scope.value, 1.0), top_weight) * (
-            (1.0 - strength_weight) + strength_weight * min(1.0, strength))
+        boost = scope_boost[id(store)] * ((1.0 - strength_weight) + strength_weight * min(1.0, strength))
         for booster in boosters:
-            boosts[key] *= booster(key, store, lt, context or {})
+            boost *= booster(key, store, lt, ctx)
+        boosts[key] = boost
     fused_map = dict(ranking.fuse(bm_all, vec_all))
     for lst in extra_lists:
         for i, (k, _) in enumerate(lst):
             fused_map[k] = fused_map.get(k, 0.0) + 1.0 / (ranking.DEFAULT_FUSION.k_rrf + i + 1)
     fused = sorted(((k, v * boosts.get(k, 1.0)) for k, v in fused_map.items()), key=lambda t: (-t[1], t[0]))
-    cands = []
-    for key, final in fused:
-        store = where[key]
-        b, v = bm_pos.get(key), vec_pos.get(key)
-        cands.append(Candidate(
-            store=store, key=key, light=store.light[key],
-            bm25=b[1] if b else None, bm25_rank=b[0] if b else None,
-            vector=v[1] if v else None, vector_rank=v[0] if v else None,
-            fused=final / boosts[key] if boosts[key] else final, scope_weight=weights.get(store.scope.value, 1.0),
-            strength=strengths[key], final=final))
-    return dedup(cands, limit)
+
+    def candidates() -> Iterator[Candidate]:  # built as dedup asks for them: it stops after `limit` kept
+        for key, final in fused:
+            store = where[key]
+            b, v = bm_pos.get(key), vec_pos.get(key)
+            yield Candidate(
+                store=store, key=key, light=store.light[key],
+                bm25=b[1] if b else None, bm25_rank=b[0] if b else None,
+                vector=v[1] if v else None, vector_rank=v[0] if v else None,
+                fused=final / boosts[key] if boosts[key] else final,
+                scope_weight=weights.get(store.scope.value, 1.0), strength=strengths[key], final=final)
+
+    return dedup(candidates(), limit)
 
 
 def _find(stores: Sequence[ScopeStore], key: str, where: dict[str, ScopeStore]) -> bool:
@@ -150,7 +154,7 @@ def _find(stores: Sequence[ScopeStore], key: str, where: dict[str, ScopeStore]) 
     return False
 
 
-def dedup(cands: list[Candidate], limit: int) -> list[Candidate]:
+def dedup(cands: Iterable[Candidate], limit: int) -> list[Candidate]:
     """Same memory in two scopes (one promoted from the other, or cosine > 0.9): keep the stronger."""
     kept: list[Candidate] = []
     kept_vecs: list[np.ndarray | None] = []

@@ -151,6 +151,10 @@ class SearchIndex:
         self._posting_arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._n_text_docs = 0
         self._total_len = 0
+        # The last query vector's scores: one recall asks for the same vector more than once (ranking, then
+        # spreading activation); any write invalidates it.
+        self._version = 0
+        self._vec_memo: tuple[bytes, int, np.ndarray] | None = None
 
     # ------------------------------------------------------------------ mutation
 
@@ -193,6 +197,7 @@ class SearchIndex:
         tokens = tokenize(text or "", drop_stopwords=self.drop_stopwords)
         unit = None if embedding is None else _as_unit_vector(embedding, self.dim)
         with self._lock:
+            self._version += 1
             slot = self._slot_of.get(doc_id)
             if slot is None:
                 slot = self._alloc_slot()
@@ -221,6 +226,7 @@ class SearchIndex:
             slot = self._slot_of.pop(doc_id, None)
             if slot is None:
                 return
+            self._version += 1
             self._clear_slot_text(slot)
             self._has_vec[slot] = False
             self._vecs[slot] = 0.0
@@ -324,8 +330,14 @@ class SearchIndex:
         with self._lock:
             if self._high == 0:
                 return []
-            scores = self._vecs[: self._high] @ unit
-            scores[~self._has_vec[: self._high]] = -np.inf
+            memo_key = unit.tobytes()
+            memo = self._vec_memo
+            if memo is not None and memo[0] == memo_key and memo[1] == self._version:
+                scores = memo[2]
+            else:
+                scores = self._vecs[: self._high] @ unit
+                scores[~self._has_vec[: self._high]] = -np.inf
+                self._vec_memo = (memo_key, self._version, scores)
             return self._top(scores, k, positive_only=False)
 
     def _top(self, scores: np.ndarray, k: int, *, positive_only: bool) -> list[tuple[str, float]]:

@@ -83,6 +83,7 @@ API_METHODS: dict[str, Callable[..., Any]] = {}
 PROMOTE_COSINE = 0.9
 USER_PROMOTE_COSINE = 0.85
 _UNSET = object()  # a cached "no such parameter"
+ROOT_CACHE_S = 10.0
 
 
 class NotFound(LookupError):
@@ -224,8 +225,7 @@ class EngramService:
         """The project's store, opened on first use and registered in the user registry."""
         if project is None:
             return None
-        root = str(find_project_root(project))
-        db = project_db_name(root)
+        root, db = self._project_root(project)
         with self._lock:
             if db in self._projects:
                 return self._projects[db][1]
@@ -236,6 +236,22 @@ class EngramService:
             self._projects[db] = (root, store)
             self._register_project(root, db, store)
             return store
+
+    def _project_root(self, project: str | Path) -> tuple[str, str]:
+        """(root, database) of the project around ``project``. Finding the root stats every ancestor
+        (~2 ms, several times a recall), so it is remembered for a few seconds: long enough for a burst of
+        calls, short enough that a new `.git` marker is noticed."""
+        cache: dict[str, tuple[float, str, str]] = self.__dict__.setdefault("_roots", {})
+        now = time.monotonic()
+        hit = cache.get(str(project))
+        if hit is not None and now - hit[0] < ROOT_CACHE_S:
+            return hit[1], hit[2]
+        root = str(find_project_root(project))
+        db = project_db_name(root)
+        if len(cache) > 1024:
+            cache.clear()
+        cache[str(project)] = (now, root, db)
+        return root, db
 
     def _register_project(self, root: str, db: str, store: ScopeStore) -> None:
         name = Path(root).name or root

@@ -16,6 +16,7 @@ import logging
 import re
 import secrets
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -31,6 +32,9 @@ from .models import Scope
 from .search_index import SearchIndex
 
 log = logging.getLogger(__name__)
+ROW_CACHE_SIZE = 2048
+# A statement that may change rows (anything but a plain read) empties the row cache.
+_WRITES = re.compile(r"\b(?:UPDATE|UPSERT|CREATE|DELETE|INSERT|RELATE|REMOVE|DEFINE|ALTER|REBUILD)\b", re.IGNORECASE)
 
 SCHEMA_DIR = Path(__file__).parent / "schema"
 QUERY_DIR = Path(__file__).parent / "queries"
@@ -247,8 +251,11 @@ class ScopeStore:
         # Bookkeeping a recall owes the database (access counts, its log row, co-activation), written after
         # the answer: see `defer`. Every other query on this store applies it first (read your writes).
         self._pending_access: dict[str, tuple[int, datetime]] = {}
-        self._pending_sql: list[tuple[str, dict[str, Any]]] = []
+        self._pending_sql: list[tuple[str, dict[str, Any], bool]] = []
         self.on_defer: Callable[[ScopeStore], None] | None = None
+        # Full rows recall has fetched, so a memory recalled again costs no round trip. Any write query on
+        # this store empties it (the statement may touch any row); recall's own access writes refresh theirs.
+        self._rows: OrderedDict[str, dict[str, Any]] = OrderedDict()
         self.apply_schema()
         self.reload_mirror()
 
@@ -257,6 +264,8 @@ class ScopeStore:
         with self.conn.lock:
             if self._pending_access or self._pending_sql:
                 self._drain_locked()
+            if self._rows and _WRITES.search(sql):
+                self._rows.clear()
             return self.conn.run(self.namespace, self.database, sql, params)
 
     def q1(self, sql: str, params: Mapping[str, Any] | None = None) -> Any:
@@ -282,6 +291,7 @@ class ScopeStore:
 
     # ── mirror ───────────────────────────────────────────────
     def reload_mirror(self) -> None:
+        self._rows.clear()
         rows = self.q1(f"SELECT {LIGHT_FIELDS} FROM memory WHERE status NOT IN ['forgotten', 'superseded']")
         with self._mirror_lock:
             self.index = SearchIndex(self.index_dim)
@@ -357,20 +367,30 @@ class ScopeStore:
         counters it would change (access count, last access, status) come from the mirror instead."""
         if not keys:
             return {}
-        params = {"ids": [record(k) for k in keys]}
-        sql = f"SELECT {MEMORY_FIELDS} FROM $ids"
         if settled:
-            rows = self.q1(sql, params)
-        else:
-            rows = self.conn.run(self.namespace, self.database, sql, params)[-1]
-        out = {key_of(r["id"]): plain(r) for r in rows or []}
-        if not settled:
-            with self._mirror_lock:
-                for key, row in out.items():
-                    light = self.light.get(key)
-                    if light is not None:
-                        row.update(access_count=light.access_count, last_accessed_at=light.last_accessed_at,
-                                   status=light.status)
+            rows = self.q1(f"SELECT {MEMORY_FIELDS} FROM $ids", {"ids": [record(k) for k in keys]})
+            return {key_of(r["id"]): plain(r) for r in rows or []}
+        with self.conn.lock:  # the cache and the database agree while the lock is held
+            out = {k: dict(self._rows[k]) for k in keys if k in self._rows}
+            missing = [k for k in keys if k not in out]
+            if missing:
+                rows = self.conn.run(self.namespace, self.database, f"SELECT {MEMORY_FIELDS} FROM $ids",
+                                     {"ids": [record(k) for k in missing]})[-1]
+                for r in rows or []:
+                    row = plain(r)
+                    out[key_of(r["id"])] = dict(row)
+                    self._rows[key_of(r["id"])] = row
+                while len(self._rows) > ROW_CACHE_SIZE:
+                    self._rows.popitem(last=False)
+            for k in keys:
+                if k in self._rows:
+                    self._rows.move_to_end(k)
+        with self._mirror_lock:
+            for key, row in out.items():
+                light = self.light.get(key)
+                if light is not None:
+                    row.update(access_count=light.access_count, last_accessed_at=light.last_accessed_at,
+                               status=light.status)
         return out
 
     def get_embedding(self, key: str) -> list[float] | None:
@@ -438,10 +458,11 @@ class ScopeStore:
         else:
             self.drain()
 
-    def defer(self, sql: str, params: Mapping[str, Any] | None = None) -> None:
-        """Queue a write to apply after the current answer (before any other query on this store)."""
+    def defer(self, sql: str, params: Mapping[str, Any] | None = None, *, touches_memory: bool = True) -> None:
+        """Queue a write to apply after the current answer (before any other query on this store).
+        ``touches_memory=False`` promises it writes no memory row (a log row, an edge), so cached rows stay."""
         with self._mirror_lock:
-            self._pending_sql.append((sql, dict(params or {})))
+            self._pending_sql.append((sql, dict(params or {}), touches_memory))
         self._notify()
 
     def _notify(self) -> None:
@@ -466,7 +487,9 @@ class ScopeStore:
         try:
             if access:
                 self._write_access(access)
-            for sql, params in stmts:
+            for sql, params, touches_memory in stmts:
+                if touches_memory:
+                    self._rows.clear()
                 self.conn.run(self.namespace, self.database, sql, params)
         except Exception as exc:  # bookkeeping must never fail the query that happened to come next
             log.warning("recall bookkeeping for %s/%s not applied: %s", self.namespace, self.database, exc)
@@ -482,12 +505,16 @@ class ScopeStore:
                        f"relevance_score = math::min([1.0, relevance_score + {0.05 * n}]) RETURN NONE")
             params[f"ids{i}"] = [record(k) for k in keys]
             params[f"at{i}"] = max(access[k][1] for k in keys)
-        sql.append("SELECT id, status, access_count, last_accessed_at FROM $all")
+        # Read back whole rows: the events may have changed status and history, and the row cache is refreshed
+        # with what recall will show next time.
+        sql.append(f"SELECT {MEMORY_FIELDS} FROM $all")
         params["all"] = [record(k) for k in access]
         rows = self.conn.run(self.namespace, self.database, ";\n".join(sql), params)[-1]
         with self._mirror_lock:
             for row in rows or []:
                 key = key_of(row["id"])
+                if key in self._rows:
+                    self._rows[key] = plain(row)
                 light = self.light.get(key)
                 if light is not None and key not in self._pending_access:
                     light.status = row["status"]
@@ -544,7 +571,7 @@ class ScopeStore:
         key = ulid()
         sql, params = "CREATE $id CONTENT $f RETURN NONE", {"id": record(key, "retrieval_log"), "f": dict(fields)}
         if defer:
-            self.defer(sql, params)
+            self.defer(sql, params, touches_memory=False)
         else:
             self.q(sql, params)
         return key

@@ -3,6 +3,7 @@ tests/ and tests/tui/ both have a conftest.py, and `from conftest import` would 
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from typing import Any
@@ -88,6 +89,21 @@ class DaemonProc:
                 self.proc.kill()
                 self.proc.wait()
         self._close_pipes()
+        # A daemon a hook or client started behind the test's back (after a kill -9) must not outlive it.
+        from engram_core.client import daemon_pid
+
+        pid = daemon_pid(self.home)
+        try:  # the pid file may be stale and its number reused: only a daemon on this home is ours to stop
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace") if pid else ""
+        except OSError:
+            cmd = ""
+        if pid and "engram_core.daemon" in cmd and str(self.home) in cmd:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGTERM)
+                deadline = time.monotonic() + timeout
+                while time.monotonic() < deadline:
+                    os.kill(pid, 0)  # raises ProcessLookupError once it is gone
+                    time.sleep(0.05)
 
     def kill9(self) -> None:
         import signal

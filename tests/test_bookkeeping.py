@@ -99,3 +99,27 @@ def test_feedback_right_after_recall_finds_its_log_row(service: EngramService, p
     assert rows == [{"was_useful": True, "feedback_reason": "it answered"}]
     after = service.get(key, project=p)
     assert after.relevance_score > before["relevance_score"]
+
+
+def test_recalled_rows_are_cached_but_never_stale(service: EngramService, project_dir: Path) -> None:
+    """A memory recalled again comes from the row cache; an edit by any path shows in the next recall."""
+    from engram_core.models import MemoryPatch
+
+    p = str(project_dir)
+    key = seed(service, p)
+    store = service.project_store(p)
+    query = "which payment provider do we use?"
+
+    def hit() -> Any:
+        return next(h.memory for h in service.recall(query, project=p).hits if h.memory.id == key)
+
+    assert hit().content.startswith("Payments use Stripe")
+    assert key in store._rows  # noqa: SLF001 - the cache is what is under test
+    service.flush()
+    assert hit().status == Status.active  # the access write's events refreshed the cached row
+    service.update(key, MemoryPatch(tags=["billing"]), project=p)
+    assert hit().tags == ["billing"]
+    res = service.run_query(f"UPDATE memory:{key} SET metadata = {{source: 'console'}}", project=p,
+                            allow_writes=True)
+    assert res.ok, res.message
+    assert hit().metadata == {"source": "console"}

@@ -60,7 +60,10 @@ def coactivate(service: EngramService, store: ScopeStore, keys: Sequence[str], d
     params = {"pairs": [{k: p[k] for k in ("id", "a", "b")} for p in pairs], "d": delta, "now": service.now(),
               "kind": kind}
     # After a recall the edges are written once the answer is out; the in-memory adjacency changes now.
-    (store.defer if defer else store.q)(_COACT, params)
+    if defer:
+        store.defer(_COACT, params, touches_memory=False)
+    else:
+        store.q(_COACT, params)
     adj = _adjacency(service, store)
     for p in pairs:
         w = min(1.0, adj.get(p["lo"], {}).get(p["hi"], 0.0) + delta)
