@@ -3,11 +3,11 @@
 A recall counts an access on each memory it returns, writes a retrieval_log row and strengthens
 co-activation edges. Written inline those cost more than the recall itself (~25 ms of ~60 ms across three
 scopes), so the stores queue them (`ScopeStore.defer`) and this thread applies them once the caller has
-gone quiet for a moment, or after `max_wait_s` at the latest. Nothing is lost to ordering: any other
-query on a store applies that store's queue first, and `close` applies everything.
+gone quiet for a moment (`idle_s`, 5 ms), or after `max_wait_s` (1 s) at the latest. Nothing is lost to
+ordering: any other query on a store applies that store's queue first, and `close` applies everything.
 
-What a crash can lose: the access counts and log rows of the recalls in the last `idle_s`..`max_wait_s`;
-never a memory or an edit (those are written before the call that made them returns).
+What a crash can lose: the access counts and log rows of the recalls in the last `max_wait_s`; never a
+memory or an edit (those are written before the call that made them returns).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ log = logging.getLogger(__name__)
 
 
 class Bookkeeper:
-    def __init__(self, *, idle_s: float = 0.03, max_wait_s: float = 1.0) -> None:
+    def __init__(self, *, idle_s: float = 0.005, max_wait_s: float = 1.0) -> None:
         self.idle_s = idle_s
         self.max_wait_s = max_wait_s
         self._cond = threading.Condition()
