@@ -123,3 +123,18 @@ def test_relation_of_superseded_memory_is_invalidated(env: tuple[EngramService, 
     rels = graph.search_knowledge_graph(svc, "jest", project=p, include_invalid=True).relations
     uses_jest = [r for r in rels if r.relation_type == "uses" and r.target_name == "jest"]
     assert uses_jest and all(r.invalid_at is not None for r in uses_jest)
+
+
+def test_two_episodes_never_contradict_but_a_fact_still_does(env: tuple[EngramService, str]) -> None:
+    """Episodes record what happened; two similar events in different places are both true."""
+    svc, p = env
+
+    def episode(text: str) -> str:
+        return svc.store(MemoryIn(content=text, memory_type="episodic"), project=p).memory.id
+
+    a = episode("Fixed a bug in app/routers/payments.py: a missing await meant the payment was never saved")
+    b = episode("Fixed a bug in app/routers/refunds.py: a missing await meant the refund was never saved")
+    assert frozenset((a, b)) not in {ids for _, ids in pairs(svc, p)}
+    c = put(svc, p, "The Postgres database listens on port 5432 in docker-compose.yml")
+    d = put(svc, p, "The Postgres database listens on port 6543 in docker-compose.yml")
+    assert frozenset((c, d)) in {ids for _, ids in pairs(svc, p)}

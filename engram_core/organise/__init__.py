@@ -46,7 +46,8 @@ def after_store(service: EngramService, store: ScopeStore, key: str, fields: dic
     if live:
         contradictions.check_relations(service, store, key, rels, live)
     if fields.get("memory_type") != "working":
-        contradictions.check_near(service, store, key, fields.get("content", ""), vec)
+        contradictions.check_near(service, store, key, fields.get("content", ""), vec,
+                                  memory_type=fields.get("memory_type"))
     else:
         associations.enforce_working_capacity(service, store)
 

@@ -188,8 +188,11 @@ def check_relations(service: EngramService, store: ScopeStore, memory_key: str |
 
 
 def check_near(service: EngramService, store: ScopeStore, key: str, content: str,
-               vec: np.ndarray | None, *, k: int = 5) -> list[str]:
-    """Memories close in topic to the new one that differ in a value or in negation."""
+               vec: np.ndarray | None, *, k: int = 5, memory_type: str | None = None) -> list[str]:
+    """Memories close in topic to the new one that differ in a value or in negation.
+
+    Two episodes never contradict each other: each records something that happened ("fixed a bug in auth",
+    "fixed the same kind of bug in payments"); a fact or a procedure can be contradicted, by either."""
     if vec is None:
         return []
     queued = []
@@ -198,6 +201,8 @@ def check_near(service: EngramService, store: ScopeStore, key: str, content: str
             continue
         lt = store.light.get(other)
         if lt is None or lt.status in ("archived",) or lt.memory_type == "working":
+            continue
+        if memory_type == "episodic" and lt.memory_type == "episodic":
             continue
         cls, why = classify_pair(lt.content, content, cos)
         if cls != "update":
