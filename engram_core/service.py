@@ -842,6 +842,10 @@ class EngramService:
             if row["memory_type"] == "working":
                 raise EngramError("working memories are session scratch space and are never promoted")
             target.create_memory(target_key, fields)
+            # In its new scope the memory gets what any new memory gets there: entities and relations in that
+            # scope's graph, an episode, contradiction checks against that scope's memories.
+            for hook in self.after_store:
+                hook(self, target, target_key, fields)
             action = "promoted"
         target.create("promotion_log", {"source_id": source_ref, "source_scope": source.scope.value,
                                         "target_id": f"{target.scope.value}:{target_key}",

@@ -118,3 +118,15 @@ def test_memory_graph_for_detail_pane(env: tuple[EngramService, str]) -> None:
                for r in g.relations)
     # Also reachable through the service object, as the TUI calls it.
     assert svc.memory_graph(k, project=p).memory_ids == [k]  # type: ignore[attr-defined]
+
+
+def test_a_promoted_memory_joins_the_graph_of_its_new_scope(env: tuple[EngramService, str]) -> None:
+    svc, p = env
+    sess = svc.start_session(project=p, claude_session_id="graph-promote").session_key
+    mid = svc.store(MemoryIn(content="The payments service uses pytest with the xdist plugin and Redis for locks",
+                             scope="session"), project=p, session=sess).memory.id
+    promoted = svc.promote(mid, "project", project=p, session=sess).promoted
+    assert len(promoted) == 1
+    target = promoted[0].split(":", 1)[1]
+    names = {e.name.lower() for e in graph.memory_graph(svc, target, project=p).entities}
+    assert {"pytest", "redis"} <= names
