@@ -684,21 +684,7 @@ class EngramService:
         store = self._target_store(Scope(scope), project, session)
         if order != "updated_at" and status not in (Status.forgotten, Status.superseded):
             return self._list_from_mirror(store, memory_type, status, tag, text, order, descending, offset, limit)
-        where = ["true"]
-        params: dict[str, Any] = {}
-        if memory_type:
-            where.append("memory_type = $mt")
-            params["mt"] = memory_type.value
-        if status:
-            where.append("status = $st")
-            params["st"] = status.value
-        if tag:
-            where.append("$tag IN tags")
-            params["tag"] = tag.lower()
-        if text:
-            where.append("string::contains(string::lowercase(content), $tx)")
-            params["tx"] = text.lower()
-        cond = " AND ".join(where)
+        cond, params = _memory_filter("true", memory_type, status, tag, text)
         rows = store.list_memories(where=cond, params=params, order=f"{order} {'DESC' if descending else 'ASC'}",
                                    limit=limit, start=offset)
         total = store.q1(f"SELECT count() AS n FROM memory WHERE {cond} GROUP ALL", params)
@@ -725,18 +711,8 @@ class EngramService:
                          if order == "memory_strength" else getattr(lt, order))
                 entries.append((sort_value(value), key, None))
         if status is None:
-            where = ["status IN ['forgotten', 'superseded']"]
-            params: dict[str, Any] = {}
-            if memory_type:
-                where.append("memory_type = $mt")
-                params["mt"] = memory_type.value
-            if tag_l:
-                where.append("$tag IN tags")
-                params["tag"] = tag_l
-            if needle:
-                where.append("string::contains(string::lowercase(content), $tx)")
-                params["tx"] = needle
-            for row in store.list_memories(where=" AND ".join(where), params=params, limit=1_000_000):
+            cond, params = _memory_filter("status IN ['forgotten', 'superseded']", memory_type, None, tag, text)
+            for row in store.list_memories(where=cond, params=params, limit=1_000_000):
                 value = (self._to_memory(row, store).memory_strength if order == "memory_strength" else row.get(order))
                 entries.append((sort_value(value), key_of(row["id"]), row))
         entries.sort(key=lambda e: (e[0], e[1]), reverse=descending)
@@ -1203,6 +1179,25 @@ class EngramService:
                 {"id": record(key), "d": delta})
         return FeedbackResult(log_id=key_of(log_id), updated=True,
                               message=f"marked {'useful' if was_useful else 'not useful'}")
+
+
+def _memory_filter(base: str, memory_type: MemoryType | None, status: Status | None, tag: str | None,
+                   text: str | None) -> tuple[str, dict[str, Any]]:
+    """A WHERE clause (and its parameters) for the list filters, on top of ``base``."""
+    where, params = [base], {}
+    if memory_type:
+        where.append("memory_type = $mt")
+        params["mt"] = memory_type.value
+    if status:
+        where.append("status = $st")
+        params["st"] = status.value
+    if tag:
+        where.append("$tag IN tags")
+        params["tag"] = tag.lower()
+    if text:
+        where.append("string::contains(string::lowercase(content), $tx)")
+        params["tx"] = text.lower()
+    return " AND ".join(where), params
 
 
 # Statements that accept a TIMEOUT clause; others (LET, RETURN, IF) run within the statements they hold.
