@@ -29,8 +29,11 @@ SCOPES = [("project", "project"), ("user", "user"), ("session", "session")]
 class ConsoleScreen(ServiceScreen):
     BINDINGS = [
         Binding("ctrl+r,f5", "run", "Run", id="console.run", tooltip="Run the statements (each gets a tab)"),
-        Binding("f6", "toggle_writes", "Writes", id="console.writes", tooltip="Allow writes (asks first)"),
-        Binding("f7", "focus_history", "History", id="console.history", tooltip="Pick a past query"),
+        # priority: the editor (a TextArea) binds f6/f7 to select line/all, which would swallow them there.
+        Binding("f6", "toggle_writes", "Writes", id="console.writes", tooltip="Allow writes (asks first)",
+                priority=True),
+        Binding("f7", "focus_history", "History", id="console.history", tooltip="Pick a past query",
+                priority=True),
         Binding("escape", "focus_history", "Leave editor", show=False, id="console.leave",
                 tooltip="Leave the editor (then 1-6 switch panes)"),
         Binding("f8", "focus_editor", "Editor", show=False, id="console.editor"),

@@ -275,6 +275,28 @@ async def test_console_refuses_a_forbidden_query(demo_service: Any, demo_env: De
         assert before > 0
 
 
+async def test_console_keys_work_while_typing_in_the_editor(demo_service: Any, demo_env: DemoEnv) -> None:
+    """f6 (allow writes) and f7 (history) are the editor's select-line/all keys too: the console's must win."""
+    from engram_tui.screens.dialogs import ConfirmScreen
+
+    app = make_app(demo_service, demo_env)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("5")
+        await settle(pilot)
+        editor = app.screen.query_one("#console-editor")
+        editor.focus()
+        await pilot.pause(0.05)
+        await pilot.press("f6")
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmScreen), "f6 in the editor asks to allow writes"
+        await pilot.press("n")
+        await settle(pilot)
+        await pilot.press("f7")
+        await settle(pilot)
+        assert app.focused is not editor and app.focused.id == "console-history"
+
+
 async def test_injection_preview_matches_the_service(demo_service: Any, demo_env: DemoEnv) -> None:
     app = make_app(demo_service, demo_env)
     async with app.run_test(size=SIZE) as pilot:
