@@ -12,9 +12,11 @@ memory or an edit (those are written before the call that made them returns).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
+from collections.abc import Iterator
 
 from .store import ScopeStore
 
@@ -31,6 +33,21 @@ class Bookkeeper:
         self._last = 0.0
         self._closed = False
         self._thread: threading.Thread | None = None
+        self._inflight = 0  # recalls running now: their embedding releases the GIL, which is not idleness
+
+    @contextlib.contextmanager
+    def busy(self) -> Iterator[None]:
+        """Around a recall: the queue waits for it to finish (up to `max_wait_s`), so a write is never applied
+        in the middle of the next answer."""
+        with self._cond:
+            self._inflight += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._inflight -= 1
+                self._last = time.monotonic()
+                self._cond.notify()
 
     def notify(self, store: ScopeStore) -> None:
         """A store has queued work (called by `ScopeStore.defer` / deferred strengthening)."""
@@ -53,7 +70,10 @@ class Bookkeeper:
         if not self._stores:
             return None
         now = time.monotonic()
-        return max(0.0, min(self._last + self.idle_s, self._first + self.max_wait_s) - now)
+        deadline = self._first + self.max_wait_s
+        if self._inflight:
+            return max(0.0, deadline - now)
+        return max(0.0, min(self._last + self.idle_s, deadline) - now)
 
     def _run(self) -> None:
         while True:

@@ -607,6 +607,14 @@ class EngramService:
         """Hybrid recall across scopes. Every recall strengthens what it returns and is logged."""
         if not query.strip():
             raise EngramError("the query is empty: say what to recall")
+        with self._bookkeeper.busy():
+            return self._recall(query, project, session, limit, scope, types, tags, statuses, profile, strengthen,
+                                log)
+
+    def _recall(self, query: str, project: str | None, session: str | None, limit: int,
+                scope: Literal["all", "session", "project", "user"], types: list[MemoryType] | None,
+                tags: list[str] | None, statuses: list[Status] | None, profile: str | None, strengthen: bool,
+                log: bool) -> RecallResult:
         t0 = time.perf_counter()
         stores = self._stores(scope, project, session)
         weights = self.scope_weights(profile)
