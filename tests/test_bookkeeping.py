@@ -123,3 +123,22 @@ def test_recalled_rows_are_cached_but_never_stale(service: EngramService, projec
                             allow_writes=True)
     assert res.ok, res.message
     assert hit().metadata == {"source": "console"}
+
+
+def test_queue_waits_while_a_recall_is_running(service: EngramService, project_dir: Path) -> None:
+    """A recall's embedding releases the GIL; that pause must not be taken for idleness (a write would then
+    land in the middle of the answer). The queue is applied once the recall is over."""
+    p = str(project_dir)
+    key = seed(service, p)
+    store = service.project_store(p)
+    bk = service._bookkeeper  # noqa: SLF001
+    bk.idle_s, bk.max_wait_s = 0.0, 60.0
+    with bk.busy():  # as if another recall were running all along
+        service.recall("which payment provider do we use?", project=p)
+        service.recall("stripe idempotency keys", project=p)
+        time.sleep(0.3)
+        assert store.has_pending and raw_row(store, key)["access_count"] == 0
+    deadline = time.monotonic() + 10
+    while store.has_pending and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert raw_row(store, key)["access_count"] == 2
