@@ -12,6 +12,7 @@ memory or an edit (those are written before the call that made them returns).
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import logging
 import threading
@@ -34,6 +35,8 @@ class Bookkeeper:
         self._closed = False
         self._thread: threading.Thread | None = None
         self._inflight = 0  # recalls running now: their embedding releases the GIL, which is not idleness
+        # A script that never closes its service still gets its queue written when the interpreter exits.
+        atexit.register(self._at_exit)
 
     @contextlib.contextmanager
     def busy(self) -> Iterator[None]:
@@ -101,6 +104,11 @@ class Bookkeeper:
         for store in stores:
             store.drain()
 
+    def _at_exit(self) -> None:
+        with contextlib.suppress(Exception):
+            if not self._closed:
+                self.flush()
+
     def close(self) -> None:
         with self._cond:
             self._closed = True
@@ -108,3 +116,4 @@ class Bookkeeper:
         if self._thread is not None:
             self._thread.join(timeout=10)
         self.flush()
+        atexit.unregister(self._at_exit)

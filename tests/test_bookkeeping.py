@@ -142,3 +142,32 @@ def test_queue_waits_while_a_recall_is_running(service: EngramService, project_d
     while store.has_pending and time.monotonic() < deadline:
         time.sleep(0.02)
     assert raw_row(store, key)["access_count"] == 2
+
+
+def test_a_script_that_never_closes_still_writes_its_queue(tmp_path: Path, embedder: Any) -> None:
+    """In-process use without close(): the queue is written when the interpreter exits."""
+    import subprocess
+    import sys
+
+    proj = tmp_path / "proj"
+    (proj / ".git").mkdir(parents=True)
+    svc = EngramService(tmp_path / "home", embedder=embedder, recover_sessions=False)
+    key = seed(svc, str(proj))
+    svc.close()
+    script = (
+        "import sys\n"
+        "from engram_core.embeddings import NoEmbedder\n"
+        "from engram_core.service import EngramService\n"
+        "svc = EngramService(sys.argv[1], embedder=NoEmbedder(), recover_sessions=False)\n"
+        "svc._bookkeeper.idle_s = svc._bookkeeper.max_wait_s = 60.0\n"
+        "res = svc.recall('payment provider stripe', project=sys.argv[2])\n"
+        "assert res.hits, res\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script, str(tmp_path / "home"), str(proj)], capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    again = EngramService(tmp_path / "home", embedder=embedder, recover_sessions=False)
+    try:
+        assert again.get(key, project=str(proj)).access_count == 1
+    finally:
+        again.close()
