@@ -101,3 +101,10 @@ async def settle(pilot: Any, rounds: int = 3) -> None:
         quiet = 0 if busy else quiet + 1
         if quiet >= rounds:
             return
+
+
+async def open_pane(pilot: Any, key: str) -> None:
+    """Wait for the app to be quiet, switch to pane ``key`` (1-6), and wait again."""
+    await settle(pilot)
+    await pilot.press(key)
+    await settle(pilot)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import DemoEnv, make_app, settle
+from conftest import DemoEnv, make_app, open_pane, settle
 from textual.widgets import DataTable, Input, Static
 
 from engram_tui.screens.conflicts import ConflictsScreen
@@ -181,9 +181,7 @@ async def test_archive_then_leaving_the_screen_drops_undo(demo_service: Any, dem
         assert demo_service.get(mid).status == "archived"
         assert len(app.screen.undo) == 1
         await pilot.press("2")
-        await settle(pilot)
-        await pilot.press("1")
-        await settle(pilot)
+        await open_pane(pilot, "1")
         assert len(app.screen.undo) == 0
         await pilot.press("u")
         await settle(pilot)
@@ -196,9 +194,7 @@ async def test_approve_a_consolidation(demo_service: Any, demo_env: DemoEnv) -> 
         pytest.skip(f"the demo has no pending consolidation ({demo_env.organise})")
     app = make_app(demo_service, demo_env)
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await pilot.press("3")
-        await settle(pilot)
+        await open_pane(pilot, "3")
         first = app.screen.current
         assert first is not None and first.id in {i.id for i in items}
         await pilot.press("a")
@@ -218,9 +214,7 @@ async def test_resolve_a_contradiction_keep_a(demo_service: Any, demo_env: DemoE
         pytest.skip(f"the demo has no open contradiction ({demo_env.organise})")
     app = make_app(demo_service, demo_env)
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await pilot.press("4")
-        await settle(pilot)
+        await open_pane(pilot, "4")
         c = app.screen.current
         assert c is not None
         await pilot.press("A", "y")
@@ -235,9 +229,7 @@ async def test_resolve_a_contradiction_keep_a(demo_service: Any, demo_env: DemoE
 async def test_console_runs_a_read_query(demo_service: Any, demo_env: DemoEnv) -> None:
     app = make_app(demo_service, demo_env)
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await pilot.press("5")
-        await settle(pilot)
+        await open_pane(pilot, "5")
         assert "2 statements, read-only" in text_of(app, "#console-verdict")
         await pilot.press("ctrl+r")
         await settle(pilot, 5)
@@ -260,9 +252,7 @@ async def test_console_refuses_a_forbidden_query(demo_service: Any, demo_env: De
     demo_service.run_query = spy
     app = make_app(demo_service, demo_env)
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await pilot.press("5")
-        await settle(pilot)
+        await open_pane(pilot, "5")
         editor = app.screen.query_one("#console-editor")
         editor.text = "DELETE memory WHERE importance < 0.5;"
         await pilot.pause(0.05)
@@ -281,9 +271,7 @@ async def test_console_keys_work_while_typing_in_the_editor(demo_service: Any, d
 
     app = make_app(demo_service, demo_env)
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await pilot.press("5")
-        await settle(pilot)
+        await open_pane(pilot, "5")
         editor = app.screen.query_one("#console-editor")
         editor.focus()
         await pilot.pause(0.05)
@@ -300,9 +288,7 @@ async def test_console_keys_work_while_typing_in_the_editor(demo_service: Any, d
 async def test_injection_preview_matches_the_service(demo_service: Any, demo_env: DemoEnv) -> None:
     app = make_app(demo_service, demo_env)
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await pilot.press("6")
-        await settle(pilot)
+        await open_pane(pilot, "6")
         expected = demo_service.injection_context(project=demo_env.project, session=demo_env.session)
         assert app.screen.query_one("#inject-text").text == expected.text
         assert f"{expected.tokens:,}" in text_of(app, "#inject-status")
