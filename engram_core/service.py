@@ -138,6 +138,8 @@ class EngramService:
         self.embedder: Embedder = embedder or make_embedder(self.settings)
         self._lock = threading.RLock()
         self._bookkeeper = Bookkeeper()
+        self._param_cache: dict[str, Any] = {}  # see param()
+        self._roots: dict[str, tuple[float, str, str]] = {}  # see _project_root()
         self._user_conn = Connection.file(self.home / "user.db")
         self.user = self._open_store(self._user_conn, Scope.user, "default")
         self._sessions_conn = Connection.file(self.home / "sessions.db")
@@ -191,7 +193,7 @@ class EngramService:
     # ── parameters (evolution_state in the user store; manual settings win) ──
     def param(self, key: str, default: Any) -> Any:
         # Read on every recall (scope weights): cached, and dropped by set_param and by console writes.
-        cache: dict[str, Any] = self.__dict__.setdefault("_param_cache", {})
+        cache = self._param_cache
         if key not in cache:
             rows = self.user.q1("SELECT VALUE value FROM evolution_state WHERE key = $k", {"k": key})
             cache[key] = rows[0]["v"] if rows and isinstance(rows[0], dict) and "v" in rows[0] else _UNSET
@@ -199,7 +201,7 @@ class EngramService:
         return default if value is _UNSET else copy.deepcopy(value)
 
     def set_param(self, key: str, value: Any) -> None:
-        self.__dict__.get("_param_cache", {}).pop(key, None)
+        self._param_cache.pop(key, None)
         self.user.q("UPSERT evolution_state SET key = $k, value = {v: $v}, updated_at = time::now() "
                     "WHERE key = $k", {"k": key, "v": value})
         if not self.user.q1("SELECT VALUE key FROM evolution_state WHERE key = $k", {"k": key}):
@@ -241,7 +243,7 @@ class EngramService:
         """(root, database) of the project around ``project``. Finding the root stats every ancestor
         (~2 ms, several times a recall), so it is remembered for a few seconds: long enough for a burst of
         calls, short enough that a new `.git` marker is noticed."""
-        cache: dict[str, tuple[float, str, str]] = self.__dict__.setdefault("_roots", {})
+        cache = self._roots
         now = time.monotonic()
         hit = cache.get(str(project))
         if hit is not None and now - hit[0] < ROOT_CACHE_S:
@@ -326,7 +328,7 @@ class EngramService:
                         s.store.q("UPDATE session_registry:self SET last_seen_at = time::now()")
                         return self._session_info(s, resumed=True)
             key = "s_" + ulid()
-            root = str(find_project_root(project)) if project else None
+            root = self._project_root(project)[0] if project else None
             store = self._open_store(self._sessions_conn, Scope.session, key)
             now = self.now()
             store.q("CREATE session_registry:self SET session_key = $k, claude_session_id = $c, project_root = $p, "
@@ -639,7 +641,7 @@ class EngramService:
         rows: dict[str, dict[str, Any]] = {}
         for c_store, keys in by_store.values():
             if strengthen:  # counted in the mirror now, written once the answer is out
-                c_store.strengthen(keys, defer=True)
+                c_store.strengthen(keys)
             rows.update(c_store.get_many(keys, settled=False))
         hits = []
         for c in winners:
@@ -656,7 +658,7 @@ class EngramService:
             log_store = stores[1] if len(stores) > 1 and stores[0].scope == Scope.session else stores[0]
             if log_store.scope == Scope.session:
                 log_store = self.project_store(project) or self.user
-            log_id = log_store.log_retrieval(defer=True, fields={
+            log_id = log_store.log_retrieval({
                 "query": query[:2000], "strategy": strategy, "results_count": len(hits),
                 "memory_ids": [h.memory.id for h in hits], "scopes": [h.memory.scope.value for h in hits],
                 "types": [h.memory.memory_type.value for h in hits], "took_ms": took,
@@ -939,7 +941,7 @@ class EngramService:
             total, by_type, by_status = store.count_by()
             scopes.append(ScopeCounts(scope=store.scope, database=store.database, total=total,
                                       by_type=by_type, by_status=by_status))
-        root = str(find_project_root(project)) if project else None
+        root = self._project_root(project)[0] if project else None
         return Stats(scopes=scopes, project_root=root, embedding=self.embedder.name,
                      sessions_active=len(self._sessions))
 
@@ -948,7 +950,7 @@ class EngramService:
     def injection_context(self, project: str | None = None, session: str | None = None,
                           budget: int | None = None) -> InjectionPreview:
         """The strongest memories of this project and the user scope, labelled by scope, within a token budget."""
-        settings = load_settings(find_project_root(project)) if project else self.settings
+        settings = load_settings(self._project_root(project)[0]) if project else self.settings
         budget = settings.injection_token_budget if budget is None else budget
         if settings.disabled:
             return InjectionPreview(text="", tokens=0, budget=budget, items=[], disabled=True)
@@ -1040,7 +1042,7 @@ class EngramService:
                 else (0 if value is None else 1), truncated=isinstance(value, list) and len(value) > QUERY_MAX_ROWS,
                 time_ms=_parse_ms(res.get("time")), error=None if ok else str(value)))
         if allow_writes:
-            self.__dict__.get("_param_cache", {}).clear()
+            self._param_cache.clear()
             for st in (s for s in self._all_open_stores() if s is store):
                 st.reload_mirror()
         ok = all(r.ok for r in results)
@@ -1115,7 +1117,7 @@ class EngramService:
             if not key.startswith("s_"):
                 key = "s_" + ulid()
             store = self._open_store(self._sessions_conn, Scope.session, key)
-            root = str(find_project_root(project)) if project else None
+            root = self._project_root(project)[0] if project else None
             store.q("UPSERT session_registry:self SET session_key = $k, project_root = $p, last_seen_at = time::now()",
                     {"k": key, "p": root})
             self._sessions[key] = _Session(key, store, root, None, self.now())

@@ -11,6 +11,7 @@ of truth and the mirror is rebuilt from it at open and updated after every ackno
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import logging
 import re
@@ -436,12 +437,12 @@ class ScopeStore:
         return self.update_memory(key, {"status": status, "status_reason": reason,
                                         "status_changed_at": datetime.now(UTC), **extra})
 
-    def strengthen(self, keys: list[str], *, defer: bool = False) -> None:
+    def strengthen(self, keys: list[str]) -> None:
         """Seed 000 §6.3: each retrieval counts an access and nudges relevance up (events may revive).
 
         The mirror counts the access at once. The database write (~15-40 ms for ten rows: each UPDATE
-        rewrites the row and runs its events) is applied now, or with ``defer`` after the caller has
-        answered; status changes the events make (first retrieval, revival) reach the mirror then."""
+        rewrites the row and runs its events) is queued like `defer`; status changes the events make
+        (first retrieval, revival) reach the mirror when it is applied."""
         if not keys:
             return
         when = datetime.now(UTC)
@@ -453,10 +454,7 @@ class ScopeStore:
                     light.last_accessed_at = when
                 n, _ = self._pending_access.get(key, (0, when))
                 self._pending_access[key] = (n + 1, when)
-        if defer:
-            self._notify()
-        else:
-            self.drain()
+        self._notify()
 
     def defer(self, sql: str, params: Mapping[str, Any] | None = None, *, touches_memory: bool = True) -> None:
         """Queue a write to apply after the current answer (before any other query on this store).
@@ -484,15 +482,18 @@ class ScopeStore:
         with self._mirror_lock:
             access, stmts = self._pending_access, self._pending_sql
             self._pending_access, self._pending_sql = {}, []
-        try:
-            if access:
-                self._write_access(access)
-            for sql, params, touches_memory in stmts:
-                if touches_memory:
-                    self._rows.clear()
-                self.conn.run(self.namespace, self.database, sql, params)
-        except Exception as exc:  # bookkeeping must never fail the query that happened to come next
-            log.warning("recall bookkeeping for %s/%s not applied: %s", self.namespace, self.database, exc)
+        # Each piece on its own: a failed one must neither fail the query that happened to come next nor take
+        # the others with it.
+        work = [lambda: self._write_access(access)] if access else []
+        for sql, params, touches_memory in stmts:
+            if touches_memory:
+                self._rows.clear()
+            work.append(functools.partial(self.conn.run, self.namespace, self.database, sql, params))
+        for step in work:
+            try:
+                step()
+            except Exception as exc:  # noqa: BLE001
+                log.warning("recall bookkeeping for %s/%s not applied: %s", self.namespace, self.database, exc)
 
     def _write_access(self, access: dict[str, tuple[int, datetime]]) -> None:
         groups: dict[int, list[str]] = {}
@@ -567,13 +568,11 @@ class ScopeStore:
         return self.count_by()[2]
 
     # ── logs and registries ──────────────────────────────────
-    def log_retrieval(self, fields: Mapping[str, Any], *, defer: bool = False) -> str:
+    def log_retrieval(self, fields: Mapping[str, Any]) -> str:
+        """Queue a retrieval_log row (see `defer`); its id is known at once."""
         key = ulid()
-        sql, params = "CREATE $id CONTENT $f RETURN NONE", {"id": record(key, "retrieval_log"), "f": dict(fields)}
-        if defer:
-            self.defer(sql, params, touches_memory=False)
-        else:
-            self.q(sql, params)
+        self.defer("CREATE $id CONTENT $f RETURN NONE", {"id": record(key, "retrieval_log"), "f": dict(fields)},
+                   touches_memory=False)
         return key
 
     def create(self, table: str, fields: Mapping[str, Any], key: str | None = None) -> dict[str, Any]:
