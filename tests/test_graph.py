@@ -130,3 +130,49 @@ def test_a_promoted_memory_joins_the_graph_of_its_new_scope(env: tuple[EngramSer
     target = promoted[0].split(":", 1)[1]
     names = {e.name.lower() for e in graph.memory_graph(svc, target, project=p).entities}
     assert {"pytest", "redis"} <= names
+
+
+def _snapshot(g: graph.GraphMirror) -> tuple[object, ...]:
+    rels = {k: (a, b, round(w, 6)) for k, (a, b, w) in g.rels.items()}
+    touching = {k: v for k, v in g.touching.items() if v}
+    return g.names, g.types, g.mentioned_by, rels, touching
+
+
+def test_graph_mirror_stays_in_step_with_the_store(env: tuple[EngramService, str]) -> None:
+    """Recall reads the graph from memory; after every kind of graph write the mirror kept in step must equal
+    one loaded afresh from the database."""
+    svc, p = env
+    store(svc, p, "auth.py raises TokenExpiredError when the JWT expires")
+    pstore = svc.project_store(p)
+    assert pstore is not None
+    kept = graph.mirror(svc, pstore)  # loaded now: every write below must update it
+    store(svc, p, "Again: auth.py raises TokenExpiredError after a deploy")  # strengthens the edge
+    store(svc, p, "We switched from jest to vitest in packages/web; we use pytest for the API")
+    graph.add_entities(svc, [EntityIn(name="flaky idea", entity_type="concept"),
+                             EntityIn(name="solid idea", entity_type="concept")], project=p)
+    graph.relate_entities(svc, "flaky idea", "solid idea", "related_to", confidence=0.1, project=p)
+    graph.relate_entities(svc, "auth.py", "TokenExpiredError", "causes", project=p)
+    assert graph.prune_graph(svc, pstore, now=svc.now() + timedelta(days=31))[1] >= 1  # ends the stale edge
+    assert graph.mirror(svc, pstore) is kept, "a stale edge ending must not force a reload"
+    assert any(w >= 0.6 for _a, _b, w in kept.rels.values()), "the repeated evidence strengthened an edge"
+    assert _snapshot(kept) == _snapshot(graph._load_mirror(pstore))
+
+
+def test_recall_sends_no_graph_query(env: tuple[EngramService, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    svc, p = env
+    store(svc, p, "auth.py raises TokenExpiredError when a session outlives its JWT")
+    target = store(svc, p, "Wrap refresh_token() in a retry so TokenExpiredError never reaches users")
+    svc.recall("warm up", project=p, strengthen=False, log=False)  # loads the mirrors
+    from engram_core.store import Connection
+
+    sent: list[str] = []
+    real = Connection.run
+
+    def spy(self: Connection, ns: str, db: str, sql: str, params: object = None) -> list[object]:
+        sent.append(sql)
+        return real(self, ns, db, sql, params)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Connection, "run", spy)
+    hits = svc.recall("problems in auth.py", project=p, strengthen=False, log=False).hits
+    assert target in [h.memory.id for h in hits]
+    assert not [s for s in sent if "relates_to" in s or "mentions" in s or "FROM entity" in s], sent

@@ -63,7 +63,7 @@ class Stream:
 
 @dataclass
 class StoreState:
-    names: dict[str, set[str]] | None = None  # name_key (and file basename) → entity keys
+    graph: Any = None  # graph.GraphMirror, loaded on first use
     adjacency: dict[str, dict[str, float]] | None = None  # memory key → {memory key: association weight}
     streams: dict[str, Stream] = field(default_factory=dict)
 

@@ -253,14 +253,17 @@ def _find_item(service: EngramService, table: str, item_id: str, project: str | 
     raise NotFound(f"no {table.replace('_', ' ')} item {key!r} (list them first)")
 
 
-def supersede(store: ScopeStore, key: str, by: str, reason: str, when: datetime) -> None:
-    """Keep for audit, hide from recall: status superseded, invalid_at set, relations it alone evidenced end."""
+def supersede(store: ScopeStore, key: str, by: str, reason: str, when: datetime) -> list[str]:
+    """Keep for audit, hide from recall: status superseded, invalid_at set, relations it alone evidenced end.
+    Returns the keys of the relations ended."""
     row = store.get(key) or {}
     store.update_memory(key, {"status": "superseded", "status_reason": reason, "status_changed_at": when,
                               "invalid_at": when,
                               "metadata": {**row.get("metadata", {}), "superseded_by": by}})
-    store.q("UPDATE relates_to SET invalid_at = $t WHERE invalid_at IS NONE AND $k IN evidence "
-            "AND array::len(array::complement(evidence, [$k])) = 0 RETURN NONE", {"t": when, "k": key})
+    ended = store.q1("UPDATE relates_to SET invalid_at = $t WHERE invalid_at IS NONE AND $k IN evidence "
+                     "AND array::len(array::complement(evidence, [$k])) = 0 RETURN VALUE record::id(id)",
+                     {"t": when, "k": key})
+    return [str(k) for k in ended or []]
 
 
 @api
@@ -278,9 +281,10 @@ def resolve_contradiction(service: EngramService, contradiction_id: str,
     when = service.now()
     out = ContradictionOutcome(id=key_of(row["id"]), resolution=resolution)
     merged_key = None
+    ended: list[str] = []
     if resolution in ("keep_a", "keep_b"):
         keep, drop = (a, b) if resolution == "keep_a" else (b, a)
-        supersede(store, drop, keep, f"contradiction {out.id}: kept {keep}", when)
+        ended += supersede(store, drop, keep, f"contradiction {out.id}: kept {keep}", when)
         out.kept, out.superseded = [keep], [drop]
         out.message = f"kept {keep}; {drop} is superseded (hidden from recall, kept for audit)"
     elif resolution == "keep_both":
@@ -309,13 +313,17 @@ def resolve_contradiction(service: EngramService, contradiction_id: str,
             store.q("UPDATE contradiction_queue SET status = 'resolved', resolution = 'merge', resolved_at = $t "
                     "WHERE status = 'open' AND ((memory_a = $k AND memory_b = $m) OR (memory_a = $m AND memory_b = $k))",
                     {"k": k, "m": merged_key, "t": when})
-            supersede(store, k, merged_key, f"contradiction {out.id}: merged into {merged_key}", when)
+            ended += supersede(store, k, merged_key, f"contradiction {out.id}: merged into {merged_key}", when)
             store.update_memory(k, {"consolidated_into": merged_key})
         out.superseded = [a, b]
         out.merged = to_memory(service, store, merged_key)
         out.message = f"merged into {merged_key}; both sources superseded"
     store.q("UPDATE $id SET status = 'resolved', resolution = $r, resolved_at = $t, merged_into = $m",
             {"id": rid("contradiction_queue", out.id), "r": resolution, "t": when, "m": merged_key})
+    if ended:
+        from . import graph  # graph imports this module
+
+        graph.end_relations(service, store, ended)
     return out
 
 

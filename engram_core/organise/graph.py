@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
@@ -84,6 +85,7 @@ FOR $r IN $rels {
     RELATE ($r.src)->($r.id)->($r.dst) CONTENT $r.fields RETURN NONE;
   };
 };
+SELECT id, in, out, weight, invalid_at FROM $rels.id;
 RETURN IF array::len($check) > 0 {
   (SELECT id, in, out, relation_type, evidence, out.category AS category, out.name AS out_name,
           in.name AS in_name FROM relates_to
@@ -149,19 +151,94 @@ def write_extraction(service: EngramService, store: ScopeStore, key: str, conten
         "check": [rid("entity", c) for c in check], "conflict_types": list(CONFLICT_TYPES),
     }
     result = store.q(_WRITE, params)
-    _remember_names(service, store, all_ents.values())
+    _remember(service, store, all_ents.values(), key, [key_of(m) for m in params["mentioned"]], result[-2] or [])
     live = result[-1] or []
     if isinstance(live, dict):  # the SDK hands back a one-row result of a RETURN as the row itself
         live = [live]
     return rels, [plain(r) for r in live if isinstance(r, dict)]
 
 
-def _remember_names(service: EngramService, store: ScopeStore, ents: Any) -> None:
+class GraphMirror:
+    """The graph as recall reads it, in memory: entity names and types, which memories mention each entity,
+    and the live relations with their weights. Loaded once per store from three compact strings (the SDK's
+    CBOR decoder would otherwise decode every row field by field) and kept in step by every write here;
+    maintenance that rewrites the graph wholesale (merging, pruning, superseding) drops it for a reload."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.names: dict[str, set[str]] = {}  # name_key (and file basename) → entity keys
+        self.types: dict[str, str] = {}  # entity key → entity_type
+        self.mentioned_by: dict[str, set[str]] = {}  # entity key → memory keys
+        self.rels: dict[str, tuple[str, str, float]] = {}  # live relation key → (in, out, weight)
+        self.touching: dict[str, set[str]] = {}  # entity key → live relation keys at either end
+
+    def add_entity(self, ekey: str, etype: str, nkey: str) -> None:
+        self.types[ekey] = etype
+        _index_name(self.names, nkey, ekey, etype)
+
+    def add_mention(self, memory: str, ekey: str) -> None:
+        self.mentioned_by.setdefault(ekey, set()).add(memory)
+
+    def set_relation(self, rkey: str, a: str, b: str, weight: float, live: bool) -> None:
+        if not live:
+            self.rels.pop(rkey, None)
+            for end in (a, b):
+                self.touching.get(end, set()).discard(rkey)
+            return
+        self.rels[rkey] = (a, b, weight)
+        self.touching.setdefault(a, set()).add(rkey)
+        self.touching.setdefault(b, set()).add(rkey)
+
+
+_LOAD = """RETURN {
+  e: array::join((SELECT VALUE record::id(id) + ' ' + entity_type + ' ' + name_key FROM entity), '\n'),
+  m: array::join((SELECT VALUE record::id(in) + ' ' + record::id(out) FROM mentions), '\n'),
+  r: array::join((SELECT VALUE record::id(id) + ' ' + record::id(in) + ' ' + record::id(out) + ' ' + <string>weight
+                  FROM relates_to WHERE invalid_at IS NONE), '\n')
+};"""
+
+
+def _load_mirror(store: ScopeStore) -> GraphMirror:
+    g = GraphMirror()
+    got = store.q1(_LOAD) or {}
+    for line in (got.get("e") or "").split("\n"):
+        parts = line.split(" ", 2)
+        if len(parts) == 3:
+            g.add_entity(parts[0], parts[1], parts[2])
+    for line in (got.get("m") or "").split("\n"):
+        parts = line.split(" ")
+        if len(parts) == 2:
+            g.add_mention(parts[0], parts[1])
+    for line in (got.get("r") or "").split("\n"):
+        parts = line.split(" ")
+        if len(parts) == 4:
+            g.set_relation(parts[0], parts[1], parts[2], float(parts[3].rstrip("f")), True)
+    return g
+
+
+def mirror(service: EngramService, store: ScopeStore) -> GraphMirror:
     st = state(service).of(store)
-    if st.names is None:
-        return  # loaded lazily on first recall; nothing to keep in step yet
-    for e in ents:
-        _index_name(st.names, e.key, entity_key(e.key, e.entity_type), e.entity_type)
+    g = st.graph
+    if g is None:
+        g = st.graph = _load_mirror(store)
+    return g
+
+
+def _remember(service: EngramService, store: ScopeStore, ents: Any, key: str | None = None,
+              mentioned: Sequence[str] = (), rels: Sequence[dict[str, Any]] = ()) -> None:
+    """Apply what a write put in the database to the mirror (if loaded: otherwise the load will see it)."""
+    g = state(service).of(store).graph
+    if g is None:
+        return
+    with g.lock:
+        for e in ents:
+            g.add_entity(entity_key(e.key, e.entity_type), e.entity_type, e.key)
+        if key is not None:
+            for ekey in mentioned:
+                g.add_mention(key, ekey)
+        for r in rels:
+            g.set_relation(key_of(r["id"]), key_of(r["in"]), key_of(r["out"]), float(r["weight"]),
+                           r.get("invalid_at") is None)
 
 
 def _index_name(names: dict[str, set[str]], nkey: str, ekey: str, etype: str) -> None:
@@ -173,30 +250,27 @@ def _index_name(names: dict[str, set[str]], nkey: str, ekey: str, etype: str) ->
 
 
 def _names(service: EngramService, store: ScopeStore) -> dict[str, set[str]]:
-    st = state(service).of(store)
-    if st.names is None:
-        names: dict[str, set[str]] = {}
-        for row in store.q1("SELECT id, name_key, entity_type FROM entity") or []:
-            _index_name(names, row.get("name_key") or "", key_of(row["id"]), row["entity_type"])
-        st.names = names
-    return st.names
+    return mirror(service, store).names
+
+
+def end_relations(service: EngramService, store: ScopeStore, keys: Sequence[str]) -> None:
+    """Relations just marked invalid in the database leave the mirror."""
+    g = state(service).of(store).graph
+    if g is None:
+        return
+    with g.lock:
+        for k in keys:
+            r = g.rels.get(k)
+            if r is not None:
+                g.set_relation(k, r[0], r[1], r[2], False)
 
 
 def invalidate_names(service: EngramService, store: ScopeStore) -> None:
-    state(service).of(store).names = None
+    """The graph changed wholesale (entities merged or pruned, relations ended): reload it when next needed."""
+    state(service).of(store).graph = None
 
 
 # ── graph traversal as a recall signal ───────────────────────
-_TRAVERSE = """
-LET $edges = (SELECT in, out, weight FROM relates_to
-  WHERE (in IN $seeds OR out IN $seeds) AND invalid_at IS NONE AND weight >= $min
-    AND in.entity_type NOT IN $subjects AND out.entity_type NOT IN $subjects);
-LET $reach = array::union($seeds, array::union($edges.in, $edges.out));
-SELECT in, out FROM mentions WHERE out IN $reach;
-RETURN $edges;
-"""
-
-
 def query_seeds(service: EngramService, store: ScopeStore, query: str) -> set[str]:
     """Entities the query names: extracted ones, plus known entity names among its 1-3 word n-grams."""
     names = _names(service, store)
@@ -216,24 +290,26 @@ def query_seeds(service: EngramService, store: ScopeStore, query: str) -> set[st
 
 
 def traverse(service: EngramService, store: ScopeStore, seeds: set[str]) -> dict[str, float]:
-    """Memory key → graph score: 1 for a memory naming a query entity, edge weight × 0.5 one hop away."""
+    """Memory key → graph score: 1 for a memory naming a query entity, edge weight × 0.5 one hop away.
+    Read from the mirror: no database round trip."""
     if not seeds:
         return {}
-    res = store.q(_TRAVERSE, {"seeds": [rid("entity", s) for s in seeds], "min": TRAVERSE_MIN_WEIGHT,
-                              "subjects": list(SUBJECT_TYPES)})
-    edges, mentions = res[-1] or [], res[-2] or []
+    g = mirror(service, store)
     ent_score: dict[str, float] = {s: 1.0 for s in seeds}
-    for e in edges:
-        a, b, w = key_of(e["in"]), key_of(e["out"]), float(e["weight"])
-        for x, y in ((a, b), (b, a)):
-            if x in seeds and y not in seeds:
-                ent_score[y] = max(ent_score.get(y, 0.0), 0.5 * w)
-    # A memory's score sums its entities, dampened so a note listing twenty files does not dominate.
-    per_mem: dict[str, list[float]] = {}
-    for m in mentions:
-        s = ent_score.get(key_of(m["out"]))
-        if s:
-            per_mem.setdefault(key_of(m["in"]), []).append(s)
+    with g.lock:
+        for s in seeds:
+            for rkey in g.touching.get(s, ()):
+                a, b, w = g.rels[rkey]
+                if w < TRAVERSE_MIN_WEIGHT or g.types.get(a) in SUBJECT_TYPES or g.types.get(b) in SUBJECT_TYPES:
+                    continue
+                other = b if a == s else a
+                if other not in seeds:
+                    ent_score[other] = max(ent_score.get(other, 0.0), 0.5 * w)
+        # A memory's score sums its entities, dampened so a note listing twenty files does not dominate.
+        per_mem: dict[str, list[float]] = {}
+        for ekey, score in ent_score.items():
+            for m in g.mentioned_by.get(ekey, ()):
+                per_mem.setdefault(m, []).append(score)
     return {k: sum(v) / math.sqrt(len(v)) if len(v) > 1 else v[0] for k, v in per_mem.items()}
 
 
@@ -399,7 +475,7 @@ def add_entities(service: EngramService, entities: list[EntityIn], scope: str = 
         if vecs is not None:
             row["embedding"] = [float(v) for v in vecs[i]]
         store.q("CREATE $id CONTENT $c RETURN NONE", {"id": row.pop("id"), "c": row})
-        _remember_names(service, store, [x])
+        _remember(service, store, [x])
         out.created.append(_get_entity(store, k))
     return out
 
@@ -455,6 +531,7 @@ def relate_entities(service: EngramService, source: str, target: str, relation_t
     res = store.q(_WRITE, {"mem": rid("memory", "none"), "ep": None, "epr": None, "inc": STRENGTHEN, "ents": [],
                            "mentioned": [], "rels": [row], "check": [row["src"], row["dst"]],
                            "conflict_types": list(CONFLICT_TYPES)})
+    _remember(service, store, [], None, (), res[-2] or [])
     found = contradictions.check_relations(service, store, ev if ev in store.light else None, [rel],
                                            [plain(r) for r in (res[-1] or [])])
     got = plain(store.q1("SELECT * FROM ONLY $id", {"id": row["id"]}))
@@ -542,7 +619,8 @@ def prune_graph(service: EngramService, store: ScopeStore, *, now: datetime | No
                     {"w": weak})
             invalidate_names(service, store)
         if stale:
-            store.q("UPDATE $s SET invalid_at = $n", {"s": stale, "n": now or service.now()})
+            store.q("UPDATE $s SET invalid_at = $n RETURN NONE", {"s": stale, "n": now or service.now()})
+            end_relations(service, store, [key_of(s) for s in stale])
     return len(weak), len(stale)
 
 
