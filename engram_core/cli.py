@@ -340,7 +340,8 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
-    from .mcp_server import main as mcp_main
+    # The bridge is standard library only: the MCP protocol itself is served inside the daemon.
+    from .mcp_bridge import main as mcp_main
 
     return mcp_main([])
 

@@ -308,6 +308,13 @@ class Daemon:
         os.replace(tmp, path)
 
     def _warm(self) -> None:
+        # The MCP SDK too (~0.8 s to import), so that a bridge's `initialize` is answered at once.
+        try:
+            from . import mcp_server
+
+            mcp_server.shared_server()
+        except Exception:
+            log.exception("the MCP server could not be built")
         embedder = self.service.embedder
         self.model_state = "loading"
         try:
@@ -413,6 +420,26 @@ class Daemon:
         self.ingest_spool()
         drained = self.wait_drained(float(timeout_s))
         return {"drained": drained, "queued": self.queue.qsize(), "applied": self.events_applied}
+
+    def attach_mcp(self, line: bytes, conn: socket.socket, rfile: Any, wfile: Any) -> None:
+        """`mcp_attach`: answer this one request, then serve MCP JSON-RPC on the connection (the bridge's)."""
+        req_id: Any = None
+        try:
+            req_id, method, params, _v = parse_request(line)
+            if method != "mcp_attach":
+                raise ProtocolError(f"unexpected method {method!r}")
+            from . import mcp_server
+
+            mcp_server.shared_server()
+        except Exception as exc:
+            self.errors += 1
+            wfile.write(error(req_id, *classify(exc)))
+            wfile.flush()
+            return
+        conn.settimeout(None)  # an MCP connection idles between tool calls for as long as the session lasts
+        wfile.write(ok(req_id, {"mcp": True, "pid": os.getpid(), "version": __version__}))
+        wfile.flush()
+        mcp_server.serve_connection(self, rfile, wfile, params)
 
     def m_hook_event(self, event: dict[str, Any] | None = None, **_: Any) -> dict[str, Any]:
         if not isinstance(event, dict):
@@ -734,6 +761,9 @@ class _Handler(socketserver.StreamRequestHandler):
                     return  # the rest of the line cannot be skipped cheaply: close this connection only
                 if not line.strip():
                     continue
+                if b'"mcp_attach"' in line[:200]:
+                    daemon.attach_mcp(line, self.connection, self.rfile, self.wfile)
+                    return  # the connection carried MCP until the bridge closed it
                 self.wfile.write(daemon.handle_line(line))
                 self.wfile.flush()
         except (ConnectionError, OSError):

@@ -1,32 +1,42 @@
-"""`engram mcp`: the MCP server Claude Code starts (stdio, one process per session), a thin client of the daemon.
+"""Engram's MCP tools, served with the official ``mcp`` SDK (2.x ``MCPServer``) inside the daemon.
 
-Built on the official ``mcp`` SDK (2.x: ``MCPServer``, formerly FastMCP). Every tool validates its arguments
-from its type hints (pydantic) and turns a refusal into a tool error whose message says what to fix; nothing
-here touches a store: each call goes to the daemon (started on demand) through :class:`RemoteService`.
+Claude Code starts the standard-library bridge (:mod:`engram_core.mcp_bridge`, also ``engram mcp``), which sends
+the daemon one ``mcp_attach`` line and then relays JSON-RPC; :func:`serve_connection` serves that connection
+with the SDK on the daemon's side, so the SDK import (~0.8 s) and the stores are paid once per daemon, not per
+session. One :class:`MCPServer` is built per daemon; each connection's context (project, session) reaches the
+tools through a context variable.
 
-Project: ``ENGRAM_PROJECT``, else ``CLAUDE_PROJECT_DIR``, else the working directory (Claude Code starts MCP
-servers in the project). Session: ``CLAUDE_SESSION_ID`` when the environment has it; Claude Code does not pass
-its session id to MCP servers, so otherwise this server opens a session of its own the first time a
-session-scoped memory is stored, and ends it (promotion pass) when Claude Code closes the server.
+Every tool validates its arguments from its type hints (pydantic) and turns a refusal into a tool error whose
+message says what to fix. Results are the same JSON a client of the daemon's socket gets.
+
+Session: Claude Code gives the MCP server ``CLAUDE_CODE_SESSION_ID``, the id its hooks see as ``session_id``
+(checked against the real CLI in tests/claude_code/test_cli_contract.py): the tools write to that session and
+never end it; the SessionEnd hook does. Without that id (another MCP client) the connection opens a session of
+its own the first time a session-scoped memory is stored and ends it (promotion pass) when the connection closes.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
-import sys
+import contextvars
+import io
+import json
 import threading
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field
 
-from .client import DaemonUnavailable, ProtocolMismatch, RemoteService
-from .protocol import RemoteError
+from .organise.models import EntityIn, RelationType
+from .protocol import _default
+
+if TYPE_CHECKING:
+    from .daemon import Daemon
 
 INSTRUCTIONS = """Engram is your persistent memory across sessions, in three scopes: session (this conversation,
 promoted at its end if it proved useful), project (this repository) and user (everything you do for this person).
 Recall before you re-derive something a past session may already know (conventions, decisions, fixes to errors);
 store what a future session should not have to rediscover, as one self-contained fact per memory.
+Recalled memories may be stale: check them against the code before relying on them.
 Memories of another project are never visible here. Secrets are redacted before anything is stored."""
 
 MemoryTypeArg = Literal["episodic", "semantic", "procedural", "working"]
@@ -35,17 +45,20 @@ AnyScopeArg = Literal["all", "session", "project", "user"]
 
 
 class EngramTools:
-    """The tools' state: the daemon client, this server's project and (lazily) its session."""
+    """One MCP connection's state: its project, its session (joined or, lazily, its own) and the daemon."""
 
-    def __init__(self, project: str | None = None, session: str | None = None) -> None:
-        self.remote = RemoteService(typed=False)
-        self.project = project or os.environ.get("ENGRAM_PROJECT") or os.environ.get("CLAUDE_PROJECT_DIR") \
-            or os.getcwd()
-        self.session = session or os.environ.get("CLAUDE_SESSION_ID") or None
+    def __init__(self, daemon: Daemon, project: str | None = None, session: str | None = None) -> None:
+        import os
+
+        self.daemon = daemon
+        self.project = project or os.getcwd()
+        self.session = session or None
         self.own_session = False
         self._lock = threading.Lock()
 
     def ensure_session(self) -> str:
+        import os
+
         with self._lock:
             if self.session is None:
                 info = self.call("start_session", project=self.project,
@@ -55,38 +68,41 @@ class EngramTools:
             return self.session
 
     def call(self, method: str, **params: Any) -> Any:
+        """The daemon's method, in process; its result as the JSON a socket client would get."""
         from mcp.server.mcpserver.exceptions import ToolError
 
+        from .daemon import classify
+
+        params = {k: v for k, v in params.items() if v is not None}
         try:
-            return self.remote.call(method, **params)
-        except RemoteError as exc:
-            if exc.type == "NotFound" and "has no method" in exc.message:
-                raise ToolError(f"{method} is not available yet in this Engram daemon") from None
-            raise ToolError(exc.message) from None
-        except (DaemonUnavailable, ProtocolMismatch) as exc:
-            raise ToolError(str(exc)) from None
+            result = self.daemon.dispatch(method, params)
+        except Exception as exc:
+            type_, message = classify(exc)
+            if type_ == "NotFound" and "has no method" in message:
+                raise ToolError(f"{method} is not available in this Engram daemon") from None
+            raise ToolError(message) from None
+        return json.loads(json.dumps(result, default=_default))
 
     def passthrough(self, method: str, **params: Any) -> Any:
         """Call a method another module provides, passing only the arguments it declares."""
         from mcp.server.mcpserver.exceptions import ToolError
 
-        try:
-            self.remote.connect()
-        except (DaemonUnavailable, ProtocolMismatch) as exc:
-            raise ToolError(str(exc)) from None
-        names = (self.remote.info.get("params") or {}).get(method)
+        names = self.daemon._params.get(method)
         if names is None:
-            raise ToolError(f"{method} is not available yet in this Engram daemon (it arrives with its issue)")
-        context = {"project": self.project, "session": self.session}
-        args = {k: v for k, v in {**context, **params}.items() if k in names and v is not None}
+            raise ToolError(f"{method} is not available in this Engram daemon")
+        ctx = {"project": self.project, "session": self.session}
+        args = {k: v for k, v in {**ctx, **params}.items() if k in names and v is not None}
         return self.call(method, **args)
 
     def close(self) -> None:
         if self.own_session and self.session:
             # If this fails the daemon recovers the session later (stale-session pass).
             with contextlib.suppress(Exception):
-                self.remote.call("end_session", session=self.session, reason="mcp server closed")
-        self.remote.close()
+                self.daemon.dispatch("end_session", {"session": self.session, "reason": "mcp connection closed"})
+            self.own_session = False
+
+
+_current: contextvars.ContextVar[EngramTools] = contextvars.ContextVar("engram_mcp_tools")
 
 
 def _hit(h: dict[str, Any]) -> dict[str, Any]:
@@ -103,12 +119,19 @@ def _memory(m: dict[str, Any]) -> dict[str, Any]:
     return {k: m.get(k) for k in keep if m.get(k) not in (None, [], {})}
 
 
-def build_server(tools: EngramTools | None = None) -> Any:
+class _Current:
+    """The calling connection's :class:`EngramTools` (tools run in that connection's context)."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(_current.get(), name)
+
+
+def build_server() -> Any:
     from mcp.server.mcpserver import MCPServer
 
     from . import __version__
 
-    t = tools or EngramTools()
+    t: Any = _Current()
     mcp = MCPServer(name="engram", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
 
     @mcp.tool(description="Store one memory. Use for a fact, decision, convention, fix or procedure a later session "
@@ -251,21 +274,129 @@ def build_server(tools: EngramTools | None = None) -> Any:
                              lookback_days: Annotated[int, Field(ge=1, le=365)] = 30) -> Any:
         return t.passthrough("evolve_memory_system", dry_run=dry_run, lookback_days=lookback_days)
 
-    mcp.engram_tools = t  # type: ignore[attr-defined]
+    # ── review: the consolidation queue, contradictions, the graph, episodes (seed 002; the agent decides) ──
+    @mcp.tool(description="List the consolidation queue: groups of related or duplicate memories with a proposed "
+              "merged memory each (extractive unless an agent summary was given), highest priority first. Review "
+              "with approve_consolidation, reject_consolidation or propose_consolidation_summary.")
+    def list_consolidations(status: Literal["pending", "completed", "rejected", "failed", "all"] = "pending",
+                            limit: Annotated[int, Field(ge=1, le=200)] = 20) -> Any:
+        items = t.passthrough("list_consolidations", status=status, limit=limit)
+        return {"count": len(items), "items": items}
+
+    @mcp.tool(description="Replace a pending consolidation item's proposed text with your own summary of its "
+              "sources (one self-contained memory). It still needs approve_consolidation.")
+    def propose_consolidation_summary(item_id: Annotated[str, Field(min_length=1)],
+                                      summary: Annotated[str, Field(min_length=1, max_length=20_000)]) -> Any:
+        return t.passthrough("propose_consolidation_summary", item_id=item_id, summary=summary)
+
+    @mcp.tool(description="Apply a pending consolidation item: its merged memory is written and the sources "
+              "become 'consolidated' (kept for history, hidden from recall). edited_content replaces the "
+              "proposal's text.")
+    def approve_consolidation(item_id: Annotated[str, Field(min_length=1)],
+                              edited_content: Annotated[str | None, Field(min_length=1, max_length=20_000)] = None
+                              ) -> Any:
+        return t.passthrough("approve_consolidation", item_id=item_id, edited_content=edited_content,
+                             decided_by="agent")
+
+    @mcp.tool(description="Reject a pending consolidation item: its sources stay as they are. Give a reason.")
+    def reject_consolidation(item_id: Annotated[str, Field(min_length=1)], reason: str | None = None) -> Any:
+        return t.passthrough("reject_consolidation", item_id=item_id, reason=reason)
+
+    @mcp.tool(description="List contradictions found between memories (two statements that cannot both hold), "
+              "newest first, with both memories' text. Settle each with resolve_contradiction.")
+    def list_contradictions(status: Literal["open", "resolved", "all"] = "open",
+                            limit: Annotated[int, Field(ge=1, le=200)] = 20) -> Any:
+        found = t.passthrough("list_contradictions", status=status, limit=limit)
+        return {"count": len(found), "contradictions": found}
+
+    @mcp.tool(description="Settle a contradiction: keep_a or keep_b (the other is superseded: hidden from recall, "
+              "kept for audit), keep_both (both hold in different contexts), or merge (merged_content replaces "
+              "both). Check the code first when the memories are about it.")
+    def resolve_contradiction(contradiction_id: Annotated[str, Field(min_length=1)],
+                              resolution: Literal["keep_a", "keep_b", "keep_both", "merge"],
+                              merged_content: Annotated[str | None, Field(min_length=1, max_length=20_000)] = None
+                              ) -> Any:
+        return t.passthrough("resolve_contradiction", contradiction_id=contradiction_id, resolution=resolution,
+                             merged_content=merged_content)
+
+    @mcp.tool(description="Add entities (files, libraries, functions, concepts, decisions…) to the knowledge "
+              "graph by name; an existing entity of the same name and type is strengthened, not duplicated.")
+    def add_entities(entities: Annotated[list[EntityIn], Field(min_length=1, max_length=100)],
+                     scope: ScopeArg = "project") -> Any:
+        return t.passthrough("add_entities", entities=[e.model_dump() for e in entities], scope=scope)
+
+    @mcp.tool(description="State a relation between two entities (by name or id; unknown names become concepts), "
+              "e.g. source='api.py' relation_type='depends_on' target='httpx'. evidence: a memory id or a short "
+              "text. A repeated relation is strengthened.")
+    def relate_entities(source: Annotated[str, Field(min_length=1, max_length=300)],
+                        target: Annotated[str, Field(min_length=1, max_length=300)],
+                        relation_type: RelationType, evidence: str | None = None,
+                        confidence: Annotated[float, Field(ge=0.0, le=1.0)] = 0.8,
+                        scope: ScopeArg = "project") -> Any:
+        return t.passthrough("relate_entities", source=source, target=target, relation_type=relation_type,
+                             evidence=evidence, confidence=confidence, scope=scope)
+
+    @mcp.tool(description="Mark a boundary in this session: the current episode (a stretch of related work) ends "
+              "now and the next memory starts a new one. Use when switching to an unrelated task.")
+    def end_episode(reason: Annotated[str, Field(min_length=1, max_length=500)] = "explicit") -> Any:
+        closed = t.passthrough("end_episode", session=t.ensure_session(), reason=reason)
+        return {"closed": closed, "message": f"{len(closed)} episode(s) ended; the next memory starts a new one"}
+
+    from .service import API_METHODS
+
+    if "session_summary" in API_METHODS:
+        @mcp.tool(description="Write this session's summary now (goal, what was done, decisions, fixes, open "
+                  "ends), better than the one Engram assembles at the session's end; it is stored in project "
+                  "scope and shown at the start of later sessions. Call it near the end of a piece of work.")
+        def session_summary(summary: Annotated[str, Field(min_length=1, max_length=20_000)]) -> Any:
+            return t.passthrough("session_summary", session=t.ensure_session(), summary=summary)
+
     return mcp
 
 
-def main(argv: list[str] | None = None) -> int:
-    tools = EngramTools()
-    server = build_server(tools)
+_server_lock = threading.Lock()
+_server: Any = None
+
+
+def shared_server() -> Any:
+    """The daemon's one MCPServer (built on first use, ~0.1 s; the SDK import is paid by the daemon's warm-up)."""
+    global _server
+    with _server_lock:
+        if _server is None:
+            _server = build_server()
+        return _server
+
+
+def serve_connection(daemon: Daemon, rfile: Any, wfile: Any, params: dict[str, Any]) -> None:
+    """Serve MCP JSON-RPC on one bridge connection until the bridge closes it (thread of the daemon's handler)."""
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    server = shared_server()
+    tools = EngramTools(daemon, project=params.get("project"), session=params.get("session"))
+    reader = io.TextIOWrapper(rfile, encoding="utf-8", errors="replace", newline="\n")
+    writer = io.TextIOWrapper(wfile, encoding="utf-8", newline="\n", write_through=True)
+
+    async def run() -> None:
+        async with stdio_server(anyio.wrap_file(reader), anyio.wrap_file(writer)) as (read_stream, write_stream):
+            low = server._lowlevel_server
+            await low.run(read_stream, write_stream, low.create_initialization_options())
+
+    token = _current.set(tools)
     try:
-        server.run("stdio")
-    except KeyboardInterrupt:
-        pass
+        anyio.run(run)
+    except (ConnectionError, OSError, ValueError):
+        pass  # the bridge went away mid-write: its session's writes are already stored
     finally:
+        _current.reset(token)
         tools.close()
-    return 0
+        for f in (reader, writer):
+            with contextlib.suppress(Exception):
+                f.detach()
 
 
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+def main(argv: list[str] | None = None) -> int:
+    """`engram mcp`: the same bridge Claude Code runs from the plugin folder."""
+    from . import mcp_bridge
+
+    return mcp_bridge.main(argv)

@@ -655,8 +655,9 @@ class EngramService:
         strategy: Literal["hybrid", "bm25"] = "hybrid" if qvec is not None else "bm25"
         log_id = None
         if log:
-            log_store = stores[1] if len(stores) > 1 and stores[0].scope == Scope.session else stores[0]
-            if log_store.scope == Scope.session:
+            # The log lives in the project (else user) store; scope="session" without a session has no stores.
+            log_store = next((st for st in stores if st.scope != Scope.session), None)
+            if log_store is None:
                 log_store = self.project_store(project) or self.user
             log_id = log_store.log_retrieval({
                 "query": query[:2000], "strategy": strategy, "results_count": len(hits),

@@ -16,13 +16,20 @@ from support import REPO_ROOT, DaemonProc, new_project
 EXPECTED_TOOLS = {"store_memory", "recall_memories", "get_memory", "update_memory", "forget_memory",
                   "promote_memory", "memory_stats", "search_knowledge_graph", "reflect_and_consolidate",
                   "engram_explore", "engram_execute", "recall_skill", "mark_retrieval_useful", "memory_peek",
-                  "memory_partition", "memory_aggregate", "evolve_memory_system"}
+                  "memory_partition", "memory_aggregate", "evolve_memory_system",
+                  "list_consolidations", "propose_consolidation_summary", "approve_consolidation",
+                  "reject_consolidation", "list_contradictions", "resolve_contradiction", "add_entities",
+                  "relate_entities", "end_episode"}
+BRIDGE = REPO_ROOT / "engram_core" / "mcp_bridge.py"
 
 
 @asynccontextmanager
-async def server(daemon: DaemonProc, project: Path):  # noqa: ANN201
-    params = StdioServerParameters(command=sys.executable, args=["-m", "engram_core.mcp_server"], cwd=str(project),
-                                   env={k: v for k, v in daemon.env.items() if k != "CLAUDE_SESSION_ID"})
+async def server(daemon: DaemonProc, project: Path, session: str | None = None):  # noqa: ANN201
+    """The bridge exactly as .mcp.json starts it (python3 -S, no packages), driven by the official client."""
+    env = {k: v for k, v in daemon.env.items() if k not in ("CLAUDE_SESSION_ID", "CLAUDE_CODE_SESSION_ID")}
+    if session:
+        env["CLAUDE_CODE_SESSION_ID"] = session
+    params = StdioServerParameters(command=sys.executable, args=["-S", str(BRIDGE)], cwd=str(project), env=env)
     async with stdio_client(params) as (r, w), ClientSession(r, w) as s:
         await s.initialize()
         yield s
@@ -104,7 +111,7 @@ async def test_tools_of_other_issues(daemon: DaemonProc, tmp_path: Path, tool: s
     async with server(daemon, new_project(tmp_path, "other")) as s:
         result = await s.call_tool(tool, args)
     if not daemon_has(daemon, method):
-        assert "not available yet" in error_text(result)
+        assert "not available" in error_text(result)
         pytest.skip(f"{method} is not registered in API_METHODS yet (arrives with its issue)")
     assert not result.is_error, result.content
 
@@ -146,10 +153,167 @@ async def test_two_servers_two_projects_isolated(daemon: DaemonProc, tmp_path: P
                    s["project_root"] in (str(a), str(b)) for s in sessions)  # own sessions ended at exit
 
 
-def test_mcp_server_module_stays_off_the_store() -> None:
+def test_bridge_is_standard_library_only() -> None:
+    """The bridge runs under the hooks' bare python3 (-S -I: no site-packages at all) and imports nothing of ours."""
     import subprocess
 
-    code = ("import sys, engram_core.mcp_server as m; m.build_server(m.EngramTools(project='/tmp'));"
-            "print(','.join(x for x in ('surrealdb','torch','sentence_transformers') if x in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=REPO_ROOT)
+    code = ("import importlib.util, sys; spec = importlib.util.spec_from_file_location('bridge', sys.argv[1]); "
+            "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m); "
+            "print(','.join(sorted(k for k in sys.modules if k.split('.')[0] in ('engram_core', 'mcp', 'pydantic'))))")
+    out = subprocess.run([sys.executable, "-S", "-I", "-c", code, str(BRIDGE)], capture_output=True, text=True,
+                         timeout=60)
     assert out.returncode == 0 and out.stdout.strip() == "", out.stderr
+
+
+# ── one session per Claude Code session (issue #11) ──────────────────────────
+def live_sessions(daemon: DaemonProc) -> list[dict]:
+    c = daemon.client()
+    try:
+        return c.call("list_sessions")
+    finally:
+        c.close()
+
+
+async def test_joins_the_hooks_session_and_never_ends_it(daemon: DaemonProc, tmp_path: Path) -> None:
+    proj = new_project(tmp_path, "joined")
+    sid = "cc-session-joined-0001"
+    c = daemon.client()
+    c.call("hook_session_start", session_id=sid, cwd=str(proj), source="startup")  # what the SessionStart hook does
+    c.close()
+    async with server(daemon, proj, session=sid) as s:
+        stored = payload(await s.call_tool("store_memory", {"content": "scratch [x] \\ note 🚀 for the joined session",
+                                                            "scope": "session", "memory_type": "working"}))
+        hits = payload(await s.call_tool("recall_memories", {"query": "scratch note joined session",
+                                                             "scope": "session"}))
+    assert [h["id"] for h in hits["hits"]] == [stored["id"]]
+    mine = [x for x in live_sessions(daemon) if x["claude_session_id"] == sid]
+    assert len(mine) == 1, "the MCP server opened a second session or ended the hooks' one"
+    assert not [x for x in live_sessions(daemon) if str(x["claude_session_id"]).startswith("mcp-")
+                and x["project_root"] == str(proj)]
+    c = daemon.client()
+    c.call("end_session", session=sid)  # what SessionEnd does
+    c.close()
+
+
+async def test_recall_session_scope_without_a_session_is_empty_not_a_crash(daemon: DaemonProc,
+                                                                          tmp_path: Path) -> None:
+    async with server(daemon, new_project(tmp_path, "nosession")) as s:
+        hits = payload(await s.call_tool("recall_memories", {"query": "anything at all", "scope": "session"}))
+    assert hits["hits"] == []
+
+
+@pytest.mark.parametrize("how", ["SIGINT", "SIGTERM", "EOF"])
+def test_exits_within_a_second_and_leaves_no_session_of_its_own(daemon: DaemonProc, tmp_path: Path,
+                                                                 how: str) -> None:
+    import signal
+    import subprocess
+    import time
+
+    proj = new_project(tmp_path, f"exit-{how}")
+    env = {k: v for k, v in daemon.env.items() if k not in ("CLAUDE_SESSION_ID", "CLAUDE_CODE_SESSION_ID")}
+    proc = subprocess.Popen([sys.executable, "-S", str(BRIDGE)], cwd=str(proj), env=env, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None
+
+    def rpc(msg: dict) -> dict | None:
+        proc.stdin.write((json.dumps({"jsonrpc": "2.0", **msg}) + "\n").encode())
+        proc.stdin.flush()
+        return json.loads(proc.stdout.readline()) if "id" in msg else None
+
+    init = rpc({"id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                                                            "clientInfo": {"name": "t", "version": "0"}}})
+    assert init["result"]["serverInfo"]["name"] == "engram"
+    rpc({"method": "notifications/initialized"})
+    res = rpc({"id": 2, "method": "tools/call", "params": {"name": "store_memory", "arguments": {
+        "content": "a session memory of a server that is about to exit", "scope": "session"}}})
+    assert not res["result"].get("isError"), res
+    own = [x for x in live_sessions(daemon) if str(x["claude_session_id"]).startswith("mcp-")
+           and x["project_root"] == str(proj)]
+    assert len(own) == 1
+    t0 = time.monotonic()
+    if how == "EOF":
+        proc.stdin.close()
+    else:
+        proc.send_signal(getattr(signal, how))
+    proc.wait(timeout=5)
+    assert time.monotonic() - t0 < 1.0
+    deadline = time.monotonic() + 10  # the daemon ends the session when it sees the connection close
+    while time.monotonic() < deadline and [x for x in live_sessions(daemon) if x["session_key"] == own[0]["session_key"]]:
+        time.sleep(0.05)
+    assert not [x for x in live_sessions(daemon) if x["session_key"] == own[0]["session_key"]]
+    for pipe in (proc.stdout, proc.stderr, proc.stdin):
+        if pipe and not pipe.closed:
+            pipe.close()
+
+
+def test_bridge_without_a_daemon_says_why(tmp_path: Path) -> None:
+    import subprocess
+
+    home = tmp_path / "nohome"
+    env = {"PATH": "/usr/bin:/bin", "ENGRAM_HOME": str(home), "HOME": str(tmp_path)}
+    msg = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}) + "\n"
+    out = subprocess.run(["/usr/bin/env", "python3", "-S", str(BRIDGE)], input=msg, env=env, capture_output=True,
+                         text=True, timeout=30)
+    reply = json.loads(out.stdout.splitlines()[0])
+    assert "launcher.json" in reply["error"]["message"] and "engram setup claude-code" in reply["error"]["message"]
+    assert "launcher.json" in out.stderr
+
+
+# ── review tools (the memory-consolidator agent's) ───────────────────────────
+async def test_review_tools_consolidations_contradictions_graph_episodes(daemon: DaemonProc, tmp_path: Path) -> None:
+    proj = new_project(tmp_path, "review")
+    sid = "cc-session-review-0001"
+    async with server(daemon, proj, session=sid) as s:
+        sources = [payload(await s.call_tool("store_memory", {"content": text, "memory_type": "episodic",
+                                                              "tags": ["migrations"]}))["id"] for text in (
+            "Ran alembic upgrade head and it failed on the users table",
+            "alembic autogenerate missed the new index on orders",
+            "Fixed alembic env.py to import all models before autogenerate")]
+        payload(await s.call_tool("reflect_and_consolidate", {"dry_run": False}))
+        listed = payload(await s.call_tool("list_consolidations", {}))
+        [item] = [i for i in listed["items"] if i["reason"] == "episodic_to_semantic"]
+        assert {src["id"] for src in item["sources"]} == set(sources)
+        summary = "alembic autogenerate needs every model imported in env.py [check] \\ indexes by hand"
+        summarised = payload(await s.call_tool("propose_consolidation_summary", {"item_id": item["id"],
+                                                                                  "summary": summary}))
+        assert summarised["proposal"]["content"] == summary and summarised["proposal"]["source"] == "agent"
+        done = payload(await s.call_tool("approve_consolidation", {"item_id": item["id"]}))
+        assert done["status"] == "completed" and done["memory"]["content"] == summary
+        assert "not pending" in error_text(await s.call_tool("reject_consolidation", {"item_id": item["id"]}))
+        assert "list them first" in error_text(await s.call_tool("approve_consolidation",
+                                                                 {"item_id": "01NOSUCHITEM"}))
+        assert "summary" in error_text(await s.call_tool("propose_consolidation_summary",
+                                                         {"item_id": item["id"], "summary": ""}))
+
+        payload(await s.call_tool("store_memory", {"content": "The service uses PostgreSQL as its database"}))
+        payload(await s.call_tool("store_memory", {"content": "The service does not use PostgreSQL as its database"}))
+        found = payload(await s.call_tool("list_contradictions", {}))["contradictions"]
+        [pair] = [c for c in found if "PostgreSQL" in c["a"]["content"]]
+        res = payload(await s.call_tool("resolve_contradiction", {"contradiction_id": pair["id"],
+                                                                  "resolution": "keep_b"}))
+        assert res["resolution"] == "keep_b" and res["superseded"] == [pair["a"]["id"]]
+        assert "already resolved" in error_text(await s.call_tool("resolve_contradiction", {
+            "contradiction_id": pair["id"], "resolution": "keep_a"}))
+        bad = error_text(await s.call_tool("resolve_contradiction", {"contradiction_id": "x", "resolution": "both"}))
+        assert "resolution" in bad
+
+        added = payload(await s.call_tool("add_entities", {"entities": [
+            {"name": "deploy.sh", "entity_type": "file", "description": "the deploy script"},
+            {"name": "AWS CLI", "entity_type": "tool"}]}))
+        assert {e["name"] for e in added["created"] + added["merged"]} >= {"deploy.sh", "AWS CLI"}
+        assert "entity_type" in error_text(await s.call_tool("add_entities", {"entities": [
+            {"name": "x", "entity_type": "planet"}]}))
+        rel = payload(await s.call_tool("relate_entities", {"source": "deploy.sh", "target": "AWS CLI",
+                                                            "relation_type": "uses"}))
+        assert rel["relation"]["relation_type"] == "uses" and rel["relation"]["source_name"] == "deploy.sh"
+        assert rel["relation"]["target_name"] == "AWS CLI" and rel["strengthened"] is False
+        assert "itself" in error_text(await s.call_tool("relate_entities", {"source": "deploy.sh",
+                                                                            "target": "deploy.sh",
+                                                                            "relation_type": "uses"}))
+        payload(await s.call_tool("store_memory", {"content": "episode note", "scope": "session",
+                                                   "memory_type": "working"}))
+        episodes = payload(await s.call_tool("end_episode", {"reason": "switching to the docs"}))
+        assert episodes["closed"] and {e["end_reason"] for e in episodes["closed"]} == {"switching to the docs"}
+    c = daemon.client()
+    c.call("end_session", session=sid)
+    c.close()

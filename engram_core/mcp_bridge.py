@@ -1,0 +1,255 @@
+"""The MCP server process Claude Code starts: a standard-library pump between its stdio and the Engram daemon.
+
+Run as ``python3 -S <plugin root>/engram_core/mcp_bridge.py`` (what ``.mcp.json`` says: no PATH lookup, no
+packages, any python3 >= 3.8, ~20 ms to start) or as ``engram mcp``. It connects to the daemon's socket (starting
+the daemon with the interpreter the daemon recorded in ``launcher.json`` when none answers), sends one
+``mcp_attach`` line with this session's context, and from then on relays MCP JSON-RPC lines both ways. The MCP
+protocol itself is served inside the daemon with the official SDK (:mod:`engram_core.mcp_server`), where the
+SDK, the stores and the model are already loaded: that is why ``initialize`` is answered in milliseconds.
+
+Context sent: ``CLAUDE_CODE_SESSION_ID`` (Claude Code gives the MCP server the same id its hooks see, so both
+write to one Engram session), the project (``ENGRAM_PROJECT``, ``CLAUDE_PROJECT_DIR`` or the working directory).
+
+Exit: at once on SIGINT or SIGTERM (Claude Code sends SIGINT, then SIGTERM 100 ms later), and within a second
+of stdin's end. Nothing is lost by exiting: every write is the daemon's, acknowledged after it is stored.
+If the daemon goes away mid-session, the bridge restarts it, replays the client's ``initialize`` and carries
+on; requests in flight at that moment are answered with an error.
+
+Deliberately no imports from this package: it must run where only the plugin folder is (hooks' python3).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+PROTOCOL_VERSION = 1
+START_TIMEOUT_S = 30.0
+EOF_GRACE_S = 0.8
+REPLAY_ID = "engram-bridge-replay-initialize"
+
+
+class BridgeError(RuntimeError):
+    """The daemon cannot be reached or refused to attach: the message says why and what to do."""
+
+
+def home() -> str:
+    raw = os.environ.get("ENGRAM_HOME")
+    return os.path.expanduser(raw) if raw else os.path.join(os.path.expanduser("~"), ".claude", "engram")
+
+
+def context() -> dict:
+    return {
+        "session": os.environ.get("CLAUDE_CODE_SESSION_ID") or os.environ.get("CLAUDE_SESSION_ID") or None,
+        "project": os.environ.get("ENGRAM_PROJECT") or os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd(),
+        "pid": os.getpid(),
+    }
+
+
+def _launch_command(h: str) -> list:
+    """How to start the daemon: the interpreter it recorded, $ENGRAM_PYTHON, this interpreter if it has the
+    package (`engram mcp`), or `engram` on PATH."""
+    python = os.environ.get("ENGRAM_PYTHON")
+    if not python:
+        try:
+            with open(os.path.join(h, "launcher.json"), encoding="utf-8") as fh:
+                python = json.load(fh).get("python")
+        except (OSError, ValueError):
+            python = None
+    if not python and "engram_core" in sys.modules:
+        python = sys.executable
+    if python and os.path.exists(python):
+        return [python, "-m", "engram_core.daemon", "--home", h]
+    engram = shutil.which("engram")
+    if engram:
+        return [engram, "serve", "--home", h]
+    raise BridgeError(f"cannot start the Engram daemon: no {os.path.join(h, 'launcher.json')}, no $ENGRAM_PYTHON "
+                      "and no `engram` on PATH; run `engram setup claude-code` (or `engram serve`) once")
+
+
+def _open(h: str) -> socket.socket:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.connect(os.path.join(h, "engram.sock"))
+    except OSError:
+        s.close()
+        raise
+    return s
+
+
+def connect(h: str, timeout: float = START_TIMEOUT_S) -> socket.socket:
+    try:
+        return _open(h)
+    except OSError:
+        pass
+    cmd = _launch_command(h)
+    os.makedirs(h, mode=0o700, exist_ok=True)
+    fd = os.open(os.path.join(h, "engram.log"), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=fd, stderr=fd, start_new_session=True,
+                                close_fds=True, env=dict(os.environ, ENGRAM_HOME=h))
+    except OSError as exc:
+        raise BridgeError(f"cannot start the Engram daemon ({' '.join(cmd)}): {exc}") from None
+    finally:
+        os.close(fd)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            return _open(h)
+        except OSError:
+            pass
+        code = proc.poll()
+        if code not in (None, 0):  # 0: another starter won the race and this one said so
+            raise BridgeError(f"the Engram daemon failed to start (exit {code}); see {h}/engram.log")
+        time.sleep(0.02)
+    raise BridgeError(f"the Engram daemon did not answer within {timeout:.0f} s; see {h}/engram.log")
+
+
+def attach(sock: socket.socket, ctx: dict) -> socket.socket:
+    """Switch the connection to MCP: one request line, one answer line, then JSON-RPC."""
+    line = json.dumps({"v": PROTOCOL_VERSION, "id": 0, "method": "mcp_attach", "params": ctx}) + "\n"
+    sock.sendall(line.encode())
+    buf = b""
+    while not buf.endswith(b"\n"):
+        chunk = sock.recv(1)  # byte by byte: what follows the answer is MCP traffic, not ours to consume
+        if not chunk:
+            raise BridgeError("the Engram daemon closed the connection while attaching")
+        buf += chunk
+    msg = json.loads(buf)
+    if not msg.get("ok"):
+        err = msg.get("error") or {}
+        if err.get("type") == "NotFound":
+            raise BridgeError("this Engram daemon is older than the MCP bridge: run `engram stop` and retry")
+        raise BridgeError(f"the Engram daemon refused MCP: {err.get('message')}")
+    return sock
+
+
+class Bridge:
+    def __init__(self, h: str, ctx: dict, stdin: object = None, stdout: object = None) -> None:
+        self.home = h
+        self.ctx = ctx
+        self.stdin = stdin or sys.stdin.buffer
+        self.stdout = stdout or sys.stdout.buffer
+        self.out_lock = threading.Lock()
+        self.sock: socket.socket | None = None
+        self.generation = 0
+        self.init_lines: list = []  # the client's initialize and initialized, replayed after a reconnect
+        self.pending: dict = {}  # JSON-RPC ids forwarded and not yet answered
+        self.stdin_closed = False
+        self.done = threading.Event()
+
+    def write(self, data: bytes) -> None:
+        with self.out_lock:
+            self.stdout.write(data)
+            self.stdout.flush()
+
+    def error_reply(self, req_id: object, message: str) -> None:
+        self.write((json.dumps({"jsonrpc": "2.0", "id": req_id,
+                                "error": {"code": -32603, "message": message}}) + "\n").encode())
+
+    def connect(self) -> None:
+        sock = attach(connect(self.home), self.ctx)
+        if self.init_lines:
+            first = json.loads(self.init_lines[0])
+            first["id"] = REPLAY_ID
+            sock.sendall((json.dumps(first) + "\n").encode() + b"".join(self.init_lines[1:]))
+        self.sock = sock
+        self.generation += 1
+        threading.Thread(target=self.from_daemon, args=(sock, self.generation), daemon=True).start()
+
+    def from_daemon(self, sock: socket.socket, generation: int) -> None:
+        f = sock.makefile("rb")
+        try:
+            for line in f:
+                try:
+                    msg = json.loads(line)
+                except ValueError:
+                    msg = None
+                if isinstance(msg, dict) and "id" in msg and "method" not in msg:
+                    if msg["id"] == REPLAY_ID:
+                        continue
+                    self.pending.pop(json.dumps(msg["id"]), None)
+                self.write(line)
+        except OSError:
+            pass
+        if self.stdin_closed or generation != self.generation:
+            self.done.set()
+            return
+        # The daemon went away under a live session: answer what it took with it, then reconnect.
+        for key in list(self.pending):
+            self.pending.pop(key, None)
+            self.error_reply(json.loads(key), "the Engram daemon restarted during this call; retry it")
+        try:
+            self.connect()
+        except BridgeError as exc:
+            sys.stderr.write(f"engram mcp: {exc}\n")
+            self.done.set()
+
+    def run(self) -> int:
+        try:
+            self.connect()
+        except BridgeError as exc:
+            sys.stderr.write(f"engram mcp: {exc}\n")
+            sys.stderr.flush()
+            return self.refuse(str(exc))
+        while True:
+            line = self.stdin.readline()
+            if not line:
+                break
+            if not line.strip():
+                continue
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                msg = None
+            if isinstance(msg, dict):
+                if msg.get("method") in ("initialize", "notifications/initialized"):
+                    self.init_lines.append(line if line.endswith(b"\n") else line + b"\n")
+                if "id" in msg and "method" in msg:
+                    self.pending[json.dumps(msg["id"])] = True
+            try:
+                assert self.sock is not None
+                self.sock.sendall(line if line.endswith(b"\n") else line + b"\n")
+            except OSError:
+                time.sleep(0.05)  # the reader thread is reconnecting; it answers this request with an error
+        self.stdin_closed = True
+        if self.sock is not None:
+            with contextlib.suppress(OSError):
+                self.sock.shutdown(socket.SHUT_WR)
+        self.done.wait(EOF_GRACE_S)  # let the daemon answer what was already sent
+        return 0
+
+    def refuse(self, reason: str) -> int:
+        """No daemon: answer every request with the reason, so Claude Code's log says what is wrong."""
+        for line in iter(self.stdin.readline, b""):
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(msg, dict) and "id" in msg and "method" in msg:
+                self.error_reply(msg["id"], f"Engram is unavailable: {reason}")
+        return 1
+
+
+def _exit_now(signum: int, _frame: object) -> None:
+    os._exit(0)
+
+
+def main(argv: list | None = None) -> int:
+    signal.signal(signal.SIGINT, _exit_now)
+    signal.signal(signal.SIGTERM, _exit_now)
+    code = Bridge(home(), context()).run()
+    sys.stdout.flush()
+    os._exit(code)  # reader threads may still block on the socket: do not wait for them
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
