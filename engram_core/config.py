@@ -87,6 +87,9 @@ class Settings(BaseModel):
     prompt_recall: bool = False
     prompt_recall_token_budget: int = Field(400, ge=0, le=20_000)
     disabled: bool = False
+    # The self-organising layer on the write and recall paths (entities and graph, episodes, contradiction
+    # checks, associations). Off: plain hybrid recall and a faster import; the organise tools still answer.
+    organise: bool = True
 
     daemon_idle_timeout_s: float = Field(1800.0, ge=0)
     maintenance_interval_s: float = Field(600.0, ge=5)

@@ -556,10 +556,28 @@ class ScopeStore:
         return sum(s.values()), t, s
 
     def sweep(self) -> int:
-        """Run queries/sweep.surql; returns how many memories were newly queued for consolidation."""
+        """Run queries/sweep.surql; returns how many memories were newly queued for consolidation.
+
+        The mirror takes only the status changes (one compact string), not a rebuild: at 50k memories a rebuild
+        held every client for tens of seconds."""
         before = dict(self.status_counts())
+        started = self.q1("RETURN time::now()")
         result = self.q(query_file("sweep.surql"))
-        self.reload_mirror()
+        changed = self.q1("RETURN array::join((SELECT VALUE record::id(id) + ' ' + status FROM memory "
+                          "WHERE status_changed_at >= $t), '\\n')", {"t": started}) or ""
+        unknown = []
+        with self._mirror_lock:
+            for line in changed.split("\n"):
+                key, _, status = line.partition(" ")
+                if not key:
+                    continue
+                if status in ("forgotten", "superseded"):
+                    self._forget_key(key)
+                elif key in self.light:
+                    self.light[key].status = status
+                else:
+                    unknown.append(key)
+        self.refresh(unknown)
         after = self.status_counts()
         self.last_sweep_delta = {k: after.get(k, 0) - before.get(k, 0) for k in set(before) | set(after)}
         return int(result[-1] or 0)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 
+from engram_core.config import Settings
 from engram_core.models import MemoryIn
 from engram_core.organise import graph
 from engram_core.organise.models import EntityIn
@@ -176,3 +178,19 @@ def test_recall_sends_no_graph_query(env: tuple[EngramService, str], monkeypatch
     hits = svc.recall("problems in auth.py", project=p, strengthen=False, log=False).hits
     assert target in [h.memory.id for h in hits]
     assert not [s for s in sent if "relates_to" in s or "mentions" in s or "FROM entity" in s], sent
+
+
+def test_organise_setting_off_leaves_the_write_and_recall_paths_plain(tmp_path: Path, embedder: object,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    proj = tmp_path / "proj"
+    (proj / ".git").mkdir(parents=True)
+    svc = EngramService(home=tmp_path / "home", embedder=embedder, settings=Settings(organise=False),  # type: ignore[arg-type]
+                        recover_sessions=False)
+    try:
+        assert not svc.after_store and not svc.extra_rankers and not svc.boosters
+        k = store(svc, str(proj), "auth.py raises TokenExpiredError when the JWT expires")
+        assert svc.recall("auth.py", project=str(proj)).hits[0].memory.id == k
+        assert graph.search_knowledge_graph(svc, "auth.py", project=str(proj)).entities == [], "no extraction ran"
+    finally:
+        svc.close()

@@ -62,10 +62,11 @@ def install(service: EngramService) -> None:
     if getattr(service, "_organise_installed", False):
         return
     state(service)
-    service.after_store.append(after_store)
-    service.after_recall.append(associations.after_recall)
-    service.extra_rankers.extend([graph.graph_ranker, associations.spread_ranker])
-    service.boosters.extend([episodes.boundary_booster, consolidated_booster, associations.spread_booster])
+    if getattr(service.settings, "organise", True):  # `organise: false` keeps only the tools
+        service.after_store.append(after_store)
+        service.after_recall.append(associations.after_recall)
+        service.extra_rankers.extend([graph.graph_ranker, associations.spread_ranker])
+        service.boosters.extend([episodes.boundary_booster, consolidated_booster, associations.spread_booster])
     for name, fn in ORGANISE_API.items():
         if not hasattr(service, name):
             setattr(service, name, functools.partial(fn, service))
