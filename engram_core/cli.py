@@ -177,17 +177,41 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_doctor(args: argparse.Namespace) -> int:
     from .doctor import run_checks
 
-    checks = run_checks(args.home, _project(args))
+    checks = run_checks(args.home, _project(args), agents=not args.no_agents, claude=args.claude)
     ok = all(c["ok"] for c in checks)
     if args.json:
         _emit({"ok": ok, "checks": checks})
     else:
-        for c in checks:
-            print(f"{'ok ' if c['ok'] else 'FIX'}  {c['name']}: {c['detail']}")
-            if not c["ok"] and c.get("fix"):
-                print(f"     → {c['fix']}")
+        _print_steps(checks)
         print("all good" if ok else "some checks failed: see → lines")
     return EXIT_OK if ok else EXIT_ERROR
+
+
+def cmd_setup(args: argparse.Namespace) -> int:
+    from .agent_setup import AGENTS, SetupError
+    from .client import home_dir
+
+    home = home_dir(args.home)
+    try:
+        if args.agent == "claude-code":
+            report = AGENTS[args.agent](home, claude=args.claude, dry_run=args.dry_run)
+        else:
+            report = AGENTS[args.agent](home, dry_run=args.dry_run)
+    except SetupError as exc:
+        _die(str(exc))
+    if args.json:
+        _emit(report.as_dict())
+    else:
+        _print_steps([s.as_dict() for s in report.steps])
+        print(f"Engram is set up for {args.agent}" if report.ok else f"set-up for {args.agent} is incomplete: see → lines")
+    return EXIT_OK if report.ok else EXIT_ERROR
+
+
+def _print_steps(steps: list[dict[str, Any]]) -> None:
+    for c in steps:
+        print(f"{'ok ' if c['ok'] else 'FIX'}  {c['name']}: {c['detail']}")
+        if not c["ok"] and c.get("fix"):
+            print(f"     → {c['fix']}")
 
 
 def _flat_hit(hit: dict[str, Any]) -> dict[str, Any]:
@@ -445,8 +469,18 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--output", "-o", default=None, help="file to write (mode 0600); default stdout")
     project_opt(sp)
 
-    sp = add("doctor", "check the installation, the stores and the daemon, and say what to fix", cmd_doctor)
+    sp = add("doctor", "check the installation, the stores, the daemon and the Claude Code integration "
+             "(Claude Code found, plugin enabled, MCP command runnable, hooks' python3, last hook error)", cmd_doctor)
+    sp.add_argument("--no-agents", action="store_true", help="skip the Claude Code checks")
+    sp.add_argument("--claude", metavar="PATH", default=None, help="the claude executable (default: on PATH)")
     project_opt(sp)
+
+    sp = add("setup", "connect Engram to a coding agent: claude-code installs the plugin through a local "
+             "marketplace (absolute commands, no PATH dependency) and verifies it; codex and gemini-cli add the "
+             "MCP server and the memory protocol to their config files", cmd_setup)
+    sp.add_argument("agent", choices=("claude-code", "codex", "gemini-cli"), help="which agent")
+    sp.add_argument("--claude", metavar="PATH", default=None, help="the claude executable (default: on PATH)")
+    sp.add_argument("--dry-run", action="store_true", help="say what would be done, change nothing")
 
     sp = add("serve", "run the daemon in the foreground (clients start it by themselves when needed)", cmd_serve)
     sp.add_argument("--idle-timeout", type=float, default=None,

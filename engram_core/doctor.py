@@ -17,7 +17,8 @@ def _check(name: str, ok: bool, detail: str, fix: str | None = None) -> dict[str
     return {"name": name, "ok": ok, "detail": detail, "fix": None if ok else fix}
 
 
-def run_checks(home: str | None, project: str) -> list[dict[str, Any]]:
+def run_checks(home: str | None, project: str, *, agents: bool = True,
+               claude: str | None = None) -> list[dict[str, Any]]:
     from .client import DaemonUnavailable, ProtocolMismatch, connect, home_dir
     from .protocol import RemoteError
 
@@ -56,4 +57,8 @@ def run_checks(home: str | None, project: str) -> list[dict[str, Any]]:
         mode = stat.S_IMODE(os.stat(project_dir).st_mode)
         checks.append(_check("project data directory", mode & 0o077 == 0, f"{project_dir} ({oct(mode)})",
                              f"chmod -R go-rwx {project_dir}"))
+    if agents:
+        from .agent_setup import claude_code_checks
+
+        checks.extend(step.as_dict() for step in claude_code_checks(root, claude))
     return checks

@@ -132,3 +132,27 @@ def new_project(base: Path, name: str) -> Path:
     root = base / name
     (root / ".git").mkdir(parents=True, exist_ok=True)
     return root
+
+
+# Fixed at import, before any test points HOME at a temp dir: one install per machine, not per test.
+_NPM_CACHE = Path(os.environ.get("ENGRAM_TEST_NPM_CACHE") or Path.home() / ".cache" / "engram-test" / "npm")
+
+
+def npm_cli(package: str, binary: str) -> Path | None:
+    """A real agent CLI from the npm registry, installed once per machine into a cache directory.
+
+    Returns None (the caller skips, printing why) only where node/npm are missing; an install that fails with
+    npm present is an error, not a skip."""
+    import shutil
+    import subprocess
+
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        return None
+    cache = _NPM_CACHE
+    prefix = cache / package.replace("/", "+")
+    exe = prefix / "node_modules" / ".bin" / binary
+    if not exe.exists():
+        prefix.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["npm", "install", "--silent", "--no-audit", "--no-fund", "--prefix", str(prefix), package],
+                       check=True, timeout=600, capture_output=True)
+    return exe
