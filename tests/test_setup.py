@@ -6,9 +6,11 @@ setup merges into it, then the agent's own CLI reads the result back. Setup's MC
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -18,11 +20,24 @@ from support import npm_cli
 from engram_core import agent_setup
 from engram_core.cli import main as cli_main
 
+sys.path.insert(0, str(Path(__file__).resolve().parent / "claude_code"))
+from harness import find_claude  # noqa: E402
+
 
 def _cli(tool: Path | None, why: str) -> Path:
     if tool is None:
+        print(f"\nSKIP {why}: node/npm not found on this machine", file=sys.stderr)
         pytest.skip(f"{why}: node/npm not found on this machine")
     return tool
+
+
+@functools.cache
+def _claude() -> Path:
+    binary, why = find_claude()
+    if binary is None:
+        print(f"\nSKIP real Claude Code: {why}", file=sys.stderr)
+        pytest.skip(f"real Claude Code unavailable: {why}")
+    return binary
 
 
 @pytest.fixture
@@ -93,7 +108,7 @@ def test_setup_gemini_merges_into_the_settings_gemini_wrote(agent_home: Path, da
 
 
 def test_setup_claude_code_installs_a_plugin_claude_code_enables(agent_home: Path, daemon, capsys) -> None:  # noqa: ANN001
-    claude = _cli(npm_cli("@anthropic-ai/claude-code", "claude"), "Claude Code")
+    claude = _claude()
     assert cli_main(["setup", "claude-code", "--claude", str(claude), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["ok"], report
@@ -122,7 +137,7 @@ def test_setup_claude_code_installs_a_plugin_claude_code_enables(agent_home: Pat
 
 
 def test_doctor_says_what_to_do_when_the_plugin_is_missing(agent_home: Path, capsys) -> None:
-    claude = _cli(npm_cli("@anthropic-ai/claude-code", "claude"), "Claude Code")
+    claude = _claude()
     assert cli_main(["doctor", "--claude", str(claude)]) == 1
     out = capsys.readouterr().out
     assert "FIX  plugin: engram is not installed in Claude Code" in out
