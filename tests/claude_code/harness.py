@@ -164,3 +164,11 @@ class ClaudeCode:
         """`claude <args>` (e.g. `plugin validate DIR`) in this user's environment."""
         return subprocess.run([str(self.binary), *args], cwd=str(self.project), env=self.env("http://127.0.0.1:9"),
                               capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+def result_text(block: dict[str, Any]) -> str:
+    """A tool_result's text, whether Claude Code gave it as a string or as content blocks."""
+    content = block.get("content")
+    if isinstance(content, str):
+        return content
+    return "".join(c.get("text", "") for c in content or [] if isinstance(c, dict))
