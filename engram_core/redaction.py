@@ -17,6 +17,8 @@ In source code, ``token = get_token()`` or ``password: str`` are references, not
 and survive; ``password = "hunter2"`` is redacted.
 """
 
+from __future__ import annotations
+
 import re
 
 __all__ = ["Redaction", "redact", "redact_text", "redact_value"]
@@ -64,112 +66,134 @@ def _placeholder(kind: str) -> str:
     return f"[REDACTED:{kind}]"
 
 
-# (kind, pattern, group to replace, literals one of which must occur in the lower-cased text).
-# Order is priority when two findings cover the same span: specific token formats beat the
-# generic KEY=value rule.  The literal guard skips a regex scan when it cannot match: a plain
+# Shell syntax shared by the command-line rules: blanks including `\`-newline continuations, and the
+# rest of one logical command line (continuations included), matched lazily.
+_SP = r"(?:[ \t]|\\\r?\n)+"
+_LINE = r"(?:[^\n\\]|\\\r?\n|\\.)*?"
+_B64 = r"[A-Za-z0-9+/=]"
+
+
+def _t(kind: str, source: str, guards: tuple[str, ...], group: int = 0, flags: int = 0,
+       bounded: bool = True) -> tuple[str, _Lazy, int, tuple[bytes, ...], bool]:
+    return (kind, _Lazy(source, flags), group, tuple(g.encode() for g in guards), bounded)
+
+
+# (kind, pattern, group to replace, literals one of which must occur in the lower-cased text, whether the
+# match must start a word).  Order is priority when two findings cover the same span: specific token formats
+# beat the generic KEY=value rule.  The literal guard skips a regex scan when it cannot match: a plain
 # substring test over 100 KB costs microseconds, a regex scan about 2 ms.
-_TOKEN_PATTERNS: list[tuple[str, _Lazy, int, tuple[str, ...], bool]] = [
-    (
-        "private_key",
-        _Lazy(
-            r"-----BEGIN ((?:RSA |EC |DSA |OPENSSH |ENCRYPTED |PGP |SSH2 )?PRIVATE KEY(?: BLOCK)?)-----"
-            r".*?(?:-----END \1-----|\Z)",
-            re.S,
-        ),
-        0,
-        ("-----begin",),
-        False,
-    ),
-    ("anthropic_key", _Lazy(r"sk-ant-[A-Za-z0-9_\-]{20,}"), 0, ("sk-ant-",), True),
-    (
-        "openai_key",
-        _Lazy(r"sk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}"),
-        0,
-        ("sk-",),
-        True,
-    ),
-    (
-        "aws_access_key",
-        _Lazy(r"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}\b"),
-        0,
-        ("akia", "asia", "abia", "acca", "a3t"),
-        True,
-    ),
-    ("gcp_api_key", _Lazy(r"AIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])"), 0, ("aiza",), True),
-    ("google_oauth_secret", _Lazy(r"GOCSPX-[0-9A-Za-z_\-]{20,}"), 0, ("gocspx-",), True),
-    (
-        "github_token",
-        _Lazy(r"(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{30,255}\b"),
-        0,
-        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
-        True,
-    ),
-    ("github_token", _Lazy(r"github_pat_[A-Za-z0-9_]{22,255}\b"), 0, ("github_pat_",), True),
-    ("gitlab_token", _Lazy(r"glpat-[A-Za-z0-9_\-]{20,}"), 0, ("glpat-",), True),
-    ("slack_token", _Lazy(r"xox[abposr]-[A-Za-z0-9\-]{10,}"), 0, ("xox",), True),
-    (
-        "slack_webhook",
-        _Lazy(r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/\-]{20,}"),
-        0,
-        ("hooks.slack.com",),
-        False,
-    ),
-    (
-        "stripe_key",
-        _Lazy(r"(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{10,}\b"),
-        0,
-        ("k_live_", "k_test_"),
-        True,
-    ),
-    ("stripe_key", _Lazy(r"pk_live_[A-Za-z0-9]{10,}\b"), 0, ("pk_live_",), True),
-    ("stripe_webhook_secret", _Lazy(r"whsec_[A-Za-z0-9+/=]{20,}"), 0, ("whsec_",), True),
-    ("npm_token", _Lazy(r"npm_[A-Za-z0-9]{36}\b"), 0, ("npm_",), True),
-    ("sendgrid_key", _Lazy(r"SG\.[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{16,64}"), 0, ("sg.",), True),
-    ("twilio_api_key", _Lazy(r"SK[0-9a-fA-F]{32}\b"), 0, ("sk",), True),
-    ("huggingface_token", _Lazy(r"hf_[A-Za-z0-9]{30,}\b"), 0, ("hf_",), True),
-    (
-        "jwt",
-        _Lazy(r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*"),
-        0,
-        ("eyj",),
-        True,
-    ),
-    (
-        "azure_key",
-        _Lazy(r"(?i)(?:AccountKey|SharedAccessKey|SharedAccessSignature)=([A-Za-z0-9+/=%]{20,})"),
-        1,
-        ("accountkey=", "sharedaccess"),
-        True,
-    ),
-    ("azure_sas", _Lazy(r"[?&]sig=([A-Za-z0-9%+/=]{20,})"), 1, ("sig=",), False),
-    (
-        "authorization",
-        _Lazy(
-            r"(?i)(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?(?:bearer|basic|token|digest|bot)\s+"
-            r"([A-Za-z0-9._~+/=\-]{6,})"
-        ),
-        1,
-        ("authorization",),
-        True,
-    ),
-    # command-line passwords: --password=x / --password x, `docker login -p x`, `mysql -px`
-    (
-        "cli_password",
-        _Lazy(r"--pass(?:word|wd)?(?:=|[ \t]+)(?![-$])([^\s\"']+)"),
-        1,
-        ("--pass",),
-        True,
-    ),
-    (
-        "cli_password",
-        _Lazy(r"(?:docker|podman|nerdctl|helm|oras) [^\n]*?login\b[^\n]*?\s-p[ \t]+([^\s\"']+)"),
-        1,
-        (" login ",),
-        True,
-    ),
-    ("cli_password", _Lazy(r"mysql(?:dump|admin)?\b[^\n]*?\s-p([^\s\"']+)"), 1, ("mysql",), True),
+_TOKEN_PATTERNS: list[tuple[str, _Lazy, int, tuple[bytes, ...], bool]] = [
+    # ── key material ──
+    _t("private_key", r"-----BEGIN ([A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?)-----.*?(?:-----END \1-----|\Z)",
+       ("-----begin",), flags=re.S, bounded=False),
+    _t("private_key", r"---- BEGIN SSH2 ENCRYPTED PRIVATE KEY ----.*?(?:---- END SSH2 ENCRYPTED PRIVATE KEY ----|\Z)",
+       ("---- begin ssh2 encrypted",), flags=re.S, bounded=False),
+    # PuTTY .ppk: everything from the private lines to the MAC (a cut-off file: to the end)
+    _t("private_key", r"Private-Lines:.*?(?:Private-MAC:[ \t]*[0-9a-fA-F]*|\Z)", ("private-lines:",),
+       flags=re.S, bounded=False),
+    _t("private_key", r"AGE-SECRET-KEY-1[0-9A-Z]{58}", ("age-secret-key-1",)),
+    _t("private_key", r"(?:client-key-data|client-key)[\"']?[ \t]*:[ \t]*[\"']?(" + _B64 + r"{20,})",
+       ("client-key",), group=1),
+    # ── vendor tokens with a recognisable prefix ──
+    _t("anthropic_key", r"sk-ant-[A-Za-z0-9_\-]{20,}", ("sk-ant-",)),
+    _t("openai_key", r"sk-(?:proj|svcacct|admin)-[A-Za-z0-9_\-]{30,}", ("sk-proj-", "sk-svcacct-", "sk-admin-")),
+    _t("openai_key", r"sk-[A-Za-z0-9]{0,60}T3BlbkFJ[A-Za-z0-9]{10,}", ("t3blbkfj",)),
+    # plain `sk-` + one long alphanumeric run; pod and branch names (`sk-learn-worker-…`) have hyphens
+    _t("openai_key", r"sk-[A-Za-z0-9]{32,}(?![A-Za-z0-9_\-])", ("sk-",)),
+    _t("mapbox_key", r"sk\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}", ("sk.eyj",)),
+    _t("aws_access_key", r"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}\b", ("akia", "asia", "abia", "acca", "a3t")),
+    _t("cloud_key", r"LTAI[A-Za-z0-9]{12,24}\b", ("ltai",)),
+    _t("cloud_key", r"AKID[A-Za-z0-9]{32}\b", ("akid",)),
+    _t("azure_client_secret", r"[A-Za-z0-9_~.\-]{3}\dQ~[A-Za-z0-9_~.\-]{31,34}(?![A-Za-z0-9_~.\-])", ("q~",),
+       bounded=False),
+    _t("gcp_api_key", r"AIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])", ("aiza",)),
+    _t("google_oauth_secret", r"GOCSPX-[0-9A-Za-z_\-]{20,}", ("gocspx-",)),
+    _t("google_oauth_token", r"ya29\.[0-9A-Za-z_\-]{20,}", ("ya29.",)),
+    _t("google_oauth_token", r"1//0[0-9A-Za-z_\-]{30,}", ("1//0",)),
+    _t("github_token", r"(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{30,255}\b", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
+    _t("github_token", r"github_pat_[A-Za-z0-9_]{22,255}\b", ("github_pat_",)),
+    _t("gitlab_token", r"gl(?:pat|rt|ptt|dt|soat|cbt|imt|ft|agent|oas|rtr|ffct)-[A-Za-z0-9_\-]{20,}",
+       ("glpat-", "glrt-", "glptt-", "gldt-", "glsoat-", "glcbt-", "glimt-", "glft-", "glagent-", "gloas-",
+        "glrtr-", "glffct-")),
+    _t("gitlab_token", r"GR1348941[A-Za-z0-9_\-]{20,}", ("gr1348941",)),
+    _t("slack_token", r"xox(?:e\.xox)?[abposre]-\d[A-Za-z0-9\-]{9,}", ("xox",)),
+    _t("slack_token", r"xapp-\d-[A-Za-z0-9]{6,}-\d{6,}-[A-Za-z0-9]{20,}", ("xapp-",)),
+    _t("slack_webhook", r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/\-]{20,}",
+       ("hooks.slack.com",), bounded=False),
+    _t("stripe_key", r"(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{10,}\b", ("k_live_", "k_test_")),
+    _t("stripe_key", r"pk_live_[A-Za-z0-9]{10,}\b", ("pk_live_",)),
+    _t("stripe_webhook_secret", r"whsec_[A-Za-z0-9+/=]{20,}", ("whsec_",)),
+    _t("npm_token", r"npm_[A-Za-z0-9]{36}\b", ("npm_",)),
+    _t("pypi_token", r"pypi-AgE[A-Za-z0-9_\-]{50,}", ("pypi-age",)),
+    _t("docker_token", r"dckr_pat_[A-Za-z0-9_\-]{20,}", ("dckr_pat_",)),
+    _t("sendgrid_key", r"SG\.[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{16,64}", ("sg.",)),
+    _t("twilio_api_key", r"SK[0-9a-fA-F]{32}\b", ("sk",)),
+    _t("huggingface_token", r"hf_[A-Za-z0-9]{30,}\b", ("hf_",)),
+    _t("digitalocean_token", r"do[opr]_v1_[a-f0-9]{64}\b", ("_v1_",)),
+    _t("shopify_token", r"shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}\b", ("shpat_", "shpss_", "shpca_", "shppa_")),
+    _t("vault_token", r"hv[sbr]\.[A-Za-z0-9_\-]{24,}", ("hvs.", "hvb.", "hvr.")),
+    _t("terraform_token", r"[a-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=\-]{60,}", ("atlasv1",)),
+    _t("linear_key", r"lin_(?:api|oauth)_[A-Za-z0-9]{40,}", ("lin_api_", "lin_oauth_")),
+    _t("notion_token", r"ntn_[0-9]{11}[A-Za-z0-9]{35}\b", ("ntn_",)),
+    _t("notion_token", r"secret_[A-Za-z0-9]{43}\b", ("secret_",)),
+    _t("databricks_token", r"dapi[a-f0-9]{32}(?:-\d)?\b", ("dapi",)),
+    _t("grafana_token", r"glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}\b", ("glsa_",)),
+    _t("grafana_token", r"glc_[A-Za-z0-9+/]{32,}={0,2}", ("glc_",)),
+    _t("newrelic_key", r"NR(?:AK|II|JS)-[A-Za-z0-9]{19,32}\b", ("nrak-", "nrii-", "nrjs-")),
+    _t("postman_key", r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}\b", ("pmak-",)),
+    _t("doppler_token", r"dp\.(?:st|pt|ct|sa|scrt|audit)\.(?:[A-Za-z0-9_\-]{1,40}\.)?[A-Za-z0-9]{40,}", ("dp.",)),
+    _t("groq_key", r"gsk_[A-Za-z0-9]{48,}\b", ("gsk_",)),
+    _t("replicate_token", r"r8_[A-Za-z0-9]{37}\b", ("r8_",)),
+    _t("perplexity_key", r"pplx-[A-Za-z0-9]{40,}\b", ("pplx-",)),
+    _t("supabase_token", r"sbp_[a-f0-9]{40}\b", ("sbp_",)),
+    _t("figma_token", r"figd_[A-Za-z0-9_\-]{40,}", ("figd_",)),
+    _t("atlassian_token", r"ATATT3[A-Za-z0-9_\-=]{100,}", ("atatt3",)),
+    _t("sentry_token", r"sntry[su]_[A-Za-z0-9+/=_\-]{60,}", ("sntrys_", "sntryu_")),
+    _t("heroku_key", r"HRKU-[A-Za-z0-9_\-]{58,}", ("hrku-",)),
+    _t("mailgun_key", r"key-[0-9a-f]{32}\b", ("key-",)),
+    _t("telegram_token", r"(?<!\d)\d{8,10}:AA[A-Za-z0-9_\-]{33}\b", (":aa",), bounded=False),
+    _t("discord_token", r"[MNO][A-Za-z0-9]{23,25}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,}", ("discord", "bot")),
+    _t("jwt", r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*", ("eyj",)),
+    # password hashes (crackable offline, so as sensitive as what they hash)
+    _t("password_hash", r"\$2[abxy]?\$\d\d\$[./A-Za-z0-9]{53}", ("$2",), bounded=False),
+    _t("password_hash", r"\$apr1\$[./A-Za-z0-9]{1,8}\$[./A-Za-z0-9]{22}", ("$apr1$",), bounded=False),
+    _t("password_hash", r"\$[56]\$(?:rounds=\d+\$)?[./A-Za-z0-9]{1,16}\$[./A-Za-z0-9]{43,86}", ("$5$", "$6$"),
+       bounded=False),
+    _t("password_hash", r"\$argon2(?:id|i|d)\$v=\d+\$m=\d+,t=\d+,p=\d+\$[A-Za-z0-9+/]{8,}\$[A-Za-z0-9+/]{16,}",
+       ("$argon2",), bounded=False),
+    # ── connection strings ──
+    _t("azure_key", r"(?i)(?:AccountKey|SharedAccessKey|SharedAccessSignature)=([A-Za-z0-9+/=%]{20,})",
+       ("accountkey=", "sharedaccess"), group=1),
+    _t("azure_sas", r"[?&]sig=([A-Za-z0-9%+/=]{20,})", ("sig=",), group=1, bounded=False),
+    _t("authorization", r"(?i)(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?(?:bearer|basic|token|digest|bot)\s+"
+       r"([A-Za-z0-9._~+/=\-]{6,})", ("authorization",), group=1),
     # scheme://user:password@host -> keep user and host (the scheme itself is not needed to match)
-    ("url_password", _Lazy(r"://[^:/?#@\s\"']*:([^@/\s\"']+)@"), 1, ("://",), False),
+    _t("url_password", r"://[^:/?#@\s\"']*:([^@/\s\"']+)@", ("://",), group=1, bounded=False),
+    # ── passwords on command lines (`\`-continued lines included) ──
+    # --password=x, --db-password x, --api-token x, --passphrase x (not --password-stdin, --token-file)
+    _t("cli_password", r"--(?!no-)(?:[a-z0-9]+-)*(?:pass(?:word|wd|phrase)?|token|secret|api-?key|access-key|"
+       r"secret-key|client-secret)(?:=|" + _SP + r")([\"']?)(?![-$])([^\s\"']+)", ("--",), group=2),
+    _t("cli_password", r"(?:docker|podman|nerdctl|helm|oras|az|twine)\b" + _LINE + r"[ \t]-p" + _SP +
+       r"([\"']?)(?![-$])([^\s\"']+)", (" -p",), group=2),
+    _t("cli_password", r"mysql(?:dump|admin|sh)?\b" + _LINE + r"\s-p([^\s\"'-][^\s\"']*)", ("mysql",), group=1),
+    _t("cli_password", r"sshpass(?:" + _SP + r"-[^p\s]\S*)*" + _SP + r"-p[ \t]*([\"']?)([^\s\"']+)", ("sshpass",),
+       group=2),
+    _t("cli_password", r"redis-cli\b" + _LINE + r"[ \t]-a" + _SP + r"([\"']?)(?![-$])([^\s\"']+)", ("redis-cli",),
+       group=2),
+    _t("cli_password", r"ssh-keygen\b" + _LINE + r"[ \t]-N" + _SP + r"([\"']?)([^\s\"']+)", ("ssh-keygen",),
+       group=2),
+    _t("cli_password", r"-pass(?:in|out)?" + _SP + r"pass:([^\s\"']+)", ("pass:",), group=1, bounded=False),
+    _t("cli_password", r"ConvertTo-SecureString" + _SP + r"(?:-String" + _SP + r")?([\"'])([^\"'\n]+)\1",
+       ("convertto-securestring",), group=2),
+    # curl -u user:password (only curl: `docker run -u 1000:1000` is a uid:gid)
+    _t("cli_password", r"curl\b" + _LINE + r"[ \t](?:-u|--user)(?:=|" + _SP + r")([\"']?)[^\s\"':]*:(?![$])"
+       r"([^\s\"']+)", ("curl",), group=2),
+    # ~/.netrc: machine HOST login USER password PASS (one line or several)
+    _t("password", r"machine\s+\S+(?:\s+(?:login|account|port|protocol)\s+\S+)*\s+password\s+(\S+)",
+       ("machine",), group=1),
+    _t("password", r"default\s+(?:login\s+\S+\s+)?password\s+(\S+)", ("default",), group=1),
+    # ~/.pgpass: host:port:database:user:password
+    _t("password", r"(?m)^[^\s:#]+:(?:\d+|\*):[^\s:]+:[^\s:]+:(\S+)$", ("pgpass",), group=1),
 ]
 
 # Secret-like key names: the secret word must END the key (DB_PASSWORD, apiKey, x-api-key),
@@ -184,8 +208,9 @@ _SECRET_WORD = (
 # of the key: after a non-alphanumeric (`_`, `.`, `-` included) or at a camelCase boundary.
 _ASSIGN_BODY = (
     r"(?![A-Za-z0-9])"
-    r"(?P<kq>[\"']?)(?P<sep>[ \t]*(?::=|=>|=|:)[ \t]*)"
-    r"(?:(?P<q>[\"'])(?P<qv>(?:[^\"'\\\n]|\\.){1,500}?)(?P=q)|(?P<uv>[^\s\"'`]{1,500}))"
+    # a value may follow `key:` on the next, indented line (YAML, pretty-printed JSON)
+    r"(?P<kq>[\"']?)(?P<sep>[ \t]*(?::=|=>|=)[ \t]*|[ \t]*:(?:[ \t]*\r?\n[ \t]+|[ \t]*))"
+    r"(?:(?P<q>[\"'])(?P<qv>(?:(?!(?P=q))[^\\\n]|\\.){1,500}?)(?:(?P=q)|(?=\r?\n)|\Z)|(?P<uv>[^\s\"'`]{1,500}))"
 )
 # Run on a lower-cased copy: a case-insensitive alternation is about five times slower.
 _ASSIGN_LOWER = re.compile(r"(?P<word>" + _SECRET_WORD + r")" + _ASSIGN_BODY)
@@ -206,11 +231,158 @@ _WORD_KIND = [
 _PLACEHOLDER = re.compile(
     r"^(?:\$\{.*|\$[A-Za-z_][A-Za-z0-9_]*|\{\{.*|%\(?[A-Za-z_]*\)?s|<[^>]*>|\*+|x+|X+|\.\.\.|"
     r"\[REDACTED:[a-z_]+\].*|true|false|null|none|nil|undefined|yes|no|on|off|required|optional|"
-    r"str|string|int|integer|number|bool|boolean|bytes|any|object|secret|password|token)$",
+    r"str|string|int|integer|number|bool|boolean|bytes|any|object|secret|password|token|"
+    # SQL bind parameters (`= ?`, `= $1`, `= :token`, `= @pw`) and elided examples (`sk-...`, `ghp_XXXXXXXX`)
+    r"\?|\$\d+|:[A-Za-z_]\w*|@[A-Za-z_]\w*|\S*(?:x{6,}|X{6,}|\.\.\.|\u2026)\S*)$",
     re.I,
 )
 _CODE_REF = re.compile(r"^[A-Za-z_][A-Za-z_.]*$")
 _PRIVATE = re.compile(r"<private>.*?(?:</private>|\Z)", re.I | re.S)
+
+
+# ── rules that need a little code around their regex ─────────────────────────────
+_HTPASSWD = _Lazy(r"htpasswd((?:" + _SP + r"-[A-Za-z]+)+)((?:" + _SP + r"(?!-)[^\s|;&>]+){2,3})")
+_COOKIE_CTX = _Lazy(r"(?i)(?:\bset-cookie2?|\bcookies?)[\"']?[ \t]*[:=]|(?:^|[ \t])(?:-b|--cookie)(?=[ \t])", re.M)
+_COOKIE_PAIR = re.compile(r"[\"']?([A-Za-z0-9_.\-]{1,64})[\"']?[ \t]*[=:][ \t]*[\"']?([^;\s\"',}]{8,})")
+_COOKIE_JAR = _Lazy(r"(?m)^(?:#HttpOnly_)?[.\w\-]+\t(?:TRUE|FALSE)\t\S*\t(?:TRUE|FALSE)\t\d+\t(\S+)\t(\S+)$")
+_SESSION_NAMES = ("sess", "sid", "token", "auth", "jwt", "remember", "login", "__host-", "__secure-", "csrf", "xsrf",
+                  "identity")
+_YAML_BLOCK = _Lazy(r"(?m)^([ \t]*)(?:- )?[\"']?([A-Za-z0-9_.\-]+)[\"']?[ \t]*:[ \t]*[|>][+\-]?\d?[ \t]*(?:#.*)?\n"
+                    r"((?:\1[ \t]+\S.*(?:\n|\Z)|[ \t]*\n)+)")
+_YAML_JOINED = _Lazy(r"([A-Za-z0-9_.\-]+)[\"']?[ \t]*:[ \t]*[|>][+\-]?(?:[ \t]*\|)+[ \t]*([^\s|][^|\n]*?)(?=[ \t]*\||[ \t]*$)",
+                     re.M)
+_XML_ELEMENT = _Lazy(r"<([A-Za-z_][\w.\-]*)>([^<\n]{1,500})</\1>")
+_XML_KEYVALUE = _Lazy(r"key=[\"']([^\"']{1,80})[\"'][ \t]+value=[\"']([^\"']{1,500})[\"']")
+_DOCKER_ENV = _Lazy(r"(?:ENV|ARG)[ \t]+([A-Za-z_][A-Za-z0-9_]*)[ \t]+([^\s=\\][^\n]*?)[ \t]*(?:\\?$)", re.M)
+_CONFIG_SET = _Lazy(r"config(?:ure)?[ \t]+set[ \t]+([\w.\-]+)[ \t]+([^\s\"']+)")
+_LONG_SECRET_WORDS = ("password", "passwd", "passphrase", "secret", "token", "apikey", "sessionid", "credentials",
+                      "credential", "connectionstring")
+_SHORT_SECRET_WORD = re.compile(r"(?:(?:access|private|signing|encryption|master|account|app|admin|session|license|"
+                                r"secret|api|client)[_.\-]?key|pass|pwd|auth|dsn)$")
+
+
+def _secret_key_name(key: str) -> bool:
+    """`DB_PASSWORD`, `StripeSecretKey`, `apiKey`, `password`: a name whose last word is secret-like."""
+    low = key.lower()
+    if low.endswith(_LONG_SECRET_WORDS):
+        return True
+    # `bypass`, `compass`, `monkey`, `oauth`: the short words count only as whole words
+    m = _SHORT_SECRET_WORD.search(low)
+    if m is None:
+        return False
+    i = m.start()
+    return i == 0 or not key[i - 1].isalnum() or (key[i - 1].islower() and key[i].isupper())
+
+
+def _find_htpasswd(text: str) -> list[tuple[int, int, str]]:
+    out = []
+    for m in _HTPASSWD.finditer(text):
+        flags = "".join(re.findall(r"-([A-Za-z]+)", m.group(1)))
+        if "b" not in flags:
+            continue  # the password is prompted for, not on the line
+        args = list(re.finditer(r"[^\s\\]+", m.group(2)))
+        want = 2 if "n" in flags else 3  # -n prints instead of writing a file: no file argument
+        if len(args) >= want:
+            a = args[want - 1]
+            s, e = m.start(2) + a.start(), m.start(2) + a.end()
+            if text[s] in "\"'" and e - s > 1:
+                s, e = s + 1, e - (text[e - 1] == text[s])
+            out.append((s, e, "password"))
+    return out
+
+
+def _session_name(name: str) -> bool:
+    low = name.lower()
+    return any(w in low for w in _SESSION_NAMES)
+
+
+def _find_cookies(text: str) -> list[tuple[int, int, str]]:
+    out = []
+    for m in _COOKIE_CTX.finditer(text):
+        end = text.find("\n", m.end())
+        end = len(text) if end < 0 else end
+        for p in _COOKIE_PAIR.finditer(text, m.end(), end):
+            if _session_name(p.group(1)) and not _PLACEHOLDER.match(p.group(2)):
+                out.append((p.start(2), p.end(2), "session_cookie"))
+    for m in _COOKIE_JAR.finditer(text):
+        if _session_name(m.group(1)):
+            out.append((m.start(2), m.end(2), "session_cookie"))
+    return out
+
+
+def _find_yaml_blocks(text: str) -> list[tuple[int, int, str]]:
+    out = []
+    for m in _YAML_BLOCK.finditer(text):
+        if _secret_key_name(m.group(2)):
+            body = m.group(3)
+            lead = len(body) - len(body.lstrip())
+            out.append((m.start(3) + lead, m.start(3) + len(body.rstrip()), _word_kind(m.group(2))))
+    for m in _YAML_JOINED.finditer(text):
+        if _secret_key_name(m.group(1)):
+            out.append((m.start(2), m.end(2), _word_kind(m.group(1))))
+    return out
+
+
+def _keyed(pattern: _Lazy):  # noqa: ANN202 - a finder, as below
+    """A finder for a pattern whose group 1 is a key name and group 2 its value: `<password>x</password>`,
+    `<add key="ApiKey" value="x"/>`, Dockerfile `ENV DB_PASSWORD x`, `aws configure set aws_secret_access_key x`."""
+
+    def find(text: str) -> list[tuple[int, int, str]]:
+        out = []
+        for m in pattern.finditer(text):
+            value = m.group(2).strip()
+            if (value and _bounded(text, m.start()) and _secret_key_name(m.group(1))
+                    and not _PLACEHOLDER.match(value)):
+                out.append((m.start(2), m.start(2) + len(m.group(2).rstrip()), _word_kind(m.group(1))))
+        return out
+
+    return find
+
+
+_PEM_END = _Lazy(r"-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
+_PEM_PIECE = re.compile(r"(?:\r?\n|[ \t]*\|[ \t]*|\\n)")  # line breaks, " | " joins, JSON-escaped \n
+_B64_LINE = re.compile(r"[A-Za-z0-9+/=]{8,}")
+_B64_TAIL = re.compile(r"(?:^|\s)([A-Za-z0-9+/=]{16,})\s*$")
+
+
+def _find_headless_pem(text: str) -> list[tuple[int, int, str]]:
+    """A key whose BEGIN line was cut off: the base64 lines before its END line."""
+    out = []
+    for m in _PEM_END.finditer(text):
+        start = m.start()
+        pieces = _PEM_PIECE.split(text[max(0, start - 20_000):start])
+        pos = start
+        for piece in reversed(pieces):
+            body = piece.strip()
+            if body and not _B64_LINE.fullmatch(body):
+                # a line that ends in key material (`cat key → MIIEv…`): take its last word too
+                tail = _B64_TAIL.search(piece)
+                if tail:
+                    start = text.rfind(piece, 0, pos) + tail.start(1)
+                break
+            pos = text.rfind(piece, 0, pos) if piece else pos
+            if body:
+                start = pos + piece.index(body)
+        out.append((start, m.end(), "private_key"))
+    return out
+
+
+# (finder, literals one of which must occur in the lower-cased text)
+# (no typing import for Callable: hooks load this module in a fresh process on every tool call)
+_FINDERS: list[tuple[object, tuple[bytes, ...]]] = [
+    (_find_headless_pem, (b"-----end",)),
+    (_find_htpasswd, (b"htpasswd",)),
+    (_find_cookies, (b"cookie", b" -b", b"\ttrue\t", b"\tfalse\t")),
+    (_find_yaml_blocks, (b": |", b": >", b":|", b":>")),
+    (_keyed(_XML_ELEMENT), (b"</",)),
+    (_keyed(_XML_KEYVALUE), (b"value=",)),
+    (_keyed(_DOCKER_ENV), (b"env ", b"arg ")),
+    (_keyed(_CONFIG_SET), (b"config set", b"configure set")),
+]
+
+
+# every guard once, searched in an ASCII copy of the lower-cased text (see redact())
+_ALL_GUARDS = frozenset([g for rule in _TOKEN_PATTERNS for g in rule[3]] + [g for rule in _FINDERS for g in rule[1]])
 
 
 def _word_kind(key: str) -> str:
@@ -235,7 +407,11 @@ def _whole_word(text: str, m: re.Match[str]) -> bool:
     prev = text[start - 1]
     if not prev.isascii() or not prev.isalnum():
         return True
-    return (prev.islower() or prev.isdigit()) and text[start].isupper()
+    if (prev.islower() or prev.isdigit()) and text[start].isupper():
+        return True
+    # a long secret word glued to its prefix: PGPASSWORD, clientsecret, GITHUBTOKEN (not `bypass`, `monkey`)
+    word = m.group("word").lower()
+    return word in ("password", "passwd", "passphrase", "secret") or (word in ("token", "apikey") and prev.isupper())
 
 
 def _key(text: str, m: re.Match[str]) -> str:
@@ -254,6 +430,10 @@ def _assignment_value(text: str, m: re.Match[str]) -> tuple[int, int] | None:
     """
     sep = text[slice(*m.span("sep"))]
     op = sep.strip()
+    key_start = m.end("word") - len(_key(text, m))
+    if key_start > 0 and (text[key_start - 1] == "$" or text[max(0, key_start - 2):key_start] == "${"):
+        return None  # `$PWD:/src`, `${PASSWORD:-x}`: a variable reference, not an assignment
+    next_line = "\n" in sep
     env_style = op == "=" and sep == "=" and m.end("kq") == m.start("kq")
     if m.start("qv") >= 0:
         span = m.span("qv")
@@ -272,13 +452,16 @@ def _assignment_value(text: str, m: re.Match[str]) -> tuple[int, int] | None:
         word = text[slice(*m.span("word"))]
         if _PLACEHOLDER.match(raw) or value.lower() in (word.lower(), _key(text, m).lower()):
             return None  # `${VAR}`, `{{ x }}`, `auth=auth` keyword arguments
-        if not env_style and _CODE_REF.match(value):
-            line_end = text.find("\n", span[1])
-            tail = text[span[1] : None if line_end < 0 else line_end]
-            if op != ":" or cut or tail.strip():
-                # a variable or attribute reference (`token = response.token`, `{"token": token}`)
-                # or prose (`Token: see the docs`); a bare YAML value ends its line
-                return None
+        line_end = text.find("\n", span[1])
+        tail = text[span[1] : None if line_end < 0 else line_end].strip()
+        if next_line and (tail or cut or value.endswith(":") or value[0] in "-#"):
+            return None  # the next line is a nested mapping, a list or prose, not this key's value
+        if value.isdigit() and len(value) <= 6 and _key(text, m).lower() in ("pass", "token"):
+            return None  # test counts (`pass: 128`) and token ids (`"token": 50256`)
+        # a variable or attribute reference (`token = response.token`, `{"token": token}`) or prose
+        # (`Token: see the docs`); a bare YAML value ends its line (or its " | "-joined piece)
+        if not env_style and _CODE_REF.match(value) and (op != ":" or cut or (tail and not tail.startswith("|"))):
+            return None
     if not value or _PLACEHOLDER.match(value):
         return None
     return span
@@ -291,25 +474,41 @@ def redact(text: str) -> tuple[str, list[Redaction]]:
     found: list[tuple[int, int, int, str]] = []  # (start, end, priority, kind)
     candidates: list[tuple[int, int, int, str]] = []
     low = text.lower()
-    for m in _PRIVATE.finditer(text) if "<private" in low else ():
+    # The guards are ASCII: searching them in an ASCII copy (one byte a character) is several times faster than
+    # in text that holds any wider character, and every guard is searched once however many rules share it.
+    haystack = low.encode("ascii", "replace")
+    present = {g for g in _ALL_GUARDS if g in haystack}
+    for m in _PRIVATE.finditer(text) if b"<private" in haystack else ():
         candidates.append((m.start(), m.end(), -1, "private"))
     for prio, (kind, pattern, group, guards, bounded) in enumerate(_TOKEN_PATTERNS):
-        if not any(g in low for g in guards):
+        if present.isdisjoint(guards):
             continue
         for m in pattern.finditer(text):
             s, e = m.span(group)
             # an earlier run's placeholder (`https://u:[REDACTED:x]@h`) is not a new secret
             if e > s and not text.startswith("[REDACTED:", s) and (not bounded or _bounded(text, m.start())):
                 candidates.append((s, e, prio, kind))
-    generic_prio = len(_TOKEN_PATTERNS)
+    finder_prio = len(_TOKEN_PATTERNS)
+    for finder, guards in _FINDERS:
+        if not present.isdisjoint(guards):
+            for s, e, kind in finder(text):  # type: ignore[operator]
+                if e > s and not text.startswith("[REDACTED:", s):
+                    candidates.append((s, e, finder_prio, kind))
+    generic_prio = finder_prio + 1
     # lower() can change the length of some non-ASCII text; offsets must stay the input's
     assign, subject = (_ASSIGN_LOWER, low) if len(low) == len(text) else (_ASSIGN_ANYCASE, text)
-    for m in assign.finditer(subject):
-        if not _whole_word(text, m):
-            continue
-        span = _assignment_value(text, m)
+    pos = 0
+    while True:
+        m = assign.search(subject, pos)
+        if m is None:
+            break
+        span = _assignment_value(text, m) if _whole_word(text, m) else None
         if span is not None:
             candidates.append((span[0], span[1], generic_prio, _word_kind(_key(text, m))))
+            pos = m.end()
+        else:
+            # what looked like a value may be the next key (`credentials:\n  password: x`)
+            pos = m.end("sep") if m.end("sep") > m.start() else m.start() + 1
     if not candidates:
         return text, []
     # Earliest start wins; among equal starts the longest, then the most specific pattern.
@@ -354,6 +553,6 @@ def redact_value(value: object) -> object:
         return [redact_value(v) for v in value]
     if isinstance(value, tuple):
         return tuple(redact_value(v) for v in value)
-    if isinstance(value, set | frozenset):
+    if isinstance(value, (set, frozenset)):
         return type(value)(redact_value(v) for v in value)
     return value
