@@ -288,6 +288,17 @@ def cmd_stats(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_compact(args: argparse.Namespace) -> int:
+    report = _client(args).call("compact", project=_project(args) if args.project else None)
+    if args.json:
+        _emit(report)
+    else:
+        for st in report["stores"]:
+            print(f"{st['path']}: {st['before_bytes'] / 1e6:.1f} MB -> {st['after_bytes'] / 1e6:.1f} MB "
+                  f"({st['took_ms']:.0f} ms)")
+    return EXIT_OK
+
+
 def cmd_maintain(args: argparse.Namespace) -> int:
     report = _client(args).call("maintain", project=_project(args), all_projects=args.all_projects)
     if args.json:
@@ -462,6 +473,11 @@ def build_parser() -> argparse.ArgumentParser:
     sp = add("maintain", "run the maintenance sweep now (decay, consolidation queue, promotion)", cmd_maintain)
     sp.add_argument("--all-projects", action="store_true", help="every known project, not just this one")
     project_opt(sp)
+
+    sp = add("compact", "rewrite the store files with live data only (forgotten text, dropped sessions and old "
+             "row versions leave the disk; the daemon does it by itself when idle)", cmd_compact)
+    sp.add_argument("--project", metavar="DIR", default=None,
+                    help="only this project's store (default: every store the daemon has open)")
 
     sp = add("export", "write memories as JSONL with every field (a lossless backup; `engram import` restores it)",
              cmd_export)

@@ -58,6 +58,11 @@ KEEP_DONE_IDS = 50_000
 SPOOL_POLL_S = 2.0
 LIGHT_WORK_MIN_INTERVAL_S = 300.0
 SESSION_END_BUDGET_S = 30.0
+# Compaction (service.compact) runs when a store is due and no request came for COMPACT_IDLE_S, checked every
+# COMPACT_CHECK_S; a daemon that is never idle still compacts a due store after COMPACT_FORCE_S.
+COMPACT_CHECK_S = 10.0
+COMPACT_IDLE_S = 2.0
+COMPACT_FORCE_S = 120.0
 
 
 class AlreadyRunning(RuntimeError):
@@ -224,6 +229,8 @@ class Daemon:
         ensure_private_dir(self.spool_dir / "tmp")
         self.started = time.time()
         self.last_activity = time.monotonic()
+        self.last_request = time.monotonic()
+        self.compactions = 0
         self.requests = 0
         self.errors = 0
         self.events_applied = 0
@@ -362,7 +369,7 @@ class Daemon:
     # ── requests ─────────────────────────────────────────────
     def handle_line(self, line: bytes) -> bytes:
         self.requests += 1
-        self.last_activity = time.monotonic()
+        self.last_activity = self.last_request = time.monotonic()
         req_id: Any = None
         try:
             req_id, method, params, client_v = parse_request(line)
@@ -404,6 +411,7 @@ class Daemon:
             "requests": self.requests, "errors": self.errors, "connections": self.connections,
             "events_queued": self.queue.qsize(), "events_applied": self.events_applied,
             "events_failed": self.events_failed, "spool_ingested": self.spool_ingested,
+            "compactions": self.compactions,
             "spool_waiting": len(list(self.spool_dir.glob("*.jsonl"))),
             "journal_pending": len(self.journal.pending) if self.journal else 0,
             "sessions_active": len(getattr(svc, "_sessions", {}) or {}),
@@ -675,8 +683,13 @@ class Daemon:
     def _background(self) -> None:
         last_maint = time.monotonic()
         last_spool = time.monotonic()
+        last_check = last_compact = time.monotonic()
         while not self.stop_event.wait(0.25):
             now = time.monotonic()
+            if now - last_check >= COMPACT_CHECK_S and (now - self.last_request >= COMPACT_IDLE_S
+                                                         or now - last_compact >= COMPACT_FORCE_S):
+                last_check = last_compact = now
+                self._compact_due()
             if now - last_spool >= SPOOL_POLL_S:
                 last_spool = now
                 try:
@@ -699,6 +712,20 @@ class Daemon:
                 log.info("idle for %.0f s: exiting", self.idle_timeout_s)
                 self.request_stop()
                 return
+
+
+    def _compact_due(self) -> None:
+        try:
+            with self.lock:
+                if self.service is None:
+                    return
+                report = self.service.compact(only_due=True)
+            for st in report.stores:
+                self.compactions += 1
+                log.info("compacted %s: %d -> %d bytes in %.0f ms", st.path, st.before_bytes, st.after_bytes,
+                         st.took_ms)
+        except Exception:
+            log.exception("compaction failed")
 
 
 class _Unknown(LookupError):

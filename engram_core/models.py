@@ -241,6 +241,17 @@ class MaintenanceReport(BaseModel):
     took_ms: float
 
 
+class CompactedStore(BaseModel):
+    path: str
+    before_bytes: int
+    after_bytes: int
+    took_ms: float
+
+
+class CompactReport(BaseModel):
+    stores: list[CompactedStore] = []
+
+
 class ProjectInfo(BaseModel):
     project_db: str
     project_path: str

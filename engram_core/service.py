@@ -43,6 +43,8 @@ from .embeddings import Embedder, EmbeddingError, make_embedder, try_embed
 from .ids import ulid
 from .models import (
     DEFAULT_RECALL_STATUSES,
+    CompactedStore,
+    CompactReport,
     FeedbackResult,
     HealthCheck,
     HealthReport,
@@ -779,12 +781,13 @@ class EngramService:
     @api
     def forget(self, memory_id: str, project: str | None = None, session: str | None = None,
                reason: str = "forgotten on request") -> Memory:
-        """Forget: the skeleton stays for history, content and embedding are cleared (seed 000 §4)."""
+        """Forget: the skeleton stays for history; content, search text, hash, embedding, tags, source and
+        metadata are cleared (seed 000 §4; docs/security.md says what the engine's files keep)."""
         store, key = self.locate(memory_id, project, session)
-        row = store.set_status(key, Status.forgotten.value, reason)
+        row = store.forget_memory(key, reason)
+        store.conn.erased = True  # the old bytes stay in the engine's files until the next compaction
         if row is None:
             raise NotFound(f"no memory with id {key!r}")
-        row = store.get(key) or row
         return self._to_memory(row, store)
 
     # ── promotion ────────────────────────────────────────────
@@ -910,6 +913,34 @@ class EngramService:
             store.update_memory(key, {"metadata": {**row.get("metadata", {}), "promoted_to_user": f"user:{tkey}"}})
             promoted += 1
         return promoted
+
+    # ── compaction (store.Connection.compact says why it is ours) ──
+    def _connections(self) -> list[tuple[Connection, list[ScopeStore]]]:
+        with self._lock:
+            out = [(self._user_conn, [self.user]), (self._sessions_conn, [s.store for s in self._sessions.values()])]
+            out += [(self._project_conns[db], [store]) for db, (_, store) in self._projects.items()]
+        return out
+
+    @api
+    def compact(self, project: str | None = None, only_due: bool = False) -> CompactReport:
+        """Rewrite store files with their live data only: text that forget erased, dropped sessions and the old
+        row versions every update leaves behind go from the disk. ``only_due``: just the stores that have erased
+        something or grew by half since their last compaction (the daemon runs this when idle)."""
+        wanted = self.project_store(project) if project else None
+        report = CompactReport()
+        with self._lock:
+            for conn, stores in self._connections():
+                if wanted is not None and wanted not in stores:
+                    continue
+                if only_due and not conn.compaction_due():
+                    continue
+                t0 = time.perf_counter()
+                for store in stores:
+                    store.drain()
+                before, after = conn.compact()
+                report.stores.append(CompactedStore(path=str(conn.path), before_bytes=before, after_bytes=after,
+                                                    took_ms=(time.perf_counter() - t0) * 1000))
+        return report
 
     # ── maintenance ──────────────────────────────────────────
     @api

@@ -14,8 +14,10 @@ import contextlib
 import functools
 import hashlib
 import logging
+import os
 import re
 import secrets
+import shutil
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
@@ -34,6 +36,9 @@ from .search_index import SearchIndex
 
 log = logging.getLogger(__name__)
 ROW_CACHE_SIZE = 2048
+# A store is compacted when its files outgrow their size after the last compaction by half plus this much.
+COMPACT_GROWTH = 1.5
+COMPACT_SLACK = 4 * 1024 * 1024
 # A statement that may change rows (anything but a plain read) empties the row cache.
 _WRITES = re.compile(r"\b(?:UPDATE|UPSERT|CREATE|DELETE|INSERT|RELATE|REMOVE|DEFINE|ALTER|REBUILD)\b", re.IGNORECASE)
 
@@ -126,6 +131,7 @@ class Connection:
         try:
             if path is not None:
                 ensure_private_dir(path.parent)
+                _recover_compaction(path)
             self._db = Surreal(url)
         except Exception as exc:  # the engine's message names the LOCK file when another process has it
             raise _io_error(exc, url) or StoreError(f"cannot open the store at {url}: {exc}") from exc
@@ -135,6 +141,9 @@ class Connection:
         self._current: tuple[str, str] | None = None
         if path is not None:
             restrict_tree(path)
+        # Compaction bookkeeping: the size after the last one, and whether something was erased since.
+        self.baseline = self.disk_bytes()
+        self.erased = False
 
     @classmethod
     def file(cls, path: Path) -> Connection:
@@ -207,6 +216,61 @@ class Connection:
                 except Exception:
                     self._db.signin({"username": "engram_root", "password": self._root_pw})
 
+    # ── compaction ───────────────────────────────────────────
+    # surrealkv appends every write to its value log and this engine build refuses `ALTER … COMPACT` ("The storage
+    # layer does not support compaction requests"), so an UPDATE, a forget or a dropped database leaves its old
+    # bytes in the files for good. Compaction is ours: copy the live data into a fresh store, then swap the
+    # directories. Crash-safe: `_recover_compaction` finishes or undoes a swap that was interrupted.
+    def disk_bytes(self) -> int:
+        if self.path is None or not self.path.exists():
+            return 0
+        return sum(f.stat().st_size for f in self.path.rglob("*") if f.is_file())
+
+    def compaction_due(self) -> bool:
+        if self.path is None:
+            return False
+        return self.erased or self.disk_bytes() > self.baseline * COMPACT_GROWTH + COMPACT_SLACK
+
+    def compact(self) -> tuple[int, int]:
+        """Rewrite the store file with its live data only; returns (bytes before, bytes after).
+        The caller applies pending bookkeeping first (ScopeStore.drain)."""
+        if self.path is None:
+            return 0, 0
+        with self.lock:
+            before = self.disk_bytes()
+            tmp = self.path.with_name(self.path.name + ".compact")
+            shutil.rmtree(tmp, ignore_errors=True)
+            new = Surreal(f"surrealkv://{tmp}")
+            try:
+                self._current = None
+                for ns in sorted((self._db.query("INFO FOR ROOT").execute()[-1] or {}).get("namespaces", {})):
+                    self._db.use(ns, "x")
+                    dbs = (self._db.query("INFO FOR NS").execute()[-1] or {}).get("databases", {})
+                    for db in sorted(dbs):
+                        self._db.use(ns, db)
+                        new.use(ns, db)
+                        _copy_database(self._db, new)
+            except Exception as exc:
+                with contextlib.suppress(Exception):
+                    new.close()
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise _io_error(exc, self.url) or StoreError(f"compaction of {self.url} failed: {exc}") from exc
+            finally:
+                self._current = None
+            new.close()
+            with contextlib.suppress(Exception):
+                self._db.close()
+            self.__dict__.pop("_role_tokens", None)  # the users live in the old files; made again on demand
+            self.__dict__.pop("_root", None)
+            old = self.path.with_name(self.path.name + ".old")
+            os.replace(self.path, old)
+            os.replace(tmp, self.path)
+            shutil.rmtree(old, ignore_errors=True)
+            self._db = Surreal(self.url)
+            restrict_tree(self.path)
+            self.baseline, self.erased = self.disk_bytes(), False
+            return before, self.baseline
+
     def close(self) -> None:
         with self.lock:
             self.__dict__.pop("_role_tokens", None)
@@ -215,6 +279,61 @@ class Connection:
                 self._db.close()
             if self.path is not None:
                 restrict_tree(self.path)
+
+
+def _recover_compaction(path: Path) -> None:
+    """Finish or undo a compaction a crash interrupted (see `Connection.compact`). The fresh copy is renamed
+    into place only after it was closed, so a `.compact` next to a `.old` is complete; one alone is not."""
+    tmp, old = path.with_name(path.name + ".compact"), path.with_name(path.name + ".old")
+    if not path.exists() and old.exists():
+        os.replace(tmp if tmp.exists() else old, path)
+    shutil.rmtree(old, ignore_errors=True)
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _definitions(info: Mapping[str, Any]) -> list[str]:
+    # OVERWRITE: a relation table defines its `in`/`out` fields by itself.
+    return [re.sub(r"^DEFINE (\w+) ", r"DEFINE \1 OVERWRITE ", str(v)) for v in (info or {}).values()]
+
+
+def _without_none(value: Any) -> Any:
+    """NONE comes back as None; sent back it would be NULL, which an `option<…>` field refuses."""
+    if isinstance(value, Mapping):
+        return {k: _without_none(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_none(v) for v in value]
+    return value
+
+
+def _copy_database(src: Surreal, dst: Surreal, batch: int = 500) -> None:
+    """Schema and rows of the current database of ``src`` into ``dst``: definitions first, rows next, then the
+    indexes (built over the copied rows) and events (which must not fire on the copy). Users are not copied."""
+    info = src.query("INFO FOR DB").execute()[-1] or {}
+    head = [*_definitions(info.get("analyzers", {})), *_definitions(info.get("functions", {})),
+            *_definitions(info.get("params", {})), *_definitions(info.get("tables", {}))]
+    tail: list[str] = []
+    tables: list[tuple[str, bool, set[str]]] = []
+    for name, definition in (info.get("tables") or {}).items():
+        tinfo = src.query(f"INFO FOR TABLE `{name}`").execute()[-1] or {}
+        fields = tinfo.get("fields") or {}
+        head += _definitions(fields)
+        tail += [*_definitions(tinfo.get("indexes", {})), *_definitions(tinfo.get("events", {}))]
+        computed = {f for f, d in fields.items() if " COMPUTED " in str(d)}
+        tables.append((name, "TYPE RELATION" in str(definition), computed))
+    if head:
+        dst.query(";\n".join(head)).execute()
+    for name, relation, computed in tables:
+        start = 0
+        while True:
+            rows = src.query(f"SELECT * FROM `{name}` ORDER BY id LIMIT {batch} START {start}").execute()[-1] or []
+            if not rows:
+                break
+            rows = [{k: _without_none(v) for k, v in r.items() if k not in computed and v is not None} for r in rows]
+            into = "INSERT RELATION INTO" if relation else "INSERT INTO"
+            dst.query(f"{into} `{name}` $rows RETURN NONE", {"rows": rows}).execute()
+            start += batch
+    if tail:
+        dst.query(";\n".join(tail)).execute()
 
 
 @dataclass
@@ -433,6 +552,19 @@ class ScopeStore:
         self.refresh([key])
         return plain(rows[0]) if rows else None
 
+    def forget_memory(self, key: str, reason: str) -> dict[str, Any] | None:
+        """Forget: the skeleton (id, type, scope, dates, history) stays; every field that carries the text goes,
+        and the full-text index entry with it. (The engine's files keep old bytes until `Connection.compact`.)"""
+        rows = self.q1(
+            "UPDATE $id SET status = 'forgotten', status_reason = $r, status_changed_at = time::now(), "
+            "updated_at = time::now(), content = '[forgotten]', content_hash = '', search_text = NONE, "
+            "embedding = NONE, metadata = {}, tags = [], source = NONE RETURN NONE; "
+            f"SELECT {MEMORY_FIELDS} FROM $id",
+            {"id": record(key), "r": reason},
+        )
+        self.refresh([key])
+        return plain(rows[0]) if rows else None
+
     def set_status(self, key: str, status: str, reason: str, **extra: Any) -> dict[str, Any] | None:
         return self.update_memory(key, {"status": status, "status_reason": reason,
                                         "status_changed_at": datetime.now(UTC), **extra})
@@ -604,6 +736,7 @@ class ScopeStore:
     def drop_database(self) -> None:
         """Remove this scope database entirely (sessions, after their promotion pass)."""
         self.conn.run(self.namespace, self.database, f"REMOVE DATABASE IF EXISTS `{self.database}`")
+        self.conn.erased = True  # its rows stay in the engine's files until the next compaction
         with self._mirror_lock:
             self.index = SearchIndex(self.index_dim)
             self.light.clear()

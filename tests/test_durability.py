@@ -1,0 +1,97 @@
+"""Issue #13, durability half: forget that forgets, bounded growth, project boundaries, no dropped event,
+safe files, clear errors. Each test goes through the real daemon and CLI where the finding was about them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from support import REPO_ROOT, DaemonProc, new_project
+
+MARK = "ZEBRAMARK7731"
+
+
+def engram(daemon: DaemonProc, *args: str, cwd: Path | None = None, stdin: str | None = None,
+           env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "engram_core.cli", *args], capture_output=True, text=True,
+                          timeout=120, cwd=str(cwd or REPO_ROOT), input=stdin, env={**daemon.env, **(env or {})})
+
+
+def ok_json(p: subprocess.CompletedProcess) -> dict | list:
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+def files_holding(root: Path, needle: str) -> list[str]:
+    """Every file under ``root`` whose bytes contain ``needle`` (the engine's logs and tables included)."""
+    raw = needle.encode()
+    return [str(f) for f in root.rglob("*") if f.is_file() and raw in f.read_bytes()]
+
+
+# ── forget ───────────────────────────────────────────────────────────────────
+def test_forget_erases_every_copy_of_the_text(light_daemon: DaemonProc, tmp_path: Path) -> None:
+    light_daemon.start()
+    proj = new_project(tmp_path, "forgetproj")
+    c = light_daemon.client()
+    mid = c.call("store", memory={"content": f"the deploy key {MARK} rotates weekly", "tags": [MARK.lower()],
+                                  "source": f"note {MARK}", "metadata": {"k": MARK}}, project=str(proj))["memory"]["id"]
+    keep = c.call("store", memory={"content": "gradle builds need the daemon flag"}, project=str(proj))["memory"]["id"]
+    assert files_holding(proj / ".claude" / "engram", MARK)  # the engine wrote it (the premise of the test)
+    p = engram(light_daemon, "forget", mid, "--yes", "--project", str(proj))
+    assert p.returncode == 0, p.stderr
+    exported = engram(light_daemon, "export", "--scope", "project", "--project", str(proj))
+    assert exported.returncode == 0 and keep in exported.stdout
+    assert MARK not in exported.stdout and MARK.lower() not in exported.stdout
+    viewer = c.call("run_query", surql="SELECT * FROM memory", scope="project", project=str(proj))
+    assert keep in json.dumps(viewer, default=str) and MARK not in json.dumps(viewer, default=str)
+    compacted = ok_json(engram(light_daemon, "compact", "--json", "--project", str(proj)))
+    assert [s["path"] for s in compacted["stores"]] == [str(proj / ".claude" / "engram" / "project.db")]
+    assert files_holding(proj / ".claude" / "engram", MARK) == []
+    assert files_holding(proj / ".claude" / "engram", MARK.lower()) == []
+    # The store still works after the swap: the kept memory is there, new writes land.
+    assert c.call("get", memory_id=keep, project=str(proj))["content"] == "gradle builds need the daemon flag"
+    c.call("store", memory={"content": "stored after compaction"}, project=str(proj))
+    c.close()
+    light_daemon.stop()
+    light_daemon.start()
+    c = light_daemon.client()
+    assert c.call("get", memory_id=mid, project=str(proj))["content"] == "[forgotten]"
+    items = c.call("list_memories", project=str(proj), scope="project", limit=10)["items"]
+    assert sorted(m["content"] for m in items) == ["[forgotten]", "gradle builds need the daemon flag",
+                                                   "stored after compaction"]
+    c.close()
+
+
+def test_dropped_session_leaves_no_readable_data(light_daemon: DaemonProc, tmp_path: Path) -> None:
+    light_daemon.start()
+    proj = new_project(tmp_path, "sessproj")
+    c = light_daemon.client()
+    sess = c.call("start_session", project=str(proj))["session_key"]
+    c.call("store", memory={"content": f"scratch note {MARK} for this session only", "scope": "session",
+                            "memory_type": "working", "importance": 0.1}, project=str(proj), session=sess)
+    c.call("end_session", session=sess)
+    c.call("compact")
+    assert files_holding(light_daemon.home, MARK) == []
+    c.close()
+
+
+def test_only_stores_that_erased_or_grew_are_due_for_compaction(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    """What the daemon runs when idle (`compact(only_due=True)`): a forget makes its store due, and only it."""
+    from engram_core.models import MemoryIn
+    from engram_core.service import EngramService
+
+    monkeypatch.setenv("ENGRAM_EMBEDDING_PROVIDER", "none")
+    a, b = new_project(tmp_path, "a"), new_project(tmp_path, "b")
+    svc = EngramService(tmp_path / "home")
+    try:
+        mid = svc.store(MemoryIn(content=f"temporary {MARK} text"), project=str(a)).memory.id
+        svc.store(MemoryIn(content="other project text"), project=str(b))
+        svc.forget(mid, project=str(a))
+        due = svc.compact(only_due=True)
+        assert [s.path for s in due.stores] == [str(a / ".claude" / "engram" / "project.db")]
+        assert files_holding(a / ".claude" / "engram", MARK) == []
+        assert svc.compact(only_due=True).stores == []
+    finally:
+        svc.close()
