@@ -465,8 +465,7 @@ class Daemon:
             preview = self.service.injection_context(project=project, session=info.session_key, budget=budget)
         text = preview.text
         if text and session_id:
-            text += (f"\n\n(Engram session {session_id}: store with store_memory, recall with recall_memories; "
-                     f"to stop capture for this session run `engram off --session {session_id}`.)")
+            text += f"\n\n(To stop Engram's capture for this session: `engram off --session {session_id}`.)"
         return {"text": text, "tokens": preview.tokens, "items": len(preview.items),
                 "disabled": preview.disabled, "session_key": info.session_key}
 
@@ -572,6 +571,16 @@ class Daemon:
                     return  # never started, or already ended: nothing to promote
             log.info("session %s ended: %s", session, report.message)
             self._light_work(project, force=True)
+        elif kind in ("prompt", "command_ok"):
+            if not session:
+                return
+            from . import session_learning
+
+            with self.lock:
+                if kind == "prompt":
+                    session_learning.on_prompt(svc, str(event.get("prompt") or ""), project, session)
+                else:
+                    session_learning.on_command_ok(svc, str(event.get("command") or ""), project, session)
         elif kind == "checkpoint":
             self._checkpoint(session, project, str(event.get("trigger") or "auto"))
         elif kind == "stop":

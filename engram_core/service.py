@@ -27,7 +27,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import Field, ValidationError, validate_call
 
-from . import ranking, retrieval
+from . import ranking, retrieval, session_context, session_learning
 from .bookkeeping import Bookkeeper
 from .clock import Clock
 from .config import (
@@ -50,7 +50,6 @@ from .models import (
     HealthReport,
     ImportError_,
     ImportReport,
-    InjectionItem,
     InjectionPreview,
     MaintenanceReport,
     Memory,
@@ -76,7 +75,7 @@ from .models import (
     StoreResult,
 )
 from .redaction import redact, redact_value
-from .scoring import DEFAULT_HALF_LIVES, composite_importance, days_between, estimate_tokens, memory_strength
+from .scoring import DEFAULT_HALF_LIVES, composite_importance, days_between, memory_strength
 from .store import Connection, ScopeStore, StoreError, content_hash, key_of, record
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -359,7 +358,9 @@ class EngramService:
         sess = self._session(session, create=False)
         assert sess is not None
         with sess.lock:
+            evidence = session_learning.collect(self, sess)
             report = self._promote_session(sess)
+            session_learning.store_summary(self, sess, evidence, report)
             pstore = self.project_store(sess.project_root)
             status = "recovered" if reason == "recovered" else "completed"
             if pstore is not None:
@@ -981,44 +982,22 @@ class EngramService:
     @api
     def injection_context(self, project: str | None = None, session: str | None = None,
                           budget: int | None = None) -> InjectionPreview:
-        """The strongest memories of this project and the user scope, labelled by scope, within a token budget."""
+        """What a new session starts with: the memory protocol, recent session summaries, instructions, fixes,
+        then the strongest project and user memories, within a token budget (session_context.py)."""
         settings = load_settings(self._project_root(project)[0]) if project else self.settings
         budget = settings.injection_token_budget if budget is None else budget
         if settings.disabled:
             return InjectionPreview(text="", tokens=0, budget=budget, items=[], disabled=True)
-        now = self.now()
-        groups: list[tuple[str, ScopeStore, float]] = []
         pstore = self.project_store(project) if project else None
-        if pstore is not None:
-            groups.append(("Project", pstore, 0.7))
-        groups.append(("User", self.user, 0.3 if pstore is not None else 1.0))
-        header = "# Engram memory (strongest first; ids work with get_memory/forget_memory)\n"
-        used = estimate_tokens(header)
-        sections: list[str] = []
-        items: list[InjectionItem] = []
-        for label, store, share in groups:
-            allowance = int(budget * share)
-            ranked = sorted(
-                ((memory_strength(lt.importance, lt.half_life_days, lt.access_count, lt.last_accessed_at, now), k, lt)
-                 for k, lt in store.light.items()
-                 if lt.status in ("active", "created", "consolidated") and lt.memory_type != "working"),
-                key=lambda t: (-t[0], t[1]))
-            lines: list[str] = []
-            spent = estimate_tokens(f"## {label}\n")
-            for strength, key, lt in ranked:
-                line = f"- [{lt.memory_type}] {lt.content.strip()[:600]} (id {key})"
-                cost = estimate_tokens(line + "\n")
-                if spent + cost > allowance or used + spent + cost > budget:
-                    continue
-                lines.append(line)
-                spent += cost
-                items.append(InjectionItem(id=key, scope=store.scope, memory_type=MemoryType(lt.memory_type),
-                                           content=lt.content, strength=strength, tokens=cost))
-            if lines:
-                sections.append(f"## {label}\n" + "\n".join(lines))
-                used += spent
-        text = header + "\n".join(sections) if sections else ""
-        return InjectionPreview(text=text, tokens=estimate_tokens(text) if text else 0, budget=budget, items=items)
+        stores = [pstore, self.user] if pstore is not None else [self.user]
+        return session_context.build(self, stores, budget, self.now())
+
+    @api
+    def session_summary(self, session: str, summary: str, project: str | None = None) -> Memory:
+        """The agent's summary of its session, kept in project scope (a second call replaces the first); the
+        automatic summary at session end then leaves it as written (session_learning.py)."""
+        with self._lock:
+            return session_learning.write_agent_summary(self, session, summary, project)
 
     # ── SurrealQL console / engram_execute ───────────────────
     @api

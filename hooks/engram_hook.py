@@ -7,11 +7,23 @@ script reads the event JSON, redacts secrets (``engram_core/redaction.py``, load
 stdlib-only by contract), and hands the event to the daemon over its Unix socket with a tight deadline.
 When the daemon cannot take it in time, the event is appended to a durable spool that the daemon ingests
 when it (re)starts, exactly once. Whatever happens, the script exits 0 and prints no traceback: a memory
-hook must never block or disturb the agent.
+hook must never block or disturb the agent. It runs under the user's ``python3``, which may be as old as 3.8
+(tests/test_hooks.py holds it to that).
+
+What the events mean (docs/claude-code.md): Claude Code reports a failed Bash command as ``PostToolUseFailure``
+(``error``, no ``tool_response``); ``PostToolUse`` is a success whatever its output says (stderr is merged into
+stdout there and no exit code is given). A success is only sent to the daemon while the session has a failure
+on record (a marker file), so that the daemon can turn "failed, then fixed" into one lesson
+(``engram_core/session_learning.py``).
+
+Problems go to ``$ENGRAM_HOME/hooks.log``, one line each: ``YYYY-MM-DDTHH:MM:SS <Event> <reason>: <detail>``
+(local time; ``engram doctor`` shows the last one).
 
 Opt-outs (any one): ``ENGRAM_DISABLED=1``; ``disabled: true`` in ``<project>/.claude/engram.local.md``
 frontmatter; a file ``$ENGRAM_HOME/optout/<session_id>`` (``engram off --session ID``).
 """
+
+from __future__ import annotations
 
 import json
 import os
@@ -28,9 +40,13 @@ PROMPT_TIMEOUT_S = 1.5
 OTHER_TIMEOUT_S = 0.5
 MAX_STDIN = 16 * 1024 * 1024
 START_COOLDOWN_S = 10.0
+_EXIT_LINE = re.compile(r"^\s*exit code[: ]+(-?\d+)\s*$", re.I)
 _ERRORISH = re.compile(r"\b(error|failed|failure|fatal|traceback|exception|not found|denied|no such file|"
-                       r"cannot|could not|refused|segmentation fault|panic)\b", re.I)
-_EXIT_LINE = re.compile(r"^\s*exit code[: ]+(-?\d+)", re.I | re.M)
+                       r"cannot|can't|could not|refused|segmentation fault|panic)\b", re.I)
+_NAMED_ERROR = re.compile(r"\b[A-Z]\w*(?:Error|Exception)\b|\berror(?:\[\w+\])?:|\bfatal:", re.I)
+_PYTEST_PREFIX = re.compile(r"^E\s+")
+# Fields of a tool response the capture reads; the rest (originalFile, structuredPatch…) is never redacted or sent.
+_RESPONSE_FIELDS = ("stdout", "stderr", "type", "filePath", "interrupted")
 
 
 def home() -> str:
@@ -38,14 +54,15 @@ def home() -> str:
     return os.path.expanduser(raw) if raw else os.path.join(os.path.expanduser("~"), ".claude", "engram")
 
 
-def log_problem(message: str) -> None:
-    """Problems go to a log file, never to the agent's screen."""
+def log_problem(event: str, reason: str, detail: str) -> None:
+    """One parseable line in hooks.log, never anything on the agent's screen."""
     try:
         h = home()
         os.makedirs(h, mode=0o700, exist_ok=True)
         fd = os.open(os.path.join(h, "hooks.log"), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
-            os.write(fd, f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {message[:2000]}\n".encode("utf-8", "replace"))
+            line = " ".join(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {event or '-'} {reason}: {detail}".split())
+            os.write(fd, (line[:2000] + "\n").encode("utf-8", "replace"))
         finally:
             os.close(fd)
     except Exception:
@@ -67,11 +84,29 @@ def redact(text: str) -> str | None:
 
             _REDACT = redaction.redact_text
         except Exception as exc:
-            log_problem(f"redaction unavailable ({exc}); tool output withheld")
+            log_problem("-", "redaction-unavailable", f"{exc.__class__.__name__}: {exc}; tool output withheld")
             _REDACT = False
     if _REDACT is False:
         return None
     return _REDACT(text)  # type: ignore[operator]
+
+
+def redact_all(value: object) -> object:
+    """Every string inside, redacted whole, before anything is cut or joined; None if redaction is unavailable."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            r = redact_all(v)
+            if r is None and v is not None:
+                return None
+            out[k] = r
+        return out
+    if isinstance(value, list):
+        items = [redact_all(v) for v in value]
+        return None if any(r is None and v is not None for r, v in zip(items, value)) else items
+    return value
 
 
 # ── project settings, read without the engram_core package ──────────────────
@@ -105,7 +140,7 @@ def frontmatter_flag(root: str, key: str) -> bool | None:
     m = re.match(r"\A---\s*\n(.*?)\n---", text, re.S)
     if not m:
         return None
-    v = re.search(rf"^{re.escape(key)}\s*:\s*(\S+)", m.group(1), re.M)
+    v = re.search(r"^" + re.escape(key) + r"\s*:\s*(\S+)", m.group(1), re.M)
     if not v:
         return None
     return v.group(1).strip("'\"").lower() in ("true", "yes", "on", "1")
@@ -118,11 +153,18 @@ def env_flag(name: str) -> bool | None:
     return raw.strip().lower() in ("1", "true", "yes", "on")
 
 
+def _session_file(folder: str, data: dict) -> str | None:
+    sid = str(data.get("session_id") or "")
+    if not sid or "/" in sid or sid.startswith(".") or len(sid) > 200:
+        return None
+    return os.path.join(home(), folder, sid)
+
+
 def opted_out(data: dict) -> bool:
     if env_flag("ENGRAM_DISABLED"):
         return True
-    sid = str(data.get("session_id") or "")
-    if sid and "/" not in sid and os.path.exists(os.path.join(home(), "optout", sid)):
+    marker = _session_file("optout", data)
+    if marker and os.path.exists(marker):
         return True
     return bool(frontmatter_flag(project_root(str(data.get("cwd") or "")), "disabled"))
 
@@ -157,8 +199,49 @@ def call(method: str, params: dict, timeout: float) -> object:
     return msg.get("result")
 
 
-def start_daemon() -> bool:
-    """Start the daemon detached with the interpreter it recorded (hooks' python3 lacks our packages)."""
+def _recorded_python(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            python = json.load(fh).get("python")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return python if isinstance(python, str) else None
+
+
+def _shebang_python(script: str | None) -> str | None:
+    try:
+        with open(script or "", "rb") as fh:
+            first = fh.readline(512).decode("utf-8", "replace")
+    except OSError:
+        return None
+    return first[2:].strip().split()[0] if first.startswith("#!") and first[2:].strip() else None
+
+
+def daemon_python() -> tuple[str | None, list[str]]:
+    """The interpreter that has Engram's packages (the hooks' python3 usually has not), and where we looked.
+
+    A brand-new ENGRAM_HOME has no launcher.json yet (the daemon writes it when it first runs), so the
+    checkout's own virtualenv, the ``engram`` command on PATH and the default home's record are tried too."""
+    import shutil
+
+    candidates = [
+        ("ENGRAM_PYTHON", os.environ.get("ENGRAM_PYTHON")),
+        ("launcher.json", _recorded_python(os.path.join(home(), "launcher.json"))),
+        ("plugin .venv", os.path.join(ROOT, ".venv", "bin", "python")),
+        ("engram on PATH", _shebang_python(shutil.which("engram"))),
+        ("default home", _recorded_python(os.path.join(os.path.expanduser("~"), ".claude", "engram",
+                                                       "launcher.json"))),
+    ]
+    tried = []
+    for where, python in candidates:
+        if python and os.path.isfile(python) and os.access(python, os.X_OK):
+            return python, tried
+        tried.append(where)
+    return None, tried
+
+
+def start_daemon(event: str) -> bool:
+    """Start the daemon detached with an interpreter that has our packages."""
     h = home()
     marker = os.path.join(h, "starting")
     try:
@@ -166,14 +249,11 @@ def start_daemon() -> bool:
             return False
     except OSError:
         pass
-    python = os.environ.get("ENGRAM_PYTHON")
+    python, tried = daemon_python()
     if not python:
-        try:
-            with open(os.path.join(h, "launcher.json"), encoding="utf-8") as fh:
-                python = json.load(fh).get("python")
-        except (OSError, ValueError):
-            python = None
-    if not python or not os.path.exists(python):
+        log_problem(event, "no-daemon-python",
+                    f"cannot start the daemon: no interpreter with Engram found (looked at {', '.join(tried)}); "
+                    "run `engram serve` once or set ENGRAM_PYTHON")
         return False
     try:
         import subprocess
@@ -184,11 +264,11 @@ def start_daemon() -> bool:
         fd = os.open(os.path.join(h, "engram.log"), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         subprocess.Popen([python, "-m", "engram_core.daemon", "--home", h], stdin=subprocess.DEVNULL, stdout=fd,
                          stderr=fd, start_new_session=True, close_fds=True, cwd=ROOT,
-                         env={**os.environ, "ENGRAM_HOME": h})
+                         env=dict(os.environ, ENGRAM_HOME=h))
         os.close(fd)
         return True
     except Exception as exc:
-        log_problem(f"could not start the daemon: {exc}")
+        log_problem(event, "daemon-start-failed", f"{python}: {exc.__class__.__name__}: {exc}")
         return False
 
 
@@ -221,8 +301,10 @@ def deliver(event: dict, timeout: float) -> str:
         return "sent"
     except (OSError, ValueError, RuntimeError) as exc:
         spool(event)
-        if isinstance(exc, FileNotFoundError | ConnectionRefusedError):
-            start_daemon()
+        if isinstance(exc, (FileNotFoundError, ConnectionRefusedError)):
+            start_daemon(str(event.get("hook") or "-"))
+        elif not isinstance(exc, socket.timeout):
+            log_problem(str(event.get("hook") or "-"), "spooled", f"{exc.__class__.__name__}: {exc}")
         return "spooled"
 
 
@@ -232,8 +314,8 @@ def base_event(data: dict, kind: str, hook: str) -> dict:
             "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
 
 
-# ── building memories from tool events ───────────────────────────────────────
-def _first_line(text: str, n: int = 80) -> str:
+# ── building memories from tool events (inputs already redacted whole) ───────
+def _first_line(text: object, n: int = 80) -> str:
     for line in str(text or "").splitlines():
         if line.strip():
             line = " ".join(line.split())
@@ -289,16 +371,13 @@ def file_change(data: dict) -> dict | None:
         summary = f"{len(edits)} edit(s): {shown}{' …' if len(edits) > 3 else ''}"
     else:
         return None
-    content = redact(f"Modified {rel}: {summary}")
-    if content is None:
-        content = f"Modified {rel}"
-    return {"content": content, "memory_type": "episodic", "scope": "session",
+    return {"content": f"Modified {rel}: {summary}", "memory_type": "episodic", "scope": "session",
             "tags": [_tag(rel), "file-change"], "importance": 0.6 if new else 0.3,
             "metadata": {"tool": tool, "file": rel, "new_file": new, "tool_use_id": data.get("tool_use_id")},
             "source": "hook:PostToolUse"}
 
 
-def _command_name(command: str) -> str:
+def command_name(command: str) -> str:
     for word in command.strip().split():
         if "=" in word.split("/")[0] or word in ("sudo", "env", "time", "nohup", "exec", "command"):
             continue
@@ -306,68 +385,108 @@ def _command_name(command: str) -> str:
     return "shell"
 
 
-def _exit_code(tr: dict) -> int | None:
-    for key in ("exit_code", "exitCode", "returncode", "return_code", "code", "status"):
-        v = tr.get(key)
-        if isinstance(v, int) and not isinstance(v, bool):
-            return v
-    return None
+def _one_line(text: str, n: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def bash_failure(data: dict, failed_event: bool = False) -> dict | None:
+def error_summary(text: str) -> tuple[int | None, str]:
+    """(exit code, the line that says what went wrong) of a failed command's output."""
+    code = None
+    lines = []
+    for ln in text.splitlines():
+        m = _EXIT_LINE.match(ln)
+        if m and code is None:
+            code = int(m.group(1))
+        elif ln.strip():
+            lines.append(ln.strip())
+    # The end of the output carries the error; the start is usually progress noise. A named exception says more
+    # than a tally ("1 error in 0.1s").
+    named = [ln for ln in lines if _NAMED_ERROR.search(ln)]
+    telling = [ln for ln in lines if _ERRORISH.search(ln)]
+    line = (named or telling or lines or [""])[-1]
+    return code, _one_line(_PYTEST_PREFIX.sub("", line), 300)
+
+
+def bash_failure(data: dict) -> dict | None:
+    """A PostToolUseFailure of Bash: the command and what its error said."""
     ti = data.get("tool_input") or {}
-    tr = data.get("tool_response")
     command = str(ti.get("command") or "") if isinstance(ti, dict) else ""
-    if not command:
+    if not command.strip() or data.get("is_interrupt"):
         return None
-    if isinstance(tr, str):
-        tr = {"stdout": tr}
-    if not isinstance(tr, dict):
-        tr = {}
-    stdout, stderr = str(tr.get("stdout") or ""), str(tr.get("stderr") or "")
-    err_text = str(data.get("error") or tr.get("error") or "")
-    code = _exit_code(tr)
-    if code is None:
-        m = _EXIT_LINE.search(err_text or stderr or stdout)
-        code = int(m.group(1)) if m else None
-    failed = (failed_event or bool(err_text) or (code is not None and code != 0)
-              or bool(tr.get("is_error") or tr.get("isError"))
-              or bool(stderr.strip() and _ERRORISH.search(stderr))
-              or "Traceback (most recent call last)" in stdout)
-    if not failed or tr.get("interrupted"):
-        return None
-    detail = err_text or stderr or stdout
-    lines = [ln.rstrip() for ln in detail.splitlines() if ln.strip()]
-    # The end of the output carries the error; the start is usually progress noise.
-    shown = " | ".join(lines[-6:])
-    if len(shown) > 600:
-        shown = "…" + shown[-599:]
-    cmd = " ".join(command.split())
-    cmd = cmd if len(cmd) <= 300 else cmd[:299] + "…"
-    name = _command_name(command)
-    content = redact(f"Command failed: {cmd} → {shown or f'exit code {code}'}")
-    if content is None:
-        return None
-    return {"content": content, "memory_type": "episodic", "scope": "session",
-            "tags": ["error", "debugging", _tag(name.lower())], "importance": 0.5,
-            "metadata": {"tool": "Bash", "exit_code": code, "command_name": name,
+    tr = data.get("tool_response")
+    detail = str(data.get("error") or "")
+    if not detail and isinstance(tr, dict):
+        detail = "\n".join(str(tr.get(k) or "") for k in ("stdout", "stderr"))
+    code, error = error_summary(detail)
+    lines = [ln.rstrip() for ln in detail.splitlines() if ln.strip() and not _EXIT_LINE.match(ln)]
+    joined = " | ".join(lines[-6:])
+    shown = joined if len(joined) <= 600 else "…" + joined[-599:]
+    cmd = _one_line(command, 300)
+    name = command_name(command)
+    return {"content": f"Command failed: {cmd} → {shown or f'exit code {code}'}", "memory_type": "episodic",
+            "scope": "session", "tags": ["error", "debugging", _tag(name.lower())], "importance": 0.5,
+            "metadata": {"tool": "Bash", "exit_code": code, "command_name": name, "command": cmd,
+                         "error": error or (f"exit code {code}" if code is not None else "failed"),
                          "tool_use_id": data.get("tool_use_id")},
-            "source": "hook:PostToolUse"}
+            "source": "hook:PostToolUseFailure"}
+
+
+def _redacted_payload(data: dict) -> dict | None:
+    """The fields a capture reads, every string in them redacted whole (None when redaction is unavailable)."""
+    tr = data.get("tool_response")
+    if isinstance(tr, dict):
+        tr = {k: tr[k] for k in _RESPONSE_FIELDS if k in tr}
+    picked = {"tool_input": data.get("tool_input"), "tool_response": tr, "error": data.get("error")}
+    clean = redact_all(picked)
+    if not isinstance(clean, dict):
+        return None
+    return {**data, **clean}
 
 
 # ── event handlers ───────────────────────────────────────────────────────────
 def on_post_tool_use(data: dict, failed: bool = False) -> None:
+    hook = "PostToolUseFailure" if failed else "PostToolUse"
     tool = data.get("tool_name")
-    if tool in ("Write", "Edit", "MultiEdit") and not failed:
-        memory = file_change(data)
-    elif tool == "Bash":
-        memory = bash_failure(data, failed_event=failed)
-    else:
-        memory = None
+    failures = _session_file("hookstate", data)
+    if tool == "Bash" and not failed and not (failures and os.path.exists(failures)):
+        return  # a success matters only as the fix of an earlier failure
+    if tool not in ("Bash", "Write", "Edit", "MultiEdit") or (failed and tool != "Bash"):
+        return
+    clean = _redacted_payload(data)
+    if clean is None:
+        if tool != "Bash":  # the file name alone, without content
+            ti = data.get("tool_input")
+            path = str(ti.get("file_path") or "") if isinstance(ti, dict) else ""
+            if path:
+                event = base_event(data, "memory", hook)
+                rel = _rel(path, str(data.get("cwd") or ""))
+                event["memory"] = {"content": f"Modified {rel}", "memory_type": "episodic", "scope": "session",
+                                   "tags": [_tag(rel), "file-change"], "importance": 0.3,
+                                   "metadata": {"tool": tool, "file": rel}, "source": "hook:PostToolUse"}
+                deliver(event, POST_TOOL_TIMEOUT_S)
+        return
+    if tool == "Bash" and not failed:
+        ti = clean.get("tool_input") or {}
+        command = str(ti.get("command") or "") if isinstance(ti, dict) else ""
+        if not command.strip():
+            return
+        event = base_event(data, "command_ok", hook)
+        event["command"] = _one_line(command, 300)
+        event["tool_use_id"] = data.get("tool_use_id")
+        deliver(event, POST_TOOL_TIMEOUT_S)
+        return
+    memory = bash_failure(clean) if tool == "Bash" else file_change(clean)
     if memory is None:
         return
-    event = base_event(data, "memory", "PostToolUseFailure" if failed else "PostToolUse")
+    event = base_event(data, "memory", hook)
     event["memory"] = memory
+    if tool == "Bash" and failures:
+        try:
+            os.makedirs(os.path.dirname(failures), mode=0o700, exist_ok=True)
+            os.close(os.open(failures, os.O_WRONLY | os.O_CREAT, 0o600))
+        except OSError as exc:
+            log_problem(hook, "state-not-written", str(exc))
     deliver(event, POST_TOOL_TIMEOUT_S)
 
 
@@ -394,29 +513,38 @@ def on_session_start(data: dict) -> None:
         except (FileNotFoundError, ConnectionRefusedError):
             if not started:
                 started = True
-                if not start_daemon() and not os.path.exists(os.path.join(home(), "starting")):
+                if not start_daemon("SessionStart") and not os.path.exists(os.path.join(home(), "starting")):
                     return
             if time.monotonic() + 0.1 >= deadline:
-                log_problem("SessionStart: the daemon was not up in time; no context injected")
+                log_problem("SessionStart", "daemon-not-ready",
+                            f"the daemon was not up within {SESSION_START_TIMEOUT_S:.0f} s; no context injected "
+                            "(it keeps starting: the next session gets it)")
                 return
             time.sleep(0.1)
         except (OSError, ValueError, RuntimeError) as exc:
-            log_problem(f"SessionStart: {exc}")
+            log_problem("SessionStart", "no-context", f"{exc.__class__.__name__}: {exc}")
             return
 
 
 def on_prompt(data: dict) -> None:
+    prompt = str(data.get("prompt") or "")
+    if not prompt.strip():
+        return
+    clean = redact(prompt)
+    if clean is not None:  # the session's goal and any standing instruction in it (session_learning.py)
+        event = base_event(data, "prompt", "UserPromptSubmit")
+        event["prompt"] = clean
+        deliver(event, POST_TOOL_TIMEOUT_S)
     enabled = env_flag("ENGRAM_PROMPT_RECALL")
     if enabled is None:
         enabled = frontmatter_flag(project_root(str(data.get("cwd") or "")), "prompt_recall")
-    prompt = str(data.get("prompt") or "")
-    if not enabled or not prompt.strip():
-        return  # off by default: no round trip at all
+    if not enabled:
+        return  # prompt recall is off by default: no second round trip
     try:
         result = call("hook_prompt", {"prompt": prompt, "session_id": data.get("session_id"),
                                       "cwd": str(data.get("cwd") or os.getcwd())}, PROMPT_TIMEOUT_S)
     except (OSError, ValueError, RuntimeError) as exc:
-        log_problem(f"UserPromptSubmit: {exc}")
+        log_problem("UserPromptSubmit", "no-recall", f"{exc.__class__.__name__}: {exc}")
         return
     if isinstance(result, dict):
         print_context("UserPromptSubmit", str(result.get("text") or ""))
@@ -429,6 +557,12 @@ def on_lifecycle(data: dict, hook: str) -> None:
     elif hook == "SessionEnd":
         event = base_event(data, "session_end", hook)
         event["reason"] = data.get("reason") or "ended"
+        marker = _session_file("hookstate", data)
+        if marker and os.path.exists(marker):
+            try:  # noqa: SIM105 - no contextlib import on the hot path
+                os.unlink(marker)
+            except OSError:
+                pass
     else:
         event = base_event(data, "stop", hook)
     if not event.get("session_id"):
@@ -436,16 +570,17 @@ def on_lifecycle(data: dict, hook: str) -> None:
     deliver(event, OTHER_TIMEOUT_S)
 
 
-def main(argv: list[str]) -> None:
+def main(argv: list) -> None:
+    name = argv[1] if len(argv) > 1 else ""
     try:
         raw = sys.stdin.buffer.read(MAX_STDIN)
         data = json.loads(raw) if raw.strip() else {}
     except Exception:
-        log_problem("a hook received stdin that is not JSON; ignored")
+        log_problem(name, "bad-input", "stdin is not JSON; ignored")
         return
     if not isinstance(data, dict):
         return
-    name = argv[1] if len(argv) > 1 else str(data.get("hook_event_name") or "")
+    name = name or str(data.get("hook_event_name") or "")
     if name != "SessionEnd" and opted_out(data):
         return  # a session that ends still gets its promotion pass for what it kept before opting out
     if name == "PostToolUse":
@@ -465,7 +600,7 @@ if __name__ == "__main__":
         main(sys.argv)
     except BaseException as exc:  # noqa: BLE001 - a hook must exit 0 whatever happens
         try:  # noqa: SIM105 - no contextlib import on the hot path
-            log_problem(f"{sys.argv[1:]}: {exc.__class__.__name__}: {exc}")
+            log_problem(sys.argv[1] if len(sys.argv) > 1 else "-", "crash", f"{exc.__class__.__name__}: {exc}")
         except BaseException:
             pass
     try:  # noqa: SIM105

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import ast
+import glob
 import json
 import os
+import re
+import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -34,10 +39,12 @@ def write_event(session: str, cwd: Path, rel: str, created: bool) -> dict:
 
 
 def bash_fail(session: str, cwd: Path) -> dict:
-    return {**base(session, cwd, "PostToolUse"), "tool_name": "Bash", "tool_use_id": "toolu_02",
+    """Shaped as Claude Code 2.1 sends a failed Bash command (tests/data/claude_code/003-PostToolUseFailure.json)."""
+    return {**base(session, cwd, "PostToolUseFailure"), "tool_name": "Bash", "tool_use_id": "toolu_02",
             "tool_input": {"command": f"GITHUB_TOKEN={SECRET} pytest tests/test_x.py", "description": "run tests"},
-            "tool_response": {"stdout": "collected 3 items\n", "interrupted": False, "isImage": False,
-                              "stderr": f"E   ModuleNotFoundError: No module named 'requests'\nauth {SECRET} failed"}}
+            "error": f"Exit code 1\ncollected 3 items\nE   ModuleNotFoundError: No module named 'requests'\n"
+                     f"auth {SECRET} failed",
+            "is_interrupt": False, "duration_ms": 80}
 
 
 def session_memories(d: DaemonProc, session: str, project: Path) -> list[dict]:
@@ -64,13 +71,14 @@ def test_post_tool_use_write_edit_and_bash_failure(daemon: DaemonProc, env: dict
                     {**base(sid, proj, "PostToolUse"), "tool_name": "MultiEdit",
                      "tool_input": {"file_path": str(proj / "src/b.py"),
                                     "edits": [{"old_string": "a", "new_string": "b"}]}},
-                    bash_fail(sid, proj),
                     {**base(sid, proj, "PostToolUse"), "tool_name": "Bash",
                      "tool_input": {"command": "ls"}, "tool_response": {"stdout": "a b", "stderr": ""}},
                     {**base(sid, proj, "PostToolUse"), "tool_name": "Read",
                      "tool_input": {"file_path": str(proj / "x")}, "tool_response": {}}):
         r = run_hook("PostToolUse", payload, env)
         assert r.returncode == 0 and r.stdout == b"" and r.stderr == b""
+    r = run_hook("PostToolUseFailure", bash_fail(sid, proj), env)
+    assert r.returncode == 0 and r.stdout == b"" and r.stderr == b""
     mems = {m["content"].split(":")[0]: m for m in session_memories(daemon, sid, proj)}
     assert mems["Modified src/new_mod.py"]["importance"] == 0.6
     assert mems["Modified src/old.py"]["importance"] == 0.3
@@ -195,7 +203,7 @@ def test_daemon_down_spools_redacted_and_drains_exactly_once(tmp_path: Path) -> 
     d = DaemonProc(tmp_path / "home", model=False)
     proj = new_project(tmp_path, "spooled")
     env = {**d.env}
-    r = run_hook("PostToolUse", bash_fail("sess-spool", proj), env)
+    r = run_hook("PostToolUseFailure", bash_fail("sess-spool", proj), env)
     assert r.returncode == 0 and r.stdout == b""
     r = run_hook("PostToolUse", write_event("sess-spool", proj, "src/s.py", True), env)
     files = list((d.home / "spool").glob("*.jsonl"))
@@ -218,3 +226,314 @@ def test_daemon_down_spools_redacted_and_drains_exactly_once(tmp_path: Path) -> 
         c.close()
     finally:
         d.stop()
+
+
+# ── real payloads, captured from Claude Code 2.1.197 (`claude -p`, mock model): tests/data/claude_code/ ────────
+PAYLOADS = Path(__file__).parent / "data" / "claude_code"
+CAPTURED_CWD = "/tmp/capproj5bo0ro92"
+CAPTURED_SESSION = "d7973bf0-846d-4d38-8afb-0987b557d37e"
+
+
+def captured(session: str, project: Path) -> list[tuple[str, dict]]:
+    """The captured session's events in order, moved to this session id and project directory."""
+    out = []
+    for f in sorted(PAYLOADS.glob("*.json")):
+        text = f.read_text().replace(CAPTURED_CWD, str(project)).replace(CAPTURED_SESSION, session)
+        data = json.loads(text)
+        out.append((data["hook_event_name"], data))
+    return out
+
+
+def project_memories(d: DaemonProc, project: Path, **filters: object) -> list[dict]:
+    c = d.client()
+    try:
+        c.call("flush", timeout_s=60)
+        return c.call("list_memories", scope="project", project=str(project), limit=500, **filters)["items"]
+    finally:
+        c.close()
+
+
+def test_a_real_session_learns_a_fix_an_instruction_and_a_summary_that_the_next_session_gets(
+        daemon: DaemonProc, env: dict, tmp_path: Path) -> None:
+    """The captured session: a success whose output says "Traceback", `python3 check.py` failing, check.py written
+    and edited, `python3 check.py` succeeding; its prompt says "From now on always run the tests with -x"."""
+    proj = new_project(tmp_path, "learner")
+    sid = "sess-learn-1"
+    for name, payload in captured(sid, proj):
+        r = run_hook(name, payload, env)
+        assert r.returncode == 0 and r.stderr == b"", (name, r.stderr)
+        if name == "SessionStart":
+            ctx = json.loads(r.stdout)["hookSpecificOutput"]["additionalContext"]
+            assert "mcp__plugin_engram_engram__store_memory" in ctx and "may be stale" in ctx
+        if name == "PostToolUse" and payload["tool_name"] == "Write":
+            # Mid-session: the successful "Traceback" output was not stored as a failure; the real failure was.
+            mems = session_memories(daemon, sid, proj)
+            failures = [m for m in mems if "error" in m["tags"]]
+            assert [m["metadata"]["command"] for m in failures] == ["python3 check.py"]
+            assert "ValueError: boom" not in json.dumps(mems)
+    learned = project_memories(daemon, proj)
+    by_tag = {t: [m for m in learned if t in m["tags"]] for t in ("fix", "user-instruction", "session-summary")}
+    assert len(by_tag["fix"]) == 1, learned
+    fix = by_tag["fix"][0]
+    assert fix["memory_type"] == "procedural" and fix["importance"] == 0.8
+    assert fix["content"].startswith("`python3 check.py` failed with python3: can't open file")
+    assert "fixed by editing check.py" in fix["content"]
+    assert [m["content"] for m in by_tag["user-instruction"]] == [
+        "User instruction: From now on always run the tests with -x."]
+    assert "Fix check.py please" not in json.dumps(by_tag["user-instruction"])  # chatter is not an instruction
+    assert len(by_tag["session-summary"]) == 1
+    summary = by_tag["session-summary"][0]["content"]
+    assert 'goal: "From now on always run the tests with -x. Fix check.py please."' in summary
+    assert "files touched: check.py (new)" in summary and "failures fixed: `python3 check.py`" in summary
+    # Raw per-edit captures stayed session evidence: not promoted under the seeds' rule (0.3-0.6, never accessed).
+    assert not [m for m in learned if "file-change" in m["tags"] or "error" in m["tags"]]
+    c = daemon.client()
+    assert sid not in [s["claude_session_id"] for s in c.call("list_sessions")]
+    c.close()
+
+    # The next session starts with what the first one learned.
+    r = run_hook("SessionStart", {**base("sess-learn-2", proj, "SessionStart"), "source": "startup"}, env)
+    ctx = json.loads(r.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "## Recent sessions" in ctx and "files touched: check.py (new)" in ctx
+    assert "## Instructions from the user" in ctx and "always run the tests with -x" in ctx
+    assert "## Fixes and procedures" in ctx and "fixed by editing check.py" in ctx
+    assert "Modified check.py" not in ctx  # evidence is rolled into the summary, not listed per edit
+    run_hook("SessionEnd", {**base("sess-learn-2", proj, "SessionEnd"), "reason": "other"}, env)
+
+
+def test_a_fix_by_another_command_and_a_repeat_failure_make_one_memory(daemon: DaemonProc, env: dict,
+                                                                        tmp_path: Path) -> None:
+    proj = new_project(tmp_path, "fixer")
+    sid = "sess-fix-2"
+    fail = {**base(sid, proj, "PostToolUseFailure"), "tool_name": "Bash",
+            "tool_input": {"command": "pytest tests/test_api.py"},
+            "error": "Exit code 1\nE   ModuleNotFoundError: No module named 'requests'\n1 error in 0.1s"}
+    ok = {**base(sid, proj, "PostToolUse"), "tool_name": "Bash",
+          "tool_response": {"stdout": "", "stderr": "", "interrupted": False, "isImage": False}}
+    for name, payload in (("PostToolUseFailure", fail), ("PostToolUseFailure", fail),
+                          ("PostToolUse", {**ok, "tool_input": {"command": "ls tests"}}),
+                          ("PostToolUse", {**ok, "tool_input": {"command": "pip install requests"}}),
+                          ("PostToolUse", {**ok, "tool_input": {"command": "pytest tests/test_api.py -x"}}),
+                          ("PostToolUse", {**ok, "tool_input": {"command": "pytest tests/test_api.py"}})):
+        assert run_hook(name, payload, env).returncode == 0
+    fixes = [m for m in project_memories(daemon, proj) if "fix" in m["tags"]]
+    assert len(fixes) == 1, fixes
+    assert fixes[0]["content"] == (
+        "`pytest tests/test_api.py` failed with ModuleNotFoundError: No module named 'requests'; fixed by running "
+        "`ls tests`, `pip install requests`; then `pytest tests/test_api.py -x` succeeded.")
+    assert fixes[0]["metadata"]["fixed_command"] == "pytest tests/test_api.py -x"  # the later re-run added nothing
+    run_hook("SessionEnd", {**base(sid, proj, "SessionEnd"), "reason": "other"}, env)
+
+
+def test_successes_are_not_sent_unless_the_session_has_a_failure(tmp_path: Path) -> None:
+    """No daemon: whatever a hook sends is spooled, so the spool shows exactly what was sent."""
+    home = tmp_path / "home"
+    env = {**os.environ, "ENGRAM_HOME": str(home), "ENGRAM_PYTHON": "/nonexistent"}
+    proj = new_project(tmp_path, "quiet")
+    events = dict(captured("sess-quiet", proj)[2:4])  # the "Traceback" success, then the failure
+    run_hook("PostToolUse", {**events["PostToolUse"]}, env)
+    assert not list((home / "spool").glob("*.jsonl"))
+    run_hook("PostToolUseFailure", events["PostToolUseFailure"], env)
+    run_hook("PostToolUse", events["PostToolUse"], env)
+    sent = [json.loads(f.read_text()) for f in sorted((home / "spool").glob("*.jsonl"))]
+    assert [e["kind"] for e in sent] == ["memory", "command_ok"]
+    assert sent[0]["memory"]["content"].startswith("Command failed: python3 check.py → python3: can't open file")
+
+
+PEM_BODY = [("MIIEowIBAAKCAQEA" + "x" * 48)[:64]] + [("QmFzZTY0" + str(i) * 56)[:64] for i in range(24)]
+PEM = "-----BEGIN RSA PRIVATE KEY-----\n" + "\n".join(PEM_BODY) + "\n-----END RSA PRIVATE KEY-----"
+
+
+def test_secrets_are_redacted_whole_before_anything_is_cut_or_joined(tmp_path: Path) -> None:
+    """A 26-line PEM key in a failure's output: the hook used to keep the last 6 lines joined with " | " and
+    redact after, so the key's body was stored. Every event kind is checked, on the spool (what leaves the hook)."""
+    home = tmp_path / "home"
+    env = {**os.environ, "ENGRAM_HOME": str(home), "ENGRAM_PYTHON": "/nonexistent"}
+    proj = new_project(tmp_path, "pem")
+    sid = "sess-pem"
+    run_hook("PostToolUseFailure", {**base(sid, proj, "PostToolUseFailure"), "tool_name": "Bash",
+                                    "tool_input": {"command": "cat id_rsa && false"},
+                                    "error": f"Exit code 1\n{PEM}\nerror: the key is not accepted"}, env)
+    run_hook("PostToolUse", {**base(sid, proj, "PostToolUse"), "tool_name": "Bash",
+                             "tool_input": {"command": f"cat id_rsa # {SECRET}"},
+                             "tool_response": {"stdout": PEM, "stderr": ""}}, env)
+    run_hook("PostToolUse", {**base(sid, proj, "PostToolUse"), "tool_name": "Edit",
+                             "tool_input": {"file_path": str(proj / "key.pem"), "old_string": PEM,
+                                            "new_string": f"token = \"{SECRET}\""},
+                             "tool_response": {"filePath": str(proj / "key.pem")}}, env)
+    run_hook("UserPromptSubmit", {**base(sid, proj, "UserPromptSubmit"),
+                                  "prompt": f"never paste keys like this again:\n{PEM}\nor {SECRET}"}, env)
+    text = "".join(f.read_text() for f in sorted((home / "spool").glob("*.jsonl")))
+    assert text.count('"kind"') == 4
+    assert "[REDACTED:" in text
+    for line in [*PEM_BODY, SECRET]:
+        assert line not in text
+        assert line[-20:] not in text  # not even a tail of a line
+
+
+def test_session_summary_written_by_the_agent_is_kept_over_the_automatic_one(daemon: DaemonProc, env: dict,
+                                                                            tmp_path: Path) -> None:
+    proj = new_project(tmp_path, "summarised")
+    sid = "sess-agent-summary"
+    run_hook("SessionStart", base(sid, proj, "SessionStart"), env)
+    run_hook("UserPromptSubmit", {**base(sid, proj, "UserPromptSubmit"), "prompt": "add the export command"}, env)
+    run_hook("PostToolUse", write_event(sid, proj, "src/export.py", True), env)
+    c = daemon.client()
+    first = c.call("session_summary", session=sid, summary="Export: draft", project=str(proj))
+    second = c.call("session_summary", session=sid, summary=f"Added `engram export` (src/export.py); "
+                    f"tests still to write. [x] [/] \\ 🚀 {SECRET}", project=str(proj))
+    assert second["id"] == first["id"]  # replaced, not a second summary
+    with pytest.raises(Exception, match="empty"):
+        c.call("session_summary", session=sid, summary="  ", project=str(proj))
+    c.close()
+    run_hook("SessionEnd", {**base(sid, proj, "SessionEnd"), "reason": "exit"}, env)
+    summaries = project_memories(daemon, proj, tag="session-summary")
+    assert len(summaries) == 1
+    s = summaries[0]
+    assert s["content"].startswith("Added `engram export` (src/export.py); tests still to write. [x] [/] \\ 🚀")
+    assert SECRET not in s["content"] and "agent-written" in s["tags"]
+    assert s["metadata"]["auto"]["files"] == ["src/export.py"]  # the automatic facts, beside the agent's text
+
+
+def test_an_empty_session_stores_no_summary(daemon: DaemonProc, env: dict, tmp_path: Path) -> None:
+    proj = new_project(tmp_path, "idle")
+    run_hook("SessionStart", base("sess-idle", proj, "SessionStart"), env)
+    run_hook("SessionEnd", {**base("sess-idle", proj, "SessionEnd"), "reason": "exit"}, env)
+    assert project_memories(daemon, proj) == []
+
+
+# ── the hook script on old interpreters ──────────────────────────────────────
+HOOK_FILES = [HOOK_SCRIPT, HOOK_SCRIPT.parent.parent / "engram_core" / "redaction.py"]
+
+
+def _runtime_pep604_585(tree: ast.AST) -> list[str]:
+    """`X | Y` on types and `list[...]`-style subscripts outside annotations: these run on 3.8/3.9 and fail."""
+    annotations: set[int] = set()
+    for node in ast.walk(tree):
+        for ann in ([node.returns] if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) else []) + (
+                [node.annotation] if isinstance(node, ast.arg | ast.AnnAssign) else []):
+            if ann is not None:
+                annotations.update(id(n) for n in ast.walk(ann))
+    builtins_ = {"list", "dict", "tuple", "set", "frozenset", "type"}
+    bad = []
+    for node in ast.walk(tree):
+        if id(node) in annotations:
+            continue
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id in builtins_:
+            bad.append(f"line {node.lineno}: {node.value.id}[...]")
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr) and any(
+                isinstance(side, ast.Name) and (side.id in builtins_ or side.id[:1].isupper() or side.id in
+                                                ("str", "int", "float", "bool", "bytes", "None"))
+                for side in (node.left, node.right)):
+            bad.append(f"line {node.lineno}: X | Y")
+    return bad
+
+
+@pytest.mark.parametrize("path", HOOK_FILES, ids=lambda p: p.name)
+def test_hook_code_is_python_38_compatible(path: Path) -> None:
+    source = path.read_text()
+    tree = ast.parse(source, feature_version=(3, 8))
+    assert "from __future__ import annotations" in source  # annotations are never evaluated
+    assert _runtime_pep604_585(tree) == []
+    import vermin  # dev dependency: the minimum version from the whole syntax and library use
+
+    _py2, py3 = vermin.detect(source, path=str(path))  # e.g. str.removeprefix or zoneinfo -> (3, 9)
+    assert py3 is not None and py3 <= (3, 8), f"{path.name} needs Python {py3}"
+
+
+def _old_pythons() -> list[str]:
+    found = []
+    for v in ("3.8", "3.9"):
+        found += sorted(glob.glob(f"/root/.pyenv/versions/{v}.*/bin/python3") +
+                        glob.glob(os.path.expanduser(f"~/.pyenv/versions/{v}.*/bin/python3")))[:1]
+        found += [p for p in (f"/usr/bin/python{v}", f"/usr/local/bin/python{v}") if os.path.isfile(p)]
+    return list(dict.fromkeys(found))
+
+
+def test_hook_runs_silently_on_the_oldest_python3_found(tmp_path: Path) -> None:
+    """The real thing where an old interpreter is installed (pyenv on the dev machines); the AST/vermin test
+    above holds everywhere."""
+    pythons = _old_pythons()
+    if not pythons:
+        pytest.skip("no python3.8/3.9 interpreter on this machine (the AST and vermin checks still ran)")
+    proj = new_project(tmp_path, "old")
+    env = {**os.environ, "ENGRAM_HOME": str(tmp_path / "home"), "ENGRAM_PYTHON": "/nonexistent"}
+    for python in pythons:
+        for name, payload in captured("sess-old", proj):
+            r = subprocess.run([python, "-S", str(HOOK_SCRIPT), name], input=json.dumps(payload).encode(),
+                               env=env, capture_output=True, timeout=30)
+            assert r.returncode == 0 and r.stderr == b"", (python, name, r.stderr.decode())
+    kinds = sorted(json.loads(f.read_text())["kind"] for f in (tmp_path / "home" / "spool").glob("*.jsonl"))
+    assert kinds == sorted(["prompt", "memory", "memory", "memory", "command_ok", "stop", "session_end"] * len(pythons))
+    log = (tmp_path / "home" / "hooks.log").read_text()
+    assert "crash" not in log and "redaction-unavailable" not in log
+
+
+# ── a brand-new ENGRAM_HOME ──────────────────────────────────────────────────
+LOG_LINE = re.compile(r"^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}) (\S+) ([a-z-]+): (.+)$")
+
+
+def test_a_new_home_without_launcher_json_still_starts_the_daemon(tmp_path: Path) -> None:
+    """No launcher.json, no ENGRAM_PYTHON: the hook finds an interpreter with Engram through the `engram` command
+    on PATH (its shebang), starts the daemon and injects context."""
+    home = tmp_path / "newhome"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "engram").write_text(f"#!{sys.executable}\nfrom engram_core.cli import main\nmain()\n")
+    (bin_dir / "engram").chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if k != "ENGRAM_PYTHON"}
+    env.update(ENGRAM_HOME=str(home), HOME=str(tmp_path), PATH=f"{bin_dir}:/usr/bin:/bin",
+               ENGRAM_EMBEDDING_PROVIDER="none", ENGRAM_DAEMON_IDLE_TIMEOUT_S="120")
+    proj = new_project(tmp_path, "fresh")
+    d = DaemonProc(home, model=False)
+    try:
+        r = run_hook("SessionStart", {**base("sess-new", proj, "SessionStart"), "source": "startup"}, env)
+        assert r.returncode == 0 and r.stderr == b""
+        assert "Memory protocol" in json.loads(r.stdout)["hookSpecificOutput"]["additionalContext"]
+        assert (home / "launcher.json").exists()  # written by the daemon the hook started
+    finally:
+        d.stop()
+    assert not (home / "hooks.log").exists()
+
+
+def test_no_interpreter_found_is_logged_with_a_reason(tmp_path: Path) -> None:
+    """The hook alone (a plugin copy without a .venv), no engram on PATH, nothing recorded: one parseable line."""
+    plugin = tmp_path / "plugin"
+    (plugin / "hooks").mkdir(parents=True)
+    (plugin / "engram_core").mkdir()
+    shutil.copy(HOOK_SCRIPT, plugin / "hooks")
+    shutil.copy(HOOK_FILES[1], plugin / "engram_core")
+    home = tmp_path / "home"
+    env = {k: v for k, v in os.environ.items() if k != "ENGRAM_PYTHON"}
+    env.update(ENGRAM_HOME=str(home), HOME=str(tmp_path), PATH="/usr/bin:/bin")
+    r = subprocess.run([PYTHON3, "-S", str(plugin / "hooks" / "engram_hook.py"), "SessionStart"],
+                       input=json.dumps(base("sess-none", tmp_path, "SessionStart")).encode(), env=env,
+                       capture_output=True, timeout=30)
+    assert r.returncode == 0 and r.stdout == b"" and r.stderr == b""
+    lines = (home / "hooks.log").read_text().splitlines()
+    assert len(lines) == 1
+    m = LOG_LINE.match(lines[0])
+    assert m and m.group(2) == "SessionStart" and m.group(3) == "no-daemon-python"
+    assert "ENGRAM_PYTHON" in m.group(4)
+
+
+# ── pieces ───────────────────────────────────────────────────────────────────
+def test_instructions_are_told_apart_from_chatter() -> None:
+    from engram_core.session_learning import instructions_in
+
+    prompt = ("Fix the login bug. Always run `ruff` before committing! never push to main; "
+              "From now on, use pathlib.\nplease don't add new dependencies\nDon't worry about the docs. "
+              "Prefer small commits. Should we always do this? We use uv from now on")
+    assert instructions_in(prompt) == ["Always run `ruff` before committing!", "never push to main.",
+                                       "From now on, use pathlib.", "please don't add new dependencies.",
+                                       "Prefer small commits.", "We use uv from now on."]
+    assert instructions_in("Can you look at the failing test") == []
+
+
+def test_the_skill_is_the_injected_protocol() -> None:
+    from engram_core.memory_protocol import PROTOCOL, SKILL_PATH, skill_markdown
+
+    assert SKILL_PATH.read_text(encoding="utf-8") == skill_markdown()  # else: python -m engram_core.memory_protocol --write
+    assert skill_markdown().endswith(PROTOCOL)
+    for tool in ("recall_memories", "store_memory", "session_summary", "forget_memory"):
+        assert f"`mcp__plugin_engram_engram__{tool}`" in PROTOCOL
