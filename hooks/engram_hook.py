@@ -36,6 +36,7 @@ PROTOCOL_VERSION = 1
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 POST_TOOL_TIMEOUT_S = 0.15
 SESSION_START_TIMEOUT_S = 3.0
+COLD_START_TIMEOUT_S = 8.0  # when this hook started the daemon itself (hooks.json gives SessionStart 10 s)
 PROMPT_TIMEOUT_S = 1.5
 OTHER_TIMEOUT_S = 0.5
 MAX_STDIN = 16 * 1024 * 1024
@@ -513,11 +514,13 @@ def on_session_start(data: dict) -> None:
         except (FileNotFoundError, ConnectionRefusedError):
             if not started:
                 started = True
-                if not start_daemon("SessionStart") and not os.path.exists(os.path.join(home(), "starting")):
+                if start_daemon("SessionStart"):
+                    deadline += COLD_START_TIMEOUT_S - SESSION_START_TIMEOUT_S
+                elif not os.path.exists(os.path.join(home(), "starting")):
                     return
             if time.monotonic() + 0.1 >= deadline:
                 log_problem("SessionStart", "daemon-not-ready",
-                            f"the daemon was not up within {SESSION_START_TIMEOUT_S:.0f} s; no context injected "
+                            "the daemon was not up in time; no context injected "
                             "(it keeps starting: the next session gets it)")
                 return
             time.sleep(0.1)

@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -486,14 +487,23 @@ def test_a_new_home_without_launcher_json_still_starts_the_daemon(tmp_path: Path
                ENGRAM_EMBEDDING_PROVIDER="none", ENGRAM_DAEMON_IDLE_TIMEOUT_S="120")
     proj = new_project(tmp_path, "fresh")
     d = DaemonProc(home, model=False)
+    payload = {**base("sess-new", proj, "SessionStart"), "source": "startup"}
     try:
-        r = run_hook("SessionStart", {**base("sess-new", proj, "SessionStart"), "source": "startup"}, env)
+        r = run_hook("SessionStart", payload, env)
         assert r.returncode == 0 and r.stderr == b""
+        if not r.stdout:  # a loaded machine: the daemon was not up within the hook's 8 s, and the hook said so
+            assert "SessionStart daemon-not-ready:" in (home / "hooks.log").read_text()
+            deadline = time.monotonic() + 120
+            while not d.answers():
+                assert time.monotonic() < deadline, "the daemon the hook started never came up"
+                time.sleep(0.1)
+            r = run_hook("SessionStart", payload, env)
         assert "Memory protocol" in json.loads(r.stdout)["hookSpecificOutput"]["additionalContext"]
         assert (home / "launcher.json").exists()  # written by the daemon the hook started
     finally:
         d.stop()
-    assert not (home / "hooks.log").exists()
+    log = (home / "hooks.log").read_text() if (home / "hooks.log").exists() else ""
+    assert "no-daemon-python" not in log and "daemon-start-failed" not in log
 
 
 def test_no_interpreter_found_is_logged_with_a_reason(tmp_path: Path) -> None:
