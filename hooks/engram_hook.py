@@ -225,8 +225,11 @@ def daemon_python() -> tuple[str | None, list[str]]:
     checkout's own virtualenv, the ``engram`` command on PATH and the default home's record are tried too."""
     import shutil
 
+    explicit = os.environ.get("ENGRAM_PYTHON")
+    if explicit:  # the user's choice is final, even when it is wrong (the log says so)
+        ok = os.path.isfile(explicit) and os.access(explicit, os.X_OK)
+        return (explicit if ok else None), ([] if ok else [f"ENGRAM_PYTHON={explicit}"])
     candidates = [
-        ("ENGRAM_PYTHON", os.environ.get("ENGRAM_PYTHON")),
         ("launcher.json", _recorded_python(os.path.join(home(), "launcher.json"))),
         ("plugin .venv", os.path.join(ROOT, ".venv", "bin", "python")),
         ("engram on PATH", _shebang_python(shutil.which("engram"))),

@@ -203,7 +203,7 @@ def test_lifecycle_precompact_and_session_end_promotes(daemon: DaemonProc, env: 
 def test_daemon_down_spools_redacted_and_drains_exactly_once(tmp_path: Path) -> None:
     d = DaemonProc(tmp_path / "home", model=False)
     proj = new_project(tmp_path, "spooled")
-    env = {**d.env}
+    env = {**d.env, "ENGRAM_PYTHON": "/nonexistent"}  # the hooks must not start the daemon behind the test
     r = run_hook("PostToolUseFailure", bash_fail("sess-spool", proj), env)
     assert r.returncode == 0 and r.stdout == b""
     r = run_hook("PostToolUse", write_event("sess-spool", proj, "src/s.py", True), env)
