@@ -88,7 +88,8 @@ def cmd_import(args: argparse.Namespace) -> int:
     with open(path, encoding="utf-8", errors="replace") as fh:
         lines = fh.read().splitlines()
     client = _client(args)
-    totals = {"stored": 0, "merged": 0, "failed": [], "total_lines": 0}
+    totals: dict[str, Any] = {"stored": 0, "merged": 0, "failed": [], "total_lines": 0, "dates": args.dates,
+                              "dry_run": args.dry_run, "next_sweep": {}}
     progress = None
     task = None
     if not args.json and sys.stderr.isatty():
@@ -104,12 +105,14 @@ def cmd_import(args: argparse.Namespace) -> int:
             plain, records = _split_export_records(chunk, start + 1)
             for first, part in plain:
                 report = client.call("import_lines", lines=part, project=_project(args), session=args.session,
-                                     first_line=first)
+                                     first_line=first, dates=args.dates, dry_run=args.dry_run)
+                for k, v in report.get("next_sweep", {}).items():
+                    totals["next_sweep"][k] = totals["next_sweep"].get(k, 0) + v
                 totals["stored"] += report["stored"]
                 totals["merged"] += report["merged"]
                 totals["failed"].extend(report["failed"])
                 totals["total_lines"] += report["total_lines"]
-            for first, part in records:
+            for first, part in records if not args.dry_run else []:
                 report = client.call("restore_memories", records=part, project=_project(args), first_line=first)
                 totals["stored"] += report["restored"]
                 totals["restored"] = totals.get("restored", 0) + report["restored"] + report["replaced"]
@@ -124,11 +127,28 @@ def cmd_import(args: argparse.Namespace) -> int:
     if args.json:
         _emit(totals)
     else:
-        print(f"{totals['stored']} stored, {totals['merged']} merged into existing memories, "
-              f"{len(totals['failed'])} line(s) refused, of {totals['total_lines']}")
+        if args.dry_run:
+            print(f"dry run: nothing stored; {totals['total_lines'] - len(totals['failed'])} line(s) valid, "
+                  f"{len(totals['failed'])} refused")
+        else:
+            print(f"{totals['stored']} stored, {totals['merged']} merged into existing memories, "
+                  f"{len(totals['failed'])} line(s) refused, of {totals['total_lines']}")
+        print(_next_sweep_line(totals["next_sweep"], args.dates))
         for f in totals["failed"]:
             print(f"  line {f['line']}: {f['error']}", file=sys.stderr)
     return EXIT_ERROR if totals["failed"] else EXIT_OK
+
+
+def _next_sweep_line(preview: dict[str, int], dates: str) -> str:
+    how = ("dates kept, decay counted from now" if dates == "keep"
+           else "dates taken as the last use (--dates age)")
+    archived, doomed = preview.get("archived", 0), preview.get("below_forget_threshold", 0)
+    line = f"next sweep ({how}): {archived} of these would be archived"
+    if doomed:
+        line += f", {doomed} of them below the forget threshold (forgotten 7 days later unless recalled)"
+    if preview.get("queued_for_consolidation"):
+        line += f", {preview['queued_for_consolidation']} queued for consolidation"
+    return line
 
 
 def _split_export_records(chunk: list[str], first_line: int) -> tuple[list[tuple[int, list[str]]],
@@ -261,17 +281,51 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def cmd_forget(args: argparse.Namespace) -> int:
     client = _client(args)
+    if args.erase and not args.yes and not sys.stdin.isatty():
+        _die("--erase clears the content for good: confirm with --yes (no terminal to ask on)")
     if not args.yes and sys.stdin.isatty():
         m = client.call("get", memory_id=args.id, project=_project(args))
-        answer = input(f"Forget {m['id']} [{m['scope']}/{m['memory_type']}] {_short(m['content'], 70)!r}? [y/N] ")
+        verb = "ERASE (content cleared for good)" if args.erase else "Forget (archive)"
+        answer = input(f"{verb} {m['id']} [{m['scope']}/{m['memory_type']}] {_short(m['content'], 70)!r}? [y/N] ")
         if answer.strip().lower() not in ("y", "yes"):
             print("kept")
             return EXIT_ERROR
-    m = client.call("forget", memory_id=args.id, project=_project(args))
+    m = client.call("forget", memory_id=args.id, project=_project(args), erase=args.erase, confirm=args.erase)
+    if args.json:
+        _emit(m)
+    elif args.erase:
+        print(f"erased: {m['id']} (its content and embedding are cleared; the record stays for history)")
+    else:
+        print(f"forgotten: {m['id']} is archived (out of recall and injection; "
+              f"`engram restore {m['id']}` brings it back; --erase clears it for good)")
+    return EXIT_OK
+
+
+FEEDBACK_VALUES = {"helpful": 1.0, "partly": 0.5, "not-helpful": 0.0}
+
+
+def cmd_feedback(args: argparse.Namespace) -> int:
+    value = FEEDBACK_VALUES.get(args.verdict)
+    if value is None:
+        try:
+            value = float(args.verdict)
+        except ValueError:
+            _die(f"verdict must be one of {', '.join(FEEDBACK_VALUES)} or a number from 0 to 1")
+    m = _client(args).call("update", memory_id=args.id, patch={"user_feedback": value}, project=_project(args))
     if args.json:
         _emit(m)
     else:
-        print(f"forgotten: {m['id']} (its content and embedding are cleared; the record stays for history)")
+        print(f"{m['id']}: user feedback {m['user_feedback']:.2f} (quality now {m['quality']:.2f})")
+    return EXIT_OK
+
+
+def cmd_restore(args: argparse.Namespace) -> int:
+    m = _client(args).call("set_status", memory_id=args.id, status="active", reason="restored by user",
+                           project=_project(args))
+    if args.json:
+        _emit(m)
+    else:
+        print(f"restored: {m['id']} is active again")
     return EXIT_OK
 
 
@@ -300,14 +354,59 @@ def cmd_compact(args: argparse.Namespace) -> int:
 
 
 def cmd_maintain(args: argparse.Namespace) -> int:
-    report = _client(args).call("maintain", project=_project(args), all_projects=args.all_projects)
+    report = _client(args).call("maintain", project=_project(args), all_projects=args.all_projects,
+                                dry_run=args.dry_run)
     if args.json:
         _emit(report)
+        return EXIT_OK
+    moved = ", ".join(f"{k} {v}" for k, v in report["transitions"].items()) or "no transitions"
+    if report.get("dry_run"):
+        print(f"dry run, nothing changed. The sweep would move: {moved}; "
+              f"{report['queued_for_consolidation']} would be queued for consolidation")
     else:
-        moved = ", ".join(f"{k} {v}" for k, v in report["transitions"].items()) or "no transitions"
         print(f"{moved}; {report['queued_for_consolidation']} queued for consolidation; "
-              f"{report['sessions_recovered']} session(s) recovered; {report['promoted_to_user']} promoted to user; "
-              f"{report['took_ms']:.0f} ms")
+              f"{report['sessions_recovered']} session(s) recovered, {report.get('sessions_abandoned', 0)} "
+              f"abandoned; {report['promoted_to_user']} promoted to user; {report['took_ms']:.0f} ms")
+    for scope, moves in sorted(report.get("by_scope", {}).items()):
+        if moves:
+            print(f"  {scope}: " + ", ".join(f"{k} {v}" for k, v in sorted(moves.items())))
+    if report.get("capped"):
+        print(f"  {report['capped']} archived because a scope was over its cap (max_memories_project / _user)")
+    if report.get("awaiting_forget"):
+        print(f"  {report['awaiting_forget']} archived memories are below 0.01: forgotten after 7 days in the archive "
+              "unless recalled (never in the user scope)")
+    return EXIT_OK
+
+
+def cmd_evolve(args: argparse.Namespace) -> int:
+    client = _client(args)
+    if args.history:
+        rows = client.call("evolution_history", limit=args.limit)
+        if args.json:
+            _emit(rows)
+        elif not rows:
+            print("no evolution change has been applied")
+        for r in rows if not args.json else []:
+            new = (r.get("new_value") or {}).get("v")
+            tag = " (rollback)" if (r.get("new_value") or {}).get("rollback_of") else ""
+            print(f"{r['id']}  {str(r['created_at'])[:19]}  {r['key']}{tag}: {json.dumps(new)}  {r.get('reason', '')}")
+        return EXIT_OK
+    if args.rollback is not None:
+        out = client.call("rollback_evolution", steps=args.rollback)
+        if args.json:
+            _emit(out)
+        for r in out if not args.json else []:
+            print(f"rolled back {r['undid']}: {r['key']} is {json.dumps(r['restored'])} again")
+        return EXIT_OK
+    rep = client.call("evolve_memory_system", dry_run=not args.apply, project=_project(args))
+    if args.json:
+        _emit(rep)
+        return EXIT_OK
+    print(f"{rep['log_entries']} unused retrieval log rows ({rep['judged_entries']} with feedback)")
+    for p in rep["proposals"]:
+        manual = " (a manual setting wins)" if p.get("overridden_by_manual") else ""
+        print(f"  {p['key']}: {json.dumps(p['current'])} -> {json.dumps(p['proposed'])}{manual}\n    {p['reason']}")
+    print(rep["message"] + ("" if args.apply or not rep["proposals"] else "; --apply to apply"))
     return EXIT_OK
 
 
@@ -448,6 +547,11 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("file", help="JSONL: content, memory_type, scope, tags, importance, metadata, created_at; "
                     "or a file written by `engram export` (restored exactly)")
     sp.add_argument("--session", default=None, help="session id, for lines with scope session")
+    sp.add_argument("--dates", choices=("keep", "age"), default="keep",
+                    help="keep: each line keeps its created_at and decays from the import (default); "
+                         "age: treat created_at as the last use, so old lines may be archived by the next sweep")
+    sp.add_argument("--dry-run", action="store_true",
+                    help="store nothing: check every line and say what the next sweep would do to them")
     project_opt(sp)
 
     sp = add("recall", "recall memories across scopes (hybrid BM25 + vectors)", cmd_recall)
@@ -462,9 +566,21 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("id", help="memory id")
     project_opt(sp)
 
-    sp = add("forget", "forget one memory (asks first on a terminal)", cmd_forget)
+    sp = add("forget", "forget one memory: archive it (asks first on a terminal; `engram restore` undoes it)",
+             cmd_forget)
     sp.add_argument("id", help="memory id")
+    sp.add_argument("--erase", action="store_true",
+                    help="clear its content and embedding for good instead of archiving (needs confirmation)")
     sp.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
+    project_opt(sp)
+
+    sp = add("feedback", "say whether a memory helped (its user_feedback signal)", cmd_feedback)
+    sp.add_argument("id", help="memory id")
+    sp.add_argument("verdict", help="helpful, partly, not-helpful, or a number from 0 to 1")
+    project_opt(sp)
+
+    sp = add("restore", "bring an archived (forgotten) memory back to active", cmd_restore)
+    sp.add_argument("id", help="memory id")
     project_opt(sp)
 
     sp = add("stats", "memory counts per scope, type and status", cmd_stats)
@@ -472,6 +588,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = add("maintain", "run the maintenance sweep now (decay, consolidation queue, promotion)", cmd_maintain)
     sp.add_argument("--all-projects", action="store_true", help="every known project, not just this one")
+    sp.add_argument("--dry-run", action="store_true", help="say what the sweep would do and change nothing")
+    project_opt(sp)
+
+    sp = add("evolve", "self-tuning: show the proposals the retrieval log justifies (--apply applies them), "
+             "the history of applied changes, or roll changes back", cmd_evolve)
+    g = sp.add_mutually_exclusive_group()
+    g.add_argument("--apply", action="store_true", help="apply the proposals (bounded; once a day at most)")
+    g.add_argument("--history", action="store_true", help="list applied changes and rollbacks, newest first")
+    g.add_argument("--rollback", type=int, nargs="?", const=1, default=None, metavar="N",
+                   help="undo the newest N applied changes (default 1)")
+    sp.add_argument("--limit", type=int, default=50, help="how many history rows (default 50)")
     project_opt(sp)
 
     sp = add("compact", "rewrite the store files with live data only (forgotten text, dropped sessions and old "

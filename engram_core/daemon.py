@@ -463,6 +463,8 @@ class Daemon:
         with self.lock:
             info = self.service.start_session(project=project, claude_session_id=session_id, source=source)
             preview = self.service.injection_context(project=project, session=info.session_key, budget=budget)
+            # Being injected is a (weaker) use: it slows the decay of what the agent is shown every session.
+            self.service.note_injected([f"{i.scope.value}:{i.id}" for i in preview.items], project=project)
         text = preview.text
         if text and session_id:
             text += f"\n\n(To stop Engram's capture for this session: `engram off --session {session_id}`.)"

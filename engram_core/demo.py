@@ -270,7 +270,7 @@ def build_demo(service: Any, base: Path | str, now: datetime, *, seed: int = 7) 
         if m.memory_type == MemoryType.episodic and age > 10 and roll < 0.5:
             service.set_status(m.id, Status.archived, reason="strength fell below 0.1", project=project)
         elif m.memory_type == MemoryType.episodic and age > 20 and roll < 0.6:
-            service.forget(m.id, project=project, reason="strength fell below 0.01")
+            service.forget(m.id, project=project, reason="strength fell below 0.01", erase=True, confirm=True)
         elif roll < 0.72:
             service.set_status(m.id, Status.active, reason="first retrieval", project=project)
         elif roll < 0.8 and m.memory_type != MemoryType.procedural:

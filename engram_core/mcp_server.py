@@ -185,14 +185,17 @@ def build_server() -> Any:
         memory_type: MemoryTypeArg | None = None,
         pinned: bool | None = None,
         metadata: dict[str, Any] | None = None,
+        user_feedback: Annotated[float | None, Field(ge=0.0, le=1.0, description=(
+            "the user's verdict on this memory: 1.0 helpful, 0.5 partly, 0.0 not helpful"))] = None,
     ) -> dict[str, Any]:
         patch = {k: v for k, v in {"content": content, "tags": tags, "importance": importance,
-                                   "memory_type": memory_type, "pinned": pinned, "metadata": metadata}.items()
+                                   "memory_type": memory_type, "pinned": pinned, "metadata": metadata,
+                                   "user_feedback": user_feedback}.items()
                  if v is not None}
         return _memory(t.call("update", memory_id=memory_id, patch=patch, project=t.project, session=t.session))
 
-    @mcp.tool(description="Forget a memory that is wrong or no longer true: its content and embedding are erased, "
-              "a skeleton stays for history. Give a reason.")
+    @mcp.tool(description="Forget a memory that is wrong or no longer true: it is archived (out of recall and "
+              "SessionStart context, restorable by the user). Give a reason.")
     def forget_memory(memory_id: Annotated[str, Field(min_length=1)],
                       reason: str = "forgotten on request") -> dict[str, Any]:
         m = t.call("forget", memory_id=memory_id, project=t.project, session=t.session, reason=reason)

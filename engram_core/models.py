@@ -99,6 +99,8 @@ class MemoryPatch(BaseModel):
     memory_type: MemoryType | None = None
     pinned: bool | None = None
     metadata: dict[str, Any] | None = None
+    # The user's own verdict (seed 000 §6.1, weight 0.10 of quality): 1.0 helpful, 0.5 partly, 0.0 not helpful.
+    user_feedback: float | None = Field(None, ge=0.0, le=1.0)
 
     @field_validator("content")
     @classmethod
@@ -197,6 +199,11 @@ class ImportReport(BaseModel):
     merged: int
     failed: list[ImportError_]
     total_lines: int
+    dates: Literal["keep", "age"] = "keep"
+    dry_run: bool = False
+    # What the next maintenance sweep would do to these memories (on their own): moves by status, and how many
+    # are under the forget threshold (forgotten once archived for the grace period, unless recalled).
+    next_sweep: dict[str, int] = Field(default_factory=dict)
 
 
 class SessionInfo(BaseModel):
@@ -234,11 +241,17 @@ class Stats(BaseModel):
 
 
 class MaintenanceReport(BaseModel):
-    transitions: dict[str, int]
+    transitions: dict[str, int]  # how many memories moved to each status ("archived": 3, …), all scopes
     queued_for_consolidation: int
     sessions_recovered: int
     promoted_to_user: int
     took_ms: float
+    dry_run: bool = False
+    by_scope: dict[str, dict[str, int]] = Field(default_factory=dict)  # "project:p_…" / "user" → moves
+    capped: int = 0  # archived because the scope was over its cap
+    awaiting_forget: int = 0  # archived and below 0.01: forgotten once their grace period is over
+    half_lives_updated: int = 0  # memories whose half-life followed the current (evolved or set) value
+    sessions_abandoned: int = 0  # registered as active, but their session store is gone
 
 
 class CompactedStore(BaseModel):

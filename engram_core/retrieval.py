@@ -61,6 +61,7 @@ class Candidate:
     strength: float
     final: float
     also_in: list[str] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)  # its own tags and those of the duplicates folded into it
 
     @property
     def scope(self) -> str:
@@ -154,11 +155,28 @@ def _find(stores: Sequence[ScopeStore], key: str, where: dict[str, ScopeStore]) 
     return False
 
 
+SCOPE_RANK = {"session": 1, "project": 2, "user": 3}
+LOWER_WINS_AT = 2.0  # seed 002 §6c: a lower scope's copy wins only when at least twice as strong
+
+
+def keeps_first(a: Candidate, b: Candidate) -> bool:
+    """Seed 002 §6c fn::dedup_winner: the same memory in two scopes keeps the higher scope's copy unless the
+    lower one is at least twice as strong; within one scope, the stronger."""
+    ra, rb = SCOPE_RANK[a.scope], SCOPE_RANK[b.scope]
+    if ra == rb:
+        return a.strength >= b.strength
+    if ra > rb:
+        return not b.strength >= a.strength * LOWER_WINS_AT
+    return a.strength >= b.strength * LOWER_WINS_AT
+
+
 def dedup(cands: Iterable[Candidate], limit: int) -> list[Candidate]:
-    """Same memory in two scopes (one promoted from the other, or cosine > 0.9): keep the stronger."""
+    """Same memory in two scopes (one promoted from the other, or cosine > 0.9): keep one (`keeps_first`),
+    note where the others were and merge their tags into it."""
     kept: list[Candidate] = []
     kept_vecs: list[np.ndarray | None] = []
     for cand in cands:
+        cand.tags = list(cand.light.tags)
         vec = cand.store.index.embedding(cand.key)
         dup_of = None
         for i, other in enumerate(kept):
@@ -177,11 +195,14 @@ def dedup(cands: Iterable[Candidate], limit: int) -> list[Candidate]:
                 break
             continue
         other = kept[dup_of]
-        if cand.strength > other.strength:
+        tags = list(dict.fromkeys([*other.tags, *cand.tags]))
+        if not keeps_first(other, cand):
             cand.also_in = [*other.also_in, f"{other.scope}:{other.key}"]
             cand.final = max(cand.final, other.final)
             kept[dup_of], kept_vecs[dup_of] = cand, vec
+            cand.tags = tags
         else:
             other.also_in.append(f"{cand.scope}:{cand.key}")
+            other.tags = tags
     kept.sort(key=lambda c: (-c.final, c.key))
     return kept[:limit]

@@ -27,7 +27,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import Field, ValidationError, validate_call
 
-from . import ranking, retrieval, session_context, session_learning
+from . import lifecycle, ranking, retrieval, session_context, session_learning
 from .bookkeeping import Bookkeeper
 from .clock import Clock
 from .config import (
@@ -368,6 +368,8 @@ class EngramService:
                          "memories_promoted = $n WHERE session_key = $k",
                          {"st": status, "r": reason, "n": len(report.promoted) + len(report.merged), "k": sess.key})
             report.dropped = len(sess.store.light)
+            # The evolution schedule (seed 001 §9) counts sessions that ended, once each, here.
+            lifecycle.count_session_end(pstore if pstore is not None else self.user)
             sess.store.drop_database()
             with self._lock:
                 self._sessions.pop(sess.key, None)
@@ -445,7 +447,8 @@ class EngramService:
             {"g": group, "n": max(1, ranking.DEFAULT_FUSION.context_prev)})
         return [r["content"] for r in reversed(rows or [])]
 
-    def _prepare(self, mem: MemoryIn, store: ScopeStore, sess: _Session | None) -> tuple[dict[str, Any], list[str]]:
+    def _prepare(self, mem: MemoryIn, store: ScopeStore, sess: _Session | None,
+                 age_dates: bool = False) -> tuple[dict[str, Any], list[str]]:
         content, found = redact(mem.content)
         metadata = redact_value(mem.metadata)
         kinds = [r.kind for r in found]
@@ -462,14 +465,16 @@ class EngramService:
             "tags": mem.tags,
             "importance": mem.importance,
             "confidence": mem.confidence,
-            "half_life_days": float(self.half_lives()[mem.memory_type.value]),
+            "half_life_days": lifecycle.half_life_for(store.scope.value, mem.memory_type.value, self.half_lives()),
             "metadata": metadata,
             "source": mem.source,
             "session_id": sess.key if sess else None,
             "episode_id": episode,
             "created_at": created,
             "updated_at": now,
-            "last_accessed_at": max(created, now) if mem.created_at is None else created,
+            # An imported memory keeps its creation date; its decay counts from now unless `age_dates` (then
+            # it is as old as it says, and the next sweep may archive it at once).
+            "last_accessed_at": created if age_dates and mem.created_at is not None else max(created, now),
             "status": "created",
             "status_reason": "stored",
         }
@@ -487,14 +492,15 @@ class EngramService:
             pending[group] = [*(prev or []), fields["content"]][-max(1, ranking.DEFAULT_FUSION.context_prev):]
         return text
 
-    def _write_batch(self, items: list[MemoryIn], project: str | None, session: str | None) -> list[StoreResult]:
+    def _write_batch(self, items: list[MemoryIn], project: str | None, session: str | None,
+                     age_dates: bool = False) -> list[StoreResult]:
         """Validate, redact, embed in one batch, then write each (or merge an exact duplicate)."""
         prepared = []
         pending: dict[str, list[str]] = {}
         for mem in items:
             store = self._target_store(mem.scope, project, session)
             sess = self._session(session, project) if mem.scope == Scope.session else None
-            fields, kinds = self._prepare(mem, store, sess)
+            fields, kinds = self._prepare(mem, store, sess, age_dates)
             search_text = self._search_text(store, fields, pending)
             prepared.append((mem, store, fields, kinds, search_text))
         vecs, why = try_embed(self.embedder, [p[4] for p in prepared])
@@ -546,8 +552,13 @@ class EngramService:
 
     @api
     def import_lines(self, lines: list[str], project: str | None = None, session: str | None = None,
-                     first_line: int = 1) -> ImportReport:
-        """JSONL import: each good line is stored; a bad line is reported with its number and nothing of it stored."""
+                     first_line: int = 1, dates: Literal["keep", "age"] = "keep",
+                     dry_run: bool = False) -> ImportReport:
+        """JSONL import: each good line is stored; a bad line is reported with its number and nothing of it stored.
+
+        ``dates``: "keep" (default) keeps each line's created_at and counts its decay from the import, so old
+        history is not forgotten wholesale; "age" treats it as last used when it was created. The report says
+        what the next sweep would do to these memories; ``dry_run`` stores nothing and reports only that."""
         good: list[MemoryIn] = []
         failed: list[ImportError_] = []
         for n, line in enumerate(lines, start=first_line):
@@ -560,16 +571,45 @@ class EngramService:
                 good.append(MemoryIn(**data))
             except (json.JSONDecodeError, ValueError, ValidationError, TypeError) as exc:
                 failed.append(ImportError_(line=n, error=_short_error(exc)))
-        stored = merged = 0
+        report = ImportReport(stored=0, merged=0, failed=failed, total_lines=sum(1 for x in lines if x.strip()),
+                              dates=dates, dry_run=dry_run, next_sweep=self._import_preview(good, dates == "age"))
+        if dry_run:
+            return report
         for chunk_start in range(0, len(good), 64):
             try:
-                results = self.store_many(good[chunk_start:chunk_start + 64], project, session)
+                with self._lock:
+                    results = self._write_batch(good[chunk_start:chunk_start + 64], project, session,
+                                                age_dates=dates == "age")
             except EngramError as exc:
                 raise EngramError(f"import stopped: {exc}") from exc
-            stored += sum(r.action == "created" for r in results)
-            merged += sum(r.action == "merged" for r in results)
-        return ImportReport(stored=stored, merged=merged, failed=failed,
-                            total_lines=sum(1 for x in lines if x.strip()))
+            report.stored += sum(r.action == "created" for r in results)
+            report.merged += sum(r.action == "merged" for r in results)
+        return report
+
+    def _import_preview(self, memories: list[MemoryIn], age_dates: bool) -> dict[str, int]:
+        """What the next sweep would do to these memories, judged on their own dates and scores."""
+        now = self.now()
+        hl = self.half_lives()
+        out: dict[str, int] = {}
+        for scope in ("project", "user"):
+            rows = []
+            for i, m in enumerate(memories):
+                if m.scope.value != scope:
+                    continue
+                created = m.created_at or now
+                if created.tzinfo is None:
+                    created = created.replace(tzinfo=UTC)
+                rows.append(lifecycle.Row(
+                    key=str(i), memory_type=m.memory_type.value, status="created", pinned=False,
+                    importance=m.importance, access_count=0, half_life_days=lifecycle.half_life_for(
+                        scope, m.memory_type.value, hl), created_at=created,
+                    last_accessed_at=created if age_dates and m.created_at is not None else max(created, now)))
+            plan = lifecycle.plan_sweep(rows, scope, now, hl)
+            for status, n in plan.counts().items():
+                out[status] = out.get(status, 0) + n
+            out["below_forget_threshold"] = out.get("below_forget_threshold", 0) + plan.below_forget
+            out["queued_for_consolidation"] = out.get("queued_for_consolidation", 0) + len(plan.decay_queue)
+        return {k: v for k, v in out.items() if v}
 
     # ── reading ──────────────────────────────────────────────
     def _to_memory(self, row: dict[str, Any], store: ScopeStore) -> Memory:
@@ -644,14 +684,17 @@ class EngramService:
         rows: dict[str, dict[str, Any]] = {}
         for c_store, keys in by_store.values():
             if strengthen:  # counted in the mirror now, written once the answer is out
-                c_store.strengthen(keys)
+                c_store.strengthen(keys, when=self.now())
             rows.update(c_store.get_many(keys, settled=False))
         hits = []
         for c in winners:
             row = rows.get(c.key)
             if row is None:
                 continue
-            hits.append(RecallHit(memory=self._to_memory(row, c.store), also_in=c.also_in, scores=RecallScores(
+            memory = self._to_memory(row, c.store)
+            if c.also_in:  # seed 002 §6c: the copy kept carries the tags of the copies folded into it
+                memory.tags = list(dict.fromkeys([*memory.tags, *c.tags]))
+            hits.append(RecallHit(memory=memory, also_in=c.also_in, scores=RecallScores(
                 bm25=c.bm25, bm25_rank=c.bm25_rank, vector=c.vector, vector_rank=c.vector_rank, fused=c.fused,
                 scope_weight=c.scope_weight, strength=c.strength, final=c.final)))
         took = (time.perf_counter() - t0) * 1000
@@ -667,7 +710,7 @@ class EngramService:
                 "memory_ids": [h.memory.id for h in hits], "scopes": [h.memory.scope.value for h in hits],
                 "types": [h.memory.memory_type.value for h in hits], "took_ms": took,
                 "session_id": self._session(session, project).key if session else None,  # type: ignore[union-attr]
-                "query_type": profile, "created_at": datetime.now(UTC)})
+                "query_type": profile, "created_at": self.now()})
         result = RecallResult(query=query, strategy=strategy, degraded=degraded, scope_weights=weights, hits=hits,
                               took_ms=took, log_id=log_id)
         for hook in self.after_recall:
@@ -746,7 +789,8 @@ class EngramService:
         store, key = self.locate(memory_id, project, session)
         changes = patch.model_dump(exclude_none=True)
         if not changes:
-            raise EngramError("nothing to change: give content, tags, importance, confidence, type, pinned or metadata")
+            raise EngramError("nothing to change: give content, tags, importance, confidence, type, pinned, "
+                              "metadata or user_feedback")
         if "content" in changes:
             content, found = redact(changes["content"])
             changes["content"] = content
@@ -758,7 +802,8 @@ class EngramService:
         if "memory_type" in changes:
             if changes["memory_type"] == "working" and store.scope != Scope.session:
                 raise EngramError("working memories are session-only")
-            changes["half_life_days"] = float(self.half_lives()[changes["memory_type"]])
+            changes["half_life_days"] = lifecycle.half_life_for(store.scope.value, changes["memory_type"],
+                                                                self.half_lives())
         if "metadata" in changes:
             current = store.get(key) or {}
             changes["metadata"] = {**current.get("metadata", {}), **redact_value(changes["metadata"])}
@@ -770,9 +815,10 @@ class EngramService:
     @api
     def set_status(self, memory_id: str, status: Status, reason: str = "set by user",
                    project: str | None = None, session: str | None = None) -> Memory:
-        """Move a memory to a lifecycle state (archive, restore to active…). Forgetting uses `forget`."""
+        """Move a memory to a lifecycle state (archive, restore to active…). Erasing (forgotten) is `forget` with
+        erase and confirm, never a status change by the way."""
         if status == Status.forgotten:
-            return self.forget(memory_id, project=project, session=session, reason=reason)
+            raise EngramError("forgotten erases content and embedding: use forget with erase=true and confirm=true")
         store, key = self.locate(memory_id, project, session)
         row = store.set_status(key, status.value, reason)
         if row is None:
@@ -781,12 +827,20 @@ class EngramService:
 
     @api
     def forget(self, memory_id: str, project: str | None = None, session: str | None = None,
-               reason: str = "forgotten on request") -> Memory:
-        """Forget: the skeleton stays for history; content, search text, hash, embedding, tags, source and
-        metadata are cleared (seed 000 §4; docs/security.md says what the engine's files keep)."""
+               reason: str = "forgotten on request", erase: bool = False, confirm: bool = False) -> Memory:
+        """Forget = archive (seed 002 `/forget`: a soft delete). The memory leaves recall and injection but keeps
+        its content, so `set_status … active` brings it back. ``erase`` (with ``confirm``) is the separate, final
+        act: the skeleton stays for history; content, search text, hash, embedding, tags, source and metadata are
+        cleared (seed 000 §4 `forgotten`; docs/security.md says what the engine's files keep)."""
         store, key = self.locate(memory_id, project, session)
-        row = store.forget_memory(key, reason)
-        store.conn.erased = True  # the old bytes stay in the engine's files until the next compaction
+        if erase and not confirm:
+            raise EngramError("erasing clears this memory's content and embedding for good: "
+                              "confirm it (confirm=true, or --yes on the command line)")
+        if erase:
+            row = store.forget_memory(key, reason)
+            store.conn.erased = True  # the old bytes stay in the engine's files until the next compaction
+        else:
+            row = store.set_status(key, Status.archived.value, f"{reason} (archived; restorable)")
         if row is None:
             raise NotFound(f"no memory with id {key!r}")
         return self._to_memory(row, store)
@@ -823,6 +877,8 @@ class EngramService:
                                           "confidence", "access_count", "relevance_score", "half_life_days",
                                           "source", "episode_id", "metadata", "created_at", "last_accessed_at")
                       if row.get(k) is not None}
+            fields["half_life_days"] = lifecycle.half_life_for(target.scope.value, row["memory_type"],
+                                                               self.half_lives())
             fields.update(scope=target.scope.value, promoted_from=source_ref,
                           promotion_chain=[*row.get("promotion_chain", []), source_ref],
                           status="active", status_reason=f"promoted from {source.scope.value}",
@@ -945,8 +1001,11 @@ class EngramService:
 
     # ── maintenance ──────────────────────────────────────────
     @api
-    def maintain(self, project: str | None = None, all_projects: bool = False) -> MaintenanceReport:
-        """The maintenance sweep: decay transitions, consolidation queueing, stale sessions, promotion to user."""
+    def maintain(self, project: str | None = None, all_projects: bool = False,
+                 dry_run: bool = False) -> MaintenanceReport:
+        """The maintenance sweep (lifecycle.py has the rules per scope): decay transitions, the consolidation
+        queue, caps, half-lives following their current value, stale and abandoned sessions, promotion to user.
+        ``dry_run`` reports what the sweep would do and changes nothing."""
         t0 = time.perf_counter()
         if project:
             self.project_store(project)
@@ -954,18 +1013,54 @@ class EngramService:
             for p in self.list_projects():
                 if Path(p.project_path).exists():
                     self.project_store(p.project_path)
-        transitions: dict[str, int] = {}
-        queued = 0
-        stores = [*(s for _, s in self._projects.values()), self.user]
-        for store in stores:
-            queued += store.sweep()
-            for k, v in getattr(store, "last_sweep_delta", {}).items():
-                transitions[k] = transitions.get(k, 0) + v
-        recovered = self.recover_stale_sessions()
-        to_user = sum(self._promote_project_to_user(s) for _, s in list(self._projects.values()))
-        return MaintenanceReport(transitions={k: v for k, v in transitions.items() if v},
-                                 queued_for_consolidation=queued, sessions_recovered=recovered,
-                                 promoted_to_user=to_user, took_ms=(time.perf_counter() - t0) * 1000)
+        report = MaintenanceReport(transitions={}, queued_for_consolidation=0, sessions_recovered=0,
+                                   promoted_to_user=0, took_ms=0.0, dry_run=dry_run)
+        for store in [*(s for _, s in self._projects.values()), self.user]:
+            plan = self._plan_sweep(store)
+            label = "user" if store.scope == Scope.user else f"project:{store.database}"
+            report.by_scope[label] = plan.counts()
+            for status, n in plan.counts().items():
+                report.transitions[status] = report.transitions.get(status, 0) + n
+            report.capped += plan.capped
+            report.awaiting_forget += plan.below_forget
+            report.half_lives_updated += len(plan.half_lives)
+            if dry_run:
+                report.queued_for_consolidation += len(plan.decay_queue)
+            else:
+                report.queued_for_consolidation += store.apply_sweep(self.now(), plan.moves, plan.half_lives,
+                                                                     plan.decay_queue)
+        if not dry_run:
+            report.sessions_recovered = self.recover_stale_sessions()
+            report.sessions_abandoned = self._mark_abandoned_sessions()
+            report.promoted_to_user = sum(self._promote_project_to_user(s) for _, s in list(self._projects.values()))
+        report.took_ms = (time.perf_counter() - t0) * 1000
+        return report
+
+    def _plan_sweep(self, store: ScopeStore) -> lifecycle.Plan:
+        cap = (self.settings.max_memories_user if store.scope == Scope.user
+               else self.settings.max_memories_project if store.scope == Scope.project else None)
+        rows = [lifecycle.Row(key=key_of(r["id"]), memory_type=r["memory_type"], status=r["status"],
+                              pinned=bool(r.get("pinned")), importance=float(r["importance"]),
+                              access_count=int(r.get("access_count") or 0), half_life_days=float(r["half_life_days"]),
+                              created_at=r["created_at"], last_accessed_at=r["last_accessed_at"],
+                              status_changed_at=r.get("status_changed_at"))
+                for r in store.lifecycle_rows()]
+        return lifecycle.plan_sweep(rows, store.scope.value, self.now(), self.half_lives(), cap=cap,
+                                    queued=store.pending_queue_keys())
+
+    def _mark_abandoned_sessions(self) -> int:
+        """Seed 002 §3c: a session registered as active whose session store is gone (the process died before
+        its promotion pass and the store was lost) is marked abandoned; nothing of it can be promoted."""
+        live = set(self._sessions) | set(self._session_dbs_on_disk())
+        n = 0
+        for _root, pstore in list(self._projects.values()):
+            keys = pstore.q1("SELECT VALUE session_key FROM session_registry WHERE status = 'active'") or []
+            lost = [k for k in keys if k not in live]
+            if lost:
+                pstore.q("UPDATE session_registry SET status = 'abandoned', ended_at = $t, "
+                         "end_reason = 'session store lost' WHERE session_key IN $k", {"t": self.now(), "k": lost})
+                n += len(lost)
+        return n
 
     @api
     def stats(self, project: str | None = None, session: str | None = None) -> Stats:
@@ -998,6 +1093,27 @@ class EngramService:
         automatic summary at session end then leaves it as written (session_learning.py)."""
         with self._lock:
             return session_learning.write_agent_summary(self, session, summary, project)
+
+    @api
+    def note_injected(self, ids: list[str], project: str | None = None) -> int:
+        """SessionStart injected these memories ("scope:key" or bare ids, as InjectionPreview.items give them):
+        a weaker use than a recall (lifecycle.INJECTION_WEIGHT). Returns how many were found."""
+        now = self.now()
+        per_store: dict[int, tuple[ScopeStore, dict[str, datetime]]] = {}
+        candidates = [s for s in (self.project_store(project) if project else None, self.user) if s is not None]
+        for raw in ids:
+            scope, _, key = raw.rpartition(":")
+            for store in candidates:
+                if scope and scope != store.scope.value:
+                    continue
+                light = store.light.get(key)
+                if light is not None:
+                    per_store.setdefault(id(store), (store, {}))[1][key] = lifecycle.injected_last_use(
+                        light.last_accessed_at, now)
+                    break
+        for store, last_use in per_store.values():
+            store.note_injected(last_use, now)
+        return sum(len(v) for _, v in per_store.values())
 
     # ── SurrealQL console / engram_execute ───────────────────
     @api
@@ -1177,20 +1293,29 @@ class EngramService:
     # ── feedback ─────────────────────────────────────────────
     @api
     def mark_retrieval_useful(self, query: str, was_useful: bool, reason: str | None = None,
-                              project: str | None = None) -> FeedbackResult:
-        """Marks the latest retrieval_log row for this query; useful results gain relevance and outcome impact."""
-        store = self.project_store(project) or self.user
-        # ORDER BY needs its field in the selection (SurrealDB 3 refuses the query otherwise).
-        rows = store.q1("SELECT id, memory_ids, created_at FROM retrieval_log WHERE query = $q "
-                        "ORDER BY created_at DESC LIMIT 1",
-                        {"q": query})
-        if not rows:
+                              project: str | None = None, log_id: str | None = None) -> FeedbackResult:
+        """Marks the latest retrieval_log row for this query (or the row ``log_id``, as recall returns it) in
+        whichever scope logged it (the project's store, or the user's for a recall outside a project);
+        useful results gain relevance and outcome impact."""
+        found: tuple[ScopeStore, dict[str, Any]] | None = None
+        for store in [s for s in (self.project_store(project) if project else None, self.user) if s is not None]:
+            if log_id:
+                rows = store.q1("SELECT id, memory_ids, created_at FROM $id",
+                                {"id": record(key_of(log_id), "retrieval_log")})
+            else:
+                # ORDER BY needs its field in the selection (SurrealDB 3 refuses the query otherwise).
+                rows = store.q1("SELECT id, memory_ids, created_at FROM retrieval_log WHERE query = $q "
+                                "ORDER BY created_at DESC LIMIT 1", {"q": query})
+            if rows and (found is None or rows[0]["created_at"] > found[1]["created_at"]):
+                found = (store, rows[0])
+        if found is None:
+            what = f"retrieval {log_id!r}" if log_id else f"retrieval of {query!r}"
             return FeedbackResult(log_id=None, updated=False,
-                                  message=f"no retrieval of {query!r} is logged in this project; recall it first")
-        log_id = rows[0]["id"]
-        store.q("UPDATE $id SET was_useful = $u, feedback_reason = $r", {"id": log_id, "u": was_useful, "r": reason})
+                                  message=f"no {what} is logged in this project or the user scope; recall it first")
+        store, row = found
+        store.q("UPDATE $id SET was_useful = $u, feedback_reason = $r", {"id": row["id"], "u": was_useful, "r": reason})
         delta = 0.1 if was_useful else -0.05
-        for mid in rows[0].get("memory_ids", []):
+        for mid in row.get("memory_ids", []):
             try:
                 s, key = self.locate(mid, project)
             except NotFound:
@@ -1198,8 +1323,9 @@ class EngramService:
             s.q("UPDATE $id SET relevance_score = math::clamp(relevance_score + $d, 0.0, 1.0), "
                 "outcome_impact = math::clamp(outcome_impact + $d, 0.0, 1.0)",
                 {"id": record(key), "d": delta})
-        return FeedbackResult(log_id=key_of(log_id), updated=True,
-                              message=f"marked {'useful' if was_useful else 'not useful'}")
+        return FeedbackResult(log_id=key_of(row["id"]), updated=True,
+                              message=f"marked {'useful' if was_useful else 'not useful'} "
+                                      f"(logged in {store.scope.value} scope)")
 
 
 def _memory_filter(base: str, memory_type: MemoryType | None, status: Status | None, tag: str | None,

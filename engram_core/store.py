@@ -569,7 +569,7 @@ class ScopeStore:
         return self.update_memory(key, {"status": status, "status_reason": reason,
                                         "status_changed_at": datetime.now(UTC), **extra})
 
-    def strengthen(self, keys: list[str]) -> None:
+    def strengthen(self, keys: list[str], when: datetime | None = None) -> None:
         """Seed 000 §6.3: each retrieval counts an access and nudges relevance up (events may revive).
 
         The mirror counts the access at once. The database write (~15-40 ms for ten rows: each UPDATE
@@ -577,7 +577,7 @@ class ScopeStore:
         (first retrieval, revival) reach the mirror when it is applied."""
         if not keys:
             return
-        when = datetime.now(UTC)
+        when = when or datetime.now(UTC)
         with self._mirror_lock:
             for key in keys:
                 light = self.light.get(key)
@@ -687,37 +687,77 @@ class ScopeStore:
         s = {r["status"]: r["n"] for r in by_status or []}
         return sum(s.values()), t, s
 
-    def sweep(self) -> int:
-        """Run queries/sweep.surql; returns how many memories were newly queued for consolidation.
-
-        The mirror takes only the status changes (one compact string), not a rebuild: at 50k memories a rebuild
-        held every client for tens of seconds."""
-        before = dict(self.status_counts())
-        started = self.q1("RETURN time::now()")
-        result = self.q(query_file("sweep.surql"))
-        changed = self.q1("RETURN array::join((SELECT VALUE record::id(id) + ' ' + status FROM memory "
-                          "WHERE status_changed_at >= $t), '\\n')", {"t": started}) or ""
-        unknown = []
+    def lifecycle_rows(self) -> list[dict[str, Any]]:
+        """What the sweep plans from (lifecycle.Row fields) for every memory not yet forgotten: the mirror's
+        fields (pending recall accesses included), plus when each archived memory was archived."""
+        archived = self.q1("RETURN array::join((SELECT VALUE record::id(id) + ' ' + <string> status_changed_at "
+                           "FROM memory WHERE status = 'archived'), '\n')") or ""
+        since = {}
+        for line in archived.split("\n"):
+            key, _, when = line.partition(" ")
+            if key:
+                since[key] = datetime.fromisoformat(when.replace("Z", "+00:00"))
         with self._mirror_lock:
-            for line in changed.split("\n"):
-                key, _, status = line.partition(" ")
-                if not key:
-                    continue
+            return [{"id": key, "memory_type": lt.memory_type, "status": lt.status, "pinned": lt.pinned,
+                     "importance": lt.importance, "access_count": lt.access_count, "half_life_days": lt.half_life_days,
+                     "created_at": lt.created_at, "last_accessed_at": lt.last_accessed_at,
+                     "status_changed_at": since.get(key)} for key, lt in self.light.items()]
+
+    def pending_queue_keys(self) -> set[str]:
+        rows = self.q1("SELECT VALUE memory_id FROM consolidation_queue WHERE status = 'pending' "
+                       "AND memory_id != NONE")
+        return {key_of(r) for r in rows or []}
+
+    def apply_sweep(self, now: datetime, moves: Mapping[str, tuple[str, str]], half_lives: Mapping[str, float],
+                    decay: list[tuple[str, float]]) -> int:
+        """Apply a planned sweep (queries/sweep.surql); returns how many memories were newly queued.
+
+        The mirror takes the changes in place, not a rebuild: at 50k memories a rebuild held every client for tens
+        of seconds. The sweep's UPDATEs return nothing (they would return every changed row, embeddings included)."""
+        groups: dict[tuple[str, str], list[RecordID]] = {}
+        for key, (status, reason) in moves.items():
+            groups.setdefault((status, reason), []).append(record(key))
+        by_value: dict[float, list[RecordID]] = {}
+        for key, value in half_lives.items():
+            by_value.setdefault(value, []).append(record(key))
+        if not (groups or by_value or decay):
+            return 0
+        result = self.q(query_file("sweep.surql"), {
+            "now": now,
+            "moves": [{"ids": ids, "status": st, "reason": why} for (st, why), ids in groups.items()],
+            "half_lives": [{"ids": ids, "value": v} for v, ids in by_value.items()],
+            "decay": [{"id": record(k), "priority": p} for k, p in decay],
+            "forgotten": [record(k) for k, (st, _why) in moves.items() if st == "forgotten"]})
+        if any(st == "forgotten" for st, _why in moves.values()):
+            self.conn.erased = True  # the old text stays in the engine's files until the next compaction
+        with self._mirror_lock:
+            for key, value in half_lives.items():
+                if key in self.light:
+                    self.light[key].half_life_days = value
+            for key, (status, _why) in moves.items():
                 if status in ("forgotten", "superseded"):
                     self._forget_key(key)
                 elif key in self.light:
                     self.light[key].status = status
-                else:
-                    unknown.append(key)
-        self.refresh(unknown)
-        after = self.status_counts()
-        self.last_sweep_delta = {k: after.get(k, 0) - before.get(k, 0) for k in set(before) | set(after)}
         return int(result[-1] or 0)
 
     def status_counts(self) -> dict[str, int]:
         return self.count_by()[2]
 
     # ── logs and registries ──────────────────────────────────
+    def note_injected(self, last_use: Mapping[str, datetime], now: datetime) -> None:
+        """SessionStart injected these memories: their last use moves (lifecycle.injected_last_use), no access is
+        counted. The mirror takes it at once; the database write is queued like recall's bookkeeping."""
+        with self._mirror_lock:
+            for key, at in last_use.items():
+                light = self.light.get(key)
+                if light is not None:
+                    light.last_accessed_at = at
+        self.defer("FOR $u IN $items { UPDATE $u.id SET last_accessed_at = $u.at, "
+                   "metadata.injections = (metadata.injections ?? 0) + 1, metadata.last_injected_at = $now "
+                   "RETURN NONE; }",
+                   {"items": [{"id": record(k), "at": at} for k, at in last_use.items()], "now": now})
+
     def log_retrieval(self, fields: Mapping[str, Any]) -> str:
         """Queue a retrieval_log row (see `defer`); its id is known at once."""
         key = ulid()

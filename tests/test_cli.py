@@ -51,7 +51,13 @@ def test_store_recall_show_forget_stats_maintain(daemon: DaemonProc, tmp_path: P
     maint = ok_json(engram(daemon, "maintain", "--json", cwd=proj))
     assert "took_ms" in maint
     forgotten = ok_json(engram(daemon, "forget", mid, "--json", cwd=proj))  # stdin is not a TTY: no prompt
-    assert forgotten["status"] == "forgotten"
+    assert forgotten["status"] == "archived" and forgotten["content"] == "builds run with make -j4"
+    restored = ok_json(engram(daemon, "restore", mid, "--json", cwd=proj))
+    assert restored["status"] == "active"
+    refused = engram(daemon, "forget", mid, "--erase", cwd=proj)  # no terminal, no --yes: nothing erased
+    assert refused.returncode != 0 and "--yes" in refused.stderr
+    erased = ok_json(engram(daemon, "forget", mid, "--erase", "--yes", "--json", cwd=proj))
+    assert erased["status"] == "forgotten" and erased["content"] == "[forgotten]"
     status = ok_json(engram(daemon, "status", "--json"))
     assert status["running"] and status["protocol"] == 1
 

@@ -39,7 +39,7 @@ def test_forget_erases_every_copy_of_the_text(light_daemon: DaemonProc, tmp_path
                                   "source": f"note {MARK}", "metadata": {"k": MARK}}, project=str(proj))["memory"]["id"]
     keep = c.call("store", memory={"content": "gradle builds need the daemon flag"}, project=str(proj))["memory"]["id"]
     assert files_holding(proj / ".claude" / "engram", MARK)  # the engine wrote it (the premise of the test)
-    p = engram(light_daemon, "forget", mid, "--yes", "--project", str(proj))
+    p = engram(light_daemon, "forget", mid, "--erase", "--yes", "--project", str(proj))
     assert p.returncode == 0, p.stderr
     exported = engram(light_daemon, "export", "--scope", "project", "--project", str(proj))
     assert exported.returncode == 0 and keep in exported.stdout
@@ -88,7 +88,7 @@ def test_only_stores_that_erased_or_grew_are_due_for_compaction(tmp_path: Path, 
     try:
         mid = svc.store(MemoryIn(content=f"temporary {MARK} text"), project=str(a)).memory.id
         svc.store(MemoryIn(content="other project text"), project=str(b))
-        svc.forget(mid, project=str(a))
+        svc.forget(mid, project=str(a), erase=True, confirm=True)
         due = svc.compact(only_due=True)
         assert [s.path for s in due.stores] == [str(a / ".claude" / "engram" / "project.db")]
         assert files_holding(a / ".claude" / "engram", MARK) == []

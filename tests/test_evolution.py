@@ -89,8 +89,8 @@ def test_apply_is_bounded_per_cycle_and_history_is_append_only(env: tuple[Engram
         svc.user.q("UPDATE evolution_history SET reason = 'rewritten'")
     with pytest.raises(Exception, match="append-only"):
         svc.user.q("DELETE evolution_history")
-    evolution.evolve_memory_system(svc, dry_run=False, project=p)
-    assert len(evolution.evolution_history(svc)) > len(hist)
+    again = evolution.evolve_memory_system(svc, dry_run=False, project=p)  # the same rows never count twice
+    assert again.applied == [] and again.log_entries == 0 and len(evolution.evolution_history(svc)) == len(hist)
 
 
 def test_manual_settings_win(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -107,20 +107,27 @@ def test_manual_settings_win(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
         svc.close()
 
 
-def test_schedule_every_5_and_20_sessions(env: tuple[EngramService, str]) -> None:
+def test_schedule_counts_ended_sessions_not_passes(env: tuple[EngramService, str]) -> None:
     svc, p = env
     levels = []
-    for _ in range(20):
+    for i in range(20):
+        s = svc.start_session(project=p, claude_session_id=f"c{i}").session_key
+        svc.end_session(s)
         levels.append(consolidation.reflect_and_consolidate(svc, project=p).levels)
-    assert levels[0] == ["light"]
+        # More passes (Stop hooks, the agent, MCP) without another session ending: light only.
+        extra = consolidation.reflect_and_consolidate(svc, project=p)
+        assert extra.levels == ["light"] and extra.session_count == i + 1
+    assert levels[0] == ["light"] and levels[3] == ["light"]
     assert levels[4] == ["light", "full"] and levels[9] == ["light", "full"]
     assert levels[19] == ["light", "full", "reflection"]
     assert sum("full" in x for x in levels) == 4 and sum("reflection" in x for x in levels) == 1
     dry = consolidation.reflect_and_consolidate(svc, project=p, dry_run=True)
-    assert dry.session_count == 20, "a dry run does not count a session"
+    assert dry.session_count == 20 and dry.levels == ["light"]
     store = svc.project_store(p)
     assert store is not None
-    assert len(store.q1("SELECT id FROM reflection_log")) == 20
+    assert len(store.q1("SELECT id FROM reflection_log")) == 40
+    assert evolution.budget_for(["light"]) == 30 and evolution.budget_for(["light", "full"]) == 120
+    assert evolution.budget_for(["light", "full", "reflection"]) == 300
 
 
 def test_reflection_writes_meta_memories(env: tuple[EngramService, str]) -> None:

@@ -17,7 +17,8 @@ def test_export_then_restore_into_a_fresh_home_is_identical(service: EngramServi
     service.store(MemoryIn(content="Working on the flaky upload test", scope="session", memory_type="working"),
                   session=sess)
     service.recall("bazel build", project=p)  # access counts, status history, relevance move
-    service.forget(service.store(MemoryIn(content="obsolete note"), project=p).memory.id, project=p)
+    service.forget(service.store(MemoryIn(content="obsolete note"), project=p).memory.id, project=p, erase=True,
+                   confirm=True)
     exported = service.export_memories(project=p)
     assert {r.scope.value for r in exported} == {"session", "project", "user"}
     assert all(r.embedding and len(r.embedding) == 384 for r in exported if r.status.value != "forgotten")

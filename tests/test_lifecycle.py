@@ -30,7 +30,8 @@ def test_sweep_moves_memories_through_the_lifecycle(service: EngramService, proj
     _age(service, p, ids["young"], 0.1)  # 2.4 h old: created → active
     _age(service, p, ids["weak"], 4)  # 0.6 × 0.5^4 ≈ 0.04 < 0.1, never used → archived
     _age(service, p, ids["used"], 2, access_count=3, status="active")  # < 0.3, used → consolidation queue
-    _age(service, p, ids["gone"], 40, status="archived")  # < 0.01 → forgotten
+    _age(service, p, ids["gone"], 40, status="archived",  # < 0.01 and archived for over 7 days → forgotten
+         status_changed_at=datetime.now(UTC) - timedelta(days=8))
     _age(service, p, ids["pinned"], 10, pinned=True)
     report = service.maintain(project=p)
     status = {n: service.get(i, project=p).status for n, i in ids.items()}
@@ -54,7 +55,7 @@ def test_sweep_updates_the_mirror_in_place(service: EngramService, project_dir: 
                          project=p).memory.id for i in range(4)]
     _age(service, p, ids[0], 0.1)
     _age(service, p, ids[1], 4)
-    _age(service, p, ids[2], 40, status="archived")
+    _age(service, p, ids[2], 40, status="archived", status_changed_at=datetime.now(UTC) - timedelta(days=8))
     store = service.project_store(p)
     assert store is not None
     monkeypatch.setattr(store, "reload_mirror", lambda: pytest.fail("the sweep rebuilt the mirror"))

@@ -113,7 +113,13 @@ def test_update_forget_and_unknown_ids(service: EngramService, project_dir: Path
     assert "ruff" in service.recall("formatter", project=p).hits[0].memory.content
     with pytest.raises(EngramError):
         service.update(m.id, MemoryPatch(), project=p)
-    gone = service.forget(m.id, project=p)
+    archived = service.forget(m.id, project=p)  # forget archives: out of recall, content kept
+    assert archived.status == Status.archived and archived.content.startswith("Use ruff")
+    assert not service.recall("formatter", project=p).hits
+    with pytest.raises(EngramError, match="confirm"):
+        service.forget(m.id, project=p, erase=True)  # erasing needs a confirmation
+    assert service.get(m.id, project=p).content.startswith("Use ruff")
+    gone = service.forget(m.id, project=p, erase=True, confirm=True)
     assert gone.status == Status.forgotten and gone.content == "[forgotten]"
     assert service.run_query("SELECT VALUE embedding FROM memory", project=p).statements[0].rows == [None]
     assert not service.recall("formatter", project=p).hits
@@ -172,7 +178,7 @@ def test_list_memories_mirror_path_matches_the_database(service: EngramService, 
     p = str(project_dir)
     made = service.store_many([mem(f"entry {i} about {'alpha' if i % 3 else 'beta'}", importance=(i % 7) / 7,
                                    tags=[f"t{i % 2}"]) for i in range(15)], project=p)
-    service.forget(made[4].memory.id, project=p)
+    service.forget(made[4].memory.id, project=p, erase=True, confirm=True)
     service.set_status(made[5].memory.id, Status.archived, project=p)
     for kwargs in [dict(order="importance"), dict(order="content", descending=False), dict(text="beta"),
                    dict(tag="t1", order="memory_strength"), dict(status=Status.archived), dict(limit=4, offset=3)]:

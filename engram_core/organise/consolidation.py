@@ -381,17 +381,18 @@ def auto_approve(service: EngramService, store: ScopeStore, *, deadline: float) 
 
 @api
 def reflect_and_consolidate(service: EngramService, project: str | None = None, dry_run: bool = False,
-                            budget_s: float = 30.0,
+                            budget_s: float | None = None,
                             level: Literal["auto", "light", "full", "reflection"] = "auto") -> ReflectionReport:
-    """The session-end pass (seed 001 §9). `auto` follows the session counter: light every session, full
-    consolidation + graph pruning every 5 sessions, strategy adaptation + self-reflection every 20.
-    `dry_run` reports what would be queued and changes nothing (not even the counter)."""
+    """The session-end pass (seed 001 §9). `auto` follows the count of sessions that ended (end_session counts
+    them): light every time, full consolidation + graph pruning once per 5 ended sessions, strategy analysis +
+    self-reflection once per 20. The budget follows the heaviest level (30 s / 2 min / 5 min) unless given.
+    `dry_run` reports what would be queued and changes nothing (not even which levels ran)."""
     from . import evolution
 
     t0 = time.perf_counter()
-    deadline = time.monotonic() + max(0.5, budget_s)
     store = primary_store(service, project)
-    count, levels = evolution.tick_session(service, store, dry_run=dry_run, level=level)
+    count, levels = evolution.due_levels(service, store, dry_run=dry_run, level=level)
+    deadline = time.monotonic() + max(0.5, budget_s if budget_s is not None else evolution.budget_for(levels))
     rep = ReflectionReport(dry_run=dry_run, session_count=count, levels=levels)
     if not dry_run:
         rep.entities_backfilled = graph.backfill(service, store)
@@ -411,7 +412,7 @@ def reflect_and_consolidate(service: EngramService, project: str | None = None, 
         rep.pending_review = len(rows)
     if "reflection" in levels:
         rep.evolution = evolution.evolve_memory_system(service, dry_run=dry_run, project=project)
-        rep.insights = evolution.reflect(service, store, dry_run=dry_run)
+        rep.insights = evolution.reflect(service, store, dry_run=dry_run, evolution=rep.evolution)
     rep.contradictions_open = contradictions.open_count(service, project)
     rep.budget_exhausted = time.monotonic() > deadline
     rep.took_ms = (time.perf_counter() - t0) * 1000

@@ -1,56 +1,77 @@
 """Self-tuning (seed 004 Phase 5, seed 001 §6-9): the memory system reads its own retrieval log and
 feedback, proposes bounded parameter changes, and keeps an append-only history.
 
-Safety rails: no proposal under 50 log entries; scope weights move at most ±0.2 and half-lives at most
-×0.5-2.0 per cycle; dry_run changes nothing; settings written by a person (engram.local.md / ENGRAM_*)
-always win over evolved values; `evolution_history` refuses updates and deletes in the engine itself.
+Rails that hold over time, not just per cycle:
+- no proposal under 50 log entries; a cycle that applies consumes the log rows it read (a watermark in
+  `evolution_state`), so the same evidence never moves a parameter twice. Feedback given later to a row
+  older than the watermark no longer counts;
+- a cooldown of one day between applied cycles;
+- per cycle scope weights move at most ±0.2 and half-lives ×0.5-2.0; over all cycles each scope weight stays
+  within ±50 % of its default and each half-life within ×0.5-×2 of its default (the floors and ceilings);
+- evolved half-lives apply to existing memories too: the maintenance sweep moves every memory's half-life to
+  the current value for its type and scope (and an applied cycle or a rollback does so at once for open stores);
+- `dry_run` changes nothing; settings written by a person (engram.local.md / ENGRAM_*) always win;
+  `evolution_history` refuses updates and deletes in the engine itself; `rollback_evolution` undoes the
+  newest applied changes (and is itself recorded).
+Retrieval strategy weights per query type (seed 001 §6.3) are not evolved: nothing in recall would read them,
+so Engram reports per-strategy usefulness and changes no strategy weight.
 
-Schedule (seed 001 §9), keyed on a per-store session counter: every session end a light pass, every 5
-sessions full consolidation and graph pruning, every 20 strategy adaptation and self-reflection.
+Schedule (seed 001 §9), keyed on the number of sessions that ended in the project (end_session counts them):
+light work after every session end (30 s budget), full consolidation and graph pruning once every 5 ended
+sessions (2 min), strategy analysis and self-reflection once every 20 (5 min). Calling the pass again without
+another session ending runs the light level only.
 """
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from .. import retrieval
+from .. import lifecycle, retrieval
 from ..scoring import DEFAULT_HALF_LIVES
+from ..service import EngramError
 from ..store import ScopeStore, key_of, plain
 from .base import EngramService, api, locate, primary_store
 from .models import EvolutionReport, ParamProposal, RetrievalLogEntry, UsageStat
 
 MIN_LOG_ENTRIES = 50
-MIN_JUDGED = 5  # per scope/type/strategy before it may move anything
+MIN_JUDGED = 5  # per scope/type before it may move anything
 SCOPE_STEP = 0.2
-HALF_LIFE_BOUNDS = (0.5, 2.0)
-STRATEGY_RATE = 0.1  # seed 001 §6.3 learning rate
+HALF_LIFE_BOUNDS = (0.5, 2.0)  # per cycle
+SCOPE_WEIGHT_RANGE = (0.5, 1.5)  # × the default, over all cycles
+HALF_LIFE_RANGE = (0.5, 2.0)  # × the default, over all cycles
+COOLDOWN = timedelta(days=1)
+WATERMARK = "evolution_log_watermark"
 FULL_EVERY = 5
 REFLECT_EVERY = 20
-SESSION_COUNTER = "session_counter"
+LEVELS_DONE = "schedule_levels_done"  # the session count at which full / reflection last ran
+BUDGETS_S = {"light": 30.0, "full": 120.0, "reflection": 300.0}
+SESSION_COUNTER = lifecycle.SESSION_COUNTER
 
 
 # ── schedule ─────────────────────────────────────────────────
 def session_count(store: ScopeStore) -> int:
-    v = store.q1("SELECT VALUE value FROM evolution_state WHERE key = $k", {"k": SESSION_COUNTER})
-    return int(v[0].get("v", 0)) if v and isinstance(v[0], dict) else 0
+    return lifecycle.sessions_ended(store)
 
 
-def tick_session(service: EngramService, store: ScopeStore, *, dry_run: bool = False,
-                 level: Literal["auto", "light", "full", "reflection"] = "auto") -> tuple[int, list[str]]:
-    """Count one more session end; returns (count, levels to run)."""
-    n = session_count(store) + (0 if dry_run else 1)
-    if not dry_run:
-        store.q("UPSERT evolution_state SET key = $k, value = {v: $n}, updated_at = time::now() WHERE key = $k",
-                {"k": SESSION_COUNTER, "n": n})
-        if session_count(store) != n:
-            store.q("CREATE evolution_state SET key = $k, value = {v: $n}", {"k": SESSION_COUNTER, "n": n})
+def due_levels(service: EngramService, store: ScopeStore, *, dry_run: bool = False,
+               level: Literal["auto", "light", "full", "reflection"] = "auto") -> tuple[int, list[str]]:
+    """(sessions ended, levels to run now). `auto`: full once each time the count passes a multiple of 5 since
+    it last ran, reflection likewise for 20; recorded unless dry_run."""
+    n = session_count(store)
+    done = lifecycle.state_value(store, LEVELS_DONE, None) or {"full": 0, "reflection": 0}
     levels = ["light"]
-    if level == "full" or level == "reflection" or (level == "auto" and n > 0 and n % FULL_EVERY == 0):
+    if level in ("full", "reflection") or (level == "auto" and n // FULL_EVERY > done.get("full", 0) // FULL_EVERY):
         levels.append("full")
-    if level == "reflection" or (level == "auto" and n > 0 and n % REFLECT_EVERY == 0):
+    if level == "reflection" or (level == "auto" and n // REFLECT_EVERY > done.get("reflection", 0) // REFLECT_EVERY):
         levels.append("reflection")
+    if not dry_run and len(levels) > 1:
+        lifecycle.set_state_value(store, LEVELS_DONE, {**done, **{lv: n for lv in levels[1:]}})
     return n, levels
+
+
+def budget_for(levels: list[str]) -> float:
+    return max(BUDGETS_S[lv] for lv in levels)
 
 
 # ── analysis ─────────────────────────────────────────────────
@@ -73,20 +94,39 @@ def evolved_half_lives(service: EngramService) -> dict[str, float]:
     return {**DEFAULT_HALF_LIVES, **service.param("decay_half_lives", DEFAULT_HALF_LIVES)}
 
 
-def _strategy_rows(store: ScopeStore) -> dict[str, dict[str, float]]:
-    rows = store.q1("SELECT * FROM strategy_weights") or []
-    return {r["query_type"]: {"vector": r["vector_weight"], "keyword": r["keyword_weight"],
-                              "graph": r["graph_weight"]} for r in rows}
+def _clamp(value: float, default: float, span: tuple[float, float]) -> float:
+    return min(default * span[1], max(default * span[0], value))
+
+
+def _last_applied_at(service: EngramService) -> datetime | None:
+    rows = service.user.q1("SELECT created_at FROM evolution_history ORDER BY created_at DESC LIMIT 1")
+    return plain(rows[0]["created_at"]) if rows else None
+
+
+def sync_half_lives(service: EngramService) -> int:
+    """Move every open store's memories to the current half-life of their type and scope; returns how many."""
+    n = 0
+    for store in [*(s for _, s in service._projects.values()), service.user]:
+        plan = service._plan_sweep(store)
+        if plan.half_lives:
+            store.apply_sweep(service.now(), {}, plan.half_lives, [])
+            n += len(plan.half_lives)
+    return n
 
 
 @api
 def evolve_memory_system(service: EngramService, dry_run: bool = True, lookback_days: int = 30,
                          project: str | None = None) -> EvolutionReport:
-    """Per-strategy, per-scope and per-type usefulness from the retrieval log and its feedback, and the
-    bounded parameter changes they justify. Applied only when dry_run is false and there is enough data."""
+    """Per-strategy, per-scope and per-type usefulness from the retrieval log rows not used by an earlier
+    cycle, and the bounded parameter changes they justify. Applied only when dry_run is false, there is
+    enough data and the cooldown since the last applied change is over."""
     store = primary_store(service, project)
-    since = service.now() - timedelta(days=max(1, lookback_days))
-    logs = plain(store.q1("SELECT strategy, query_type, scopes, types, was_useful FROM retrieval_log "
+    now = service.now()
+    since = now - timedelta(days=max(1, lookback_days))
+    mark = lifecycle.state_value(store, WATERMARK, None)
+    if mark:
+        since = max(since, datetime.fromisoformat(mark))
+    logs = plain(store.q1("SELECT strategy, query_type, scopes, types, was_useful, created_at FROM retrieval_log "
                           "WHERE created_at > $s", {"s": since})) or []
     judged = [r for r in logs if r.get("was_useful") is not None]
     rep = EvolutionReport(log_entries=len(logs), judged_entries=len(judged), min_entries=MIN_LOG_ENTRIES,
@@ -94,20 +134,17 @@ def evolve_memory_system(service: EngramService, dry_run: bool = True, lookback_
     by_strategy: dict[str, list[int]] = {}
     by_scope: dict[str, list[int]] = {}
     by_type: dict[str, list[int]] = {}
-    by_qtype: dict[str, dict[str, list[int]]] = {}
     for r in judged:
         u = bool(r["was_useful"])
         _bump(by_strategy, r.get("strategy") or "hybrid", u)
-        _bump(by_qtype.setdefault(r.get("query_type") or "general", {}), r.get("strategy") or "hybrid", u)
         for s in set(r.get("scopes") or []):
             _bump(by_scope, s, u)
         for t in set(r.get("types") or []):
             _bump(by_type, t, u)
     rep.strategy_stats, rep.scope_stats, rep.type_stats = _stats(by_strategy), _stats(by_scope), _stats(by_type)
-    rep.strategy_weights = _strategy_rows(store)
     if not rep.enough_data:
-        rep.message = f"{len(logs)} retrieval log entries in {lookback_days} days; {MIN_LOG_ENTRIES} needed " \
-                      "before proposing any change"
+        rep.message = f"{len(logs)} retrieval log entries not yet used in {lookback_days} days; " \
+                      f"{MIN_LOG_ENTRIES} needed before proposing any change"
         return rep
     overall = sum(v[1] for v in by_strategy.values()) / max(1, sum(v[0] for v in by_strategy.values()))
 
@@ -119,8 +156,9 @@ def evolve_memory_system(service: EngramService, dry_run: bool = True, lookback_
         if s.judged < MIN_JUDGED or s.key not in cur_w:
             continue
         delta = max(-SCOPE_STEP, min(SCOPE_STEP, (s.rate - overall) * 0.5))
-        if abs(delta) >= 0.01:
-            new_w[s.key] = round(max(0.1, cur_w[s.key] + delta), 4)
+        target = round(_clamp(cur_w[s.key] + delta, retrieval.EVOLVED_DEFAULT[s.key], SCOPE_WEIGHT_RANGE), 4)
+        if abs(target - cur_w[s.key]) >= 0.01:
+            new_w[s.key] = target
             why.append(f"{s.key} useful {s.rate:.0%} vs {overall:.0%} overall")
     if new_w != cur_w:
         rep.proposals.append(ParamProposal(key="scope_weights", current=cur_w, proposed=new_w, reason="; ".join(why),
@@ -135,66 +173,76 @@ def evolve_memory_system(service: EngramService, dry_run: bool = True, lookback_
             continue
         # Useful types should fade slower, useless ones faster; one cycle moves at most ×0.5-2.0.
         factor = max(HALF_LIFE_BOUNDS[0], min(HALF_LIFE_BOUNDS[1], 1.0 + (t.rate - overall)))
-        if abs(factor - 1.0) >= 0.05:
-            new_h[t.key] = round(cur_h[t.key] * factor, 6)
-            why.append(f"{t.key} ×{factor:.2f} (useful {t.rate:.0%} vs {overall:.0%})")
+        target = round(_clamp(cur_h[t.key] * factor, DEFAULT_HALF_LIVES[t.key], HALF_LIFE_RANGE), 6)
+        if abs(target / cur_h[t.key] - 1.0) >= 0.05:
+            new_h[t.key] = target
+            why.append(f"{t.key} ×{target / cur_h[t.key]:.2f} (useful {t.rate:.0%} vs {overall:.0%})")
     if new_h != cur_h:
         rep.proposals.append(ParamProposal(key="decay_half_lives", current=cur_h, proposed=new_h,
                                            reason="; ".join(why),
                                            overridden_by_manual=bool(set(manual_hl) & {k for k in new_h
                                                                                         if new_h[k] != cur_h[k]})))
-
-    for qt, strat in by_qtype.items():
-        cur = rep.strategy_weights.get(qt, {"vector": 0.4, "keyword": 0.3, "graph": 0.3})
-        new = dict(cur)
-        for name, field in (("hybrid", "vector"), ("bm25", "keyword")):
-            c = strat.get(name)
-            if c and c[0] >= MIN_JUDGED:
-                new[field] = max(0.05, cur[field] + STRATEGY_RATE * (c[1] / c[0] - 0.5))
-        total = sum(new.values())
-        new = {k: round(v / total, 4) for k, v in new.items()}
-        if new != cur:
-            rep.proposals.append(ParamProposal(key=f"strategy_weights.{qt}", current=cur, proposed=new,
-                                               reason=f"feedback on {sum(c[0] for c in strat.values())} "
-                                                      f"'{qt}' recalls"))
     if dry_run:
         rep.message = f"{len(rep.proposals)} proposal(s); dry run, nothing applied"
+        return rep
+    last = _last_applied_at(service)
+    if last is not None and now - last < COOLDOWN:
+        rep.message = (f"{len(rep.proposals)} proposal(s) not applied: the last change was at {last:%Y-%m-%d %H:%M} "
+                       f"UTC, the cooldown ends at {last + COOLDOWN:%Y-%m-%d %H:%M} UTC; the log rows stay unused")
         return rep
     for p in rep.proposals:
         if p.overridden_by_manual:
             continue
-        if p.key == "scope_weights":
-            service.set_param("scope_weights", p.proposed)
-        elif p.key == "decay_half_lives":
-            # A type a person set by hand keeps its value in the settings; the evolved value waits behind it.
-            service.set_param("decay_half_lives", p.proposed)
-        elif p.key.startswith("strategy_weights."):
-            qt = p.key.split(".", 1)[1]
-            store.q("UPSERT strategy_weights SET query_type = $q, vector_weight = $v, keyword_weight = $k, "
-                    "graph_weight = $g, update_count += 1, updated_at = time::now() WHERE query_type = $q",
-                    {"q": qt, "v": p.proposed["vector"], "k": p.proposed["keyword"], "g": p.proposed["graph"]})
-            if not store.q1("SELECT VALUE id FROM strategy_weights WHERE query_type = $q", {"q": qt}):
-                store.q("CREATE strategy_weights SET query_type = $q, vector_weight = $v, keyword_weight = $k, "
-                        "graph_weight = $g, update_count = 1",
-                        {"q": qt, "v": p.proposed["vector"], "k": p.proposed["keyword"], "g": p.proposed["graph"]})
+        # A type a person set by hand keeps its value in the settings; the evolved value waits behind it.
+        service.set_param(p.key, p.proposed)
         service.user.create("evolution_history", {"key": p.key, "old_value": {"v": p.current},
                                                   "new_value": {"v": p.proposed}, "reason": p.reason,
-                                                  "log_entries": len(logs)})
+                                                  "log_entries": len(logs), "created_at": now})
         rep.applied.append(p.key)
-    rep.strategy_weights = _strategy_rows(store)
-    rep.message = f"{len(rep.applied)} change(s) applied" + (
+    # Every row read is used now, whether it moved a parameter or confirmed the current one.
+    newest = max(r["created_at"] for r in logs)
+    lifecycle.set_state_value(store, WATERMARK, newest.isoformat())
+    if "decay_half_lives" in rep.applied:
+        sync_half_lives(service)
+    rep.message = f"{len(rep.applied)} change(s) applied from {len(logs)} log rows (now used)" + (
         "; manual settings kept where they exist" if any(p.overridden_by_manual for p in rep.proposals) else "")
     return rep
 
 
 @api
 def evolution_history(service: EngramService, limit: int = 100) -> list[dict[str, Any]]:
+    """Every applied change and rollback, newest first (append-only)."""
     rows = service.user.q1("SELECT * FROM evolution_history ORDER BY created_at DESC LIMIT $n", {"n": limit})
     return [{**plain(r), "id": key_of(r["id"])} for r in rows or []]
 
 
+@api
+def rollback_evolution(service: EngramService, steps: int = 1) -> list[dict[str, Any]]:
+    """Undo the newest ``steps`` applied changes (not rollbacks, not already undone), newest first: each
+    parameter goes back to its value before that change, and the rollback is recorded in the history."""
+    if steps < 1:
+        raise EngramError("steps must be at least 1")
+    rows = evolution_history(service, limit=10_000)
+    undone = {(r.get("new_value") or {}).get("rollback_of") for r in rows}
+    todo = [r for r in rows if not (r.get("new_value") or {}).get("rollback_of") and r["id"] not in undone][:steps]
+    if not todo:
+        raise EngramError("nothing to roll back: no applied evolution change is left to undo")
+    out = []
+    for r in todo:
+        old = (r.get("old_value") or {}).get("v")
+        service.set_param(r["key"], old)
+        service.user.create("evolution_history", {
+            "key": r["key"], "old_value": r.get("new_value"), "new_value": {"v": old, "rollback_of": r["id"]},
+            "reason": f"rollback of {r['id']} ({r.get('reason', '')})", "created_at": service.now()})
+        out.append({"key": r["key"], "restored": old, "undid": r["id"]})
+    if any(r["key"] == "decay_half_lives" for r in todo):
+        sync_half_lives(service)
+    return out
+
+
 # ── self-reflection (meta-memories) ──────────────────────────
-def reflect(service: EngramService, store: ScopeStore, *, dry_run: bool = False) -> list[str]:
+def reflect(service: EngramService, store: ScopeStore, *, dry_run: bool = False,
+            evolution: EvolutionReport | None = None) -> list[str]:
     """Seed 001 §7.3 insights about the memory system itself, from counts alone."""
     insights: list[tuple[str, str, list[str]]] = []
     total, by_type, by_status = store.count_by()
@@ -219,7 +267,8 @@ def reflect(service: EngramService, store: ScopeStore, *, dry_run: bool = False)
     archived = by_status.get("archived", 0)
     if total >= 20 and archived / total > 0.5:
         insights.append(("decay_anomaly", f"{archived} of {total} memories archived: half-lives may be too short", []))
-    rep = evolve_memory_system(service, dry_run=True, project=service._project_root_of(store))
+    # The cycle that just ran (it has used its log rows), else a dry look at the rows not yet used.
+    rep = evolution or evolve_memory_system(service, dry_run=True, project=service._project_root_of(store))
     if rep.enough_data and rep.strategy_stats:
         best = max(rep.strategy_stats, key=lambda s: s.rate)
         insights.append(("retrieval_pattern", f"{best.key} recall was useful {best.rate:.0%} of "

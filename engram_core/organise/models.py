@@ -158,7 +158,6 @@ class EvolutionReport(BaseModel):
     type_stats: list[UsageStat] = Field(default_factory=list)
     proposals: list[ParamProposal] = Field(default_factory=list)
     applied: list[str] = Field(default_factory=list)
-    strategy_weights: dict[str, dict[str, float]] = Field(default_factory=dict)
     message: str = ""
 
 
