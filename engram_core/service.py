@@ -176,6 +176,8 @@ class EngramService:
     def close(self) -> None:
         self._bookkeeper.close()
         with self._lock:
+            for store in [*(s for _, s in self._projects.values()), self.user]:
+                store.save_snapshot()  # the next start reads its vectors from here instead of decoding them
             for conn in [*self._project_conns.values(), self._sessions_conn, self._user_conn]:
                 conn.close()
             self._project_conns.clear()

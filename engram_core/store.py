@@ -14,6 +14,7 @@ import contextlib
 import functools
 import hashlib
 import logging
+import math
 import os
 import re
 import secrets
@@ -57,6 +58,10 @@ LIGHT_FIELDS = (
     "id, content, memory_type, tags, importance, access_count, half_life_days, status, pinned, "
     "last_accessed_at, created_at, session_id, episode_id, content_hash, embedding, search_text"
 )
+# At open the vectors come from the snapshot file when the database's own sum of each vector matches it;
+# only the others are read as floats (the SDK decodes CBOR floats one by one in Python: 6 s at 15k).
+_OPEN_FIELDS = LIGHT_FIELDS.replace("embedding, ", "") + ", math::sum(embedding ?? []) AS emb_sum, embedding != NONE AS has_emb"
+SNAPSHOT_VERSION = 1
 
 
 class StoreError(RuntimeError):
@@ -367,6 +372,7 @@ class ScopeStore:
         self.index = SearchIndex(dim)
         self.light: dict[str, Light] = {}
         self._by_hash: dict[str, str] = {}  # content_hash → key, for O(1) exact-duplicate checks
+        self._emb_sums: dict[str, float] = {}  # key → sum of its stored vector: validates the snapshot at open
         self._mirror_lock = threading.RLock()
         # Bookkeeping a recall owes the database (access counts, its log row, co-activation), written after
         # the answer: see `defer`. Every other query on this store applies it first (read your writes).
@@ -412,19 +418,84 @@ class ScopeStore:
     # ── mirror ───────────────────────────────────────────────
     def reload_mirror(self) -> None:
         self._rows.clear()
-        rows = self.q1(f"SELECT {LIGHT_FIELDS} FROM memory WHERE status NOT IN ['forgotten', 'superseded']")
+        rows = self.q1(f"SELECT {_OPEN_FIELDS} FROM memory WHERE status NOT IN ['forgotten', 'superseded']") or []
+        snap = self._read_snapshot()
+        vecs: dict[str, Any] = {}
+        missing: list[str] = []
+        for row in rows:
+            if not row.get("has_emb"):
+                continue
+            key = key_of(row["id"])
+            hit = snap.get(key)
+            if hit is not None and abs(hit[0] - float(row["emb_sum"])) <= 1e-6:
+                vecs[key] = hit[1]
+            else:
+                missing.append(key)
+        for i in range(0, len(missing), 500):
+            got = self.q1("SELECT id, embedding FROM $ids", {"ids": [record(k) for k in missing[i:i + 500]]})
+            for r in got or []:
+                vecs[key_of(r["id"])] = r.get("embedding")
         with self._mirror_lock:
             self.index = SearchIndex(self.index_dim)
             self.light.clear()
             self._by_hash.clear()
-            for row in rows or []:
-                self._mirror_put(row)
+            self._emb_sums.clear()
+            for row in rows:
+                row["embedding"] = vecs.get(key_of(row["id"]))
+                self._mirror_put(row, emb_sum=float(row["emb_sum"]) if row.get("has_emb") else None)
+        if len(missing) >= 1000:  # worth writing now rather than only at close (a crash would repeat this)
+            self.save_snapshot()
+
+    @property
+    def snapshot_path(self) -> Path | None:
+        """Where this store's vectors are kept between runs (derived data: deleting it only slows one start)."""
+        path = self.conn.path
+        return None if path is None else path.parent / f"{path.name}.{self.namespace}.{self.database}.vectors.npz"
+
+    def _read_snapshot(self) -> dict[str, tuple[float, np.ndarray]]:
+        path = self.snapshot_path
+        if path is None or not path.is_file():
+            return {}
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                if int(z["version"]) != SNAPSHOT_VERSION or int(z["dim"]) != self.index_dim:
+                    return {}
+                keys = bytes(z["keys"]).decode().split("\n")
+                sums, mat = z["sums"], z["vecs"]
+            if len(keys) != len(sums) or mat.shape != (len(keys), self.index_dim):
+                return {}
+            return {k: (float(sums[i]), mat[i]) for i, k in enumerate(keys)}
+        except Exception as exc:  # noqa: BLE001 - a bad snapshot only costs a slower start
+            log.warning("vector snapshot %s unreadable, reading vectors from the store: %s", path, exc)
+            return {}
+
+    def save_snapshot(self) -> None:
+        """Write the mirror's vectors and each one's sum (what the next open validates them by)."""
+        path = self.snapshot_path
+        if path is None:
+            return
+        with self._mirror_lock:
+            pairs = [(k, v) for k in self._emb_sums if (v := self.index.embedding(k)) is not None]
+            keys = [k for k, _ in pairs]
+            mat = np.stack([v for _, v in pairs]) if pairs else np.zeros((0, self.index_dim), np.float32)
+            sums = np.asarray([self._emb_sums[k] for k in keys], dtype=np.float64)
+        tmp = path.with_name(path.name + ".tmp.npz")
+        try:
+            with open(tmp, "wb") as fh:
+                np.savez(fh, version=SNAPSHOT_VERSION, dim=self.index_dim, sums=sums, vecs=mat,
+                         keys=np.frombuffer("\n".join(keys).encode(), dtype=np.uint8))
+            os.chmod(tmp, 0o600)
+            os.replace(tmp, path)
+        except OSError as exc:
+            log.warning("vector snapshot %s not written: %s", path, exc)
+            with contextlib.suppress(OSError):
+                tmp.unlink()
 
     @property
     def index_dim(self) -> int:
         return getattr(self.index, "dim", 384)
 
-    def _mirror_put(self, row: Mapping[str, Any]) -> None:
+    def _mirror_put(self, row: Mapping[str, Any], emb_sum: float | None = None) -> None:
         key = key_of(row["id"])
         status = row.get("status", "created")
         with self._mirror_lock:
@@ -435,7 +506,13 @@ class ScopeStore:
             if old is not None and self._by_hash.get(old.content_hash) == key:
                 del self._by_hash[old.content_hash]
             emb = row.get("embedding")
-            self.index.upsert(key, row.get("search_text") or row.get("content", ""), np.asarray(emb, dtype=np.float32) if emb else None)
+            if emb is not None and len(emb) and emb_sum is None:
+                emb_sum = math.fsum(float(x) for x in emb)
+            if emb is not None and len(emb) and emb_sum is not None:
+                self._emb_sums[key] = emb_sum
+            else:
+                self._emb_sums.pop(key, None)
+            self.index.upsert(key, row.get("search_text") or row.get("content", ""), np.asarray(emb, dtype=np.float32) if emb is not None and len(emb) else None)
             self.light[key] = Light(
                 memory_type=row["memory_type"],
                 tags=list(row.get("tags") or []),
@@ -521,6 +598,7 @@ class ScopeStore:
             return self._by_hash.get(digest)
 
     def _forget_key(self, key: str) -> None:
+        self._emb_sums.pop(key, None)
         light = self.light.pop(key, None)
         self.index.remove(key)
         if light is not None and self._by_hash.get(light.content_hash) == key:
@@ -781,3 +859,4 @@ class ScopeStore:
             self.index = SearchIndex(self.index_dim)
             self.light.clear()
             self._by_hash.clear()
+            self._emb_sums.clear()
