@@ -152,6 +152,9 @@ class EngramService:
         # after_recall(service, result, winners) runs after a recall has been answered;
         # extra_rankers(service, stores, query, qvec, filters, pool) -> [(key, score)] add a third (fourth…)
         # ranked list to the fusion; boosters(service, candidate_key, store, light, context) -> factor.
+        # before_store(service, store, key, fields, vector) may add fields to a new memory before it is written
+        # (each change after would rewrite the whole row);
+        self.before_store: list[Callable[..., None]] = []
         self.after_store: list[Callable[..., None]] = []
         self.after_recall: list[Callable[..., None]] = []
         self.extra_rankers: list[Callable[..., list[tuple[str, float]]]] = []
@@ -521,6 +524,8 @@ class EngramService:
             if vecs is not None:
                 fields["embedding"] = [float(x) for x in vecs[i]]
             key = ulid()
+            for hook in self.before_store:
+                hook(self, store, key, fields, vecs[i] if vecs is not None else None)
             row = store.create_memory(key, fields)
             for hook in self.after_store:
                 hook(self, store, key, fields)

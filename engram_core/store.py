@@ -547,9 +547,15 @@ class ScopeStore:
     # ── memories ─────────────────────────────────────────────
     def create_memory(self, key: str, fields: Mapping[str, Any]) -> dict[str, Any]:
         # A projection on CREATE trips the engine over the COMPUTED field (3.2.4): read it back instead.
+        content = dict(fields)
+        if not content.get("status_history"):  # written with the row: the history event would rewrite it
+            entry = {"to": content.get("status", "created"), "at": datetime.now(UTC)}
+            if content.get("status_reason"):
+                entry["reason"] = content["status_reason"]
+            content["status_history"] = [entry]
         rows = self.q1(
             f"CREATE $id CONTENT $fields RETURN NONE; SELECT {MEMORY_FIELDS} FROM $id",
-            {"id": record(key), "fields": dict(fields)},
+            {"id": record(key), "fields": content},
         )
         # The mirror takes what we just wrote (embedding included) instead of reading it back.
         self._mirror_put({**rows[0], "embedding": fields.get("embedding"), "search_text": fields.get("search_text")})

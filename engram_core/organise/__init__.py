@@ -16,6 +16,8 @@ import functools
 import logging
 from typing import Any
 
+import numpy as np
+
 from ..service import EngramService
 from ..store import Light, ScopeStore
 from . import (
@@ -35,10 +37,23 @@ log = logging.getLogger(__name__)
 CONSOLIDATED_DISCOUNT = 0.6  # the memory it was merged into carries the content now
 
 
+def before_store(service: EngramService, store: ScopeStore, key: str, fields: dict[str, Any], vec: Any) -> None:
+    """The episode is known before the row is written, so the row is written once with it."""
+    if vec is not None:
+        norm = float(np.linalg.norm(vec))
+        vec = np.asarray(vec, dtype=np.float32) / norm if norm > 0 else None
+    ep = episodes.assign(service, store, fields, vec)
+    if ep is not None:
+        fields["episode_id"] = ep
+        state(service).of(store).new_episode[key] = ep
+
+
 def after_store(service: EngramService, store: ScopeStore, key: str, fields: dict[str, Any]) -> None:
     vec = store.index.embedding(key)
-    ep = episodes.assign(service, store, fields, vec)
-    rels, live = graph.write_extraction(service, store, key, fields.get("content", ""), ep)
+    on_row = state(service).of(store).new_episode.pop(key, None)
+    ep = on_row or episodes.assign(service, store, fields, vec)
+    rels, live = graph.write_extraction(service, store, key, fields.get("content", ""), ep,
+                                        episode_on_row=on_row is not None)
     if ep is not None:
         lt = store.light.get(key)
         if lt is not None:
@@ -63,6 +78,7 @@ def install(service: EngramService) -> None:
         return
     state(service)
     if getattr(service.settings, "organise", True):  # `organise: false` keeps only the tools
+        service.before_store.append(before_store)
         service.after_store.append(after_store)
         service.after_recall.append(associations.after_recall)
         service.extra_rankers.extend([graph.graph_ranker, associations.spread_ranker])

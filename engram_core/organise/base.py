@@ -66,6 +66,7 @@ class StoreState:
     graph: Any = None  # graph.GraphMirror, loaded on first use
     adjacency: dict[str, dict[str, float]] | None = None  # memory key → {memory key: association weight}
     streams: dict[str, Stream] = field(default_factory=dict)
+    new_episode: dict[str, str] = field(default_factory=dict)  # memory key → episode given before its write
 
 
 class OrganiseState:

@@ -63,7 +63,7 @@ def subject_for(store: ScopeStore) -> ex.Extracted:
 # ── writing ──────────────────────────────────────────────────
 _WRITE = """
 IF $ep != NONE {
-  UPDATE $mem SET episode_id = $ep RETURN NONE;
+  IF !$ep_on_row { UPDATE $mem SET episode_id = $ep RETURN NONE; };
   UPDATE $epr SET memory_count += 1, last_at = time::now() RETURN NONE;
 };
 IF array::len($ents) > 0 {
@@ -86,10 +86,16 @@ FOR $r IN $rels {
   };
 };
 SELECT id, in, out, weight, invalid_at FROM $rels.id;
+-- Two selects, not `in IN $check OR out IN $check`: the engine scans the whole table for the OR (quadratic
+-- import), and uses the relates_in / relates_out indexes for each half.
 RETURN IF array::len($check) > 0 {
-  (SELECT id, in, out, relation_type, evidence, out.category AS category, out.name AS out_name,
-          in.name AS in_name FROM relates_to
-   WHERE invalid_at IS NONE AND relation_type IN $conflict_types AND (in IN $check OR out IN $check))
+  array::union(
+    (SELECT id, in, out, relation_type, evidence, out.category AS category, out.name AS out_name,
+            in.name AS in_name FROM relates_to
+     WHERE in IN $check AND invalid_at IS NONE AND relation_type IN $conflict_types),
+    (SELECT id, in, out, relation_type, evidence, out.category AS category, out.name AS out_name,
+            in.name AS in_name FROM relates_to
+     WHERE out IN $check AND invalid_at IS NONE AND relation_type IN $conflict_types))
 } ELSE { [] };
 """
 
@@ -123,7 +129,8 @@ def _relation_row(r: ex.ExtractedRelation, scope: str, memory_key: str | None, n
 
 
 def write_extraction(service: EngramService, store: ScopeStore, key: str, content: str,
-                     episode_id: str | None) -> tuple[list[ex.ExtractedRelation], list[dict[str, Any]]]:
+                     episode_id: str | None, *, episode_on_row: bool = False,
+                     ) -> tuple[list[ex.ExtractedRelation], list[dict[str, Any]]]:
     """One round trip: episode id, entities, mentions, relations. Returns the relations written and any
     live relations that share an endpoint with a conflict-prone one (the contradiction candidates)."""
     ents = ex.extract_entities(content)
@@ -143,7 +150,7 @@ def write_extraction(service: EngramService, store: ScopeStore, key: str, conten
             check.add(entity_key(r.source.key, r.source.entity_type))
             check.add(entity_key(r.target.key, r.target.entity_type))
     params = {
-        "mem": rid("memory", key), "ep": episode_id, "inc": STRENGTHEN,
+        "mem": rid("memory", key), "ep": episode_id, "ep_on_row": episode_on_row, "inc": STRENGTHEN,
         "epr": rid("episode", episode_id) if episode_id else None,
         "ents": [_entity_row(e, scope, now) for e in all_ents.values()],
         "mentioned": [rid("entity", entity_key(e.key, e.entity_type)) for e in ents],
@@ -528,8 +535,8 @@ def relate_entities(service: EngramService, source: str, target: str, relation_t
     row["src"], row["dst"] = rid("entity", src_key), rid("entity", dst_key)
     row["id"] = rid("relates_to", relation_key(src_key, relation_type, dst_key))
     existed = bool(store.q1("SELECT VALUE id FROM ONLY $id", {"id": row["id"]}))
-    res = store.q(_WRITE, {"mem": rid("memory", "none"), "ep": None, "epr": None, "inc": STRENGTHEN, "ents": [],
-                           "mentioned": [], "rels": [row], "check": [row["src"], row["dst"]],
+    res = store.q(_WRITE, {"mem": rid("memory", "none"), "ep": None, "ep_on_row": False, "epr": None,
+                           "inc": STRENGTHEN, "ents": [], "mentioned": [], "rels": [row], "check": [row["src"], row["dst"]],
                            "conflict_types": list(CONFLICT_TYPES)})
     _remember(service, store, [], None, (), res[-2] or [])
     found = contradictions.check_relations(service, store, ev if ev in store.light else None, [rel],
