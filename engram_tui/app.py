@@ -21,6 +21,7 @@ from textual.reactive import var
 from engram_core.clock import Clock
 
 from .commands import EngramCommands
+from .safe import visible
 from .screens.conflicts import ConflictsScreen
 from .screens.console import ConsoleScreen
 from .screens.decay import DecayScreen
@@ -75,6 +76,11 @@ class EngramApp(App[None]):
 
     def now(self) -> datetime:
         return self.clock.now()
+
+    def notify(self, message: str, *, title: str = "", severity: Any = "information", timeout: float | None = None,
+               markup: bool = True) -> None:
+        """Every notification is plain text: messages quote memories, queries and errors (see safe.py)."""
+        super().notify(visible(message), title=visible(title), severity=severity, timeout=timeout, markup=False)
 
     def on_mount(self) -> None:
         self.sub_title = f"{Path(self.project).name if self.project else 'no project'}" + (
@@ -190,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     if args and args[0] == "tui":
         args = args[1:]
     opts = _build_parser().parse_args(args)
-    from engram_core.config import find_project_root
+    from engram_core.config import engram_home, find_project_root
 
     project = str(find_project_root(opts.project or os.getcwd()))
     try:
@@ -199,7 +205,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"engram: cannot reach Engram ({exc}). Start the daemon with `engram serve`, "
               "or run `engram tui --in-process`.", file=sys.stderr)
         return 2
-    app = EngramApp(service, project=None if opts.demo else project, offer_demo=not opts.demo, source=source)
+    home = Path(opts.home).expanduser() if opts.home else engram_home()
+    app = EngramApp(service, project=None if opts.demo else project, offer_demo=not opts.demo, source=source,
+                    history_path=home / "console_history.jsonl")
     if opts.demo:
         app.call_later(app.load_demo)
     try:
@@ -208,7 +216,8 @@ def main(argv: list[str] | None = None) -> int:
         close = getattr(service, "close", None)
         if callable(close):
             close()
-    return 0
+    # Textual prints the traceback and sets 1 when the app died on an error: the shell must see it.
+    return app.return_code or 0
 
 
 if __name__ == "__main__":

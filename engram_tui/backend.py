@@ -81,3 +81,8 @@ def attr(obj: Any, name: str, default: Any = None) -> Any:
     if isinstance(obj, dict):
         return obj.get(name, default)
     return getattr(obj, name, default)
+
+
+def value_of(value: Any) -> Any:
+    """An enum's value, or the value itself (the daemon client hands enums as plain strings)."""
+    return getattr(value, "value", value)

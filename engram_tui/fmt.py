@@ -67,3 +67,9 @@ def strength_bar(value: float, width: int = 6) -> str:
 def short(text: str, width: int) -> str:
     text = " ".join(text.split())
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def exempt_from_decay(m: object) -> bool:
+    """Pinned memories are never archived or forgotten by the sweep: no decay dates apply to them."""
+    pinned = m.get("pinned") if isinstance(m, dict) else getattr(m, "pinned", False)
+    return bool(pinned)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.markup import escape
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -14,6 +13,7 @@ from textual.widgets import DataTable, Footer, Header, Static
 from ..backend import NotAvailable, attr, available
 from ..fmt import short, wall_age
 from ..messages import ServiceDone, ServiceFailed
+from ..safe import markup, plain, visible
 from ..widgets.modebar import ModeBar
 from .base import ServiceScreen
 from .dialogs import ConfirmScreen, TextPromptScreen
@@ -96,8 +96,10 @@ class ConflictsScreen(ServiceScreen):
         for c in ordered:
             cid = str(attr(c, "id"))
             self.items[cid] = c
-            table.add_row(str(attr(c, "kind")), short(attr(attr(c, "a"), "content") or "", 50),
-                          short(attr(attr(c, "b"), "content") or "", 50), wall_age(attr(c, "detected_at"), now, self.engram.mask_db_times), key=cid)
+            cells = (attr(c, "kind"), short(visible(attr(attr(c, "a"), "content") or ""), 50),
+                     short(visible(attr(attr(c, "b"), "content") or ""), 50),
+                     wall_age(attr(c, "detected_at"), now, self.engram.mask_db_times))
+            table.add_row(*(plain(x) for x in cells), key=cid)
         self.query_one("#conflicts-status", Static).update(
             f"[b]{len(self.items)}[/] open contradiction(s) · A keep A · B keep B · K keep both · M merge "
             "· [dim]the loser is invalidated with a timestamp, never deleted[/]")
@@ -123,7 +125,8 @@ class ConflictsScreen(ServiceScreen):
         self.query_one("#side-b-text", Static).update(memory_card(attr(c, "b"), now))
         evidence = attr(c, "evidence")
         text = evidence if isinstance(evidence, str) else "\n".join(f"• {e}" for e in evidence or [])
-        self.query_one("#conflicts-evidence", Static).update(escape(str(text)) or "[dim]no evidence recorded[/]")
+        self.query_one("#conflicts-evidence", Static).update(
+            markup("$t", t=text) if str(text) else "[dim]no evidence recorded[/]")
 
     def action_resolve(self, resolution: str) -> None:
         c = self.current

@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
-from rich.markup import escape
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.content import Content
 from textual.widgets import Footer, Header, Label, OptionList, Select, Static, Switch
 
 from ..backend import NotAvailable, attr, available
 from ..fmt import ms
 from ..messages import ServiceDone, ServiceFailed
+from ..safe import lines, markup, plain, visible
 from ..widgets.modebar import ModeBar
 from ..widgets.surql import ResultsViewer, SurqlEditor
 from .base import ServiceScreen
@@ -93,11 +95,24 @@ class ConsoleScreen(ServiceScreen):
             box.update(f"[b green]✓ {n} statement{'s' if n != 1 else ''}, {kind}[/]")
             box.set_class(False, "bad")
             return
-        lines = [f"[b red]✗ refused[/] ({len(verdict.violations)} problem{'s' if len(verdict.violations) != 1 else ''})"]
+        out: list[Content | str] = [
+            f"[b red]✗ refused[/] ({len(verdict.violations)} problem{'s' if len(verdict.violations) != 1 else ''})"]
         for v in verdict.violations[:4]:
-            lines.append(f"  statement {v.statement_index + 1} · rule [b]{escape(v.rule)}[/]: {escape(v.message)}")
-        box.update("\n".join(lines))
+            out.append(markup(f"  statement {v.statement_index + 1} · rule [b]$rule[/]: $msg", rule=v.rule,
+                              msg=v.message))
+        hint = self._write_hint(text)
+        if hint:
+            out.append(markup("  [b]$hint[/]", hint=hint.strip(" ·")))
+        box.update(lines(*out))
         box.set_class(True, "bad")
+
+    def _write_hint(self, text: str) -> str:
+        """When the only thing wrong is that the query writes: say which key allows writes."""
+        from engram_core.validator import validate
+
+        if self.allow_writes or not validate(text, allow_writes=True).ok:
+            return ""
+        return " · this query writes: press F6 (or the Allow writes switch) to allow writes, then run it again"
 
     # ── writes toggle ───────────────────────────────────────
     @on(Switch.Changed, "#console-writes")
@@ -138,8 +153,8 @@ class ConsoleScreen(ServiceScreen):
         verdict = self.last_verdict
         if verdict is not None and not verdict.ok:
             v = verdict.violations[0]
-            self.notify(f"Refused: statement {v.statement_index + 1} breaks rule {v.rule}: {v.message}",
-                        title="Validator", severity="error")
+            self.notify(f"Refused: statement {v.statement_index + 1} breaks rule {v.rule}: {v.message}"
+                        + self._write_hint(text), title="Validator", severity="error")
             return
         if not available(self.engram.service, "run_query"):
             self.query_one("#console-verdict", Static).update(
@@ -179,9 +194,9 @@ class ConsoleScreen(ServiceScreen):
     def failed_query(self, message: ServiceFailed) -> bool:
         self.query_one("#console-results").border_title = "Results"
         if isinstance(message.error, NotAvailable):
-            self.query_one("#console-verdict", Static).update(f"[b yellow]{message.text}[/]")
+            self.query_one("#console-verdict", Static).update(markup("[b yellow]$e[/]", e=message.text))
             return True
-        self.query_one("#console-verdict", Static).update(f"[b red]query failed:[/] {escape(message.text)}")
+        self.query_one("#console-verdict", Static).update(markup("[b red]query failed:[/] $e", e=message.text))
         return False
 
     # ── history ─────────────────────────────────────────────
@@ -196,7 +211,10 @@ class ConsoleScreen(ServiceScreen):
         if path is not None:
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
-                with open(path, "a", encoding="utf-8") as fh:
+                # Owner-only, like every other file under the data root: queries quote memories.
+                fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                os.fchmod(fd, 0o600)
+                with os.fdopen(fd, "a", encoding="utf-8") as fh:
                     fh.write(json.dumps({"surql": text}) + "\n")
             except OSError as exc:
                 self.notify(f"could not save query history: {exc}", severity="warning")
@@ -206,7 +224,12 @@ class ConsoleScreen(ServiceScreen):
         if path is None or not path.exists():
             return []
         out = []
-        for line in path.read_text(encoding="utf-8").splitlines()[-200:]:
+        try:
+            raw = path.read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            self.notify(f"could not read query history: {exc}", severity="warning")
+            return []
+        for line in raw.splitlines()[-200:]:
             try:
                 out.append(json.loads(line)["surql"])
             except (ValueError, KeyError, TypeError):
@@ -216,7 +239,7 @@ class ConsoleScreen(ServiceScreen):
     def _show_history(self) -> None:
         opts = self.query_one("#console-history", OptionList)
         opts.clear_options()
-        opts.add_options([" ".join(q.split())[:60] for q in reversed(self.history)])
+        opts.add_options([plain(" ".join(visible(q).split())[:60]) for q in reversed(self.history)])
 
     @on(OptionList.OptionSelected, "#console-history")
     def _history_selected(self, event: OptionList.OptionSelected) -> None:

@@ -8,14 +8,16 @@ from typing import Any
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.content import Content
 from textual.widgets import Footer, Header, Static
 from textual_plotext import PlotextPlot
 
 from engram_core.scoring import THRESHOLDS, crossing_time, effective_half_life, memory_strength
 
 from ..backend import attr
-from ..fmt import age, short, stamp
+from ..fmt import age, exempt_from_decay, short, stamp
 from ..messages import ServiceDone
+from ..safe import lines, markup, visible
 from ..widgets.modebar import ModeBar
 from .base import ServiceScreen
 
@@ -163,30 +165,33 @@ class DecayScreen(ServiceScreen):
         plt.vline(0, "white")
         plt.ylim(0, max(1.0, imp))
         plt.xlabel("days from now (0 = now)")
-        plt.title(short(attr(m, "content") or "", 70))
+        plt.title(short(visible(attr(m, "content") or ""), 70))
         plot.refresh()
 
-        lines = [
-            f"[b]{short(attr(m, 'content') or '', 120)}[/]", "",
+        out: list[Content | str] = [
+            markup("[b]$c[/]", c=short(attr(m, "content") or "", 120)), "",
             f"[dim]now[/]          {stamp(now)}",
             f"[dim]strength[/]     [b]{attr(m, 'memory_strength', 0):.3f}[/]",
             f"[dim]importance[/]   {imp:.2f}",
             f"[dim]half-life[/]    {hl:.3g} d × (1 + 0.2 × {acc} accesses) = {effective_half_life(hl, acc):.3g} d",
             f"[dim]last access[/]  {stamp(last)} ({age(last, now)})", "",
         ]
+        pinned = exempt_from_decay(m)
         for name, value in THRESHOLDS.items():
             when = crossings[name]
             color = THRESHOLD_COLORS[name]
-            if when is None:
+            if pinned:
+                text = "exempt (pinned: the sweep never acts on it)"
+            elif when is None:
                 text = "never above it"
             elif when <= now:
                 text = f"crossed {stamp(when)} ({age(when, now)})"
             else:
                 text = f"{stamp(when)} ({age(when, now)})"
-            lines.append(f"[{color}]━━[/] [b]{name}[/] < {value:g}: {text}")
-        lines += ["", "[dim]Recall strengthens a memory (+1 access, clock reset); the curve follows live.[/]",
-                  "[dim]+/- zoom the time axis.[/]"]
-        info.update("\n".join(lines))
+            out.append(f"[{color}]━━[/] [b]{name}[/] < {value:g}: {text}")
+        out += ["", "[dim]Recall strengthens a memory (+1 access, clock reset); the curve follows live.[/]",
+                "[dim]+/- zoom the time axis.[/]"]
+        info.update(lines(*out))
 
     def draw_aggregates(self) -> None:
         for wid, key in (("#decay-types", "memory_type"), ("#decay-scopes", "scope")):

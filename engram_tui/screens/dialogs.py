@@ -8,20 +8,26 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static, TextArea
 
+from ..safe import markup
+
 
 class ConfirmScreen(ModalScreen[bool]):
-    """Yes/no for a destructive action (posting's pattern): y/enter confirms, n/escape cancels."""
+    """Yes/no (posting's pattern): focus starts on Yes, so enter or y confirms; n or escape cancels.
+
+    ``message`` is Content (user text in it built with ``safe.markup``) or our own markup string.
+    """
 
     BINDINGS = [
         Binding("y", "answer(True)", "Yes", id="confirm.yes"),
         Binding("n,escape", "answer(False)", "No", id="confirm.no"),
-        Binding("left,right", "app.focus_next", "Move", show=False),
+        Binding("left,right,tab", "app.focus_next", "Move", show=False),
     ]
 
-    def __init__(self, message: str, *, title: str = "Confirm", confirm_label: str = "Yes [y]",
+    def __init__(self, message: str | Content, *, title: str = "Confirm", confirm_label: str = "Yes",
                  danger: bool = True) -> None:
         super().__init__()
         self.message = message
@@ -34,11 +40,13 @@ class ConfirmScreen(ModalScreen[bool]):
             yield Label(self.title_text, id="dialog-title")
             yield Static(self.message, id="dialog-message")
             with Horizontal(classes="dialog-buttons"):
-                yield Button(self.confirm_label, id="yes", variant="error" if self.danger else "primary")
-                yield Button("No [n]", id="no")
+                # Plain Content: "[y]" in a markup string would be read as a tag and vanish.
+                yield Button(Content(f"{self.confirm_label} [y/enter]"), id="yes",
+                             variant="error" if self.danger else "primary")
+                yield Button(Content("No [n/esc]"), id="no")
 
     def on_mount(self) -> None:
-        self.query_one("#no", Button).focus()
+        self.query_one("#yes", Button).focus()
 
     @on(Button.Pressed, "#yes")
     def _yes(self) -> None:
@@ -75,8 +83,8 @@ class EditMemoryScreen(ModalScreen[dict[str, Any] | None]):
             yield Input(f"{self.original['importance']:.2f}", id="edit-importance")
             yield Static("", id="edit-error")
             with Horizontal(classes="dialog-buttons"):
-                yield Button("Save [ctrl+s]", id="save", variant="primary")
-                yield Button("Cancel [esc]", id="cancel")
+                yield Button(Content("Save [ctrl+s]"), id="save", variant="primary")
+                yield Button(Content("Cancel [esc]"), id="cancel")
 
     def on_mount(self) -> None:
         self.query_one("#edit-content", TextArea).focus()
@@ -107,7 +115,7 @@ class EditMemoryScreen(ModalScreen[dict[str, Any] | None]):
         try:
             changes = self.changes()
         except ValueError as exc:
-            self.query_one("#edit-error", Static).update(f"[b red]{exc}[/]")
+            self.query_one("#edit-error", Static).update(markup("[b red]$e[/]", e=exc))
             return
         self.dismiss(changes)
 
@@ -134,12 +142,12 @@ class TextPromptScreen(ModalScreen[str | None]):
         with Vertical(id="edit-dialog", classes="dialog"):
             yield Label(self.title_text, id="dialog-title")
             if self.hint:
-                yield Static(self.hint, classes="muted")
+                yield Static(Content(self.hint), classes="muted")
             yield TextArea(self.text, id="prompt-text", soft_wrap=True)
             yield Static("", id="edit-error")
             with Horizontal(classes="dialog-buttons"):
-                yield Button("Done [ctrl+s]", id="save", variant="primary")
-                yield Button("Cancel [esc]", id="cancel")
+                yield Button(Content("Done [ctrl+s]"), id="save", variant="primary")
+                yield Button(Content("Cancel [esc]"), id="cancel")
 
     def on_mount(self) -> None:
         self.query_one("#prompt-text", TextArea).focus()

@@ -7,11 +7,13 @@ from typing import Any
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.content import Content
 from textual.widgets import DataTable, Footer, Header, Static, TextArea
 
-from ..backend import attr
+from ..backend import attr, value_of
 from ..fmt import short
 from ..messages import ServiceDone
+from ..safe import markup, plain, visible
 from ..widgets.modebar import ModeBar
 from .base import ServiceScreen
 
@@ -50,8 +52,9 @@ class InjectScreen(ServiceScreen):
     def done_preview(self, p: Any, _m: ServiceDone) -> None:
         items = list(attr(p, "items") or [])
         tokens, budget = attr(p, "tokens"), attr(p, "budget")
-        status = (f"SessionStart would inject [b]{tokens:,}[/] tokens of a {budget:,}-token budget "
-                  f"({len(items)} memories) for [b]{self.app.sub_title or 'this project'}[/] now")
+        status: Content | str = markup(
+            f"SessionStart would inject [b]{tokens:,}[/] tokens of a {budget:,}-token budget "
+            f"({len(items)} memories) for [b]$where[/] now", where=self.app.sub_title or "this project")
         if attr(p, "disabled"):
             status = "[b yellow]Engram is disabled for this project[/]: nothing would be injected"
         self.query_one("#inject-status", Static).update(status)
@@ -59,7 +62,6 @@ class InjectScreen(ServiceScreen):
         table = self.query_one("#inject-items", DataTable)
         table.clear()
         for i, it in enumerate(items):
-            table.add_row(getattr(attr(it, "scope"), "value", attr(it, "scope")),
-                          getattr(attr(it, "memory_type"), "value", attr(it, "memory_type")),
-                          f"{attr(it, 'strength'):.2f}", str(attr(it, "tokens")),
-                          short(attr(it, "content") or "", 34), key=f"{attr(it, 'id')}#{i}")
+            cells = (value_of(attr(it, "scope")), value_of(attr(it, "memory_type")), f"{attr(it, 'strength'):.2f}",
+                     attr(it, "tokens"), short(visible(attr(it, "content") or ""), 34))
+            table.add_row(*(plain(c) for c in cells), key=f"{attr(it, 'id')}#{i}")

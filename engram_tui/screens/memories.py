@@ -18,6 +18,7 @@ from textual.widgets import DataTable, Footer, Header, Input, Static, Tree
 from ..backend import NotAvailable, attr, call, describe_error
 from ..fmt import age, ms, short, strength_bar
 from ..messages import ServiceDone
+from ..safe import markup, plain, visible
 from ..undo import UndoEntry, UndoStack, undo_plan
 from ..widgets.detail import NOT_YET, DetailPane
 from ..widgets.modebar import ModeBar
@@ -206,7 +207,7 @@ class MemoriesScreen(ServiceScreen):
     def failed_page(self, message: Any) -> bool:
         if not self.pages_loaded:
             self.load_tree()  # the tree may still work (another scope), and it reports its own failure
-        self.query_one("#table-status", Static).update(f"[b red]Could not load memories:[/] {message.text}")
+        self.query_one("#table-status", Static).update(markup("[b red]Could not load memories:[/] $e", e=message.text))
         return False
 
     def _fill(self, items: list[Any], hits: list[Any] | None) -> None:
@@ -221,9 +222,9 @@ class MemoriesScreen(ServiceScreen):
             status = getattr(attr(m, "status"), "value", attr(m, "status"))
             mtype = getattr(attr(m, "memory_type"), "value", attr(m, "memory_type"))
             scope = getattr(attr(m, "scope"), "value", attr(m, "scope"))
-            content = short(attr(m, "content") or "", width - 2)
+            content = short(visible(attr(m, "content") or ""), width - 2)
             if attr(m, "pinned"):
-                content = "📌" + short(attr(m, "content") or "", width - 4)
+                content = "📌" + short(visible(attr(m, "content") or ""), width - 4)
             row: list[Any] = []
             if hits is not None:
                 sc = attr(hits[i], "scores")
@@ -234,7 +235,7 @@ class MemoriesScreen(ServiceScreen):
                     f"{attr(m, 'importance'):.2f}", str(attr(m, "access_count")),
                     age(attr(m, "last_accessed_at"), now)]
             key = mid if mid not in table.rows else f"{mid}#{i}"
-            table.add_row(*row, key=key)
+            table.add_row(*(c if isinstance(c, Text) else plain(c) for c in row), key=key)
         if keep is not None and keep in table.rows:
             table.move_cursor(row=table.get_row_index(keep))
         elif items:
@@ -254,11 +255,12 @@ class MemoriesScreen(ServiceScreen):
         first = q.offset + 1 if self.total else 0
         last = min(q.offset + PAGE_SIZE, self.total)
         pages = max(1, -(-self.total // PAGE_SIZE))
-        filt = f" · filter [b]{q.text!r}[/]" if q.text else ""
-        self.query_one("#table-status", Static).update(
-            f"[b]{' / '.join(where)}[/] · {first:,}–{last:,} of [b]{self.total:,}[/] · page "
-            f"{q.offset // PAGE_SIZE + 1}/{pages} · sorted by {label} {'↓' if q.descending else '↑'}{filt}"
-            + (f" · [dim]{len(self.undo)} undoable[/]" if len(self.undo) else ""))
+        self.query_one("#table-status", Static).update(markup(
+            f"[b]$where[/] · {first:,}–{last:,} of [b]{self.total:,}[/] · page "
+            f"{q.offset // PAGE_SIZE + 1}/{pages} · sorted by {label} {'↓' if q.descending else '↑'}"
+            + (" · filter [b]$filt[/]" if q.text else "")
+            + (f" · [dim]{len(self.undo)} undoable[/]" if len(self.undo) else ""),
+            where=" / ".join(where), filt=repr(q.text)))
 
     # ── selection → detail ──────────────────────────────────
     @on(DataTable.RowHighlighted, "#memory-table")
@@ -293,7 +295,7 @@ class MemoriesScreen(ServiceScreen):
                 except NotAvailable:
                     out[name + "_error"] = NOT_YET
                 except Exception as exc:  # noqa: BLE001 - shown in the pane, the rest of the detail still works
-                    out[name + "_error"] = f"[red]{describe_error(exc)}[/]"
+                    out[name + "_error"] = markup("[red]$e[/]", e=describe_error(exc))
             return out
 
         self.run_in_thread("detail", fetch, context=memory_id)
@@ -369,7 +371,7 @@ class MemoriesScreen(ServiceScreen):
             return
         self.search_text = text
         q = self.tq
-        self.query_one("#table-status", Static).update(f"searching for [b]{text!r}[/]…")
+        self.query_one("#table-status", Static).update(markup("searching for [b]$t[/]…", t=repr(text)))
         self.call_service("search", "recall", text, project=q.project, session=q.session or self.engram.session,
                           limit=100, scope="all", types=[q.memory_type] if q.memory_type else None,
                           statuses=[q.status] if q.status else None, strengthen=False, log=False)
@@ -384,10 +386,11 @@ class MemoriesScreen(ServiceScreen):
         self._set_columns(search=True)
         self._fill([attr(h, "memory") for h in hits], hits=hits)
         degraded = attr(result, "degraded")
-        self.query_one("#table-status", Static).update(
-            f"[b]recall[/] {self.search_text!r} · {len(hits)} hits · {attr(result, 'strategy')} · "
+        self.query_one("#table-status", Static).update(markup(
+            f"[b]recall[/] $q · {len(hits)} hits · $strategy · "
             f"{ms(attr(result, 'took_ms'), self.engram.mask_db_times)} · ranks: BM25# and Vec# per list, Score = final"
-            + (f" · [yellow]{degraded}[/]" if degraded else "") + " · [dim]esc: back to the list[/]")
+            + (" · [yellow]$degraded[/]" if degraded else "") + " · [dim]esc: back to the list[/]",
+            q=repr(self.search_text), strategy=attr(result, "strategy"), degraded=degraded))
 
     def _leave_search(self) -> None:
         if self.search_text:
@@ -500,7 +503,7 @@ class MemoriesScreen(ServiceScreen):
             return
         target = "project" if scope == "session" else "user"
         entry = UndoEntry("promote", attr(m, "id"), f"promote to {target}")
-        self._ask(f"Promote this {scope} memory to [b]{target}[/] scope?\n\n{short(attr(m, 'content'), 200)}",
+        self._ask(markup(f"Promote this {scope} memory to [b]{target}[/] scope?\n\n$c", c=short(attr(m, "content"), 200)),
                   lambda: self.call_service("mutate", "promote", attr(m, "id"), target,
                                             project=self.tq.project, session=self.tq.session, context=entry),
                   title="Promote")
@@ -510,7 +513,8 @@ class MemoriesScreen(ServiceScreen):
         if m is None:
             return
         entry = UndoEntry("archive", attr(m, "id"), "archive", before=self._before(m))
-        self._ask(f"Archive this memory? Recall will skip it until it is restored.\n\n{short(attr(m, 'content'), 200)}",
+        self._ask(markup("Archive this memory? Recall will skip it until it is restored.\n\n$c",
+                         c=short(attr(m, "content"), 200)),
                   lambda: self.call_service("mutate", "set_status", attr(m, "id"), "archived",
                                             reason="archived in the TUI", context=entry),
                   title="Archive")
@@ -520,8 +524,9 @@ class MemoriesScreen(ServiceScreen):
         if m is None:
             return
         entry = UndoEntry("forget", attr(m, "id"), "forget", before=self._before(m))
-        self._ask("Forget this memory? Its content and embedding are cleared (the skeleton stays for history).\n"
-                  f"You can undo (u) until you leave this screen.\n\n{short(attr(m, 'content'), 200)}",
+        self._ask(markup("Forget this memory? Its content and embedding are cleared (the skeleton stays for "
+                         "history).\nYou can undo (u) until you leave this screen.\n\n$c",
+                         c=short(attr(m, "content"), 200)),
                   lambda: self.call_service("mutate", "forget", attr(m, "id"), reason="forgotten in the TUI",
                                             context=entry),
                   title="Forget")

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.markup import escape
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
 from textual.widgets import DataTable, Footer, Header, Static, TextArea
 
-from ..backend import NotAvailable, attr, available, call
+from ..backend import NotAvailable, attr, available, call, value_of
 from ..fmt import age, short, wall_age
 from ..messages import ServiceDone, ServiceFailed
+from ..safe import lines, markup, plain, visible
 from ..widgets.modebar import ModeBar
 from .base import ServiceScreen
 from .dialogs import ConfirmScreen
@@ -23,13 +24,14 @@ NOT_YET = ("[b]Consolidation review is not available yet.[/]\n\nThe self-organis
            "has not landed in this build or in the running daemon.")
 
 
-def memory_card(m: Any, now: Any) -> str:
-    status = getattr(attr(m, "status"), "value", attr(m, "status"))
-    return (f"[b]{escape(attr(m, 'content') or '')}[/]\n\n"
-            f"[dim]id[/] {attr(m, 'id')}\n[dim]type[/] {getattr(attr(m, 'memory_type'), 'value', attr(m, 'memory_type'))}"
-            f"  [dim]status[/] [b]{status}[/]\n"
-            f"[dim]strength[/] {attr(m, 'memory_strength', 0):.3f}  [dim]importance[/] {attr(m, 'importance', 0):.2f}\n"
-            f"[dim]created[/] {age(attr(m, 'created_at'), now)}  [dim]tags[/] {escape(', '.join(attr(m, 'tags') or []))}")
+def memory_card(m: Any, now: Any) -> Content:
+    return markup("[b]$content[/]\n\n[dim]id[/] $id\n[dim]type[/] $type  [dim]status[/] [b]$status[/]\n"
+                  "[dim]strength[/] $strength  [dim]importance[/] $importance\n[dim]created[/] $created  "
+                  "[dim]tags[/] $tags",
+                  content=attr(m, "content") or "", id=attr(m, "id"), type=value_of(attr(m, "memory_type")),
+                  status=value_of(attr(m, "status")), strength=f"{float(attr(m, 'memory_strength', 0) or 0):.3f}",
+                  importance=f"{float(attr(m, 'importance', 0) or 0):.2f}", created=age(attr(m, "created_at"), now),
+                  tags=", ".join(attr(m, "tags") or []))
 
 
 class ReviewScreen(ServiceScreen):
@@ -44,7 +46,7 @@ class ReviewScreen(ServiceScreen):
         super().__init__()
         self.items: dict[str, Any] = {}
         self.current: Any | None = None
-        self.outcome = ""  # the last approval's result, kept visible while the queue moves on
+        self.outcome: Content | None = None  # the last approval's result, kept visible while the queue moves on
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -89,7 +91,7 @@ class ReviewScreen(ServiceScreen):
         if isinstance(message.error, NotAvailable) or "unknown method" in message.text:
             self._not_available()
             return True
-        self.query_one("#review-status", Static).update(f"[b red]{message.text}[/]")
+        self.query_one("#review-status", Static).update(markup("[b red]$e[/]", e=message.text))
         return False
 
     def done_queue(self, items: list[Any], _m: ServiceDone) -> None:
@@ -105,9 +107,12 @@ class ReviewScreen(ServiceScreen):
             iid = str(attr(it, "id"))
             self.items[iid] = it
             proposal = attr(it, "proposal") or {}
-            table.add_row(attr(it, "reason"), f"{attr(it, 'priority', 0):.2f}" if isinstance(attr(it, "priority"), float)
-                          else str(attr(it, "priority")), str(attr(it, "risk")), str(len(attr(it, "sources") or [])),
-                          short(attr(proposal, "content") or "", 78), wall_age(attr(it, "created_at"), now, self.engram.mask_db_times), key=iid)
+            priority = attr(it, "priority")
+            cells = (attr(it, "reason"), f"{priority:.2f}" if isinstance(priority, float) else priority,
+                     attr(it, "risk"), len(attr(it, "sources") or []),
+                     short(visible(attr(proposal, "content") or ""), 78),
+                     wall_age(attr(it, "created_at"), now, self.engram.mask_db_times))
+            table.add_row(*(plain(c) for c in cells), key=iid)
         self.query_one("#review-status", Static).update(
             f"[b]{len(self.items)}[/] pending consolidation(s) · a approve · e edit then approve · r reject")
         if self.items:
@@ -134,13 +139,14 @@ class ReviewScreen(ServiceScreen):
                        for m in attr(it, "sources") or []])
         proposal = attr(it, "proposal") or {}
         self.query_one("#review-proposal", TextArea).text = attr(proposal, "content") or ""
-        self._show_result(
-            f"[dim]type[/] {attr(proposal, 'memory_type')}  [dim]importance[/] {attr(proposal, 'importance')}\n"
-            f"[dim]tags[/] {escape(', '.join(attr(proposal, 'tags') or []))}\n[dim]risk[/] {attr(it, 'risk')}")
+        self._show_result(markup(
+            "[dim]type[/] $type  [dim]importance[/] $importance\n[dim]tags[/] $tags\n[dim]risk[/] $risk",
+            type=value_of(attr(proposal, "memory_type")), importance=attr(proposal, "importance"),
+            tags=", ".join(attr(proposal, "tags") or []), risk=attr(it, "risk")))
 
-    def _show_result(self, proposal_meta: str = "") -> None:
+    def _show_result(self, proposal_meta: Content | None = None) -> None:
         parts = [p for p in (self.outcome, proposal_meta) if p]
-        self.query_one("#review-result", Static).update("\n\n".join(parts))
+        self.query_one("#review-result", Static).update(Content("\n\n").join(parts))
 
     def action_edit(self) -> None:
         self.query_one("#review-proposal", TextArea).focus()
@@ -183,16 +189,12 @@ class ReviewScreen(ServiceScreen):
         result, sources = data
         now = self.engram.now()
         made = attr(result, "memory") or result
-        lines = ["[b green]Approved.[/]", "", "[b]New memory[/]"]
-        if attr(made, "content"):
-            lines.append(memory_card(made, now))
-        else:
-            lines.append(escape(str(result))[:400])
-        lines += ["", "[b]Originals now[/]"]
-        lines += [f"  {attr(m, 'id')}: [b]{getattr(attr(m, 'status'), 'value', attr(m, 'status'))}[/]"
-                  for m in sources]
+        out: list[Content | str] = ["[b green]Approved.[/]", "", "[b]New memory[/]"]
+        out.append(memory_card(made, now) if attr(made, "content") else markup("$r", r=str(result)[:400]))
+        out += ["", "[b]Originals now[/]"]
+        out += [markup("  $id: [b]$status[/]", id=attr(m, "id"), status=value_of(attr(m, "status"))) for m in sources]
         self.notify("Consolidation approved", title="Engram")
-        self.outcome = "\n".join(lines)
+        self.outcome = lines(*out)
         self._show_result()
         self.load()
 

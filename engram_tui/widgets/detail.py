@@ -5,15 +5,17 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from rich.markup import escape
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
+from textual.content import Content
 from textual.widgets import Static
 
-from ..backend import attr
+from ..backend import attr, value_of
 from ..fmt import age, stamp, strength_bar, wall_stamp
+from ..safe import lines, markup
 
 NOT_YET = "[dim]not available yet (the self-organising layer has not landed in this build)[/]"
+SELECT = "[dim]Select a memory in the table.[/]"
 
 
 class DetailPane(Horizontal):
@@ -21,7 +23,7 @@ class DetailPane(Horizontal):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="detail-fields", classes="detail-col"):
-            yield Static("[dim]Select a memory in the table.[/]", id="detail-fields-text")
+            yield Static(SELECT, id="detail-fields-text")
         with VerticalScroll(id="detail-history", classes="detail-col"):
             yield Static("", id="detail-history-text")
         with VerticalScroll(id="detail-graph", classes="detail-col"):
@@ -32,29 +34,31 @@ class DetailPane(Horizontal):
         self.query_one("#detail-history").border_title = "History"
         self.query_one("#detail-graph").border_title = "Entities · relations · retrievals"
 
-    def clear(self, text: str = "[dim]Select a memory in the table.[/]") -> None:
+    def clear(self, text: str | Content = SELECT) -> None:
         self.query_one("#detail-fields-text", Static).update(text)
         self.query_one("#detail-history-text", Static).update("")
         self.query_one("#detail-graph-text", Static).update("")
 
     def show(self, m: Any, now: datetime, mask_db_times: bool = False) -> None:
-        status = attr(m, "status")
-        status = getattr(status, "value", status)
-        mtype = getattr(attr(m, "memory_type"), "value", attr(m, "memory_type"))
-        scope = getattr(attr(m, "scope"), "value", attr(m, "scope"))
+        status = value_of(attr(m, "status"))
         strength = float(attr(m, "memory_strength", 0.0))
-        pin = "  [b yellow]📌 pinned[/]" if attr(m, "pinned") else ""
-        rows = [
-            f"[b]{escape(attr(m, 'content'))}[/]",
+        pinned = bool(attr(m, "pinned"))
+        rows: list[Content | str] = [
+            markup("[b]$content[/]", content=attr(m, "content") or ""),
             "",
-            f"[dim]id[/]          {attr(m, 'id')}{pin}",
-            f"[dim]scope[/]       {scope}    [dim]type[/] {mtype}    [dim]status[/] [b]{status}[/]",
-            f"[dim]tags[/]        {escape(', '.join(attr(m, 'tags') or [])) or '—'}",
-            f"[dim]strength[/]    {strength:.3f} {strength_bar(strength, 10)}",
-            f"[dim]importance[/]  {attr(m, 'importance'):.2f}   [dim]confidence[/] {attr(m, 'confidence', 0):.2f}"
+            markup("[dim]id[/]          $id" + ("  [b yellow]📌 pinned: exempt from decay[/]" if pinned else ""),
+                   id=attr(m, "id")),
+            markup("[dim]scope[/]       $scope    [dim]type[/] $type    [dim]status[/] [b]$status[/]",
+                   scope=value_of(attr(m, "scope")), type=value_of(attr(m, "memory_type")), status=status),
+            markup("[dim]tags[/]        $tags", tags=", ".join(attr(m, "tags") or []) or "—"),
+            markup("[dim]strength[/]    $s $bar" + ("  [dim](pinned: never archived or forgotten by decay)[/]" if pinned
+                                                    else ""),
+                   s=f"{strength:.3f}", bar=strength_bar(strength, 10)),
+            f"[dim]importance[/]  {attr(m, 'importance', 0):.2f}   [dim]confidence[/] {attr(m, 'confidence', 0):.2f}"
             f"   [dim]quality[/] {attr(m, 'quality', 0):.2f}",
-            f"[dim]accesses[/]    {attr(m, 'access_count')}   [dim]half-life[/] {attr(m, 'half_life_days'):.3g} d"
-            f"   [dim]relevance[/] {attr(m, 'relevance_score', 0):.2f}",
+            f"[dim]accesses[/]    {attr(m, 'access_count', 0)}   [dim]half-life[/] "
+            + f"{attr(m, 'half_life_days', 0):.3g} d"
+            + f"   [dim]relevance[/] {attr(m, 'relevance_score', 0):.2f}",
             f"[dim]created[/]     {stamp(attr(m, 'created_at'))}  ({age(attr(m, 'created_at'), now)})",
             f"[dim]last access[/] {stamp(attr(m, 'last_accessed_at'))}  ({age(attr(m, 'last_accessed_at'), now)})",
             f"[dim]updated[/]     {wall_stamp(attr(m, 'updated_at'), mask_db_times)}",
@@ -62,56 +66,56 @@ class DetailPane(Horizontal):
         for key in ("source", "session_id", "episode_id", "consolidated_into", "invalid_at"):
             value = attr(m, key)
             if value:
-                rows.append(f"[dim]{key.replace('_', ' ')}[/]  {escape(str(value))}")
+                rows.append(markup("[dim]$key[/]  $value", key=key.replace("_", " "), value=value))
         meta = attr(m, "metadata") or {}
         if meta:
             rows.append("[dim]metadata[/]")
-            rows += [f"  {escape(str(k))}: {escape(str(v))[:80]}" for k, v in sorted(meta.items())]
-        self.query_one("#detail-fields-text", Static).update("\n".join(rows))
+            rows += [markup("  $k: $v", k=k, v=str(v)[:80]) for k, v in sorted(meta.items(), key=lambda kv: str(kv[0]))]
+        self.query_one("#detail-fields-text", Static).update(lines(*rows))
 
-        hist = ["[b]Status history[/]"]
+        hist: list[Content | str] = ["[b]Status history[/]"]
         for h in attr(m, "status_history") or []:
-            frm = attr(h, "from_status") or attr(h, "from") or "·"
-            hist.append(f"{wall_stamp(attr(h, 'at'), mask_db_times)}  {frm} → [b]{attr(h, 'to_status') or attr(h, 'to')}[/]"
-                        f"  [dim]{escape(attr(h, 'reason') or '')}[/]")
+            hist.append(markup("$at  $frm → [b]$to[/]  [dim]$reason[/]", at=wall_stamp(attr(h, "at"), mask_db_times),
+                               frm=attr(h, "from_status") or attr(h, "from") or "·",
+                               to=attr(h, "to_status") or attr(h, "to") or "", reason=attr(h, "reason") or ""))
         if len(hist) == 1:
             hist.append("[dim]none recorded[/]")
         hist += ["", "[b]Promotion chain[/]"]
         chain = attr(m, "promotion_chain") or []
         if chain:
-            hist += [f"  {i + 1}. {escape(c)}" for i, c in enumerate(chain)]
-            hist.append(f"  → {scope}:{attr(m, 'id')} (this)")
+            hist += [markup("  $i. $c", i=i + 1, c=c) for i, c in enumerate(chain)]
+            hist.append(markup("  → $scope:$id (this)", scope=value_of(attr(m, "scope")), id=attr(m, "id")))
         else:
             hist.append("[dim]  not promoted[/]")
-        self.query_one("#detail-history-text", Static).update("\n".join(hist))
+        self.query_one("#detail-history-text", Static).update(lines(*hist))
         self.query_one("#detail-graph-text", Static).update("[dim]loading…[/]")
 
-    def show_extras(self, graph: Any | None, graph_error: str | None, retrievals: Any | None,
-                    retrieval_error: str | None, now: datetime) -> None:
-        lines = ["[b]Entities[/]"]
+    def show_extras(self, graph: Any | None, graph_error: str | Content | None, retrievals: Any | None,
+                    retrieval_error: str | Content | None, now: datetime) -> None:
+        out: list[Content | str] = ["[b]Entities[/]"]
         if graph_error:
-            lines.append(graph_error)
+            out.append(graph_error)
         else:
             # Sorted: the graph store returns them in no promised order.
             entities = sorted(attr(graph, "entities") or [], key=lambda e: str(attr(e, "name") or e))
-            lines += [f"  • {escape(str(attr(e, 'name') or e))} [dim]{escape(str(attr(e, 'entity_type') or ''))}[/]"
-                      for e in entities] or ["[dim]  none[/]"]
-            lines += ["", "[b]Relations[/]"]
+            out += [markup("  • $name [dim]$kind[/]", name=attr(e, "name") or e, kind=attr(e, "entity_type") or "")
+                    for e in entities] or ["[dim]  none[/]"]
+            out += ["", "[b]Relations[/]"]
             rels = sorted(attr(graph, "relations") or [],
                           key=lambda r: (str(attr(r, "source_name") or ""), str(attr(r, "relation_type") or ""),
                                          str(attr(r, "target_name") or "")))
-            lines += [f"  {escape(str(attr(r, 'source_name') or attr(r, 'source') or '?'))} "
-                      f"—{escape(str(attr(r, 'relation_type') or 'rel'))}→ "
-                      f"{escape(str(attr(r, 'target_name') or attr(r, 'target') or '?'))}" for r in rels] or ["[dim]  none[/]"]
-        lines += ["", "[b]Retrieval history[/]"]
+            out += [markup("  $a —$rel→ $b", a=attr(r, "source_name") or attr(r, "source") or "?",
+                           rel=attr(r, "relation_type") or "rel", b=attr(r, "target_name") or attr(r, "target") or "?")
+                    for r in rels] or ["[dim]  none[/]"]
+        out += ["", "[b]Retrieval history[/]"]
         if retrieval_error:
-            lines.append(retrieval_error)
+            out.append(retrieval_error)
         else:
             items = list(retrievals or [])
             for r in items[:20]:
                 when = attr(r, "created_at") or attr(r, "at")
-                when_text = age(when, now) if when else ""
-                lines.append(f"  {when_text:>12}  {escape(str(attr(r, 'query') or ''))[:60]}")
+                out.append(markup("  $when  $query", when=f"{age(when, now) if when else '':>12}",
+                                  query=str(attr(r, "query") or "")[:60]))
             if not items:
-                lines.append("[dim]  never recalled[/]")
-        self.query_one("#detail-graph-text", Static).update("\n".join(lines))
+                out.append("[dim]  never recalled[/]")
+        self.query_one("#detail-graph-text", Static).update(lines(*out))

@@ -5,11 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from rich.text import Text
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
 from ..backend import attr
 from ..fmt import short
+from ..safe import plain
 
 TYPES = ["semantic", "procedural", "episodic", "working"]
 STATUSES = ["created", "active", "consolidated", "archived", "superseded", "forgotten"]
@@ -28,9 +30,12 @@ class NodeData:
         return "status" if self.status else "type" if self.memory_type else "scope"
 
 
-def _label(name: str, count: int | None, current: bool = False) -> str:
-    count_text = "" if count is None else f" [dim]{count:,}[/]"
-    return f"{'[b]' if current else ''}{name}{'[/b]' if current else ''}{count_text}"
+def _label(name: str, count: int | None, current: bool = False, bold: bool = False) -> Text:
+    """A Text, never markup: project and session names are the user's (a folder may be called ``[x]``)."""
+    label = plain(name, "bold" if current or bold else "")
+    if count is not None:
+        label.append(f" {count:,}", style="dim")
+    return label
 
 
 class ScopeTree(Tree[NodeData]):
@@ -52,17 +57,17 @@ class ScopeTree(Tree[NodeData]):
         self._scope_nodes.clear()
         sess_for_project = [s for s in sessions if attr(s, "project_root") in (current_project, None)]
         if sess_for_project:
-            group = self.root.add("[b]sessions[/]", expand=True, allow_expand=True)
+            group = self.root.add(Text("sessions", style="bold"), expand=True, allow_expand=True)
             for s in sess_for_project:
                 key = attr(s, "session_key")
                 name = attr(s, "claude_session_id") or key[-6:]
                 self._add_scope(group, "session", f"session {short(name, 18)}", None, key, counts, current=False)
-        group = self.root.add("[b]projects[/]", expand=True)
+        group = self.root.add(Text("projects", style="bold"), expand=True)
         for p in projects:
             path = attr(p, "project_path")
             self._add_scope(group, "project", attr(p, "project_name"), path, None, counts,
                             current=path == current_project)
-        self._add_scope(self.root, "user", "[b]user[/]", None, None, counts, current=False)
+        self._add_scope(self.root, "user", "user", None, None, counts, current=False, bold=True)
         for node in self._walk():
             if node.data in expanded and node.allow_expand:
                 node.expand()
@@ -71,13 +76,13 @@ class ScopeTree(Tree[NodeData]):
 
     def _add_scope(self, parent: TreeNode[NodeData], scope: str, name: str, project: str | None,
                    session: str | None, counts: dict[tuple[str, str | None, str | None], Any],
-                   current: bool) -> None:
+                   current: bool, bold: bool = False) -> None:
         stat = counts.get((scope, project, session))
         total = attr(stat, "total") if stat is not None else None
         data = NodeData(scope, project, session)
-        node = parent.add(_label(name, total, current), data=data, expand=current or scope == "session")
+        node = parent.add(_label(name, total, current, bold), data=data, expand=current or scope == "session")
         self._scope_nodes[(scope, project, session)] = node
-        self._names[(scope, project, session)] = (name, current)
+        self._names[(scope, project, session)] = (name, current or bold)
         by_type = attr(stat, "by_type", {}) if stat is not None else {}
         for t in TYPES:
             if scope != "session" and t == "working":
@@ -85,7 +90,7 @@ class ScopeTree(Tree[NodeData]):
             tnode = node.add(_label(t, by_type.get(t, 0) if stat is not None else None),
                              data=NodeData(scope, project, session, t))
             for st in STATUSES:
-                tnode.add_leaf(st, data=NodeData(scope, project, session, t, st))
+                tnode.add_leaf(Text(st), data=NodeData(scope, project, session, t, st))
 
     def set_scope_counts(self, key: tuple[str, str | None, str | None], stat: Any) -> None:
         """Update one scope node and its type children in place (a refresh must not collapse the tree)."""

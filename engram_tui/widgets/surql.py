@@ -11,6 +11,7 @@ from textual.widgets import Static, TabbedContent, TabPane, TextArea
 
 from ..backend import attr
 from ..fmt import ms
+from ..safe import markup, visible
 
 
 @cache
@@ -37,22 +38,26 @@ class SurqlEditor(TextArea):
 
 
 def _cell(value: Any) -> str:
+    """The cell's text; the table renders it without markup, and invisible characters show as escapes."""
     if value is None:
         return "NONE"
-    if isinstance(value, str):
-        return value
     if isinstance(value, dict | list):
-        return json.dumps(value, default=str, ensure_ascii=False)[:500]
-    return str(value)
+        value = json.dumps(value, default=str, ensure_ascii=False)[:500]
+    return visible(value, one_line=True)
 
 
 class ResultsViewer(TabbedContent):
     """One tab per statement (harlequin's shape): a fast table of rows, or the statement's error."""
 
+    runs = 0
+
     def show_results(self, statements: list[Any], mask: bool = False) -> None:
         # Imported here: pyarrow behind it costs ~0.25 s, which the first paint of the app should not pay.
         from textual_fastdatatable import DataTable as FastTable
 
+        # The old tabs leave asynchronously: ids unique per run, so the next run's tabs never collide with
+        # them (they did: DuplicateIds on every second run).
+        self.runs += 1
         self.clear_panes()
         for i, st in enumerate(statements, start=1):
             error = attr(st, "error")
@@ -61,12 +66,14 @@ class ResultsViewer(TabbedContent):
             took = attr(st, "time_ms")
             label = f"{i}: {'error' if error else f'{len(rows)} rows'}" + f" · {ms(took, mask)}"
             if error:
-                body: Any = Static(f"[b red]{error}[/]\n\n[dim]{attr(st, 'sql') or ''}[/]", classes="result-error")
+                body: Any = Static(markup("[b red]$error[/]\n\n[dim]$sql[/]", error=error, sql=attr(st, "sql") or ""),
+                                   classes="result-error")
             elif rows:
                 if not cols:
                     cols = sorted({k for r in rows if isinstance(r, dict) for k in r}) or ["value"]
                 data = [[_cell(r.get(c) if isinstance(r, dict) else r) for c in cols] for r in rows]
-                body = FastTable(data=data, column_labels=cols, max_column_content_width=60)
+                body = FastTable(data=data, column_labels=[visible(c, one_line=True) for c in cols],
+                                 max_column_content_width=60, render_markup=False)
             else:
                 body = Static("[dim]no rows[/]")
-            self.add_pane(TabPane(label, body, id=f"result-{i}"))
+            self.add_pane(TabPane(label, body, id=f"result-{self.runs}-{i}"))

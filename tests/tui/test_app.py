@@ -73,7 +73,7 @@ async def test_tree_node_filters_the_table(demo_service: Any, demo_env: DemoEnv)
                                               memory_type="procedural", limit=1).total
         t = table(app)
         assert t.row_count == expected
-        assert {t.get_row_at(i)[1] for i in range(t.row_count)} == {"procedural"}
+        assert {t.get_row_at(i)[1].plain for i in range(t.row_count)} == {"procedural"}
 
 
 async def test_filter_as_you_type(demo_service: Any, demo_env: DemoEnv) -> None:
@@ -101,7 +101,7 @@ async def test_hybrid_search_shows_recall_scores(demo_service: Any, demo_env: De
         t = table(app)
         assert t.row_count > 0
         assert [c.label.plain for c in t.columns.values()][:4] == ["Score", "Fused", "BM25#", "Vec#"]
-        scores = [float(t.get_row_at(i)[0]) for i in range(t.row_count)]
+        scores = [float(t.get_row_at(i)[0].plain) for i in range(t.row_count)]
         assert scores == sorted(scores, reverse=True)
         assert "recall" in text_of(app, "#table-status")
         # Looking is not using: a search from the TUI does not strengthen what it shows.
