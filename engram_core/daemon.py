@@ -49,6 +49,7 @@ from .protocol import (
     private_open,
     socket_path,
 )
+from .redaction import redact_text, redact_value
 
 log = logging.getLogger("engram.daemon")
 
@@ -481,7 +482,8 @@ class Daemon:
         from .scoring import estimate_tokens
 
         with self.lock:
-            result = self.service.recall(prompt[:2000], project=project, session=session_id, limit=8, log=False)
+            result = self.service.recall(redact_text(prompt)[:2000], project=project, session=session_id, limit=8,
+                                         log=False)
         budget = settings.prompt_recall_token_budget
         lines, used = [], estimate_tokens("# Engram: memories related to this prompt\n")
         for hit in result.hits:
@@ -498,6 +500,8 @@ class Daemon:
     # ── hook events: journal, queue, apply ───────────────────
     def _accept(self, eid: str, event: dict[str, Any]) -> bool:
         assert self.journal is not None
+        # Redacted whole, before the journal (a file) sees it: raw socket events and spooled ones alike.
+        event = redact_value(event)  # type: ignore[assignment]
         if not self.journal.begin(eid, event):
             return False
         self._enqueue(eid, event)
@@ -811,6 +815,13 @@ class _Handler(socketserver.StreamRequestHandler):
             daemon.last_activity = time.monotonic()
 
 
+class _RedactingFormatter(logging.Formatter):
+    """Log lines are redacted whole, traceback included: errors quote their input (pydantic does)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact_text(super().format(record))
+
+
 def _setup_logging(home: Path, verbose: bool) -> None:
     handler: logging.Handler
     if os.environ.get("ENGRAM_LOG_STDERR") or verbose:
@@ -820,7 +831,7 @@ def _setup_logging(home: Path, verbose: bool) -> None:
         fd = private_open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         os.close(fd)
         handler = logging.FileHandler(path, encoding="utf-8")
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(_RedactingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger("engram")
     root.handlers[:] = [handler]
     root.setLevel(logging.INFO)

@@ -8,6 +8,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
+from .redaction import redact_text
+
 MAX_CONTENT_CHARS = 100_000
 MAX_TAGS = 64
 
@@ -41,7 +43,8 @@ DEFAULT_RECALL_STATUSES = (Status.created, Status.active, Status.consolidated)
 def _clean_tags(tags: list[str]) -> list[str]:
     out: list[str] = []
     for tag in tags:
-        t = tag.strip().lower()
+        # redacted before it is lower-cased (AKIA… is only recognisable in upper case) or cut for an error message
+        t = redact_text(tag).strip().lower()
         if not t:
             continue
         if len(t) > 64:

@@ -540,19 +540,23 @@ def redact_text(text: str) -> str:
     return redact(text)[0]
 
 
-def redact_value(value: object) -> object:
+def redact_value(value: object, kinds: list[str] | None = None) -> object:
     """Recursively redact strings inside dicts, lists, tuples and sets; returns a new object.
 
     Dict keys are redacted too (a secret can end up as a key); non-string leaves are returned as is.
+    When ``kinds`` is given, the kind of every replaced secret is appended to it.
     """
     if isinstance(value, str):
-        return redact(value)[0]
+        out, found = redact(value)
+        if kinds is not None:
+            kinds.extend(r.kind for r in found)
+        return out
     if isinstance(value, dict):
-        return {(redact(k)[0] if isinstance(k, str) else k): redact_value(v) for k, v in value.items()}
+        return {redact_value(k, kinds): redact_value(v, kinds) for k, v in value.items()}
     if isinstance(value, list):
-        return [redact_value(v) for v in value]
+        return [redact_value(v, kinds) for v in value]
     if isinstance(value, tuple):
-        return tuple(redact_value(v) for v in value)
+        return tuple(redact_value(v, kinds) for v in value)
     if isinstance(value, (set, frozenset)):
-        return type(value)(redact_value(v) for v in value)
+        return type(value)(redact_value(v, kinds) for v in value)
     return value

@@ -74,7 +74,7 @@ from .models import (
     Status,
     StoreResult,
 )
-from .redaction import redact, redact_value
+from .redaction import redact, redact_text, redact_value
 from .scoring import DEFAULT_HALF_LIVES, composite_importance, days_between, memory_strength
 from .store import Connection, ScopeStore, StoreError, content_hash, key_of, record
 
@@ -313,6 +313,7 @@ class EngramService:
         """Find a live session by Engram key or Claude session id; a hook may name one we never saw start."""
         if not session:
             return None
+        session = redact_text(session)  # as start_session stored it (a real id is a UUID and stays as it is)
         with self._lock:
             if session in self._sessions:
                 return self._sessions[session]
@@ -327,6 +328,7 @@ class EngramService:
     @api
     def start_session(self, project: str | None = None, claude_session_id: str | None = None,
                       source: str | None = None) -> SessionInfo:
+        claude_session_id = redact_text(claude_session_id) if claude_session_id else claude_session_id
         with self._lock:
             if claude_session_id:
                 for s in self._sessions.values():
@@ -362,6 +364,7 @@ class EngramService:
         """Promotion pass (seed 000 §5), then the session database is dropped."""
         sess = self._session(session, create=False)
         assert sess is not None
+        reason = redact_text(reason)
         with sess.lock:
             evidence = session_learning.collect(self, sess)
             report = self._promote_session(sess)
@@ -454,25 +457,28 @@ class EngramService:
 
     def _prepare(self, mem: MemoryIn, store: ScopeStore, sess: _Session | None,
                  age_dates: bool = False) -> tuple[dict[str, Any], list[str]]:
+        # Every text field, whole, before anything is derived from it (hash, episode, search text, embedding).
         content, found = redact(mem.content)
-        metadata = redact_value(mem.metadata)
         kinds = [r.kind for r in found]
+        metadata: dict[str, Any] = redact_value(mem.metadata, kinds)  # type: ignore[assignment]
+        tags: list[str] = redact_value(mem.tags, kinds)  # type: ignore[assignment]
+        source = redact_value(mem.source, kinds)
         now = self.now()
         created = mem.created_at or now
         if created.tzinfo is None:
             created = created.replace(tzinfo=UTC)
-        episode = mem.metadata.get("episode_id") if isinstance(mem.metadata.get("episode_id"), str) else None
+        episode = metadata.get("episode_id") if isinstance(metadata.get("episode_id"), str) else None
         fields: dict[str, Any] = {
             "content": content,
             "content_hash": content_hash(content),
             "memory_type": mem.memory_type.value,
             "scope": store.scope.value,
-            "tags": mem.tags,
+            "tags": tags,
             "importance": mem.importance,
             "confidence": mem.confidence,
             "half_life_days": lifecycle.half_life_for(store.scope.value, mem.memory_type.value, self.half_lives()),
             "metadata": metadata,
-            "source": mem.source,
+            "source": source,
             "session_id": sess.key if sess else None,
             "episode_id": episode,
             "created_at": created,
@@ -713,7 +719,7 @@ class EngramService:
             if log_store is None:
                 log_store = self.project_store(project) or self.user
             log_id = log_store.log_retrieval({
-                "query": query[:2000], "strategy": strategy, "results_count": len(hits),
+                "query": redact_text(query)[:2000], "strategy": strategy, "results_count": len(hits),
                 "memory_ids": [h.memory.id for h in hits], "scopes": [h.memory.scope.value for h in hits],
                 "types": [h.memory.memory_type.value for h in hits], "took_ms": took,
                 "session_id": self._session(session, project).key if session else None,  # type: ignore[union-attr]
@@ -798,6 +804,8 @@ class EngramService:
         if not changes:
             raise EngramError("nothing to change: give content, tags, importance, confidence, type, pinned, "
                               "metadata or user_feedback")
+        if "tags" in changes:
+            changes["tags"] = redact_value(changes["tags"])
         if "content" in changes:
             content, found = redact(changes["content"])
             changes["content"] = content
@@ -827,7 +835,7 @@ class EngramService:
         if status == Status.forgotten:
             raise EngramError("forgotten erases content and embedding: use forget with erase=true and confirm=true")
         store, key = self.locate(memory_id, project, session)
-        row = store.set_status(key, status.value, reason)
+        row = store.set_status(key, status.value, redact_text(reason))
         if row is None:
             raise NotFound(f"no memory with id {key!r}")
         return self._to_memory(row, store)
@@ -840,6 +848,7 @@ class EngramService:
         act: the skeleton stays for history; content, search text, hash, embedding, tags, source and metadata are
         cleared (seed 000 §4 `forgotten`; docs/security.md says what the engine's files keep)."""
         store, key = self.locate(memory_id, project, session)
+        reason = redact_text(reason)
         if erase and not confirm:
             raise EngramError("erasing clears this memory's content and embedding for good: "
                               "confirm it (confirm=true, or --yes on the command line)")
@@ -1144,6 +1153,11 @@ class EngramService:
         if not verdict.ok:
             return QueryResult(ok=False, scope=store.scope, database=store.database, role=role, statements=[],
                                violations=violations, message=violations[0].message if violations else "refused")
+        if allow_writes:
+            refusal = _secret_in_write(verdict.statements)
+            if refusal is not None:
+                return QueryResult(ok=False, scope=store.scope, database=store.database, role=role, statements=[],
+                                   violations=[refusal], message=refusal.message)
         stmts = [_with_timeout(st) for st in verdict.statements]
         body = ";\n".join(stmts) + ";"
         if allow_writes:
@@ -1231,11 +1245,14 @@ class EngramService:
                                         exclude_none=True)
                 # A hand-edited or foreign file must not smuggle a secret in; on Engram's own exports this is
                 # a no-op (redaction is idempotent), so round trips stay exact.
-                fields["content"], found = redact(fields["content"])
-                fields["metadata"] = redact_value(fields.get("metadata", {}))
-                if found:
+                embedding = fields.pop("embedding", None)
+                original = fields["content"]
+                fields = redact_value(fields)  # type: ignore[assignment]
+                if fields["content"] != original:
+                    # the hash and the vector were of the text with the secret in it
                     fields["content_hash"] = content_hash(fields["content"])
-                    fields.pop("embedding", None)
+                elif embedding is not None:
+                    fields["embedding"] = embedding
                 existed = store.get(rec.id) is not None
                 store.restore_row(rec.id, fields)
                 replaced += existed
@@ -1311,8 +1328,9 @@ class EngramService:
                                 {"id": record(key_of(log_id), "retrieval_log")})
             else:
                 # ORDER BY needs its field in the selection (SurrealDB 3 refuses the query otherwise).
+                # The log holds the query redacted and cut, as recall stored it.
                 rows = store.q1("SELECT id, memory_ids, created_at FROM retrieval_log WHERE query = $q "
-                                "ORDER BY created_at DESC LIMIT 1", {"q": query})
+                                "ORDER BY created_at DESC LIMIT 1", {"q": redact_text(query)[:2000]})
             if rows and (found is None or rows[0]["created_at"] > found[1]["created_at"]):
                 found = (store, rows[0])
         if found is None:
@@ -1320,7 +1338,8 @@ class EngramService:
             return FeedbackResult(log_id=None, updated=False,
                                   message=f"no {what} is logged in this project or the user scope; recall it first")
         store, row = found
-        store.q("UPDATE $id SET was_useful = $u, feedback_reason = $r", {"id": row["id"], "u": was_useful, "r": reason})
+        store.q("UPDATE $id SET was_useful = $u, feedback_reason = $r",
+                {"id": row["id"], "u": was_useful, "r": redact_text(reason) if reason else reason})
         delta = 0.1 if was_useful else -0.05
         for mid in row.get("memory_ids", []):
             try:
@@ -1333,6 +1352,20 @@ class EngramService:
         return FeedbackResult(log_id=key_of(row["id"]), updated=True,
                               message=f"marked {'useful' if was_useful else 'not useful'} "
                                       f"(logged in {store.scope.value} scope)")
+
+
+def _secret_in_write(statements: list[str]) -> QueryViolation | None:
+    """Console writes are SurrealQL the engine evaluates, so their values cannot be redacted on the way in
+    without changing the query: a write whose text holds a secret is refused whole, and nothing runs."""
+    for i, stmt in enumerate(statements):
+        found = redact(stmt)[1]
+        if found:
+            kinds = ", ".join(sorted({r.kind for r in found}))
+            return QueryViolation(
+                statement_index=i, statement=redact_text(stmt), rule="secret-in-write",
+                message=f"statement {i + 1} would write what looks like a secret ({kinds}); Engram never stores "
+                        "secrets: take it out of the query (reads may mention one)")
+    return None
 
 
 def _memory_filter(base: str, memory_type: MemoryType | None, status: Status | None, tag: str | None,

@@ -33,6 +33,7 @@ from surrealdb import RecordID, Surreal
 from .config import ensure_private_dir, restrict_tree
 from .ids import ulid
 from .models import Scope
+from .redaction import redact_value
 from .search_index import SearchIndex
 
 log = logging.getLogger(__name__)
@@ -159,6 +160,11 @@ class Connection:
         return cls("mem://")
 
     def run(self, ns: str, db: str, sql: str, params: Mapping[str, Any] | None = None) -> list[Any]:
+        # Every value Engram hands the engine passes here: redacting the parameters is the net under every write
+        # path, including those with no redaction of their own (graph evidence, episode reasons, registries).
+        # The service redacts first where it must know what it replaced (content, its hash, the store message);
+        # here that text is already clean and redaction is idempotent.
+        params = redact_value(dict(params or {}))  # type: ignore[assignment]
         with self.lock:
             try:
                 if self._current != (ns, db):

@@ -1,0 +1,194 @@
+"""Redaction on every field and every path (issue #13): nothing secret reaches a store, a journal or a log.
+
+Each test writes secrets through one entry point, then looks for them where they could end up: every table of
+every open store (dumped through the engine) and, once the stores are closed, the raw bytes of every file under
+the Engram home and the project's store folder (database files, WAL, journal, log).  The search ignores case
+(tags are stored lower-cased).  The secrets are fake.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from support import DaemonProc
+
+from engram_core.models import MemoryIn, MemoryPatch
+from engram_core.service import EngramService, call_api
+
+TOKEN = "ghp_FAKEr8x2LmQ9vT4kZp7NwY3cJh6Fd1Sa0BgE"  # a GitHub token shape
+PASSWORD = "Fake-Pw-7Rq2Zx9Lm4"  # only recognisable by its key (`password=`)
+AWS = "AKIAFAKEQX3RTV7ZP4M2"
+SECRETS = (TOKEN, PASSWORD, AWS)
+
+
+def _leaks_in_files(*roots: Path) -> list[str]:
+    hits = []
+    for root in roots:
+        for path in root.rglob("*") if root.exists() else ():
+            if path.is_file():
+                data = path.read_bytes().lower()
+                hits += [f"{path.name}: {s[:12]}…" for s in SECRETS if s.lower().encode() in data]
+    return hits
+
+
+def _leaks_in_stores(svc: EngramService) -> list[str]:
+    """Every row of every table of every open store, as the engine returns it."""
+    svc.flush()
+    hits = []
+    for store in svc._all_open_stores():  # noqa: SLF001 - the test looks at everything the engine holds
+        tables = store.q1("INFO FOR DB")["tables"]
+        for table in tables:
+            dump = json.dumps(store.q1(f"SELECT * FROM `{table}`"), default=str).lower()
+            hits += [f"{store.scope.value}/{table}: {s[:12]}…" for s in SECRETS if s.lower() in dump]
+    return hits
+
+
+@pytest.fixture
+def svc(engram_home: Path, embedder, project_dir: Path) -> Iterator[EngramService]:  # noqa: ANN001
+    s = EngramService(engram_home, embedder=embedder, recover_sessions=False)
+    yield s
+    s.close()
+    assert _leaks_in_files(engram_home, project_dir / ".claude") == []
+
+
+def _assert_clean(svc: EngramService) -> None:
+    assert _leaks_in_stores(svc) == []
+
+
+# ── service write paths ─────────────────────────────────────────────────────
+def test_store_redacts_tags_source_and_metadata(svc: EngramService, project_dir: Path) -> None:
+    res = svc.store(MemoryIn(content=f"deploy uses token {TOKEN}", tags=[f"password={PASSWORD}", "deploy"],
+                             source=f"curl -H 'Authorization: token {TOKEN}'",
+                             metadata={"cmd": f"export AWS_ACCESS_KEY_ID={AWS}", f"k {TOKEN}": 1}),
+                    project=str(project_dir))
+    assert "github_token" in res.redactions and "password" in res.redactions
+    assert "deploy" in res.memory.tags
+    _assert_clean(svc)
+
+
+def test_update_redacts_tags_and_metadata(svc: EngramService, project_dir: Path) -> None:
+    m = svc.store(MemoryIn(content="the staging database is postgres 16"), project=str(project_dir)).memory
+    svc.update(m.id, MemoryPatch(tags=[f"tok-{TOKEN}"], metadata={"note": f"password: {PASSWORD}"},
+                                 content=f"staging db, login with password={PASSWORD}"), project=str(project_dir))
+    _assert_clean(svc)
+
+
+def test_recall_query_is_redacted_before_it_is_cut_and_logged(svc: EngramService, project_dir: Path) -> None:
+    svc.store(MemoryIn(content="the staging database is postgres 16"), project=str(project_dir))
+    svc.recall(f"staging database {TOKEN}", project=str(project_dir))
+    # the query log keeps 2000 characters: an AWS key id across that boundary lost its tail and was kept
+    svc.recall("staging " + "x" * 1984 + " " + AWS, project=str(project_dir))
+    svc.mark_retrieval_useful(f"staging database {TOKEN}", True, reason=f"password={PASSWORD} worked",
+                              project=str(project_dir))
+    _assert_clean(svc)
+
+
+def test_status_and_forget_reasons_are_redacted(svc: EngramService, project_dir: Path) -> None:
+    a = svc.store(MemoryIn(content="fact one about the build cache"), project=str(project_dir)).memory
+    b = svc.store(MemoryIn(content="fact two about the release train"), project=str(project_dir)).memory
+    svc.set_status(a.id, "archived", reason=f"rotated {TOKEN}", project=str(project_dir))
+    svc.forget(b.id, reason=f"contained password={PASSWORD}", project=str(project_dir))
+    _assert_clean(svc)
+
+
+def test_session_ids_sources_and_end_reasons_are_redacted(svc: EngramService, project_dir: Path) -> None:
+    info = svc.start_session(project=str(project_dir), claude_session_id=f"sess-{TOKEN}",
+                             source=f"password={PASSWORD}")
+    assert TOKEN not in (info.claude_session_id or "")
+    # the same (secret-bearing) id finds the same session again instead of opening a new one
+    again = svc.start_session(project=str(project_dir), claude_session_id=f"sess-{TOKEN}")
+    assert again.session_key == info.session_key and again.resumed
+    svc.store(MemoryIn(content="a session note", scope="session"), project=str(project_dir),
+              session=f"sess-{TOKEN}")
+    _assert_clean(svc)
+    svc.end_session(info.session_key, reason=f"ended; token {TOKEN}")
+    _assert_clean(svc)
+
+
+def test_import_redacts_every_field(svc: EngramService, project_dir: Path) -> None:
+    lines = [json.dumps({"content": f"imported: key {AWS}", "tags": [f"t-{TOKEN}"], "source": f"password={PASSWORD}",
+                         "metadata": {"episode_id": f"ep {TOKEN}"}})]
+    report = svc.import_lines(lines, project=str(project_dir))
+    assert report.stored == 1 and not report.failed
+    _assert_clean(svc)
+
+
+def test_restore_redacts_every_field(svc: EngramService, project_dir: Path) -> None:
+    svc.store(MemoryIn(content="a memory to export and tamper with", tags=["x"]), project=str(project_dir))
+    records = [r.model_dump(mode="json") for r in svc.export_memories(scope="project", project=str(project_dir))]
+    rec = records[0]
+    rec.update(tags=[f"t-{TOKEN}"], source=f"password={PASSWORD}", status_reason=f"key {AWS}",
+               episode_id=f"ep {TOKEN}", metadata={"x": f"password={PASSWORD}"})
+    rec["status_history"] = [{**h, "reason": f"token {TOKEN}"} for h in rec.get("status_history") or []] or [
+        {"status": "created", "reason": f"token {TOKEN}", "at": rec["created_at"]}]
+    report = svc.restore_memories([rec], project=str(project_dir))
+    assert report.replaced == 1 and not report.failed
+    _assert_clean(svc)
+
+
+def test_console_writes_with_a_secret_are_refused(svc: EngramService, project_dir: Path) -> None:
+    m = svc.store(MemoryIn(content="a memory the console edits"), project=str(project_dir)).memory
+    res = svc.run_query(f"UPDATE memory:{m.id} SET source = 'password={PASSWORD}', tags += '{TOKEN}'",
+                        allow_writes=True, project=str(project_dir))
+    assert not res.ok and "secret" in res.message and res.statements == []
+    # the same write without a secret goes through: the refusal is about the secret, not the write
+    ok = svc.run_query(f"UPDATE memory:{m.id} SET source = 'console'", allow_writes=True, project=str(project_dir))
+    assert ok.ok, ok.message
+    # a read may mention a secret (it stores nothing)
+    assert svc.run_query(f"SELECT * FROM memory WHERE content CONTAINS '{TOKEN}'", project=str(project_dir)).ok
+    _assert_clean(svc)
+
+
+def test_organise_free_text_is_redacted(svc: EngramService, project_dir: Path) -> None:
+    """Tools outside the core write path (graph evidence, episode boundaries) reach the engine redacted too."""
+    svc.store(MemoryIn(content="The api service depends on the auth service for login"), project=str(project_dir))
+    call_api(svc, "relate_entities", {"source": "api service", "target": "auth service",
+                                      "relation_type": "depends_on", "evidence": f"seen in env: password={PASSWORD}",
+                                      "project": str(project_dir)})
+    info = svc.start_session(project=str(project_dir), claude_session_id="c-episodes")
+    svc.store(MemoryIn(content="a working note", scope="session"), project=str(project_dir),
+              session=info.session_key)
+    call_api(svc, "end_episode", {"session": info.session_key, "reason": f"switching to {TOKEN}",
+                                  "project": str(project_dir)})
+    _assert_clean(svc)
+
+
+# ── the daemon: raw socket events, its journal and its log ─────────────────
+def test_daemon_journal_and_log_never_hold_a_secret(light_daemon: DaemonProc, tmp_path: Path) -> None:
+    proj = tmp_path / "p"
+    (proj / ".git").mkdir(parents=True)
+    light_daemon.start()
+    c = light_daemon.client()
+    good = {"kind": "memory", "cwd": str(proj), "session_id": f"s-{TOKEN}",
+            "memory": {"content": f"Command failed: deploy → export AWS_ACCESS_KEY_ID={AWS}", "scope": "project",
+                       "tags": [f"password={PASSWORD}"], "source": f"hook {TOKEN}"}}
+    assert c.call("hook_event", event=good)["accepted"]
+    # an event that cannot be applied: its error (which quotes the input) goes to the log
+    bad = {"kind": "memory", "cwd": str(proj),
+           "memory": {"content": f"x {TOKEN}", "importance": f"password={PASSWORD}"}}
+    assert c.call("hook_event", event=bad)["accepted"]
+    c.call("flush", timeout_s=30)
+    # the journal holds acknowledged events until they are applied: it is written before any apply
+    assert _leaks_in_files(light_daemon.home) == []
+    page = c.call("list_memories", scope="project", project=str(proj), limit=10)
+    assert len(page["items"]) == 1 and "[REDACTED:" in page["items"][0]["content"]
+    c.close()
+    light_daemon.stop()
+    assert _leaks_in_files(light_daemon.home, proj) == []
+
+
+def test_daemon_api_calls_are_redacted(light_daemon: DaemonProc, tmp_path: Path) -> None:
+    proj = tmp_path / "p"
+    (proj / ".git").mkdir(parents=True)
+    light_daemon.start()
+    c = light_daemon.client()
+    c.call("store", memory={"content": "release checklist lives in docs", "tags": [f"k-{TOKEN}"],
+                            "source": f"password={PASSWORD}"}, project=str(proj))
+    c.call("recall", query=f"release checklist {AWS}", project=str(proj))
+    c.call("import_lines", lines=[json.dumps({"content": "imported fact", "tags": [f"k-{AWS}"]})], project=str(proj))
+    c.close()
+    light_daemon.stop()
+    assert _leaks_in_files(light_daemon.home, proj) == []
