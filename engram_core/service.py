@@ -18,6 +18,7 @@ import copy
 import functools
 import json
 import os
+import re
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -462,6 +463,8 @@ class EngramService:
         kinds = [r.kind for r in found]
         metadata: dict[str, Any] = redact_value(mem.metadata, kinds)  # type: ignore[assignment]
         tags: list[str] = redact_value(mem.tags, kinds)  # type: ignore[assignment]
+        # MemoryIn already redacted its tags (before lower-casing them): report what it replaced
+        kinds += [k for t in tags for k in re.findall(r"\[redacted:([a-z0-9_]+)\]", t)]
         source = redact_value(mem.source, kinds)
         now = self.now()
         created = mem.created_at or now
