@@ -50,6 +50,39 @@ def timed(cmd: list[str], stdin: bytes | None, env: dict[str, str]) -> float:
     return (time.perf_counter() - t0) * 1000
 
 
+CAPTURED = REPO / "tests" / "data" / "claude_code"
+CAPTURED_CWD = "/tmp/capproj5bo0ro92"
+CAPTURED_SESSION = "d7973bf0-846d-4d38-8afb-0987b557d37e"
+
+
+def per_event(py: str, project: Path, env: dict[str, str], rounds: int) -> dict[str, Any]:
+    """Each hook of a real captured session (tests/data/claude_code/), replayed ``rounds`` times as new sessions,
+    plus the two payloads whose redaction costs most: a 1 MB Write and a 30 000-character failure (Claude Code
+    cuts tool output there)."""
+    files = sorted(CAPTURED.glob("*.json"))
+    times: dict[str, list[float]] = {}
+    labels = {"002": "PostToolUse Bash success (no failure on record: no round trip)",
+              "003": "PostToolUseFailure Bash", "004": "PostToolUse Write", "005": "PostToolUse Edit",
+              "006": "PostToolUse Bash success after a failure (the fix)"}
+    big_write = {"hook_event_name": "PostToolUse", "tool_name": "Write", "cwd": str(project),
+                 "tool_input": {"file_path": f"{project}/big.py", "content": "x = 'abc'  # filler\n" * 50_000},
+                 "tool_response": {"type": "create", "filePath": f"{project}/big.py"}}
+    big_fail = {"hook_event_name": "PostToolUseFailure", "tool_name": "Bash", "cwd": str(project),
+                "tool_input": {"command": "make test"}, "error": "Exit code 2\n" + "line of output\n" * 2140}
+    for r in range(rounds):
+        sid = f"bench-events-{r}"
+        for f in files:
+            raw = f.read_text().replace(CAPTURED_CWD, str(project)).replace(CAPTURED_SESSION, sid)
+            name = json.loads(raw)["hook_event_name"]
+            label = labels.get(f.name[:3], name)
+            times.setdefault(label, []).append(timed([py, "-S", str(HOOK), name], raw.encode(), env))
+        for label, payload in (("PostToolUse Write of 1 MB", big_write),
+                               ("PostToolUseFailure Bash with 30 000 characters", big_fail)):
+            data = json.dumps({**payload, "session_id": sid}).encode()
+            times.setdefault(label, []).append(timed([py, "-S", str(HOOK), payload["hook_event_name"]], data, env))
+    return {label: stats(ms) for label, ms in times.items()}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=200)
@@ -89,6 +122,7 @@ def main() -> int:
         bare.append(timed([py, "-S", "-c", "import json, socket"], None, env))
         if i % 4 == 0:
             hook_no_s.append(timed([py, str(HOOK), "PostToolUse"], event(100_000 + i), env))
+    events = per_event(py, project, env, max(5, args.runs // 10))
     direct = []
     script = tmp / "direct.py"
     script.write_text(DIRECT)
@@ -104,6 +138,7 @@ def main() -> int:
         "hook_ms": stats(hook), "hook_without_-S_ms": stats(hook_no_s), "bare_python_ms": stats(bare),
         "direct_sdk_write_ms": stats(direct),
         "hook_overhead_over_bare_p50_ms": round(stats(hook)["p50"] - stats(bare)["p50"], 1),
+        "per_event_ms": events,
         "events_applied": status["events_applied"], "spooled_then_ingested": spooled, "flush": flush,
     }
     print(json.dumps(result, indent=2))

@@ -41,6 +41,7 @@ PROMPT_TIMEOUT_S = 1.5
 OTHER_TIMEOUT_S = 0.5
 MAX_STDIN = 16 * 1024 * 1024
 START_COOLDOWN_S = 10.0
+MAX_PREVIEW_CHARS = 200_000
 _EXIT_LINE = re.compile(r"^\s*exit code[: ]+(-?\d+)\s*$", re.I)
 _ERRORISH = re.compile(r"\b(error|failed|failure|fatal|traceback|exception|not found|denied|no such file|"
                        r"cannot|can't|could not|refused|segmentation fault|panic)\b", re.I)
@@ -358,14 +359,15 @@ def file_change(data: dict) -> dict | None:
     new = False
     if tool == "Write":
         new = tr.get("type") == "create"
-        summary = (f"created ({_lines(ti.get('content'))} lines)" if new
-                   else f"rewritten ({_lines(ti.get('content'))} lines)")
+        n = ti.get("content_lines") or _lines(ti.get("content"))
+        summary = f"created ({n} lines)" if new else f"rewritten ({n} lines)"
         first = _first_line(ti.get("content", ""))
         if first:
             summary += f", starts {first!r}"
     elif tool == "Edit":
         old, new_s = ti.get("old_string", ""), ti.get("new_string", "")
-        summary = (f"replaced {_lines(old)} line(s) with {_lines(new_s)}"
+        summary = (f"replaced {ti.get('old_string_lines') or _lines(old)} line(s) with "
+                   f"{ti.get('new_string_lines') or _lines(new_s)}"
                    f"{' (all occurrences)' if ti.get('replace_all') else ''}: "
                    f"{_first_line(old, 60)!r} → {_first_line(new_s, 60)!r}")
     elif tool == "MultiEdit":
@@ -437,11 +439,22 @@ def bash_failure(data: dict) -> dict | None:
 
 
 def _redacted_payload(data: dict) -> dict | None:
-    """The fields a capture reads, every string in them redacted whole (None when redaction is unavailable)."""
+    """The fields a capture reads, every string in them redacted whole (None when redaction is unavailable).
+
+    A file's content or an edit's text beyond MAX_PREVIEW_CHARS is dropped, not cut: only its line count is kept
+    (redacting 1 MB costs ~0.3 s on every such Write, for a one-line preview)."""
     tr = data.get("tool_response")
     if isinstance(tr, dict):
         tr = {k: tr[k] for k in _RESPONSE_FIELDS if k in tr}
-    picked = {"tool_input": data.get("tool_input"), "tool_response": tr, "error": data.get("error")}
+    ti = data.get("tool_input")
+    if isinstance(ti, dict) and data.get("tool_name") != "Bash":
+        ti = dict(ti)
+        for key in ("content", "old_string", "new_string"):
+            value = ti.get(key)
+            if isinstance(value, str) and len(value) > MAX_PREVIEW_CHARS:
+                ti[key] = ""
+                ti[key + "_lines"] = _lines(value)
+    picked = {"tool_input": ti, "tool_response": tr, "error": data.get("error")}
     clean = redact_all(picked)
     if not isinstance(clean, dict):
         return None

@@ -547,3 +547,17 @@ def test_the_skill_is_the_injected_protocol() -> None:
     assert skill_markdown().endswith(PROTOCOL)
     for tool in ("recall_memories", "store_memory", "session_summary", "forget_memory"):
         assert f"`mcp__plugin_engram_engram__{tool}`" in PROTOCOL
+
+
+def test_a_huge_write_keeps_its_line_count_and_shows_no_text(tmp_path: Path) -> None:
+    """Beyond 200 000 characters the content is dropped whole (never cut, then redacted): only its size is kept."""
+    home = tmp_path / "home"
+    env = {**os.environ, "ENGRAM_HOME": str(home), "ENGRAM_PYTHON": "/nonexistent"}
+    proj = new_project(tmp_path, "huge")
+    content = f"token = \"{SECRET}\"\n" + "x = 1\n" * 40_000
+    run_hook("PostToolUse", {**base("sess-huge", proj, "PostToolUse"), "tool_name": "Write",
+                             "tool_input": {"file_path": str(proj / "big.py"), "content": content},
+                             "tool_response": {"type": "create", "filePath": str(proj / "big.py")}}, env)
+    [event] = [json.loads(f.read_text()) for f in (home / "spool").glob("*.jsonl")]
+    assert event["memory"]["content"] == "Modified big.py: created (40001 lines)"
+    assert SECRET not in json.dumps(event)
