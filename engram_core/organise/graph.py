@@ -44,6 +44,10 @@ TYPED_WEIGHT = 0.5
 CO_MENTION_WEIGHT = 0.3
 STRENGTHEN = 0.1  # seed 001 §5.2: weight +0.1, confidence +0.05 per new piece of evidence
 TRAVERSE_MIN_WEIGHT = 0.2
+# Bounds that keep a recall's graph step small however popular an entity is (a library named in 500 notes):
+# the strongest neighbours only, and an entity's most recent mentions only. The fusion takes 100 at most.
+TRAVERSE_MAX_NEIGHBOURS = 12
+TRAVERSE_MAX_MENTIONS = 150
 SUBJECT_TYPES = ("project", "person")  # "this project" / "user": hubs that would link everything
 CONFLICT_TYPES = ("uses", "replaces", "causes", "contradicts")
 
@@ -175,7 +179,7 @@ class GraphMirror:
         self.lock = threading.Lock()
         self.names: dict[str, set[str]] = {}  # name_key (and file basename) → entity keys
         self.types: dict[str, str] = {}  # entity key → entity_type
-        self.mentioned_by: dict[str, set[str]] = {}  # entity key → memory keys
+        self.mentioned_by: dict[str, dict[str, None]] = {}  # entity key → memory keys, oldest first
         self.rels: dict[str, tuple[str, str, float]] = {}  # live relation key → (in, out, weight)
         self.touching: dict[str, set[str]] = {}  # entity key → live relation keys at either end
 
@@ -184,7 +188,7 @@ class GraphMirror:
         _index_name(self.names, nkey, ekey, etype)
 
     def add_mention(self, memory: str, ekey: str) -> None:
-        self.mentioned_by.setdefault(ekey, set()).add(memory)
+        self.mentioned_by.setdefault(ekey, {})[memory] = None
 
     def set_relation(self, rkey: str, a: str, b: str, weight: float, live: bool) -> None:
         if not live:
@@ -302,7 +306,7 @@ def traverse(service: EngramService, store: ScopeStore, seeds: set[str]) -> dict
     if not seeds:
         return {}
     g = mirror(service, store)
-    ent_score: dict[str, float] = {s: 1.0 for s in seeds}
+    near: dict[str, float] = {}
     with g.lock:
         for s in seeds:
             for rkey in g.touching.get(s, ()):
@@ -311,11 +315,16 @@ def traverse(service: EngramService, store: ScopeStore, seeds: set[str]) -> dict
                     continue
                 other = b if a == s else a
                 if other not in seeds:
-                    ent_score[other] = max(ent_score.get(other, 0.0), 0.5 * w)
+                    near[other] = max(near.get(other, 0.0), 0.5 * w)
+        ent_score: dict[str, float] = {s: 1.0 for s in seeds}
+        ent_score.update(sorted(near.items(), key=lambda t: (-t[1], t[0]))[:TRAVERSE_MAX_NEIGHBOURS])
         # A memory's score sums its entities, dampened so a note listing twenty files does not dominate.
         per_mem: dict[str, list[float]] = {}
         for ekey, score in ent_score.items():
-            for m in g.mentioned_by.get(ekey, ()):
+            mems = g.mentioned_by.get(ekey)
+            if not mems:
+                continue
+            for m in list(mems)[-TRAVERSE_MAX_MENTIONS:] if len(mems) > TRAVERSE_MAX_MENTIONS else mems:
                 per_mem.setdefault(m, []).append(score)
     return {k: sum(v) / math.sqrt(len(v)) if len(v) > 1 else v[0] for k, v in per_mem.items()}
 
