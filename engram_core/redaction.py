@@ -51,12 +51,12 @@ class _Lazy:
 
     __slots__ = ("source", "flags", "_compiled")
 
-    def __init__(self, source: str, flags: int = 0) -> None:
+    def __init__(self, source: str | bytes, flags: int = 0) -> None:
         self.source = source
         self.flags = flags
-        self._compiled: re.Pattern[str] | None = None
+        self._compiled: re.Pattern | None = None
 
-    def finditer(self, text: str):  # noqa: ANN201 - Iterator[re.Match[str]]
+    def finditer(self, text: str | bytes):  # noqa: ANN201 - Iterator[re.Match]
         if self._compiled is None:
             self._compiled = re.compile(self.source, self.flags)
         return self._compiled.finditer(text)
@@ -383,6 +383,24 @@ _FINDERS: list[tuple[object, tuple[bytes, ...]]] = [
 
 # every guard once, searched in an ASCII copy of the lower-cased text (see redact())
 _ALL_GUARDS = frozenset([g for rule in _TOKEN_PATTERNS for g in rule[3]] + [g for rule in _FINDERS for g in rule[1]])
+# Short texts (most metadata values, tags, ids) are scanned once for all guards, longest first at every position;
+# a guard found there also means every shorter guard it starts with. Long texts search each guard on its own
+# (a fast substring search beats the regex there). Both compiled on first use.
+_SHORT_TEXT = 2048
+_GUARD_SCAN = _Lazy(b"(?=(" + b"|".join(re.escape(g) for g in sorted(_ALL_GUARDS, key=len, reverse=True)) + b"))")
+_GUARD_PREFIXES = {g: frozenset(h for h in _ALL_GUARDS if g.startswith(h)) for g in _ALL_GUARDS}
+# which rules each guard enables (rules run in table order: the order is their priority)
+_TOKEN_RULES_OF = {g: [i for i, rule in enumerate(_TOKEN_PATTERNS) if g in rule[3]] for g in _ALL_GUARDS}
+_FINDERS_OF = {g: [i for i, rule in enumerate(_FINDERS) if g in rule[1]] for g in _ALL_GUARDS}
+
+
+def _present_guards(haystack: bytes) -> set[bytes]:
+    if len(haystack) > _SHORT_TEXT:
+        return {g for g in _ALL_GUARDS if g in haystack}
+    present: set[bytes] = set()
+    for m in _GUARD_SCAN.finditer(haystack):  # type: ignore[arg-type]
+        present |= _GUARD_PREFIXES[m.group(1)]
+    return present
 
 
 def _word_kind(key: str) -> str:
@@ -477,23 +495,21 @@ def redact(text: str) -> tuple[str, list[Redaction]]:
     # The guards are ASCII: searching them in an ASCII copy (one byte a character) is several times faster than
     # in text that holds any wider character, and every guard is searched once however many rules share it.
     haystack = low.encode("ascii", "replace")
-    present = {g for g in _ALL_GUARDS if g in haystack}
+    present = _present_guards(haystack)
     for m in _PRIVATE.finditer(text) if b"<private" in haystack else ():
         candidates.append((m.start(), m.end(), -1, "private"))
-    for prio, (kind, pattern, group, guards, bounded) in enumerate(_TOKEN_PATTERNS):
-        if present.isdisjoint(guards):
-            continue
+    for prio in sorted({i for g in present for i in _TOKEN_RULES_OF[g]}):
+        kind, pattern, group, _guards, bounded = _TOKEN_PATTERNS[prio]
         for m in pattern.finditer(text):
             s, e = m.span(group)
             # an earlier run's placeholder (`https://u:[REDACTED:x]@h`) is not a new secret
             if e > s and not text.startswith("[REDACTED:", s) and (not bounded or _bounded(text, m.start())):
                 candidates.append((s, e, prio, kind))
     finder_prio = len(_TOKEN_PATTERNS)
-    for finder, guards in _FINDERS:
-        if not present.isdisjoint(guards):
-            for s, e, kind in finder(text):  # type: ignore[operator]
-                if e > s and not text.startswith("[REDACTED:", s):
-                    candidates.append((s, e, finder_prio, kind))
+    for i in sorted({i for g in present for i in _FINDERS_OF[g]}):
+        for s, e, kind in _FINDERS[i][0](text):  # type: ignore[operator]
+            if e > s and not text.startswith("[REDACTED:", s):
+                candidates.append((s, e, finder_prio, kind))
     generic_prio = finder_prio + 1
     # lower() can change the length of some non-ASCII text; offsets must stay the input's
     assign, subject = (_ASSIGN_LOWER, low) if len(low) == len(text) else (_ASSIGN_ANYCASE, text)
