@@ -21,7 +21,8 @@ from engram_core.service import EngramService, call_api
 TOKEN = "ghp_FAKEr8x2LmQ9vT4kZp7NwY3cJh6Fd1Sa0BgE"  # a GitHub token shape
 PASSWORD = "Fake-Pw-7Rq2Zx9Lm4"  # only recognisable by its key (`password=`)
 AWS = "AKIAFAKEQX3RTV7ZP4M2"
-SECRETS = (TOKEN, PASSWORD, AWS)
+# the first 12 characters too: a secret cut before it was redacted leaves its head behind
+SECRETS = (TOKEN, PASSWORD, AWS, AWS[:12])
 
 
 def _leaks_in_files(*roots: Path) -> list[str]:
@@ -148,11 +149,22 @@ def test_organise_free_text_is_redacted(svc: EngramService, project_dir: Path) -
     call_api(svc, "relate_entities", {"source": "api service", "target": "auth service",
                                       "relation_type": "depends_on", "evidence": f"seen in env: password={PASSWORD}",
                                       "project": str(project_dir)})
+    # evidence is kept to 500 characters: an AWS key id across that boundary must be redacted before the cut
+    call_api(svc, "relate_entities", {"source": "api service", "target": "billing service",
+                                      "relation_type": "depends_on", "evidence": "e" * 485 + " " + AWS,
+                                      "project": str(project_dir)})
     info = svc.start_session(project=str(project_dir), claude_session_id="c-episodes")
     svc.store(MemoryIn(content="a working note", scope="session"), project=str(project_dir),
               session=info.session_key)
     call_api(svc, "end_episode", {"session": info.session_key, "reason": f"switching to {TOKEN}",
                                   "project": str(project_dir)})
+    svc.store(MemoryIn(content="another working note", scope="session"), project=str(project_dir),
+              session=info.session_key)
+    # an episode reason is kept to 300 characters (and becomes the next episode's trigger)
+    call_api(svc, "end_episode", {"session": info.session_key, "reason": "r" * 285 + " " + AWS,
+                                  "project": str(project_dir)})
+    svc.store(MemoryIn(content="a third working note", scope="session"), project=str(project_dir),
+              session=info.session_key)
     _assert_clean(svc)
 
 

@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from typing import Any, Literal
 
 from ..models import MemoryIn, MemoryType
+from ..redaction import redact_text
 from ..scoring import days_between, memory_strength
 from ..store import ScopeStore, key_of, plain
 from . import associations, contradictions, graph
@@ -348,7 +349,7 @@ def propose_consolidation_summary(service: EngramService, item_id: str, summary:
         raise EngramError(f"item {key_of(row['id'])} is {row['status']}, not pending")
     keys = [key_of(m) for m in row.get("memory_ids") or []]
     p = Proposal(**row["proposal"]) if row.get("proposal") else extractive(service, store, keys, row["reason"])
-    p.content, p.source = summary.strip()[:20_000], "agent"
+    p.content, p.source = redact_text(summary).strip()[:20_000], "agent"  # whole, then cut
     if row["reason"] == "episodic_to_semantic":
         p.memory_type = "semantic"
     store.q("UPDATE $id SET proposal = $p, summary_source = 'agent', risk = $r",

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..ids import ulid
+from ..redaction import redact_text
 from ..store import Light, ScopeStore, key_of, plain
 from .base import EngramError, EngramService, OrganiseState, Stream, api, as_dt, rid, state
 from .models import EpisodeInfo
@@ -58,7 +59,7 @@ def _open(store: ScopeStore, s: Stream, name: str, boundary: str, trigger: str |
     key = "ep_" + ulid()
     store.q("CREATE $id CONTENT $c RETURN NONE", {"id": rid("episode", key), "c": {
         "stream": name, "started_at": at, "last_at": at, "boundary_type": boundary,
-        "boundary_trigger": (trigger or "")[:300] or None}})
+        "boundary_trigger": redact_text(trigger or "")[:300] or None}})  # whole, then cut
     s.episode_id, s.last_at, s.centroid, s.count, s.pending = key, at, None, 0, None
 
 
@@ -164,7 +165,7 @@ def end_episode(service: EngramService, session: str, reason: str = "explicit",
             if s.episode_id is None:
                 continue
             rows = store.q1("UPDATE $id SET ended_at = $t, end_reason = $r", {"id": rid("episode", s.episode_id),
-                                                                              "t": now, "r": reason[:300]})
+                                                                              "t": now, "r": redact_text(reason)[:300]})
             s.pending = ("explicit", reason)
             if rows:
                 closed.append(_info(rows[0]))

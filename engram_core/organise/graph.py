@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..embeddings import try_embed
+from ..redaction import redact_text
 from ..search_index import tokenize
 from ..store import ScopeStore, key_of, plain
 from . import entities as ex
@@ -538,7 +539,7 @@ def relate_entities(service: EngramService, source: str, target: str, relation_t
         raise EngramError("an entity cannot relate to itself")
     ev = None
     if evidence:
-        ev = key_of(evidence) if key_of(evidence) in store.light or store.get(key_of(evidence)) else evidence[:500]
+        ev = key_of(evidence) if key_of(evidence) in store.light or store.get(key_of(evidence)) else redact_text(evidence)[:500]
     rel = ex.ExtractedRelation(src, relation_type, dst, confidence)
     row = _relation_row(rel, store.scope.value, ev, now_utc(), source="agent")
     row["src"], row["dst"] = rid("entity", src_key), rid("entity", dst_key)
