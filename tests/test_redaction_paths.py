@@ -204,3 +204,29 @@ def test_daemon_api_calls_are_redacted(light_daemon: DaemonProc, tmp_path: Path)
     c.close()
     light_daemon.stop()
     assert _leaks_in_files(light_daemon.home, proj) == []
+
+
+def test_cli_store_import_and_recall_are_redacted(light_daemon: DaemonProc, tmp_path: Path) -> None:
+    """The real `engram` command: arguments, an imported file and a query reach the daemon and stay redacted."""
+    import subprocess
+    import sys
+
+    proj = tmp_path / "p"
+    (proj / ".git").mkdir(parents=True)
+    light_daemon.start()
+
+    def engram(*args: str) -> str:
+        p = subprocess.run([sys.executable, "-m", "engram_core.cli", *args], capture_output=True, text=True,
+                           timeout=120, cwd=str(proj), env=light_daemon.env)
+        assert p.returncode == 0, p.stderr
+        return p.stdout
+
+    out = engram("store", f"the deploy key is {TOKEN}", "--tags", f"ci,{AWS}", "--json")
+    assert TOKEN not in out and AWS not in out
+    jsonl = tmp_path / "in.jsonl"
+    jsonl.write_text(json.dumps({"content": "an imported rule", "source": f"password={PASSWORD}",
+                                 "tags": [f"k-{TOKEN}"]}) + "\n", encoding="utf-8")
+    engram("import", str(jsonl))
+    engram("recall", f"deploy key {AWS}", "--json")
+    light_daemon.stop()
+    assert _leaks_in_files(light_daemon.home, proj) == []
