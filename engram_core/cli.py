@@ -88,11 +88,37 @@ def cmd_import(args: argparse.Namespace) -> int:
     with open(path, encoding="utf-8", errors="replace") as fh:
         lines = fh.read().splitlines()
     client = _client(args)
+    # The whole file is checked before anything is stored: a bad line stops the import unless --skip-bad.
+    totals = _import_pass(client, lines, args, dry_run=True, skip_bad=False)
+    refused = bool(totals["failed"]) and not args.skip_bad
+    if not args.dry_run and not refused:
+        totals = _import_pass(client, lines, args, dry_run=False, skip_bad=True)
+    if args.json:
+        _emit({**totals, "imported": not args.dry_run and not refused})
+    else:
+        if refused and not args.dry_run:
+            print(f"nothing imported: {len(totals['failed'])} bad line(s) of {totals['total_lines']}; fix them "
+                  "or pass --skip-bad to import the others")
+        elif args.dry_run:
+            print(f"dry run: nothing stored; {totals['total_lines'] - len(totals['failed'])} line(s) valid, "
+                  f"{len(totals['failed'])} refused")
+        else:
+            print(f"{totals['stored']} stored, {totals['merged']} merged into existing memories, "
+                  f"{len(totals['failed'])} line(s) refused, of {totals['total_lines']}")
+        if not refused:
+            print(_next_sweep_line(totals["next_sweep"], args.dates))
+        for f in totals["failed"]:
+            print(f"  line {f['line']}: {f['error']}", file=sys.stderr)
+    return EXIT_ERROR if totals["failed"] else EXIT_OK
+
+
+def _import_pass(client: Any, lines: list[str], args: argparse.Namespace, *, dry_run: bool,
+                 skip_bad: bool) -> dict[str, Any]:
     totals: dict[str, Any] = {"stored": 0, "merged": 0, "failed": [], "total_lines": 0, "dates": args.dates,
                               "dry_run": args.dry_run, "next_sweep": {}}
     progress = None
     task = None
-    if not args.json and sys.stderr.isatty():
+    if not dry_run and not args.json and sys.stderr.isatty():
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
         progress = Progress(TextColumn("importing"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
@@ -105,15 +131,16 @@ def cmd_import(args: argparse.Namespace) -> int:
             plain, records = _split_export_records(chunk, start + 1)
             for first, part in plain:
                 report = client.call("import_lines", lines=part, project=_project(args), session=args.session,
-                                     first_line=first, dates=args.dates, dry_run=args.dry_run)
+                                     first_line=first, dates=args.dates, dry_run=dry_run, skip_bad=skip_bad)
                 for k, v in report.get("next_sweep", {}).items():
                     totals["next_sweep"][k] = totals["next_sweep"].get(k, 0) + v
                 totals["stored"] += report["stored"]
                 totals["merged"] += report["merged"]
                 totals["failed"].extend(report["failed"])
                 totals["total_lines"] += report["total_lines"]
-            for first, part in records if not args.dry_run else []:
-                report = client.call("restore_memories", records=part, project=_project(args), first_line=first)
+            for first, part in records:
+                report = client.call("restore_memories", records=part, project=_project(args), first_line=first,
+                                     dry_run=dry_run, skip_bad=skip_bad)
                 totals["stored"] += report["restored"]
                 totals["restored"] = totals.get("restored", 0) + report["restored"] + report["replaced"]
                 totals["merged"] += report["replaced"]
@@ -124,19 +151,8 @@ def cmd_import(args: argparse.Namespace) -> int:
     finally:
         if progress is not None:
             progress.stop()
-    if args.json:
-        _emit(totals)
-    else:
-        if args.dry_run:
-            print(f"dry run: nothing stored; {totals['total_lines'] - len(totals['failed'])} line(s) valid, "
-                  f"{len(totals['failed'])} refused")
-        else:
-            print(f"{totals['stored']} stored, {totals['merged']} merged into existing memories, "
-                  f"{len(totals['failed'])} line(s) refused, of {totals['total_lines']}")
-        print(_next_sweep_line(totals["next_sweep"], args.dates))
-        for f in totals["failed"]:
-            print(f"  line {f['line']}: {f['error']}", file=sys.stderr)
-    return EXIT_ERROR if totals["failed"] else EXIT_OK
+    totals["failed"].sort(key=lambda f: f["line"])
+    return totals
 
 
 def _next_sweep_line(preview: dict[str, int], dates: str) -> str:
@@ -547,6 +563,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("file", help="JSONL: content, memory_type, scope, tags, importance, metadata, created_at; "
                     "or a file written by `engram export` (restored exactly)")
     sp.add_argument("--session", default=None, help="session id, for lines with scope session")
+    sp.add_argument("--skip-bad", action="store_true",
+                    help="import the good lines of a file that has bad ones (default: a bad line stops the import "
+                         "before anything is stored)")
     sp.add_argument("--dates", choices=("keep", "age"), default="keep",
                     help="keep: each line keeps its created_at and decays from the import (default); "
                          "age: treat created_at as the last use, so old lines may be archived by the next sweep")

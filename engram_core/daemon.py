@@ -482,6 +482,8 @@ class Daemon:
         from .scoring import estimate_tokens
 
         with self.lock:
+            if session_id:  # a hook may name a Claude session whose SessionStart we missed
+                self.service._session(session_id, project, create=True)
             result = self.service.recall(redact_text(prompt)[:2000], project=project, session=session_id, limit=8,
                                          log=False)
         budget = settings.prompt_recall_token_budget
@@ -559,6 +561,9 @@ class Daemon:
         svc = self.service
         if svc is None:
             raise RuntimeError("service closed")
+        if session and kind in ("memory", "checkpoint"):
+            with self.lock:  # a Claude session whose SessionStart we missed: hook events may start it
+                svc._session(session, project, create=True)
         if kind == "memory":
             data = dict(event.get("memory") or {})
             data["metadata"] = {**(data.get("metadata") or {}), "hook_event_id": eid}

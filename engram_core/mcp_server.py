@@ -54,6 +54,7 @@ class EngramTools:
         self.project = project or os.getcwd()
         self.session = session or None
         self.own_session = False
+        self._joined = False
         self._lock = threading.Lock()
 
     def ensure_session(self) -> str:
@@ -64,7 +65,7 @@ class EngramTools:
                 info = self.call("start_session", project=self.project,
                                  claude_session_id=f"mcp-{os.getpid()}-{os.urandom(4).hex()}", source="mcp")
                 self.session = info["claude_session_id"] or info["session_key"]
-                self.own_session = True
+                self.own_session = self._joined = True
             return self.session
 
     def call(self, method: str, **params: Any) -> Any:
@@ -75,6 +76,12 @@ class EngramTools:
 
         params = {k: v for k, v in params.items() if v is not None}
         try:
+            if params.get("session") and params["session"] == self.session and not self._joined:
+                # The daemon refuses unknown session ids; Claude Code's own id (from its environment) is this
+                # connection's session even when no SessionStart hook announced it: join or start it once.
+                self.daemon.dispatch("start_session", {"project": self.project, "claude_session_id": self.session,
+                                                       "source": "mcp"})
+                self._joined = True
             result = self.daemon.dispatch(method, params)
         except Exception as exc:
             type_, message = classify(exc)

@@ -310,21 +310,29 @@ class EngramService:
             self._sessions[db] = _Session(db, store, meta.get("project_root"), meta.get("claude_session_id"),
                                           meta.get("started_at") or self.now())
 
-    def _session(self, session: str | None, project: str | None = None, *, create: bool = True) -> _Session | None:
-        """Find a live session by Engram key or Claude session id; a hook may name one we never saw start."""
+    def _session(self, session: str | None, project: str | None = None, *, create: bool = False) -> _Session | None:
+        """The live session with this Engram key or Claude session id, if it belongs to ``project`` (when given).
+
+        An unknown id is refused: a typo or another project's id must not open a session of its own. Only the
+        daemon's hook events (``create=True``) start one for a Claude session whose SessionStart it missed."""
         if not session:
             return None
         session = redact_text(session)  # as start_session stored it (a real id is a UUID and stays as it is)
+        found = None
         with self._lock:
             if session in self._sessions:
-                return self._sessions[session]
-            for s in self._sessions.values():
-                if s.claude_id == session:
-                    return s
-        if not create:
-            raise NotFound(f"no live session {session!r}; start one with start_session")
-        info = self.start_session(project=project, claude_session_id=session)
-        return self._sessions[info.session_key]
+                found = self._sessions[session]
+            else:
+                found = next((s for s in self._sessions.values() if s.claude_id == session), None)
+        if found is None:
+            if not create:
+                raise NotFound(f"no live session {session!r}: it never started, has ended, or the id is mistyped "
+                               "(sessions start with the SessionStart hook or start_session)")
+            info = self.start_session(project=project, claude_session_id=session)
+            return self._sessions[info.session_key]
+        if project and found.project_root and self._project_root(project)[0] != found.project_root:
+            raise NotFound(f"no live session {session!r} in this project (it belongs to another one)")
+        return found
 
     @api
     def start_session(self, project: str | None = None, claude_session_id: str | None = None,
@@ -431,19 +439,19 @@ class EngramService:
         return [*(s.store for s in self._sessions.values()), *(s for _, s in self._projects.values()), self.user]
 
     def locate(self, memory_id: str, project: str | None = None, session: str | None = None) -> tuple[ScopeStore, str]:
+        """The store holding this memory among the caller's own: its session, its project (the given one or the
+        session's) and the user scope. Another project's ids are not found from here (the CLI, MCP and hooks
+        always name their project)."""
         key = key_of(memory_id.strip())
         if not key:
             raise EngramError("give a memory id")
-        preferred = self._stores("all", project, session) if (project or session) else []
-        for store in [*preferred, *self._all_open_stores()]:
+        # A caller that names neither (an in-process tool such as the TUI's own service) searches what is open.
+        stores = self._stores("all", project, session) if (project or session) else self._all_open_stores()
+        for store in stores:
             if key in store.light or store.get(key) is not None:
                 return store, key
-        for p in self.list_projects():
-            if not p.open and Path(p.project_path).exists():
-                store = self.project_store(p.project_path)
-                if store is not None and store.get(key) is not None:
-                    return store, key
-        raise NotFound(f"no memory with id {key!r} in any scope Engram knows (check `engram recall` for ids)")
+        where = "this project, its session or user scope" if (project or session) else "any open store"
+        raise NotFound(f"no memory with id {key!r} in {where} (check `engram recall` for ids)")
 
     # ── writing ──────────────────────────────────────────────
     def _previous_in_episode(self, store: ScopeStore, episode: str | None, session_id: str | None) -> list[str]:
@@ -569,12 +577,14 @@ class EngramService:
     @api
     def import_lines(self, lines: list[str], project: str | None = None, session: str | None = None,
                      first_line: int = 1, dates: Literal["keep", "age"] = "keep",
-                     dry_run: bool = False) -> ImportReport:
-        """JSONL import: each good line is stored; a bad line is reported with its number and nothing of it stored.
+                     dry_run: bool = False, skip_bad: bool = False) -> ImportReport:
+        """JSONL import, validated whole first: a bad line is reported with its number and, unless ``skip_bad``,
+        nothing of the batch is stored.
 
         ``dates``: "keep" (default) keeps each line's created_at and counts its decay from the import, so old
         history is not forgotten wholesale; "age" treats it as last used when it was created. The report says
-        what the next sweep would do to these memories; ``dry_run`` stores nothing and reports only that."""
+        what the next sweep would do to these memories; ``dry_run`` stores nothing and reports only that (and
+        the bad lines: `engram import` checks the whole file this way before it stores anything)."""
         good: list[MemoryIn] = []
         failed: list[ImportError_] = []
         for n, line in enumerate(lines, start=first_line):
@@ -584,12 +594,15 @@ class EngramService:
                 data = json.loads(line)
                 if not isinstance(data, dict):
                     raise ValueError("each line must be a JSON object")
-                good.append(MemoryIn(**data))
+                mem = MemoryIn(**data)
+                if mem.scope == Scope.session and not session:
+                    raise EngramError("scope session needs --session (the id of a live session)")
+                good.append(mem)
             except (json.JSONDecodeError, ValueError, ValidationError, TypeError) as exc:
                 failed.append(ImportError_(line=n, error=_short_error(exc)))
         report = ImportReport(stored=0, merged=0, failed=failed, total_lines=sum(1 for x in lines if x.strip()),
                               dates=dates, dry_run=dry_run, next_sweep=self._import_preview(good, dates == "age"))
-        if dry_run:
+        if dry_run or (failed and not skip_bad):
             return report
         for chunk_start in range(0, len(good), 64):
             try:
@@ -1202,12 +1215,15 @@ class EngramService:
 
     # ── export / restore (lossless backups) and health ───────
     def _export_stores(self, scope: str, project: str | None) -> list[ScopeStore]:
+        """The stores of one project (its live sessions included, no other project's) and the user scope."""
+        root = self._project_root(project)[0] if project else None
+        sessions = [s.store for s in self._sessions.values() if s.project_root == root]
         if scope == "session":
-            return [s.store for s in self._sessions.values()]
+            return sessions
         stores = self._stores("project" if scope == "project" else scope if scope == "user" else "all",
                               project, None)
         if scope == "all":
-            stores = [*(s.store for s in self._sessions.values()), *stores]
+            stores = [*sessions, *stores]
         return stores
 
     @api
@@ -1225,16 +1241,28 @@ class EngramService:
 
     @api
     def restore_memories(self, records: list[dict[str, Any]], project: str | None = None,
-                         first_line: int = 1) -> RestoreReport:
-        """Write exported records back with their ids and every field; a bad record stores nothing of itself.
+                         first_line: int = 1, skip_bad: bool = False, dry_run: bool = False) -> RestoreReport:
+        """Write exported records back with their ids and every field. Every record is checked first: with a bad
+        one nothing is restored unless ``skip_bad`` (then the bad ones are left out); ``dry_run`` restores
+        nothing and reports the bad ones.
 
         Project records go to ``project`` (or the project they were exported from); session records recreate
         their session so that its promotion pass still runs."""
-        restored = replaced = 0
+        checked: list[tuple[int, MemoryRecord]] = []
         failed: list[ImportError_] = []
         for n, raw in enumerate(records, start=first_line):
             try:
                 rec = MemoryRecord(**raw)
+                if rec.scope == Scope.project and not (project or rec.project_path):
+                    raise EngramError("a project record needs --project DIR")
+                checked.append((n, rec))
+            except (ValidationError, EngramError, TypeError, ValueError) as exc:
+                failed.append(ImportError_(line=n, error=_short_error(exc)))
+        if dry_run or (failed and not skip_bad):
+            return RestoreReport(restored=0, replaced=0, failed=failed)
+        restored = replaced = 0
+        for n, rec in checked:
+            try:
                 if rec.scope == Scope.session:
                     store = self._session_for_restore(rec.database or rec.session_id or "s_" + ulid(),
                                                       project or rec.project_path)

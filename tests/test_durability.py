@@ -95,3 +95,76 @@ def test_only_stores_that_erased_or_grew_are_due_for_compaction(tmp_path: Path, 
         assert svc.compact(only_due=True).stores == []
     finally:
         svc.close()
+
+
+# ── project boundaries ───────────────────────────────────────────────────────
+def test_memory_ids_resolve_only_in_the_callers_project(light_daemon: DaemonProc, tmp_path: Path) -> None:
+    light_daemon.start()
+    a, b = new_project(tmp_path, "alpha"), new_project(tmp_path, "beta")
+    c = light_daemon.client()
+    theirs = c.call("store", memory={"content": "beta's private deploy notes"}, project=str(b))["memory"]["id"]
+    mine = c.call("store", memory={"content": "alpha's build notes"}, project=str(a))["memory"]["id"]
+    user = c.call("store", memory={"content": "prefers tabs", "scope": "user"}, project=str(a))["memory"]["id"]
+    for method, extra in (("get", {}), ("update", {"patch": {"content": "hijacked"}}), ("forget", {}),
+                          ("promote", {}), ("set_status", {"status": "archived"})):
+        try:
+            c.call(method, memory_id=theirs, project=str(a), **extra)
+        except Exception as exc:  # noqa: BLE001 - the client raises the daemon's typed error
+            assert "NotFound" in type(exc).__name__ or "no memory" in str(exc), (method, exc)
+        else:
+            raise AssertionError(f"{method} from project alpha reached beta's memory")
+    assert c.call("get", memory_id=theirs, project=str(b))["content"] == "beta's private deploy notes"
+    assert c.call("get", memory_id=mine, project=str(a))["status"] != "forgotten"
+    assert c.call("get", memory_id=user, project=str(b))["content"] == "prefers tabs"  # user scope is shared
+    shown = engram(light_daemon, "show", theirs, "--project", str(a))
+    assert shown.returncode != 0 and "no memory" in shown.stderr and "Traceback" not in shown.stderr
+    c.close()
+
+
+def test_sessions_belong_to_their_project_and_unknown_ids_are_refused(light_daemon: DaemonProc,
+                                                                      tmp_path: Path) -> None:
+    light_daemon.start()
+    a, b = new_project(tmp_path, "alpha"), new_project(tmp_path, "beta")
+    c = light_daemon.client()
+    sb = c.call("start_session", project=str(b), claude_session_id="cc-beta-1")["session_key"]
+    c.call("store", memory={"content": f"beta session scratch {MARK}", "scope": "session"}, project=str(b),
+           session=sb)
+    c.call("store", memory={"content": "alpha project fact"}, project=str(a))
+    for session in (sb, "cc-beta-1", "no-such-session"):
+        try:
+            c.call("recall", query="session scratch", project=str(a), session=session)
+        except Exception as exc:  # noqa: BLE001
+            assert "no live session" in str(exc), exc
+        else:
+            raise AssertionError(f"session {session!r} accepted from project alpha")
+    try:
+        c.call("store", memory={"content": "typo'd session", "scope": "session"}, project=str(a), session="typo")
+    except Exception as exc:  # noqa: BLE001
+        assert "no live session 'typo'" in str(exc)
+    else:
+        raise AssertionError("an unknown session id created a session")
+    assert [s["claude_session_id"] for s in c.call("list_sessions")] == ["cc-beta-1"]
+    exported = engram(light_daemon, "export", "--scope", "all", "--project", str(a))
+    assert exported.returncode == 0, exported.stderr
+    assert "alpha project fact" in exported.stdout and MARK not in exported.stdout
+    assert MARK in engram(light_daemon, "export", "--scope", "all", "--project", str(b)).stdout
+    c.close()
+
+
+async def test_mcp_tools_do_not_reach_another_projects_memory(daemon: DaemonProc, tmp_path: Path) -> None:
+    from test_mcp import error_text, payload, server
+
+    a, b = new_project(tmp_path, "mcp-alpha"), new_project(tmp_path, "mcp-beta")
+    c = daemon.client()
+    theirs = c.call("store", memory={"content": "beta's memory seen over MCP"}, project=str(b))["memory"]["id"]
+    c.close()
+    async with server(daemon, a, session="cc-mcp-alpha-1") as s:
+        for tool, args in (("get_memory", {}), ("forget_memory", {}), ("promote_memory", {}),
+                           ("update_memory", {"content": "hijacked"})):
+            assert "no memory" in error_text(await s.call_tool(tool, {"memory_id": theirs, **args}))
+        mine = payload(await s.call_tool("store_memory", {"content": "alpha scratch over MCP", "scope": "session"}))
+        assert mine["scope"] == "session"
+    c = daemon.client()
+    assert c.call("get", memory_id=theirs, project=str(b))["content"] == "beta's memory seen over MCP"
+    c.call("end_session", session="cc-mcp-alpha-1")
+    c.close()

@@ -246,7 +246,7 @@ def list_contradictions(service: EngramService, project: str | None = None,
 def _find_item(service: EngramService, table: str, item_id: str, project: str | None,
                session: str | None = None) -> tuple[ScopeStore, dict[str, Any]]:
     key = key_of(item_id)
-    for store in [*stores_for(service, "all", project, session), *service._all_open_stores()]:
+    for store in stores_for(service, "all", project, session):  # the caller's project only (issue #13)
         row = store.q1("SELECT * FROM ONLY $id", {"id": rid(table, key)})
         if row:
             return store, plain(row)
