@@ -150,6 +150,34 @@ def event_id_of(line: bytes | str, event: dict[str, Any]) -> str:
     return "h_" + hashlib.sha256(raw.strip()).hexdigest()[:32]
 
 
+# Every kind `Daemon.apply_event` applies: a new kind goes here too, or the daemon refuses it before the journal.
+EVENT_KINDS = ("memory", "session_end", "checkpoint", "stop", "prompt", "command_ok")
+
+
+def check_event(event: Any) -> None:
+    """The shape `apply_event` needs, checked before an event is acknowledged (EngramError says what is wrong)."""
+    from pydantic import ValidationError
+
+    from .models import MemoryIn
+    from .service import EngramError
+
+    if not isinstance(event, dict):
+        raise EngramError("hook_event needs params.event, a JSON object")
+    kind = event.get("kind")
+    if kind not in EVENT_KINDS:
+        raise EngramError(f"hook_event: unknown kind {kind!r}; one of {', '.join(EVENT_KINDS)}")
+    for name in ("session_id", "cwd", "event_id", "reason", "trigger", "prompt", "command"):
+        if event.get(name) is not None and not isinstance(event[name], str):
+            raise EngramError(f"hook_event: {name} must be a string")
+    if kind == "memory":
+        if not isinstance(event.get("memory"), dict):
+            raise EngramError("hook_event: a memory event needs event.memory, a JSON object")
+        try:
+            MemoryIn(**event["memory"])
+        except (ValidationError, TypeError) as exc:
+            raise EngramError(f"hook_event: event.memory is not a valid memory: {exc}") from None
+
+
 # ── type names for clients (so RemoteService can rebuild pydantic results) ──
 def type_expr(tp: Any) -> str:
     """A small type expression over engram_core.models names, builtins and Any; anything else is Any."""
@@ -451,8 +479,8 @@ class Daemon:
         mcp_server.serve_connection(self, rfile, wfile, params)
 
     def m_hook_event(self, event: dict[str, Any] | None = None, **_: Any) -> dict[str, Any]:
-        if not isinstance(event, dict):
-            raise ValueError("hook_event needs params.event, a JSON object")
+        check_event(event)  # before the journal: a malformed event is refused, never acknowledged then dropped
+        assert isinstance(event, dict)
         eid = event_id_of(json.dumps(event, sort_keys=True), event)
         accepted = self._accept(eid, event)
         return {"accepted": accepted, "event_id": eid, "duplicate": not accepted}
@@ -561,7 +589,7 @@ class Daemon:
         svc = self.service
         if svc is None:
             raise RuntimeError("service closed")
-        if session and kind in ("memory", "checkpoint"):
+        if session and kind in ("memory", "checkpoint", "prompt", "command_ok"):
             with self.lock:  # a Claude session whose SessionStart we missed: hook events may start it
                 svc._session(session, project, create=True)
         if kind == "memory":
@@ -688,6 +716,11 @@ class Daemon:
                             continue
                         if event.get("kind") == "session_start":
                             continue  # its context could not be injected any more; the session starts lazily
+                        try:
+                            check_event(event)
+                        except ValueError as exc:
+                            log.warning("spool %s: an event was skipped: %s", claimed.name, exc)
+                            continue
                         if self._accept(event_id_of(raw, event), event):
                             n += 1
                 claimed.unlink()

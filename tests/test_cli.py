@@ -71,6 +71,8 @@ def test_import_jsonl_reports_bad_lines(daemon: DaemonProc, tmp_path: Path) -> N
     f = tmp_path / "mem.jsonl"
     f.write_text("\n".join(lines) + "\n")
     p = engram(daemon, "import", str(f), "--json", cwd=proj)
+    assert p.returncode == 1 and json.loads(p.stdout)["stored"] == 0  # a bad line stops the whole file
+    p = engram(daemon, "import", str(f), "--json", "--skip-bad", cwd=proj)
     assert p.returncode == 1  # some lines were refused
     report = json.loads(p.stdout)
     assert report["stored"] == 450

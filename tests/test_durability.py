@@ -168,3 +168,50 @@ async def test_mcp_tools_do_not_reach_another_projects_memory(daemon: DaemonProc
     assert c.call("get", memory_id=theirs, project=str(b))["content"] == "beta's memory seen over MCP"
     c.call("end_session", session="cc-mcp-alpha-1")
     c.close()
+
+
+# ── errors ───────────────────────────────────────────────────────────────────
+def test_a_malformed_hook_event_is_a_clear_refusal_and_is_not_journaled(light_daemon: DaemonProc) -> None:
+    from test_daemon import raw_exchange
+
+    light_daemon.start()
+    bad = [["not", "an", "object"], "text", {"kind": "explode"}, {"kind": "memory"},
+           {"kind": "memory", "memory": "just a string"}, {"kind": "memory", "memory": {"content": ""}},
+           {"kind": "memory", "memory": {"content": "ok", "memory_type": "dream"}},
+           {"kind": "stop", "session_id": ["x"]}, {"kind": "memory", "memory": {"content": "x", "bogus": 1}}]
+    lines = b"".join(json.dumps({"v": 1, "id": i, "method": "hook_event", "params": {"event": ev}}).encode() + b"\n"
+                     for i, ev in enumerate(bad))
+    answers = raw_exchange(light_daemon.sock, lines)
+    assert len(answers) == len(bad)
+    for ev, answer in zip(bad, answers, strict=True):
+        assert answer["ok"] is False, ev
+        assert answer["error"]["type"] == "EngramError", (ev, answer)
+        assert "hook_event" in answer["error"]["message"], answer
+    c = light_daemon.client()
+    assert c.call("status")["journal_pending"] == 0
+    assert c.call("status")["events_failed"] == 0
+    c.close()
+    journal = light_daemon.home / "journal.jsonl"
+    assert "explode" not in (journal.read_text() if journal.exists() else "")
+
+
+def test_import_with_a_bad_line_stores_nothing_unless_skip_bad(light_daemon: DaemonProc, tmp_path: Path) -> None:
+    light_daemon.start()
+    proj = new_project(tmp_path, "importproj")
+    lines = [json.dumps({"content": f"imported fact {i} [x] \\\\ [/] emoji 🚀"}) for i in range(300)]
+    lines.insert(250, "{not json")  # line 251: after the first chunk, which today was already stored
+    lines.insert(280, json.dumps({"content": "bad type", "memory_type": "dream"}))  # line 281
+    f = tmp_path / "mem.jsonl"
+    f.write_text("\n".join(lines) + "\n")
+    p = engram(light_daemon, "import", str(f), "--project", str(proj))
+    assert p.returncode == 1
+    assert "nothing imported: 2 bad line(s)" in p.stdout and "--skip-bad" in p.stdout
+    assert "line 251:" in p.stderr and "line 281:" in p.stderr and "Traceback" not in p.stderr
+    c = light_daemon.client()
+    assert c.call("list_memories", project=str(proj), scope="project", limit=5)["total"] == 0
+    p = engram(light_daemon, "import", str(f), "--json", "--skip-bad", "--project", str(proj))
+    assert p.returncode == 1  # the bad lines are still reported
+    report = json.loads(p.stdout)
+    assert report["stored"] == 300 and [e["line"] for e in report["failed"]] == [251, 281]
+    assert c.call("list_memories", project=str(proj), scope="project", limit=5)["total"] == 300
+    c.close()

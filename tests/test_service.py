@@ -138,7 +138,10 @@ def test_import_reports_bad_lines_and_stores_the_good(service: EngramService, pr
         '{"content": "The cache lives in /var/cache/app", "importance": 0.7, "metadata": {"src": "doc"},'
         ' "created_at": "2026-01-02T03:04:05Z"}',
     ]
-    report = service.import_lines(lines, project=str(project_dir))
+    refused = service.import_lines(lines, project=str(project_dir))
+    assert refused.stored == 0 and [f.line for f in refused.failed] == [2, 3, 4]
+    assert service.list_memories(project=str(project_dir)).total == 0
+    report = service.import_lines(lines, project=str(project_dir), skip_bad=True)
     assert report.stored == 2 and [f.line for f in report.failed] == [2, 3, 4]
     assert "memory_type" in report.failed[2].error
     page = service.list_memories(project=str(project_dir), order="created_at", descending=False)
