@@ -561,3 +561,38 @@ def test_a_huge_write_keeps_its_line_count_and_shows_no_text(tmp_path: Path) -> 
     [event] = [json.loads(f.read_text()) for f in (home / "spool").glob("*.jsonl")]
     assert event["memory"]["content"] == "Modified big.py: created (40001 lines)"
     assert SECRET not in json.dumps(event)
+
+
+# ── the SessionStart context, in process (the same service the daemon runs) ──
+def test_session_start_context_sections_budget_and_what_is_left_out(service, project_dir: Path) -> None:  # noqa: ANN001
+    from datetime import timedelta
+
+    from engram_core.models import MemoryIn
+
+    p = str(project_dir)
+    service.store(MemoryIn(content="barely alive: the old staging host was tarragon", importance=0.08), project=p)
+    service.store(MemoryIn(content="Modified src/a.py: replaced 1 line(s) with 1", scope="project",
+                           tags=["src/a.py", "file-change"], importance=0.95), project=p)  # evidence, even promoted
+    service.store(MemoryIn(content="the API is served by uvicorn on port 8081", importance=0.7), project=p)
+    service.store(MemoryIn(content="User instruction: never commit generated files.", memory_type="procedural",
+                           tags=["user-instruction"], importance=0.9), project=p)
+    service.store(MemoryIn(content="`make` failed with missing gcc; fixed by running `apt install gcc`.",
+                           memory_type="procedural", tags=["fix"], importance=0.8), project=p)
+    service.store(MemoryIn(content="the user writes British English", scope="user", importance=0.8), project=p)
+    for i in range(5):
+        r = service.store(MemoryIn(content=f"Session of day {i}: goal: \"step {i}\".", memory_type="episodic",
+                                   tags=["session-summary"], importance=0.6,
+                                   created_at=service.now() - timedelta(days=10 - i)), project=p)
+        assert r.action == "created"
+    prev = service.injection_context(project=p, budget=2000)
+    text = prev.text
+    assert text.index("Memory protocol") < text.index("## Recent sessions") < text.index(
+        "## Instructions from the user") < text.index("## Fixes and procedures") < text.index("## Project") < text.index(
+        "## User")
+    recent = text.split("## Recent sessions\n")[1].split("\n## ")[0].splitlines()
+    assert [ln.split("step ")[1][0] for ln in recent] == ["4", "3", "2"]  # the last three, newest first, decayed or not
+    assert "tarragon" not in text and "Modified src/a.py" not in text
+    assert "uvicorn" in text and "never commit generated files" in text and "apt install gcc" in text
+    assert "British English" in text
+    small = service.injection_context(project=p, budget=260)
+    assert small.tokens <= 260 and "Memory protocol" in small.text
