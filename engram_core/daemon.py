@@ -860,6 +860,36 @@ class _RedactingFormatter(logging.Formatter):
         return redact_text(super().format(record))
 
 
+class RedactingStream:
+    """stdout/stderr of the daemon (they go to engram.log when a client started it): what bypasses logging,
+    such as a thread's uncaught traceback, is redacted too. Buffered by line, so a secret split over two
+    writes is still seen whole; a multi-line secret is redacted line by line (PEM bodies by the END line)."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self._pending = ""
+        self._lock = threading.Lock()
+
+    def write(self, text: str) -> int:
+        with self._lock:
+            self._pending += text
+            done, sep, self._pending = self._pending.rpartition("\n")
+            if sep:
+                self._stream.write(redact_text(done + sep))
+                self._stream.flush()
+        return len(text)
+
+    def flush(self) -> None:
+        with self._lock:
+            if self._pending:
+                self._stream.write(redact_text(self._pending))
+                self._pending = ""
+            self._stream.flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 def _setup_logging(home: Path, verbose: bool) -> None:
     handler: logging.Handler
     if os.environ.get("ENGRAM_LOG_STDERR") or verbose:
@@ -878,6 +908,7 @@ def _setup_logging(home: Path, verbose: bool) -> None:
 def serve(home: Path, idle_timeout_s: float | None = None, verbose: bool = False) -> int:
     """Run the daemon in this process until stopped; 0 also when one is already running (it says so)."""
     ensure_private_dir(home)
+    sys.stdout, sys.stderr = RedactingStream(sys.stdout), RedactingStream(sys.stderr)
     _setup_logging(home, verbose)
     # Short GIL slices: the accept/handler threads answer hooks promptly while a worker thread is busy.
     sys.setswitchinterval(0.001)

@@ -242,3 +242,18 @@ def test_module_loads_by_path_without_engram_core() -> None:
         [sys.executable, "-I", "-S", "-c", code], capture_output=True, text=True, timeout=60
     )
     assert proc.returncode == 0, proc.stderr
+
+
+def test_daemon_output_streams_are_redacted_by_line() -> None:
+    """What bypasses logging in the daemon (a thread's uncaught traceback) goes to engram.log redacted."""
+    import io
+
+    from engram_core.daemon import RedactingStream
+
+    raw = io.StringIO()
+    s = RedactingStream(raw)
+    s.write("Traceback: ValueError: bad input GITHUB_TOKEN=ghp_R8x2LmQ9v")  # a secret split over two writes
+    s.write("T4kZp7NwY3cJh6Fd1Sa0BgE5uXo\nnext line\npartial password=hunter2")
+    assert "ghp_" not in raw.getvalue() and "next line\n" in raw.getvalue()
+    s.flush()
+    assert "hunter2" not in raw.getvalue() and raw.getvalue().endswith("[REDACTED:password]")
