@@ -92,7 +92,8 @@ class Journal:
                     except (ValueError, KeyError, TypeError):
                         continue  # a torn last line from a crash mid-append: its event was never acknowledged
                     if rec.get("op") == "begin" and eid not in self.done:
-                        self.pending[eid] = rec.get("event") or {}
+                        # redacted again: a journal written by an older version may hold a raw event
+                        self.pending[eid] = redact_value(rec.get("event") or {})  # type: ignore[assignment]
                     elif rec.get("op") == "done":
                         self.pending.pop(eid, None)
                         if eid not in self.done:

@@ -230,3 +230,21 @@ def test_cli_store_import_and_recall_are_redacted(light_daemon: DaemonProc, tmp_
     engram("recall", f"deploy key {AWS}", "--json")
     light_daemon.stop()
     assert _leaks_in_files(light_daemon.home, proj) == []
+
+
+def test_a_journal_left_by_an_older_version_is_redacted_at_start(light_daemon: DaemonProc, tmp_path: Path) -> None:
+    """Pending events journaled raw (before events were redacted on arrival) are rewritten redacted, then applied."""
+    proj = tmp_path / "p"
+    (proj / ".git").mkdir(parents=True)
+    light_daemon.home.mkdir(parents=True, mode=0o700)
+    event = {"kind": "memory", "cwd": str(proj),
+             "memory": {"content": f"old event: password={PASSWORD}", "tags": [f"t-{TOKEN}"], "scope": "project"}}
+    (light_daemon.home / "journal.jsonl").write_text(json.dumps({"op": "begin", "id": "e-old", "event": event}) + "\n")
+    light_daemon.start()
+    c = light_daemon.client()
+    c.call("flush", timeout_s=30)
+    page = c.call("list_memories", scope="project", project=str(proj), limit=10)
+    assert [m["content"] for m in page["items"]] == ["old event: password=[REDACTED:password]"]
+    c.close()
+    light_daemon.stop()
+    assert _leaks_in_files(light_daemon.home, proj) == []
