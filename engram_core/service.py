@@ -86,6 +86,7 @@ PROMOTE_COSINE = 0.9
 USER_PROMOTE_COSINE = 0.85
 _UNSET = object()  # a cached "no such parameter"
 ROOT_CACHE_S = 10.0
+FUTURE_SKEW = timedelta(minutes=5)  # a created_at later than this is refused (decay cannot start in the future)
 
 
 class NotFound(LookupError):
@@ -478,6 +479,8 @@ class EngramService:
         created = mem.created_at or now
         if created.tzinfo is None:
             created = created.replace(tzinfo=UTC)
+        if created > now + FUTURE_SKEW:
+            raise EngramError(f"created_at {created.isoformat()} is in the future; give the time it was created")
         episode = metadata.get("episode_id") if isinstance(metadata.get("episode_id"), str) else None
         fields: dict[str, Any] = {
             "content": content,
@@ -597,6 +600,9 @@ class EngramService:
                 mem = MemoryIn(**data)
                 if mem.scope == Scope.session and not session:
                     raise EngramError("scope session needs --session (the id of a live session)")
+                created = mem.created_at.replace(tzinfo=mem.created_at.tzinfo or UTC) if mem.created_at else None
+                if created is not None and created > self.now() + FUTURE_SKEW:
+                    raise ValueError(f"created_at {created.isoformat()} is in the future")
                 good.append(mem)
             except (json.JSONDecodeError, ValueError, ValidationError, TypeError) as exc:
                 failed.append(ImportError_(line=n, error=_short_error(exc)))
@@ -851,7 +857,7 @@ class EngramService:
         if status == Status.forgotten:
             raise EngramError("forgotten erases content and embedding: use forget with erase=true and confirm=true")
         store, key = self.locate(memory_id, project, session)
-        row = store.set_status(key, status.value, redact_text(reason))
+        row = store.set_status(key, status.value, redact_text(reason), at=self.now())
         if row is None:
             raise NotFound(f"no memory with id {key!r}")
         return self._to_memory(row, store)
@@ -872,7 +878,7 @@ class EngramService:
             row = store.forget_memory(key, reason)
             store.conn.erased = True  # the old bytes stay in the engine's files until the next compaction
         else:
-            row = store.set_status(key, Status.archived.value, f"{reason} (archived; restorable)")
+            row = store.set_status(key, Status.archived.value, f"{reason} (archived; restorable)", at=self.now())
         if row is None:
             raise NotFound(f"no memory with id {key!r}")
         return self._to_memory(row, store)

@@ -655,9 +655,10 @@ class ScopeStore:
         self.refresh([key])
         return plain(rows[0]) if rows else None
 
-    def set_status(self, key: str, status: str, reason: str, **extra: Any) -> dict[str, Any] | None:
+    def set_status(self, key: str, status: str, reason: str, at: datetime | None = None,
+                   **extra: Any) -> dict[str, Any] | None:
         return self.update_memory(key, {"status": status, "status_reason": reason,
-                                        "status_changed_at": datetime.now(UTC), **extra})
+                                        "status_changed_at": at or datetime.now(UTC), **extra})
 
     def strengthen(self, keys: list[str], when: datetime | None = None) -> None:
         """Seed 000 §6.3: each retrieval counts an access and nudges relevance up (events may revive).

@@ -18,7 +18,7 @@ from engram_core.clock import FrozenClock
 from engram_core.config import Settings
 from engram_core.models import MemoryIn, MemoryPatch, Status
 from engram_core.organise import evolution
-from engram_core.service import EngramService
+from engram_core.service import EngramError, EngramService
 from engram_core.store import record
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
@@ -349,3 +349,33 @@ def test_evolution_cooldown_bounds_rollback_and_existing_half_lives(svc: EngramS
     again = evolution.rollback_evolution(svc, steps=1)  # undoes the next older change, not the rollback
     assert again[0]["undid"] not in {u["undid"] for u in undone}
     assert svc.get(ep.id, project=proj).half_life_days == svc.half_lives()["episodic"]
+
+
+def test_a_created_at_in_the_future_is_refused(svc: EngramService, clock: FrozenClock, proj: str) -> None:
+    later = (clock.now() + timedelta(days=2)).isoformat()
+    lines = [json.dumps({"content": "from the future", "created_at": later}), json.dumps({"content": "from today"})]
+    report = svc.import_lines(lines, project=proj)
+    assert report.stored == 0 and [f.line for f in report.failed] == [1] and "future" in report.failed[0].error
+    assert svc.import_lines(lines, project=proj, skip_bad=True).stored == 1
+    with pytest.raises(EngramError, match="future"):
+        svc.store(MemoryIn(content="also from the future", created_at=clock.now() + timedelta(hours=1)),
+                  project=proj)
+
+
+def test_cli_feedback_maintain_preview_and_evolve(light_daemon, tmp_path: Path) -> None:  # noqa: ANN001
+    from support import new_project
+    from test_cli import engram, ok_json, one_line_error
+
+    light_daemon.start()
+    proj = new_project(tmp_path, "cliproj")
+    mid = ok_json(engram(light_daemon, "store", "the CI cache key includes the lockfile hash", "--json",
+                         cwd=proj))["memory"]["id"]
+    fb = ok_json(engram(light_daemon, "feedback", mid, "helpful", "--json", cwd=proj))
+    assert fb["user_feedback"] == 1.0
+    one_line_error(engram(light_daemon, "feedback", mid, "great", cwd=proj), "verdict must be one of")
+    dry = ok_json(engram(light_daemon, "maintain", "--dry-run", "--json", cwd=proj))
+    assert dry["dry_run"] is True and "took_ms" in dry
+    assert "no evolution change" in engram(light_daemon, "evolve", "--history", cwd=proj).stdout
+    one_line_error(engram(light_daemon, "evolve", "--rollback", cwd=proj), "nothing to roll back")
+    shown = engram(light_daemon, "evolve", cwd=proj)
+    assert shown.returncode == 0 and "50 needed" in shown.stdout
