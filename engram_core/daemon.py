@@ -645,23 +645,10 @@ class Daemon:
         """PreCompact: the session is already on disk; leave a note of what it did so far for after compaction."""
         if not session:
             return
-        from .models import MemoryIn
+        from . import session_learning
 
         with self.lock:
-            page = self.service.list_memories(scope="session", project=project, session=session,
-                                              memory_type="episodic", order="created_at", descending=False,
-                                              limit=5000)
-            rows = [m.content for m in page.items if m.status.value != "forgotten"]
-            files = [c.split(":", 1)[0].removeprefix("Modified ").strip() for c in rows if c.startswith("Modified ")]
-            failures = sum(1 for c in rows if c.startswith("Command failed"))
-            if not files and not failures:
-                return
-            uniq = list(dict.fromkeys(files))
-            text = (f"Before context compaction ({trigger}): modified {len(uniq)} file(s)"
-                    f"{': ' + ', '.join(uniq[:20]) if uniq else ''}; {failures} failed command(s).")
-            self.service.store(MemoryIn(content=text, memory_type="episodic", scope="session",
-                                        tags=["compaction", "session-summary"], importance=0.4),
-                               project=project, session=session)
+            session_learning.checkpoint(self.service, session, project, trigger)
 
     def _light_work(self, project: str | None, force: bool = False) -> None:
         """Seed 001 §9: a light step after a turn or a session; heavier work stays in the periodic sweep."""

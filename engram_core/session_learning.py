@@ -302,3 +302,20 @@ def store_summary(service: EngramService, sess: _Session, ev: Evidence, report: 
                                                                         "auto": facts}),
                            project=sess.project_root)
     return result.memory.id
+
+
+def checkpoint(service: EngramService, session: str, project: str | None, trigger: str) -> Memory | None:
+    """PreCompact: a session note of what the session did so far, for the conversation after compaction."""
+    sess = service._session(session, project)
+    assert sess is not None
+    ev = collect(service, sess)
+    failures = len(ev.fixed) + len(ev.unresolved)
+    if not ev.files and not failures:
+        return None
+    files = [f for f, _ in ev.files]
+    text = (f"Before context compaction ({trigger}): modified {len(files)} file(s)"
+            f"{': ' + _listing(files) if files else ''}; {failures} failed command(s)"
+            f"{f' ({len(ev.fixed)} fixed)' if ev.fixed else ''}.")
+    result = service.store(MemoryIn(content=text, memory_type="episodic", scope="session", tags=["compaction"],
+                                    importance=0.4, source="hook:PreCompact"), project=project, session=session)
+    return result.memory
