@@ -486,7 +486,10 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"  hook events: {info['events_applied']} applied, {info['events_queued']} queued, "
               f"{info['events_failed']} failed; spool: {info['spool_ingested']} ingested, "
               f"{info['spool_waiting']} file(s) waiting; idle exit after {info['idle_timeout_s']:.0f} s (0 = never)")
-    return EXIT_OK
+        for p in info.get("parked", []):
+            print(f"  PARKED hook event {p['event_id']} ({p['kind']}, {p['attempts']} attempts; kept in the journal "
+                  f"and retried): {p['error']}")
+    return EXIT_ERROR if info.get("events_parked") else EXIT_OK
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:

@@ -59,6 +59,9 @@ KEEP_DONE_IDS = 50_000
 SPOOL_POLL_S = 2.0
 LIGHT_WORK_MIN_INTERVAL_S = 300.0
 SESSION_END_BUDGET_S = 30.0
+# A hook event that fails to apply is retried after these delays, then parked and retried every PARKED_RETRY_S.
+RETRY_DELAYS_S = (1.0, 5.0, 15.0)
+PARKED_RETRY_S = 300.0
 # Compaction (service.compact) runs when a store is due and no request came for COMPACT_IDLE_S, checked every
 # COMPACT_CHECK_S; a daemon that is never idle still compacts a due store after COMPACT_FORCE_S.
 COMPACT_CHECK_S = 10.0
@@ -271,6 +274,13 @@ class Daemon:
         self.lock = threading.RLock()  # one API request at a time: each is atomic (correctness over concurrency)
         self.stop_event = threading.Event()
         self.queue: queue.Queue[tuple[str, dict[str, Any]] | None] = queue.Queue()
+        # Events that failed to apply: attempts so far, the timers of their next try, and the parked ones.
+        self._retries: dict[str, int] = {}
+        self._timers: dict[str, threading.Timer] = {}
+        self.parked: dict[str, dict[str, Any]] = {}
+        # ENGRAM_EVENT_RETRY_S="1,5,15" overrides RETRY_DELAYS_S (the fault tests park an event in a second).
+        raw = os.environ.get("ENGRAM_EVENT_RETRY_S", "")
+        self.retry_delays = tuple(float(x) for x in raw.split(",") if x.strip()) or RETRY_DELAYS_S
         self._inflight = 0
         self._inflight_cv = threading.Condition()
         self._last_light: dict[str, float] = {}
@@ -376,6 +386,13 @@ class Daemon:
 
     def close(self) -> None:
         self.stop_event.set()
+        # Events waiting for a retry stay in the journal for the next start; a flush must not wait for them.
+        for eid, timer in list(self._timers.items()):
+            timer.cancel()
+            if self._timers.pop(eid, None) is not None and eid not in self.parked:
+                with self._inflight_cv:
+                    self._inflight -= 1
+                    self._inflight_cv.notify_all()
         self.queue.put(None)
         # Let the worker finish what it acknowledged; anything left stays in the journal for the next start.
         self.wait_drained(10.0)
@@ -444,6 +461,7 @@ class Daemon:
             "compactions": self.compactions,
             "spool_waiting": len(list(self.spool_dir.glob("*.jsonl"))),
             "journal_pending": len(self.journal.pending) if self.journal else 0,
+            "events_parked": len(self.parked), "parked": list(self.parked.values())[:20],
             "sessions_active": len(getattr(svc, "_sessions", {}) or {}),
             "projects_open": len(getattr(svc, "_projects", {}) or {}),
             "embedding": getattr(getattr(svc, "embedder", None), "name", None), "extensions": self.extensions,
@@ -456,8 +474,10 @@ class Daemon:
     def m_flush(self, timeout_s: float = 30.0) -> dict[str, Any]:
         """Wait until every acknowledged hook event has been applied (tests, `engram status --flush`)."""
         self.ingest_spool()
+        self.retry_now()
         drained = self.wait_drained(float(timeout_s))
-        return {"drained": drained, "queued": self.queue.qsize(), "applied": self.events_applied}
+        return {"drained": drained, "queued": self.queue.qsize(), "applied": self.events_applied,
+                "parked": len(self.parked)}
 
     def attach_mcp(self, line: bytes, conn: socket.socket, rfile: Any, wfile: Any) -> None:
         """`mcp_attach`: answer this one request, then serve MCP JSON-RPC on the connection (the bridge's)."""
@@ -563,16 +583,69 @@ class Daemon:
             eid, event = item
             try:
                 self.apply_event(eid, event)
-                self.events_applied += 1
-            except Exception:
-                self.events_failed += 1
-                log.exception("hook event %s could not be applied; dropped", eid)
-            finally:
-                assert self.journal is not None
-                self.journal.finish(eid)
-                with self._inflight_cv:
+            except Exception as exc:
+                self._failed(eid, event, exc)
+                continue
+            self.events_applied += 1
+            assert self.journal is not None
+            self.journal.finish(eid)
+            with self._inflight_cv:
+                was_parked = self.parked.pop(eid, None) is not None
+                attempts = self._retries.pop(eid, 0)
+                if not was_parked:
                     self._inflight -= 1
-                    self._inflight_cv.notify_all()
+                self._inflight_cv.notify_all()
+            if attempts:
+                log.info("hook event %s applied after %d failed attempt(s)", eid, attempts)
+
+    def _failed(self, eid: str, event: dict[str, Any], exc: Exception) -> None:
+        """An acknowledged event that did not apply (a full disk, a store that cannot open…) stays in the journal
+        and is retried: soon at first, then, parked with its error in `engram status`, every PARKED_RETRY_S and at
+        every start. It is never dropped."""
+        self.events_failed += 1
+        attempts = self._retries.get(eid, 0) + 1
+        self._retries[eid] = attempts
+        message = f"{exc.__class__.__name__}: {exc}"
+        if attempts <= len(self.retry_delays):
+            delay = self.retry_delays[attempts - 1]
+            log.warning("hook event %s not applied (attempt %d, retrying in %.0f s): %s", eid, attempts, delay,
+                        message)
+        else:
+            delay = PARKED_RETRY_S
+            with self._inflight_cv:
+                if eid not in self.parked:
+                    self._inflight -= 1  # a flush no longer waits for it; status shows it instead
+                    log.error("hook event %s parked after %d attempts (kept in the journal, retried every %.0f s "
+                              "and at the next start): %s", eid, attempts, delay, message)
+                self.parked[eid] = {"event_id": eid, "kind": event.get("kind"), "attempts": attempts,
+                                    "error": message[:500], "since": time.time()}
+                self._inflight_cv.notify_all()
+        # A retry checks whether the memory was written after all before writing it again.
+        retry = {**event, "_replay": True}
+        timer = threading.Timer(delay, self._retry, (eid, retry))
+        timer.daemon = True
+        self._timers[eid] = timer
+        timer.start()
+
+    def _retry(self, eid: str, event: dict[str, Any]) -> None:
+        if self._timers.pop(eid, None) is not None and not self.stop_event.is_set():
+            self.queue.put((eid, event))
+
+    def retry_now(self) -> int:
+        """Apply the waiting and parked events now (`flush`): space may be back."""
+        n = 0
+        for eid, timer in list(self._timers.items()):
+            timer.cancel()
+            if self._timers.pop(eid, None) is not None:
+                assert self.journal is not None
+                event = self.journal.pending.get(eid)
+                if event is not None:
+                    with self._inflight_cv:  # a flush waits for it again; failing again parks it again
+                        if self.parked.pop(eid, None) is not None:
+                            self._inflight += 1
+                    self.queue.put((eid, {**event, "_replay": True}))
+                    n += 1
+        return n
 
     def apply_event(self, eid: str, event: dict[str, Any]) -> None:
         from .models import MemoryIn

@@ -47,6 +47,11 @@ def run_checks(home: str | None, project: str, *, agents: bool = True,
         report = client.call("health")
         checks.append(_check("daemon", True, "answering"))
         checks.extend(_check(c["name"], c["ok"], c["detail"], c.get("fix")) for c in report["checks"])
+        parked = client.status().get("parked", [])
+        checks.append(_check("hook events", not parked,
+                             f"{len(parked)} parked: " + "; ".join(p["error"] for p in parked[:3]) if parked
+                             else "none waiting for a retry",
+                             "fix the cause (often a full disk), then `engram status --flush` applies them"))
         stats = client.call("stats", project=project)
         checks.append(_check("project store", True, f"{stats.get('project_root')}: "
                              + ", ".join(f"{s['scope']} {s['total']}" for s in stats["scopes"])))

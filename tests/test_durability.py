@@ -215,3 +215,74 @@ def test_import_with_a_bad_line_stores_nothing_unless_skip_bad(light_daemon: Dae
     assert report["stored"] == 300 and [e["line"] for e in report["failed"]] == [251, 281]
     assert c.call("list_memories", project=str(proj), scope="project", limit=5)["total"] == 300
     c.close()
+
+
+# ── never drop an acknowledged event ─────────────────────────────────────────
+def test_an_event_that_cannot_be_applied_on_a_full_disk_is_parked_then_applied(tmp_path: Path) -> None:
+    """Real failure: the project's store sits on a 3 MiB tmpfs filled to the last byte."""
+    import pytest
+
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mnt)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
+    d = DaemonProc(tmp_path / "home", model=False, env={"ENGRAM_EVENT_RETRY_S": "0.2,0.2"})
+    try:
+        proj = new_project(mnt, "fullproj")
+        d.start()
+        c = d.client()
+        c.call("store", memory={"content": "opens the project store"}, project=str(proj))
+        filler = mnt / "filler"
+        with open(filler, "wb") as fh:  # fill the disk to the last byte
+            try:
+                while True:
+                    fh.write(b"\0" * 65536)
+                    fh.flush()
+            except OSError:
+                pass
+        event = {"event_id": "full-disk-1", "kind": "memory", "cwd": str(proj),
+                 "memory": {"content": "written while the disk was full " + "y" * 3000, "memory_type": "episodic"}}
+        assert c.call("hook_event", event=event)["accepted"]
+        deadline = __import__("time").monotonic() + 30
+        while not c.call("status")["events_parked"] and __import__("time").monotonic() < deadline:
+            c.call("flush", timeout_s=0.5)
+        status = c.call("status")
+        assert status["events_parked"] == 1 and status["journal_pending"] == 1
+        assert status["parked"][0]["event_id"] == "full-disk-1" and "full" in status["parked"][0]["error"]
+        shown = engram(d, "status")
+        assert shown.returncode == 1 and "PARKED hook event full-disk-1" in shown.stdout
+        log = (d.home / "engram.log").read_text()
+        assert "dropped" not in log and "parked" in log
+        filler.unlink()  # space is back
+        assert c.call("flush", timeout_s=30)["parked"] == 0
+        status = c.call("status")
+        assert status["journal_pending"] == 0 and status["events_parked"] == 0
+        hits = c.call("list_memories", project=str(proj), scope="project", limit=10)["items"]
+        assert sum(m["content"].startswith("written while the disk was full") for m in hits) == 1
+        c.close()
+    finally:
+        d.stop()
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def test_a_parked_event_survives_a_restart(tmp_path: Path) -> None:
+    """Parked events stay in the journal: a daemon started later applies them (here the failure is gone)."""
+    from engram_core.daemon import Journal
+
+    home = tmp_path / "home"
+    proj = new_project(tmp_path, "later")
+    home.mkdir(mode=0o700)
+    j = Journal(home / "journal.jsonl")
+    j.begin("kept-1", {"event_id": "kept-1", "kind": "memory", "cwd": str(proj),
+                       "memory": {"content": "acknowledged before a crash"}})
+    j.close()
+    d = DaemonProc(home, model=False).start()
+    try:
+        c = d.client()
+        assert c.call("flush", timeout_s=30)["drained"]
+        assert [m["content"] for m in c.call("list_memories", project=str(proj), scope="project")["items"]] == [
+            "acknowledged before a crash"]
+        c.close()
+    finally:
+        d.stop()
