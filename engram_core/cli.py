@@ -19,7 +19,7 @@ from . import __version__
 
 TYPES = ("episodic", "semantic", "procedural", "working")
 SCOPES = ("session", "project", "user")
-IMPORT_CHUNK = 200
+IMPORT_CHUNK = 64  # lines per request: the progress bar moves (and its rate updates) this often
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -119,12 +119,16 @@ def _import_pass(client: Any, lines: list[str], args: argparse.Namespace, *, dry
     progress = None
     task = None
     if not dry_run and not args.json and sys.stderr.isatty():
+        from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-        progress = Progress(TextColumn("importing"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                            transient=True)
+        # On stderr (the terminal checked above): stdout stays the result, and rich would draw nothing on a pipe.
+        progress = Progress(TextColumn("importing"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[rate]}"),
+                            TextColumn("left"), TimeRemainingColumn(), transient=True, console=Console(stderr=True))
         progress.start()
-        task = progress.add_task("import", total=len(lines))
+        task = progress.add_task("import", total=len(lines), rate="")
+    began = time.monotonic()
+    done = 0
     try:
         for start in range(0, len(lines), IMPORT_CHUNK):
             chunk = lines[start:start + IMPORT_CHUNK]
@@ -146,8 +150,10 @@ def _import_pass(client: Any, lines: list[str], args: argparse.Namespace, *, dry
                 totals["merged"] += report["replaced"]
                 totals["failed"].extend(report["failed"])
                 totals["total_lines"] += len(part)
+            done += len(chunk)
             if progress is not None:
-                progress.update(task, advance=len(chunk))  # type: ignore[arg-type]
+                rate = done / max(time.monotonic() - began, 1e-6)
+                progress.update(task, advance=len(chunk), rate=f"{rate:.0f} memories/s")  # type: ignore[arg-type]
     finally:
         if progress is not None:
             progress.stop()

@@ -144,3 +144,34 @@ def test_doctor_reports_checks_and_fixes(daemon: DaemonProc, tmp_path: Path) -> 
     assert {"python", "daemon", "permissions", "hook spool", "socket"} <= names and result["ok"]
     text = engram(daemon, "doctor", cwd=proj).stdout
     assert "all good" in text
+
+
+def test_import_progress_shows_rate_and_time_left(daemon: DaemonProc, tmp_path: Path) -> None:
+    """On a terminal the import shows a bar with memories/s and the time left (the stderr is a real pty)."""
+    import os
+    import pty
+
+    proj = new_project(tmp_path, "progressproj")
+    f = tmp_path / "mem.jsonl"
+    f.write_text("".join(json.dumps({"content": f"progress fact {i} [x] \\ 🚀", "memory_type": "semantic"}) + "\n"
+                         for i in range(150)))
+    master, slave = pty.openpty()
+    p = subprocess.Popen([sys.executable, "-m", "engram_core.cli", "import", str(f)], stdout=subprocess.PIPE,
+                         stderr=slave, text=True, cwd=str(proj), env={**daemon.env, "COLUMNS": "160"})
+    os.close(slave)
+    seen = b""
+    while True:  # read while it runs: a full pty would block the bar, and the import with it
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(master)
+    out = p.stdout.read() if p.stdout else ""
+    p.wait(timeout=120)
+    assert p.returncode == 0, seen
+    assert "150 stored" in out
+    text = seen.decode(errors="replace")
+    assert "memories/s" in text and "left" in text, text
