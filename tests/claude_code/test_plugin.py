@@ -4,26 +4,13 @@ memory-consolidator agent working through the MCP tools on the session shared wi
 from __future__ import annotations
 
 import json
-import sys
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import pytest
 from harness import MCP_PREFIX, REPO_ROOT, ClaudeCode, result_text
 from mock_anthropic import MockAnthropic, mcp_tool, request_text, text, tool_use
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from support import DaemonProc  # noqa: E402
+from support import DaemonProc
 
 COMMANDS = {"engram:remember", "engram:remember-all", "engram:forget", "engram:memory", "engram:memory-consolidate"}
-
-
-@pytest.fixture
-def daemon_home(claude_code: ClaudeCode) -> Iterator[DaemonProc]:
-    d = DaemonProc(claude_code.engram_home).start()
-    yield d
-    d.stop()
 
 
 def test_plugin_validates_strictly(claude_code: ClaudeCode) -> None:
@@ -32,7 +19,7 @@ def test_plugin_validates_strictly(claude_code: ClaudeCode) -> None:
 
 
 def test_names_claude_code_exposes_and_bare_names_do_not_reach_the_plugin(
-        claude_code: ClaudeCode, daemon_home: DaemonProc, mock_model: MockAnthropic) -> None:
+        claude_code: ClaudeCode, engram_daemon: DaemonProc, mock_model: MockAnthropic) -> None:
     run = claude_code.run("/remember the build uses make", mock_model.url)
     init = run.init
     assert set(init["slash_commands"]) >= COMMANDS, init["slash_commands"]
@@ -42,7 +29,7 @@ def test_names_claude_code_exposes_and_bare_names_do_not_reach_the_plugin(
     assert mock_model.main_requests() == [], "a bare /remember must not reach the model as a plugin command"
 
 
-def test_remember_command_on_the_shared_session(claude_code: ClaudeCode, daemon_home: DaemonProc,
+def test_remember_command_on_the_shared_session(claude_code: ClaudeCode, engram_daemon: DaemonProc,
                                                 mock_model: MockAnthropic) -> None:
     seen: dict[str, Any] = {}
 
@@ -69,7 +56,7 @@ def test_remember_command_on_the_shared_session(claude_code: ClaudeCode, daemon_
     assert [h["content"] for h in recalled["hits"]] == ["this session touched the Makefile"]
     promoted = json.loads(results[3])
     assert promoted["promoted"] or promoted["merged"], promoted
-    sessions = daemon_home.client().call("list_sessions")
+    sessions = engram_daemon.client().call("list_sessions")
     assert not [s for s in sessions if str(s["claude_session_id"]).startswith("mcp-")], sessions
 
 
@@ -80,7 +67,7 @@ def _last_result(body: dict[str, Any]) -> str:
     raise AssertionError("no tool result in the last message")
 
 
-def test_consolidator_agent_gets_the_mcp_review_tools(claude_code: ClaudeCode, daemon_home: DaemonProc,
+def test_consolidator_agent_gets_the_mcp_review_tools(claude_code: ClaudeCode, engram_daemon: DaemonProc,
                                                       mock_model: MockAnthropic) -> None:
     offered: dict[str, set[str]] = {}
 

@@ -9,30 +9,17 @@ from __future__ import annotations
 
 import json
 import re
-import sys
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import pytest
 from harness import MCP_PREFIX, ClaudeCode, Run, result_text
 from mock_anthropic import MockAnthropic, mcp_tool, request_text, text, tool_use
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from support import DaemonProc  # noqa: E402
+from support import DaemonProc
 
 DECISION = "Decision: configuration is read with tomllib from engram.toml; YAML config files are not supported"
 PREFERENCE = "From now on, always run the test suite with pytest -q before every commit."
 SUMMARY = ("Session summary: added check_config.py (validates engram.toml); it first failed because the file "
            "was missing, fixed by writing it")
 SCRATCH = "scratch: the config loader work is half done"
-
-
-@pytest.fixture
-def daemon_home(claude_code: ClaudeCode) -> Iterator[DaemonProc]:
-    d = DaemonProc(claude_code.engram_home).start()
-    yield d
-    d.stop()
 
 
 def offered(body: dict[str, Any]) -> set[str]:
@@ -63,7 +50,7 @@ def mcp_results(run: Run) -> list[str]:
     return [json.dumps(r.get("content")) for r in run.tool_results()]
 
 
-def test_what_a_session_learns_reaches_the_next(claude_code: ClaudeCode, daemon_home: DaemonProc,
+def test_what_a_session_learns_reaches_the_next(claude_code: ClaudeCode, engram_daemon: DaemonProc,
                                                 mock_model: MockAnthropic) -> None:
     mock_model.extend(first_session_script())
     first = claude_code.run(f"{PREFERENCE} Please add a config check script.", mock_model.url)
@@ -84,8 +71,8 @@ def test_what_a_session_learns_reaches_the_next(claude_code: ClaudeCode, daemon_
 
     # Hooks and MCP server used one Engram session: the project's session registry names Claude Code's id
     # once, and no session of the MCP server's own (mcp-…) exists.
-    daemon_home.client().call("flush", timeout_s=30)
-    c = daemon_home.client()
+    engram_daemon.client().call("flush", timeout_s=30)
+    c = engram_daemon.client()
     rows = c.call("run_query", surql="SELECT claude_session_id, status, end_reason FROM session_registry",
                   scope="project", project=str(claude_code.project))["statements"][0]["rows"]
     c.close()
