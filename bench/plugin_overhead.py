@@ -1,0 +1,194 @@
+"""What the Engram plugin costs a real Claude Code session: a scripted three-turn `claude -p` run with and
+without ``--plugin-dir``, in one run, against the scripted model (tests/claude_code/mock_anthropic.py).
+
+    python bench/plugin_overhead.py [--pairs 3] [--python python3] [--out bench/results/plugin_overhead.json]
+
+The session: turn 1 runs Bash, turn 2 writes a file, turn 3 answers; so SessionStart, UserPromptSubmit,
+two PostToolUse, Stop and SessionEnd hooks run, and the MCP server starts (its tools must be in the first
+request). With the plugin, without it, and with the MCP server alone (a copy without hooks) alternate (``--pairs`` times) against one warm daemon; the figure is the
+difference of the medians of the CLI's wall time. ``--python`` is the interpreter the hooks and the MCP bridge
+run with (``python3`` from PATH, or an absolute one through ENGRAM_PYTHON as `engram setup` records it).
+
+Each hook's own wall time comes from one more run with a copy of hooks.json whose commands are wrapped by a
+timer (the wrapper's own start-up is not counted). The MCP server's connect time and its exit after SIGINT are
+read from Claude Code's debug log (its own clock), which the machine's load disturbs less than wall times. Prints JSON with the load average; writes it to ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO / "tests" / "claude_code"))
+
+from harness import MCP_PREFIX, ClaudeCode, find_claude  # noqa: E402
+from mock_anthropic import MockAnthropic, text, tool_use  # noqa: E402
+
+TIMER = '''import json, subprocess, sys, time
+log, event, cmd = sys.argv[1], sys.argv[2], sys.argv[3]
+data = sys.stdin.buffer.read()
+t0 = time.perf_counter()
+p = subprocess.run(cmd, shell=True, input=data, capture_output=True)
+ms = (time.perf_counter() - t0) * 1000
+sys.stdout.buffer.write(p.stdout)
+sys.stderr.buffer.write(p.stderr)
+with open(log, "a") as fh:
+    fh.write(json.dumps({"event": event, "ms": ms, "exit": p.returncode}) + "\\n")
+sys.exit(p.returncode)
+'''
+
+
+def script() -> list[Any]:
+    return [[tool_use("Bash", {"command": "echo building && ls", "description": "look around"})],
+            [tool_use("Write", {"file_path": "notes.txt", "content": "bench notes\n"})],
+            [text("All done.")]]
+
+
+def timed_plugin(tmp: Path, log: Path) -> Path:
+    """A copy of the plugin whose hooks run under the timer."""
+    dst = tmp / "timed-plugin"
+    shutil.copytree(REPO, dst, ignore=shutil.ignore_patterns(".git", ".venv", "__pycache__", "tests", "bench",
+                                                               "screenshots", "*.egg-info", "docs"))
+    timer = dst / "hooks" / "timer.py"
+    timer.write_text(TIMER)
+    spec = json.loads((dst / "hooks" / "hooks.json").read_text())
+    for event, groups in spec["hooks"].items():
+        for group in groups:
+            for hook in group["hooks"]:
+                inner = hook["command"].replace("${CLAUDE_PLUGIN_ROOT}", str(dst))
+                hook["command"] = (f"{sys.executable} -S {timer} {log} {event} "
+                                   f"'{inner}'")
+    (dst / "hooks" / "hooks.json").write_text(json.dumps(spec, indent=2))
+    return dst
+
+
+def mcp_only_plugin(tmp: Path) -> Path:
+    """A copy of the plugin without hooks: what the MCP server alone costs."""
+    dst = tmp / "mcp-only-plugin"
+    shutil.copytree(REPO, dst, ignore=shutil.ignore_patterns(".git", ".venv", "__pycache__", "tests", "bench",
+                                                               "screenshots", "*.egg-info", "docs"))
+    (dst / "hooks" / "hooks.json").write_text(json.dumps({"hooks": {}}))
+    return dst
+
+
+MCP_LOG: list[dict[str, float]] = []  # per run with the plugin: Claude Code's own MCP timings (debug log)
+
+
+def _stamp(line: str) -> float:
+    return datetime.fromisoformat(line.split(" ", 1)[0].replace("Z", "+00:00")).timestamp()
+
+
+def mcp_timings(debug: str) -> dict[str, float]:
+    """Connect time as Claude Code logs it, and SIGINT-to-exit of the MCP server process."""
+    out: dict[str, float] = {}
+    sigint = None
+    for line in debug.splitlines():
+        if "plugin:engram:engram" not in line:
+            continue
+        m = re.search(r"Successfully connected .* in (\d+)ms", line)
+        if m:
+            out["connect_ms"] = float(m.group(1))
+        if "Sending SIGINT" in line:
+            sigint = _stamp(line)
+        if "process exited" in line and sigint is not None and "exit_after_sigint_ms" not in out:
+            out["exit_after_sigint_ms"] = round((_stamp(line) - sigint) * 1000, 1)
+    return out
+
+
+def run_once(cc: ClaudeCode, plugin: Path | None, env: dict[str, str]) -> tuple[float, bool]:
+    with MockAnthropic(script()) as mock:
+        run = cc.run("Look around and leave a note.", mock.url, plugin_dir=plugin, env=env)
+        if run.returncode != 0:
+            raise RuntimeError(run.describe())
+        first = mock.main_requests()[0]
+        has_tools = any(t["name"].startswith(MCP_PREFIX) for t in first.get("tools") or [])
+    if plugin is not None:
+        MCP_LOG.append(mcp_timings(run.debug))
+    return run.seconds, has_tools
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--pairs", type=int, default=3)
+    ap.add_argument("--python", default="python3")
+    ap.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "plugin_overhead.json")
+    args = ap.parse_args()
+    binary, why = find_claude()
+    if binary is None:
+        print(json.dumps({"bench": "plugin_overhead", "skipped": why}))
+        return 0
+    from support import DaemonProc
+
+    with tempfile.TemporaryDirectory(prefix="engram-overhead-") as tmp_s:
+        tmp = Path(tmp_s)
+        daemon = DaemonProc(tmp / "engram-home").start()
+        try:
+            c = daemon.client()
+            deadline = time.monotonic() + 120
+            while c.call("status")["model"] != "ready" and time.monotonic() < deadline:
+                time.sleep(0.2)
+            c.close()
+            cc = ClaudeCode(binary, tmp / "cc", tmp / "engram-home")
+            env = {"PYTHONPATH": str(REPO)}
+            if args.python != "python3":
+                env["ENGRAM_PYTHON"] = args.python
+            run_once(cc, REPO, env)  # warm: page cache, .pyc files, Claude Code's first-run files
+            run_once(cc, None, env)
+            mcp_only = mcp_only_plugin(tmp)
+            with_s: list[float] = []
+            without_s: list[float] = []
+            mcp_s: list[float] = []
+            tools_first_turn = []
+            for _ in range(args.pairs):
+                s, ok = run_once(cc, REPO, env)
+                with_s.append(s)
+                tools_first_turn.append(ok)
+                without_s.append(run_once(cc, None, env)[0])
+                s, ok = run_once(cc, mcp_only, env)
+                mcp_s.append(s)
+                tools_first_turn.append(ok)
+            log = tmp / "hook-times.jsonl"
+            run_once(cc, timed_plugin(tmp, log), env)
+            hooks: dict[str, list[float]] = {}
+            for line in log.read_text().splitlines():
+                rec = json.loads(line)
+                hooks.setdefault(rec["event"], []).append(round(rec["ms"], 1))
+        finally:
+            daemon.stop()
+    out = {
+        "bench": "plugin_overhead", "pairs": args.pairs, "python": args.python,
+        "loadavg_1_5_15": [round(x, 2) for x in os.getloadavg()], "cpus": os.cpu_count(),
+        "claude_code": str(binary),
+        "seconds": {"with_plugin": [round(x, 3) for x in with_s], "without_plugin": [round(x, 3) for x in without_s],
+                    "with_plugin_median": round(statistics.median(with_s), 3),
+                    "without_plugin_median": round(statistics.median(without_s), 3),
+                    "mcp_only": [round(x, 3) for x in mcp_s], "mcp_only_median": round(statistics.median(mcp_s), 3),
+                    "overhead_median": round(statistics.median(with_s) - statistics.median(without_s), 3),
+                    "mcp_only_overhead_median": round(statistics.median(mcp_s) - statistics.median(without_s), 3)},
+        "mcp_tools_in_first_request": tools_first_turn,
+        "mcp_as_claude_code_logs_it": {
+            "connect_ms": [t.get("connect_ms") for t in MCP_LOG[2:]],
+            "exit_after_sigint_ms": [t.get("exit_after_sigint_ms") for t in MCP_LOG[2:]]},
+        "hook_ms": hooks,
+    }
+    text_out = json.dumps(out, indent=2)
+    print(text_out)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(text_out + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
