@@ -352,14 +352,11 @@ def build_server() -> Any:
         closed = t.passthrough("end_episode", session=t.ensure_session(), reason=reason)
         return {"closed": closed, "message": f"{len(closed)} episode(s) ended; the next memory starts a new one"}
 
-    from .service import API_METHODS
-
-    if "session_summary" in API_METHODS:
-        @mcp.tool(description="Write this session's summary now (goal, what was done, decisions, fixes, open "
-                  "ends), better than the one Engram assembles at the session's end; it is stored in project "
-                  "scope and shown at the start of later sessions. Call it near the end of a piece of work.")
-        def session_summary(summary: Annotated[str, Field(min_length=1, max_length=20_000)]) -> Any:
-            return t.passthrough("session_summary", session=t.ensure_session(), summary=summary)
+    @mcp.tool(description="Write this session's summary now (goal, what changed, decisions, fixes, what is left), "
+              "better than the one Engram assembles at the session's end, which then keeps yours. Stored in "
+              "project scope and shown at the start of later sessions; a second call replaces the first.")
+    def session_summary(summary: Annotated[str, Field(min_length=1, max_length=20_000)]) -> dict[str, Any]:
+        return _memory(t.call("session_summary", session=t.ensure_session(), summary=summary, project=t.project))
 
     return mcp
 

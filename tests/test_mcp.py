@@ -19,7 +19,7 @@ EXPECTED_TOOLS = {"store_memory", "recall_memories", "get_memory", "update_memor
                   "memory_partition", "memory_aggregate", "evolve_memory_system",
                   "list_consolidations", "propose_consolidation_summary", "approve_consolidation",
                   "reject_consolidation", "list_contradictions", "resolve_contradiction", "add_entities",
-                  "relate_entities", "end_episode"}
+                  "relate_entities", "end_episode", "session_summary"}
 BRIDGE = REPO_ROOT / "engram_core" / "mcp_bridge.py"
 
 
@@ -257,6 +257,22 @@ def test_bridge_without_a_daemon_says_why(tmp_path: Path) -> None:
     reply = json.loads(out.stdout.splitlines()[0])
     assert "launcher.json" in reply["error"]["message"] and "engram setup claude-code" in reply["error"]["message"]
     assert "launcher.json" in out.stderr
+
+
+async def test_session_summary_is_kept_in_project_scope_and_replaced(daemon: DaemonProc, tmp_path: Path) -> None:
+    proj = new_project(tmp_path, "summary")
+    sid = "cc-session-summary-0001"
+    async with server(daemon, proj, session=sid) as s:
+        first = payload(await s.call_tool("session_summary", {"summary": "Goal: [fix] the \\ parser 🚀; done: tests"}))
+        assert first["scope"] == "project" and first["content"].startswith("Goal: [fix] the \\ parser")
+        second = payload(await s.call_tool("session_summary", {"summary": "Goal: fix the parser; done: all"}))
+        assert "summary" in error_text(await s.call_tool("session_summary", {"summary": ""}))
+        hits = payload(await s.call_tool("recall_memories", {"query": "Goal fix the parser", "scope": "project"}))
+    contents = [h["content"] for h in hits["hits"]]
+    assert second["content"] in contents and first["content"] not in contents, contents
+    c = daemon.client()
+    c.call("end_session", session=sid)
+    c.close()
 
 
 # ── review tools (the memory-consolidator agent's) ───────────────────────────

@@ -99,4 +99,8 @@ def learned(context: str) -> dict[str, bool]:
     """What the first session learned, each: is it in this request?"""
     return {
         "the decision stored through MCP": "tomllib from engram.toml" in context,
+        "the failure of `python3 check_config.py` and its fix":
+            bool(re.search(r"check_config\.py[^\n]*fail[^\n]*fix", context, re.I)),
+        "the preference stated in the prompt": "pytest -q before every commit" in context,
+        "the session summary": "added check_config.py (validates engram.toml)" in context,
     }
