@@ -7,6 +7,7 @@ plugin's MCP tools: ``mcp__plugin_<plugin>_<server>__<tool>``.
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -32,7 +33,8 @@ convention, a user preference; one fact each, no secrets): `{tool("store_memory"
 
 def skill_markdown() -> str:
     """The plugin skill file: frontmatter plus the protocol."""
-    return f"---\nname: engram-memory\ndescription: {SKILL_DESCRIPTION}\n---\n\n{PROTOCOL}"
+    # Quoted: the description holds ": ", which plain YAML reads as a mapping (`claude plugin validate` refused it).
+    return f"---\nname: engram-memory\ndescription: {json.dumps(SKILL_DESCRIPTION)}\n---\n\n{PROTOCOL}"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -78,7 +78,7 @@ async def test_store_recall_get_update_forget(daemon: DaemonProc, tmp_path: Path
                                                           "content": "The API rate limit is 200 requests per minute"}))
         assert "200" in upd["content"]
         gone = payload(await s.call_tool("forget_memory", {"memory_id": mid, "reason": "test"}))
-        assert gone["status"] == "forgotten"
+        assert gone["status"] == "archived"
         stats = payload(await s.call_tool("memory_stats", {}))
         assert any(sc["scope"] == "project" for sc in stats["scopes"])
         explore = payload(await s.call_tool("engram_explore", {"depth": 1}))
