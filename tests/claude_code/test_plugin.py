@@ -53,7 +53,8 @@ def test_remember_command_on_the_shared_session(claude_code: ClaudeCode, engram_
     results = [result_text(r) for r in run.tool_results()]
     assert not any(r.get("is_error") for r in run.tool_results()), results
     recalled = json.loads(results[2])
-    assert [h["content"] for h in recalled["hits"]] == ["this session touched the Makefile"]
+    assert recalled["hits"][0]["content"] == "this session touched the Makefile", recalled
+    assert {h["scope"] for h in recalled["hits"]} == {"session"}
     promoted = json.loads(results[3])
     assert promoted["promoted"] or promoted["merged"], promoted
     sessions = engram_daemon.client().call("list_sessions")
