@@ -91,6 +91,22 @@ def summary(ms: list[float]) -> dict[str, float]:
             "min": round(s[0], 1), "max": round(s[-1], 1)}
 
 
+def wait_ready(daemon: Any, timeout: float = 120.0) -> None:
+    """Until the daemon's warm-up is done (model loaded; its MCP server is built before the model)."""
+    c = daemon.client()
+    deadline = time.monotonic() + timeout
+    while c.call("status")["model"] != "ready" and time.monotonic() < deadline:
+        time.sleep(0.2)
+    c.close()
+
+
+def emit(out: dict[str, Any], path: Path) -> None:
+    text = json.dumps(out, indent=2)
+    print(text)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text + "\n")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=20)
@@ -110,11 +126,7 @@ def main() -> int:
         try:
             env = {**daemon.env, "PYTHONPATH": str(REPO), "CLAUDE_CODE_SESSION_ID": "bench-session",
                    "CLAUDE_PROJECT_DIR": str(project)}
-            c = daemon.client()
-            deadline = time.monotonic() + 120
-            while c.call("status")["model"] not in ("ready",) and time.monotonic() < deadline:
-                time.sleep(0.2)  # the daemon's warm-up also builds its MCP server
-            c.close()
+            wait_ready(daemon)
             servers = {f"bridge[{py}]": [py, "-S", str(BRIDGE)] for py in pythons}
             servers["old_server"] = [sys.executable, str(old_server_script(tmp))]
             for cmd in servers.values():  # one unmeasured start each: page cache, .pyc files
@@ -133,10 +145,7 @@ def main() -> int:
         "ms": {name: {k: summary(v) for k, v in r.items()} for name, r in results.items()},
         "note": "initialize: spawn to answer; tools_list: first tools/list after initialize; daemon warm",
     }
-    text = json.dumps(out, indent=2)
-    print(text)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text + "\n")
+    emit(out, args.out)
     return 0
 
 

@@ -24,7 +24,6 @@ import shutil
 import statistics
 import sys
 import tempfile
-import time
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -34,6 +33,7 @@ sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(REPO / "tests" / "claude_code"))
 
 from harness import MCP_PREFIX, ClaudeCode, find_claude  # noqa: E402
+from mcp_init import emit, wait_ready  # noqa: E402
 from mock_anthropic import MockAnthropic, text, tool_use  # noqa: E402
 
 TIMER = '''import json, subprocess, sys, time
@@ -135,11 +135,7 @@ def main() -> int:
         tmp = Path(tmp_s)
         daemon = DaemonProc(tmp / "engram-home").start()
         try:
-            c = daemon.client()
-            deadline = time.monotonic() + 120
-            while c.call("status")["model"] != "ready" and time.monotonic() < deadline:
-                time.sleep(0.2)
-            c.close()
+            wait_ready(daemon)
             cc = ClaudeCode(binary, tmp / "cc", tmp / "engram-home")
             env = {"PYTHONPATH": str(REPO)}
             if args.python != "python3":
@@ -183,10 +179,7 @@ def main() -> int:
             "exit_after_sigint_ms": [t.get("exit_after_sigint_ms") for t in MCP_LOG[2:]]},
         "hook_ms": hooks,
     }
-    text_out = json.dumps(out, indent=2)
-    print(text_out)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text_out + "\n")
+    emit(out, args.out)
     return 0
 
 
