@@ -425,10 +425,12 @@ class Daemon:
             return ok(req_id, self.dispatch(method, params))
         except ProtocolError as exc:
             self.errors += 1
-            return error(req_id, "ValidationError", str(exc))
+            return error(req_id, "ValidationError", redact_text(str(exc)))
         except Exception as exc:
             self.errors += 1
-            return error(req_id, *classify(exc))
+            # error messages quote their input (pydantic does), and callers log them (the hook's hooks.log)
+            kind, message = classify(exc)
+            return error(req_id, kind, redact_text(message))
 
     def dispatch(self, method: str, params: dict[str, Any]) -> Any:
         special = getattr(self, "m_" + method, None)
@@ -500,6 +502,7 @@ class Daemon:
         mcp_server.serve_connection(self, rfile, wfile, params)
 
     def m_hook_event(self, event: dict[str, Any] | None = None, **_: Any) -> dict[str, Any]:
+        event = redact_value(event)  # type: ignore[assignment]  # whole, before an error message can quote it
         check_event(event)  # before the journal: a malformed event is refused, never acknowledged then dropped
         assert isinstance(event, dict)
         eid = event_id_of(json.dumps(event, sort_keys=True), event)

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from support import DaemonProc
 
+from engram_core.client import RemoteEngramError
 from engram_core.models import MemoryIn, MemoryPatch
 from engram_core.service import EngramService, call_api
 
@@ -178,10 +179,13 @@ def test_daemon_journal_and_log_never_hold_a_secret(light_daemon: DaemonProc, tm
             "memory": {"content": f"Command failed: deploy → export AWS_ACCESS_KEY_ID={AWS}", "scope": "project",
                        "tags": [f"password={PASSWORD}"], "source": f"hook {TOKEN}"}}
     assert c.call("hook_event", event=good)["accepted"]
-    # an event that cannot be applied: its error (which quotes the input) goes to the log
+    # a malformed event is refused; its error message quotes the input, and callers log it (hooks.log)
     bad = {"kind": "memory", "cwd": str(proj),
            "memory": {"content": f"x {TOKEN}", "importance": f"password={PASSWORD}"}}
-    assert c.call("hook_event", event=bad)["accepted"]
+    with pytest.raises(RemoteEngramError) as refused:
+        c.call("hook_event", event=bad)
+    assert "importance" in str(refused.value)
+    assert [s for s in SECRETS if s.lower() in str(refused.value).lower()] == []
     c.call("flush", timeout_s=30)
     # the journal holds acknowledged events until they are applied: it is written before any apply
     assert _leaks_in_files(light_daemon.home) == []
