@@ -107,7 +107,21 @@ def mcp_timings(debug: str) -> dict[str, float]:
     return out
 
 
-def run_once(cc: ClaudeCode, plugin: Path | None, env: dict[str, str]) -> tuple[float, bool]:
+PHASES: dict[str, list[dict[str, float]]] = {}  # per variant: start-up and shut-down from Claude Code's log
+
+
+def phases(debug: str) -> dict[str, float]:
+    """Seconds from Claude Code's first log line to its first model request, and from the last answer's first
+    chunk to its last log line: where a plugin's start-up and shut-down show, without node's own start."""
+    lines = [x for x in debug.splitlines() if x[:4].isdigit()]
+    first_req = next((_stamp(x) for x in lines if "[API REQUEST]" in x), None)
+    last_chunk = next((_stamp(x) for x in reversed(lines) if "Stream started" in x), None)
+    if not lines or first_req is None or last_chunk is None:
+        return {}
+    return {"startup_s": round(first_req - _stamp(lines[0]), 3), "shutdown_s": round(_stamp(lines[-1]) - last_chunk, 3)}
+
+
+def run_once(cc: ClaudeCode, plugin: Path | None, env: dict[str, str], variant: str = "warm-up") -> tuple[float, bool]:
     with MockAnthropic(script()) as mock:
         run = cc.run("Look around and leave a note.", mock.url, plugin_dir=plugin, env=env)
         if run.returncode != 0:
@@ -116,6 +130,7 @@ def run_once(cc: ClaudeCode, plugin: Path | None, env: dict[str, str]) -> tuple[
         has_tools = any(t["name"].startswith(MCP_PREFIX) for t in first.get("tools") or [])
     if plugin is not None:
         MCP_LOG.append(mcp_timings(run.debug))
+    PHASES.setdefault(variant, []).append(phases(run.debug))
     return run.seconds, has_tools
 
 
@@ -148,11 +163,11 @@ def main() -> int:
             mcp_s: list[float] = []
             tools_first_turn = []
             for _ in range(args.pairs):
-                s, ok = run_once(cc, REPO, env)
+                s, ok = run_once(cc, REPO, env, "with_plugin")
                 with_s.append(s)
                 tools_first_turn.append(ok)
-                without_s.append(run_once(cc, None, env)[0])
-                s, ok = run_once(cc, mcp_only, env)
+                without_s.append(run_once(cc, None, env, "without_plugin")[0])
+                s, ok = run_once(cc, mcp_only, env, "mcp_only")
                 mcp_s.append(s)
                 tools_first_turn.append(ok)
             log = tmp / "hook-times.jsonl"
@@ -177,6 +192,9 @@ def main() -> int:
         "mcp_as_claude_code_logs_it": {
             "connect_ms": [t.get("connect_ms") for t in MCP_LOG[2:]],
             "exit_after_sigint_ms": [t.get("exit_after_sigint_ms") for t in MCP_LOG[2:]]},
+        "claude_code_log_phases_median_s": {
+            v: {k: round(statistics.median(p[k] for p in runs if k in p), 3) for k in ("startup_s", "shutdown_s")}
+            for v, runs in PHASES.items() if v != "warm-up" and all(runs)},
         "hook_ms": hooks,
     }
     emit(out, args.out)
