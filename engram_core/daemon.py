@@ -317,6 +317,7 @@ class Daemon:
         t0 = time.perf_counter()
         self.journal = Journal(self.home / JOURNAL_NAME)
         self.service = (self._service_factory or (lambda h: EngramService(h)))(self.home)
+        self.service.api_lock = self.lock
         self.extensions = load_extensions(self.service)
         self._returns, self._params = method_info()
         self._write_launcher()
@@ -436,10 +437,15 @@ class Daemon:
         special = getattr(self, "m_" + method, None)
         if special is not None:
             return special(**params) if params else special()
-        from .service import API_METHODS, call_api
+        from .service import API_METHODS, UNLOCKED_API, call_api
 
         if method not in API_METHODS:
             raise _Unknown(method)
+        if method in UNLOCKED_API:  # takes service.api_lock (our lock) itself, only around shared state
+            service = self.service
+            if service is None:
+                raise RuntimeError("the daemon is shutting down; retry in a moment")
+            return call_api(service, method, params)
         with self.lock:
             if self.service is None:
                 raise RuntimeError("the daemon is shutting down; retry in a moment")

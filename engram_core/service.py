@@ -70,7 +70,6 @@ from .models import (
     Scope,
     ScopeCounts,
     SessionInfo,
-    StatementResult,
     Stats,
     Status,
     StoreResult,
@@ -81,6 +80,9 @@ from .store import Connection, ScopeStore, StoreError, content_hash, key_of, rec
 
 F = TypeVar("F", bound=Callable[..., Any])
 API_METHODS: dict[str, Callable[..., Any]] = {}
+# Methods that take `service.api_lock` themselves around the parts touching shared state, so that the daemon
+# can call them without its request lock: a console query running for seconds must not hold other clients.
+UNLOCKED_API = frozenset({"run_query"})
 
 PROMOTE_COSINE = 0.9
 USER_PROMOTE_COSINE = 0.85
@@ -140,6 +142,9 @@ class EngramService:
         self.settings = settings or load_settings()
         self.embedder: Embedder = embedder or make_embedder(self.settings)
         self._lock = threading.RLock()
+        # Held around the service-state parts of methods in UNLOCKED_API (whose slow part runs without it); the
+        # daemon replaces it with its own request lock, which it does not take itself for those methods.
+        self.api_lock: Any = threading.RLock()
         self._bookkeeper = Bookkeeper()
         self._param_cache: dict[str, Any] = {}  # see param()
         self._roots: dict[str, tuple[float, str, str]] = {}  # see _project_root()
@@ -1160,15 +1165,21 @@ class EngramService:
                   session: str | None = None) -> QueryResult:
         """Run SurrealQL against one scope's database, behind the validator and an engine role.
 
-        Defence in depth: the validator refuses DDL, USE, INFO, custom/network functions and (unless
-        allow_writes) any write; what it lets through runs as a database-level VIEWER (EDITOR with writes)
-        pinned to that one database, inside a transaction that rolls back if the schema changed.
-        Every statement gets a time limit and at most QUERY_MAX_ROWS rows come back.
+        Defence in depth: the validator refuses DDL, USE, INFO, transaction control, custom/network functions
+        and (unless allow_writes) any write; what it lets through runs, comments removed, as a database-level
+        VIEWER (EDITOR with writes) in an engine session of its own, pinned to that one database, under one
+        deadline for the whole query (see guarded_query); writes run in a transaction that rolls back if the
+        schema changed. At most QUERY_MAX_ROWS rows per statement come back. The engine part runs outside
+        ``api_lock``, so a long query never holds the daemon's other clients.
         """
+        from . import guarded_query
+        from .store import EngineRefused
         from .validator import validate
 
-        store = self._target_store(Scope(scope), project, session)
         role: Literal["VIEWER", "EDITOR"] = "EDITOR" if allow_writes else "VIEWER"
+        with self.api_lock:
+            store = self._target_store(Scope(scope), project, session)
+            tables = list((store.q1("INFO FOR DB") or {}).get("tables", {})) if allow_writes else []
         verdict = validate(surql, allow_writes=allow_writes)
         violations = [QueryViolation(statement_index=v.statement_index, statement=v.statement, rule=v.rule,
                                      message=v.message) for v in verdict.violations]
@@ -1180,44 +1191,32 @@ class EngramService:
             if refusal is not None:
                 return QueryResult(ok=False, scope=store.scope, database=store.database, role=role, statements=[],
                                    violations=[refusal], message=refusal.message)
-        stmts = [_with_timeout(st) for st in verdict.statements]
-        body = ";\n".join(stmts) + ";"
-        if allow_writes:
-            guard = "$engram_schema_" + ulid().lower()
-            body = (f"BEGIN TRANSACTION;\nLET {guard} = (INFO FOR DB);\n{body}\n"
-                    f"IF (INFO FOR DB) != {guard} {{ THROW 'writes may change data, never the schema' }};\n"
-                    "COMMIT TRANSACTION;")
+        program = guarded_query.build(verdict.executable, allow_writes=allow_writes, tables=tables)
         t0 = time.perf_counter()
         try:
-            raw = store.conn.run_as(store.namespace, store.database, role, body)
-        except Exception as exc:  # the engine's own refusal (parse error, IAM)
+            raw = store.conn.run_as(store.namespace, store.database, role, program.text)
+        except EngineRefused as exc:
             return QueryResult(ok=False, scope=store.scope, database=store.database, role=role, statements=[],
                                violations=violations, total_ms=(time.perf_counter() - t0) * 1000,
-                               message=f"the engine refused the query: {exc}")
+                               message=guarded_query.refusal(str(exc), program, verdict.statements))
+        except Exception as exc:  # e.g. a value the SDK cannot carry back (a regex)
+            return QueryResult(ok=False, scope=store.scope, database=store.database, role=role, statements=[],
+                               violations=violations, total_ms=(time.perf_counter() - t0) * 1000,
+                               message=f"the engine ran the query but its answer could not be read: {exc}")
         total = (time.perf_counter() - t0) * 1000
+        results = guarded_query.results(raw, program, verdict.statements)
+        own = guarded_query.own_error(raw, program)
         if allow_writes:
-            raw = raw[2:-2]  # drop BEGIN/LET and the guard/COMMIT results
-        results = []
-        for i, (sql, res) in enumerate(zip(verdict.statements, raw, strict=False)):
-            ok = res.get("status") == "OK"
-            value = res.get("result")
-            rows = value if isinstance(value, list) else ([] if value is None else [value])
-            rows = _json_safe(rows[:QUERY_MAX_ROWS]) if ok else []
-            cols: list[str] = []
-            for r in rows[:50]:
-                if isinstance(r, dict):
-                    cols += [k for k in r if k not in cols]
-            results.append(StatementResult(
-                index=i, sql=sql, ok=ok, rows=rows, columns=cols, row_count=len(value) if isinstance(value, list)
-                else (0 if value is None else 1), truncated=isinstance(value, list) and len(value) > QUERY_MAX_ROWS,
-                time_ms=_parse_ms(res.get("time")), error=None if ok else str(value)))
-        if allow_writes:
-            self._param_cache.clear()
-            for st in (s for s in self._all_open_stores() if s is store):
-                st.reload_mirror()
-        ok = all(r.ok for r in results)
+            with self.api_lock:
+                self._param_cache.clear()
+                for st in (s for s in self._all_open_stores() if s is store):
+                    st.reload_mirror()
+        ok = own is None and all(r.ok for r in results)
+        errors = [r.error or "" for r in results if not r.ok]
+        # Statements a failed transaction skipped say only that: name the one that failed it.
+        message = "" if ok else own or next((e for e in errors if "not executed due to" not in e), errors[0])
         return QueryResult(ok=ok, scope=store.scope, database=store.database, role=role, statements=results,
-                           total_ms=total, message="" if ok else next(r.error or "" for r in results if not r.ok))
+                           total_ms=total, message=message)
 
     # ── export / restore (lossless backups) and health ───────
     def _export_stores(self, scope: str, project: str | None) -> list[ScopeStore]:
@@ -1424,39 +1423,6 @@ def _memory_filter(base: str, memory_type: MemoryType | None, status: Status | N
     return " AND ".join(where), params
 
 
-# Statements that accept a TIMEOUT clause; others (LET, RETURN, IF) run within the statements they hold.
-_TIMEOUT_ABLE = ("SELECT", "CREATE", "UPDATE", "UPSERT", "DELETE", "INSERT", "RELATE")
-QUERY_TIMEOUT_S = 5
-QUERY_MAX_ROWS = 1000
-
-
-def _with_timeout(stmt: str) -> str:
-    head = stmt.lstrip().split(None, 1)[0].upper() if stmt.strip() else ""
-    upper = stmt.upper()
-    if head in _TIMEOUT_ABLE and " TIMEOUT " not in upper and not upper.rstrip().endswith(("EXPLAIN", "PARALLEL")):
-        return f"{stmt.rstrip()} TIMEOUT {QUERY_TIMEOUT_S}s"
-    return stmt
-
-
-def _json_safe(value: Any) -> Any:
-    from .store import plain
-
-    return json.loads(json.dumps(plain(value), default=str))
-
-
-def _parse_ms(text: Any) -> float:
-    units = {"ns": 1e-6, "µs": 1e-3, "us": 1e-3, "ms": 1.0, "s": 1000.0}
-    if not isinstance(text, str):
-        return 0.0
-    for unit in ("ns", "µs", "us", "ms", "s"):
-        if text.endswith(unit):
-            try:
-                return float(text[: -len(unit)]) * units[unit]
-            except ValueError:
-                return 0.0
-    return 0.0
-
-
 def _short_error(exc: BaseException) -> str:
     if isinstance(exc, ValidationError):
         return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'line'}: {e['msg']}" for e in exc.errors())
@@ -1476,4 +1442,4 @@ def iter_jsonl(path: Path) -> Iterable[str]:
         yield from fh
 
 
-__all__ = ["API_METHODS", "EmbeddingError", "EngramError", "EngramService", "NotFound", "StoreError", "call_api"]
+__all__ = ["API_METHODS", "UNLOCKED_API", "EmbeddingError", "EngramError", "EngramService", "NotFound", "StoreError", "call_api"]

@@ -26,9 +26,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from uuid import UUID
 
 import numpy as np
 from surrealdb import RecordID, Surreal
+from surrealdb.connections.blocking_ws import BlockingWsSurrealConnection
 
 from .config import ensure_private_dir, restrict_tree
 from .ids import ulid
@@ -67,6 +69,10 @@ SNAPSHOT_VERSION = 1
 
 class StoreError(RuntimeError):
     """The store refused an operation; the message says what and why."""
+
+
+class EngineRefused(StoreError):
+    """The engine refused a whole query text (a parse error): the message is the engine's own."""
 
 
 def content_hash(text: str) -> str:
@@ -145,6 +151,8 @@ class Connection:
         # The namespace/database the SDK session is on: a USE costs a round trip (~2 ms), so it is sent
         # only when a call targets another one. Anything that signs in or switches users resets it.
         self._current: tuple[str, str] | None = None
+        self._role_passwords: dict[tuple[str, str, str], str] = {}
+        self._idle_sessions: dict[tuple[str, str, str], list[UUID]] = {}
         if path is not None:
             restrict_tree(path)
         # Compaction bookkeeping: the size after the last one, and whether something was erased since.
@@ -180,52 +188,56 @@ class Connection:
 
 
     # ── least privilege for user-written SurrealQL ─────────────
-    # An embedded engine starts with full rights and no way back once a user signs in, so the first
-    # switch defines a per-process root user to return to. Role users are database-level: the engine
-    # pins them to their namespace and database (no USE elsewhere), and VIEWER/EDITOR cannot DEFINE or
-    # REMOVE anything. Passwords are random per process; only tokens are kept.
-    def _root_token(self) -> str:
-        if getattr(self, "_root", None) is None:
-            pw = secrets.token_urlsafe(24)
-            # The password must be a literal; token_urlsafe only yields [A-Za-z0-9_-].
-            self._db.query(f"DEFINE USER OVERWRITE engram_root ON ROOT PASSWORD '{pw}' ROLES OWNER "
-                           "DURATION FOR TOKEN 365d, FOR SESSION NONE").execute()
-            self._root_pw = pw
-            self._root = self._db.signin({"username": "engram_root", "password": pw}).access
-        return self._root
+    # User statements run in engine sessions of their own (RPC attach), each signed in as a database-level
+    # VIEWER or EDITOR user: the engine pins such a session to its namespace and database, and the
+    # connection's own (root) session is never re-authenticated. The statements run without self.lock, so a
+    # long console query never delays the store's other callers. Passwords are random per process.
+    def _role_session(self, ns: str, db: str, role: str) -> UUID:
+        key = (ns, db, role)
+        with self.lock:
+            idle = self._idle_sessions.setdefault(key, [])
+            if idle:
+                return idle.pop()
+            password = self._role_passwords.get(key)
+            if password is None:
+                password = secrets.token_urlsafe(24)  # a literal below; token_urlsafe only yields [A-Za-z0-9_-]
+                self._current = None
+                self._db.use(ns, db)
+                self._db.query(f"DEFINE USER OVERWRITE engram_{role.lower()} ON DATABASE PASSWORD '{password}' "
+                               f"ROLES {role} DURATION FOR TOKEN 365d, FOR SESSION NONE").execute()
+                self._role_passwords[key] = password
+        # The SDK refuses attach() on embedded engines although the engine serves it: send the RPC directly.
+        session = BlockingWsSurrealConnection.attach(self._db)
+        try:
+            self._db.signin({"namespace": ns, "database": db, "username": f"engram_{role.lower()}",
+                             "password": password}, session_id=session)
+        except Exception:
+            with contextlib.suppress(Exception):
+                BlockingWsSurrealConnection.detach(self._db, session)
+            raise
+        return session
 
-    def _role_token(self, ns: str, db: str, role: str) -> str:
-        tokens: dict[tuple[str, str, str], str] = self.__dict__.setdefault("_role_tokens", {})
-        if (ns, db, role) not in tokens:
-            self._current = None
-            user = f"engram_{role.lower()}"
-            pw = secrets.token_urlsafe(24)
-            self._db.use(ns, db)
-            self._db.query(f"DEFINE USER OVERWRITE {user} ON DATABASE PASSWORD '{pw}' ROLES {role} "
-                           "DURATION FOR TOKEN 365d, FOR SESSION NONE").execute()
-            tokens[(ns, db, role)] = self._db.signin(
-                {"namespace": ns, "database": db, "username": user, "password": pw}).access
-            self._db.authenticate(self._root_token())
-        return tokens[(ns, db, role)]
+    def run_as(self, ns: str, db: str, role: str, sql: str) -> list[dict[str, Any]]:
+        """Run statements as a database user with ``role`` (VIEWER or EDITOR) in an engine session of its own.
 
-    def run_as(self, ns: str, db: str, role: str, sql: str) -> list[Any]:
-        """Run statements as a database user with ``role`` (VIEWER or EDITOR), then return to root."""
+        Returns the engine's per-statement results (errors included); raises :class:`EngineRefused` with the
+        engine's own message when it refuses the whole text (a parse error)."""
         if role not in ("VIEWER", "EDITOR"):
             raise ValueError(f"role must be VIEWER or EDITOR, not {role!r}")
+        session = self._role_session(ns, db, role)
+        try:
+            response = self._db.query_raw(sql, session_id=session)
+        except Exception:
+            with contextlib.suppress(Exception):
+                BlockingWsSurrealConnection.detach(self._db, session)
+            raise
         with self.lock:
-            self._current = None  # user statements run in another session state; USE again afterwards
-            root = self._root_token()
-            self._db.authenticate(root)
-            token = self._role_token(ns, db, role)
-            self._db.use(ns, db)
-            self._db.authenticate(token)
-            try:
-                return self._db.query_raw(sql)["result"]  # per-statement results, errors included
-            finally:
-                try:
-                    self._db.authenticate(root)
-                except Exception:
-                    self._db.signin({"username": "engram_root", "password": self._root_pw})
+            self._idle_sessions.setdefault((ns, db, role), []).append(session)
+        error = response.get("error")
+        if error is not None or "result" not in response:
+            message = error.get("message") if isinstance(error, dict) else str(error)
+            raise EngineRefused(message or "the engine gave no result")
+        return response["result"]
 
     # ── compaction ───────────────────────────────────────────
     # surrealkv appends every write to its value log and this engine build refuses `ALTER … COMPACT` ("The storage
@@ -284,8 +296,8 @@ class Connection:
 
     def close(self) -> None:
         with self.lock:
-            self.__dict__.pop("_role_tokens", None)
-            self.__dict__.pop("_root", None)
+            self._role_passwords.clear()
+            self._idle_sessions.clear()
             with contextlib.suppress(Exception):
                 self._db.close()
             if self.path is not None:

@@ -33,12 +33,20 @@ Rules
 * Outside string literals and comments only ASCII is accepted (``non-ascii``): fullwidth
   letters, zero-width characters and homoglyphs are refused rather than guessed at.
   Unicode inside strings (``'café'``) is fine.
+* ``BEGIN``, ``COMMIT`` and ``CANCEL`` anywhere in code are refused (``transaction-control``):
+  Engram owns the transaction its schema guard runs in.
+* Function rules judge the real name: the text before the argument list with blanks and
+  comments removed (the engine reads ``fn :: x()`` and ``fn::/* c */x()`` as ``fn::x()``), and
+  a lexical pass finds every ``a::b`` path in the code whatever the grammar made of it.
 * Defence against parser differentials: an independent lexer (same rules as SurrealDB's:
-  ``'..'``/``".."`` with backslash escapes, ``--``, ``//``, ``#`` and non-greedy ``/* */``
+  ``'..'``/``".."`` with backslash escapes, ``--``, ``//``, ``#`` comments ending at LF, CR,
+  U+0085, U+2028 or U+2029 exactly as the engine ends them, and non-greedy ``/* */``
   comments) finds comments and blanks them before parsing (the grammar's own block-comment
   rule is greedy: it reads ``/* a */ DEFINE TABLE x /* b */`` as one comment), and must
   agree with the grammar about where every string literal starts and ends; if they disagree
-  the query is refused as ``parse-error``.
+  the query is refused as ``parse-error``. ``Verdict.executable`` holds the statements with
+  every comment blanked: that, not the caller's text, is what run_query sends to the engine.
+  tests/test_validator_engine.py checks all this against the real engine on generated input.
 
 Grammar gaps and how they are handled
 -------------------------------------
@@ -136,7 +144,7 @@ _BLOCKED_METHODS = frozenset(
 # backtick and angle-bracket escaped identifiers.  Unterminated forms run to the end of input.
 _LEX = re.compile(
     r"""
-      (?P<comment>--[^\n]*|//[^\n]*|\#[^\n]*|/\*.*?(?:\*/|\Z))
+      (?P<comment>(?:--|//|\#)[^\n\r\x85\u2028\u2029]*|/\*.*?(?:\*/|\Z))
     | (?P<string>'(?:[^'\\]|\\.)*(?:'|\Z)|"(?:[^"\\]|\\.)*(?:"|\Z))
     | (?P<ident>`(?:[^`\\]|\\.)*(?:`|\Z)|⟨(?:[^⟩\\]|\\.)*(?:⟩|\Z))
     | (?P<code>[^'"`⟨/\#\-]+|[/\-])
@@ -149,6 +157,10 @@ _LIMIT_PARAM = re.compile(r"\bLIMIT(?:\s+BY)?\s+(\$\w+)", re.I)
 _STAR_INDEX = re.compile(r"\[\s*[*$]\s*\]")
 _CLOSURE_PARAMS = re.compile(r"(?<=[(,])(\s*)\|((?:\s*\$\w+\s*(?::\s*[\w<>|, ]+?)?\s*,?)+)\|")
 _CLOSURE_NAME = re.compile(r"\$\w+|,")
+# Lexical backstops over the code (strings, comments and escaped identifiers blanked), independent of the
+# grammar: a function path however it is spaced ('fn :: x', 'fn::/* c */x'), and transaction control words.
+_PATH = re.compile(r"(?<![\w$])[A-Za-z_]\w*(?:\s*::\s*[A-Za-z_]\w*)+")
+_TRANSACTION_WORD = re.compile(r"(?<![\w$.:])(BEGIN|COMMIT|CANCEL)(?![\w:])", re.I)
 
 _parser_local = threading.local()
 
@@ -173,9 +185,12 @@ class Violation:
 @dataclass(frozen=True)
 class Verdict:
     ok: bool
-    statements: list[str]
+    statements: list[str]  # as the caller wrote them (for display)
     violations: list[Violation]
     has_writes: bool
+    # What may be sent to the engine: the same statements with every comment blanked by the validator's own
+    # lexer, so the engine runs exactly the text that was checked even if the two lexers ever disagreed.
+    executable: list[str] = field(default_factory=list)
 
 
 class ValidationError(ValueError):
@@ -301,6 +316,7 @@ def _line_col(text: str, offset: int) -> str:
 class _Checker:
     def __init__(self, text: str, spans: list[tuple[int, int]], allow_writes: bool) -> None:
         self.text = text
+        self.code = text  # the rewritten text the grammar parsed (comments blanked), set before the walk
         self.spans = spans
         self.allow_writes = allow_writes
         self.violations: list[Violation] = []
@@ -393,12 +409,18 @@ def _walk(root: tree_sitter.Node, chk: _Checker, b2c: list[int], source: str) ->
 
 
 def _check_function(node: tree_sitter.Node, chk: _Checker, at: int, source: str, b2c: list[int]) -> None:
-    name_node = next((c for c in node.children if c.type in ("function_name", "custom_function_name")), None)
-    if name_node is None:
-        return  # count() and friends
-    name = re.sub(r"\s+", "", source[b2c[name_node.start_byte] : b2c[name_node.end_byte]]).lower()
+    # The name is everything before the argument list with blanks removed: the engine reads 'fn :: x()' and
+    # 'fn::/* c */x()' as fn::x(), while the grammar splits them into loose identifiers.
+    args = next((c for c in node.children if c.type == "argument_list"), None)
+    end = b2c[args.start_byte] if args is not None else b2c[node.end_byte]
+    _check_function_name(re.sub(r"\s+", "", chk.code[at:end]).lower(), chk, at)
+
+
+def _check_function_name(name: str, chk: _Checker, at: int) -> None:
+    if not name:
+        return
     ns = name.split("::", 1)[0]
-    if name_node.type == "custom_function_name" or ns in _BLOCKED_NAMESPACES:
+    if ns in _BLOCKED_NAMESPACES and "::" in name:
         why = _BLOCKED_NAMESPACES.get(ns, _BLOCKED_NAMESPACES["fn"])
         chk.add(
             at,
@@ -499,7 +521,19 @@ def validate(surql: str, *, allow_writes: bool = False, max_length: int = 20_000
             )
             break
 
+    view = lexed.code_view
+    for m in _TRANSACTION_WORD.finditer(view):
+        chk.add(
+            m.start(),
+            "transaction-control",
+            f"{m.group(1).upper()} is transaction control, which Engram owns: every engram_execute call already "
+            "runs in its own transaction. Remove it (a field with that name can be written in backticks: `commit`).",
+        )
+    for m in _PATH.finditer(view):
+        _check_function_name(re.sub(r"\s+", "", m.group()).lower(), chk, m.start())
+
     rewritten = _rewrite(surql, lexed, spans)
+    chk.code = rewritten
     encoded = rewritten.encode("utf-8", errors="surrogatepass")
     try:
         tree = _parser().parse(encoded)
@@ -523,7 +557,13 @@ def validate(surql: str, *, allow_writes: bool = False, max_length: int = 20_000
                 "disagree about where it starts or ends, so the query is refused. Simplify the quoting.",
             )
 
-    return Verdict(not chk.violations, statements, chk.violations, chk.has_writes)
+    blanked = list(surql)
+    for start, end, kind in lexed.opaque:
+        if kind == "comment":
+            blanked[start:end] = " " * (end - start)
+    text = "".join(blanked)
+    executable = [text[s:e].strip() for s, e in kept]
+    return Verdict(not chk.violations, statements, chk.violations, chk.has_writes, executable)
 
 
 def check(surql: str, *, allow_writes: bool = False) -> Verdict:

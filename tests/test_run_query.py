@@ -55,7 +55,7 @@ def _let_everything_through(monkeypatch: pytest.MonkeyPatch) -> None:
     """Simulate a validator bug: the engine must still hold the line."""
     def permissive(surql: str, *, allow_writes: bool = False, max_length: int = 20_000) -> Verdict:
         parts = [p.strip() for p in surql.split(";") if p.strip()]
-        return Verdict(ok=True, statements=parts, violations=[], has_writes=True)
+        return Verdict(ok=True, statements=parts, violations=[], has_writes=True, executable=parts)
 
     monkeypatch.setattr(validator_mod, "validate", permissive)
 
@@ -85,12 +85,183 @@ def test_schema_guard_rolls_back_an_editor_schema_change(
     assert {m.importance for m in service.list_memories(project=filled).items} == {0.5, 0.9}
 
 
-def test_rows_are_capped_and_statements_time_limited(service: EngramService, filled: str,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    import engram_core.service as svc_mod
+def test_rows_are_capped(service: EngramService, filled: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import engram_core.guarded_query as gq
 
-    monkeypatch.setattr(svc_mod, "QUERY_MAX_ROWS", 1)
+    monkeypatch.setattr(gq, "QUERY_MAX_ROWS", 1)
     res = service.run_query("SELECT * FROM memory", project=filled)
     assert res.statements[0].row_count == 2 and len(res.statements[0].rows) == 1 and res.statements[0].truncated
-    assert svc_mod._with_timeout("SELECT * FROM memory").endswith("TIMEOUT 5s")
-    assert svc_mod._with_timeout("LET $x = 1") == "LET $x = 1"
+
+
+def test_statement_forms_keep_their_results_under_the_wrapper(service: EngramService, filled: str) -> None:
+    res = service.run_query("LET $n = (SELECT VALUE content FROM memory ORDER BY content); RETURN array::len($n); "
+                            "IF array::len($n) > 1 { RETURN 'many' } ELSE { RETURN 'few' }; "
+                            "SELECT count() AS n FROM memory GROUP ALL; RETURN $n[0]", project=filled)
+    assert res.ok, res.message
+    assert [s.rows for s in res.statements] == [[], [2], ["many"], [{"n": 2}], ["alpha: the build uses make"]]
+
+
+# ── the deadline: one per query, for every statement form, that the text cannot lift ──
+ARGON_LOOP = "FOR $i IN 0..300 { LET $x = crypto::argon2::generate('abc'); }"
+SLOW_FORMS = [
+    ARGON_LOOP,  # FOR had no timeout at all
+    "LET $r = (SELECT * FROM array::range(0, 300) WHERE crypto::argon2::generate('x') != '')",  # nor LET
+    "RETURN array::len(array::filter(array::range(0, 300), |$v| crypto::argon2::generate('x') != ''))",
+    # a user TIMEOUT replaced the default one
+    "SELECT * FROM array::range(0, 300) WHERE crypto::argon2::generate('x') != '' TIMEOUT 1000d",
+    # ' TIMEOUT ' anywhere, even in a string, suppressed it
+    "SELECT * FROM array::range(0, 300) WHERE crypto::argon2::generate(' TIMEOUT ') != ''",
+]
+
+
+@pytest.mark.parametrize("query", SLOW_FORMS)
+def test_every_statement_form_stops_at_the_deadline(service: EngramService, filled: str, query: str,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    import engram_core.guarded_query as gq
+
+    monkeypatch.setattr(gq, "QUERY_TIMEOUT_S", 0.3)
+    res = service.run_query(query, project=filled)
+    assert not res.ok
+    assert "deadline ran out" in (res.statements[0].error or ""), res.statements[0].error
+
+
+def test_the_deadline_covers_the_whole_query_not_each_statement(service: EngramService, filled: str,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    import engram_core.guarded_query as gq
+
+    monkeypatch.setattr(gq, "QUERY_TIMEOUT_S", 0.3)
+    res = service.run_query(f"{ARGON_LOOP}; RETURN 1; {ARGON_LOOP}", project=filled)
+    assert [s.ok for s in res.statements] == [False, False, False]  # nothing runs once the deadline has passed
+    assert all("deadline ran out" in (s.error or "") for s in res.statements)
+
+
+def test_a_deadline_ends_a_write_transaction_with_nothing_written(service: EngramService, filled: str,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    import engram_core.guarded_query as gq
+
+    monkeypatch.setattr(gq, "QUERY_TIMEOUT_S", 0.3)
+    res = service.run_query(f"UPDATE memory SET importance = 0.01; {ARGON_LOOP}", allow_writes=True, project=filled)
+    assert not res.ok
+    assert {m.importance for m in service.list_memories(project=filled).items} == {0.5, 0.9}
+
+
+# ── the issue's attacks, end to end through the service and the real engine ──
+ATTACK = ("RETURN 1 # x\r; COMMIT TRANSACTION; DEFINE EVENT p ON memory WHEN $event = 'CREATE' THEN "
+          "(UPDATE $after SET content = 'ATTACKER TEXT'); BEGIN TRANSACTION")
+
+
+@pytest.mark.parametrize("line_end", ["\r", "\x85", "\u2028", "\u2029"])
+@pytest.mark.parametrize("comment", ["#", "//", "--"])
+def test_a_comment_ended_by_any_engine_line_end_hides_nothing(service: EngramService, filled: str,
+                                                              comment: str, line_end: str) -> None:
+    attack = ATTACK.replace("# x\r", f"{comment} x{line_end}")
+    res = service.run_query(attack, allow_writes=True, project=filled)
+    assert not res.ok and res.statements == []
+    stored = service.store(MemoryIn(content="an ordinary memory after the attack"), project=filled)
+    assert service.get(stored.memory.id, project=filled).content == "an ordinary memory after the attack"
+    assert "p" not in service.project_store(filled).q1("INFO FOR TABLE memory")["events"]
+
+
+def _schema(service: EngramService, project: str) -> tuple:
+    """INFO FOR DB and INFO FOR TABLE of every table (the engine users Engram defines on first use included)."""
+    service.run_query("RETURN 1", project=project)
+    service.run_query("RETURN 1", allow_writes=True, project=project)
+    store = service.project_store(project)
+    db = store.q1("INFO FOR DB")
+    return db, {t: store.q1(f"INFO FOR TABLE `{t}`") for t in db["tables"]}
+
+
+@pytest.mark.parametrize("ddl", [
+    "DEFINE EVENT p ON memory WHEN $event = 'CREATE' THEN (UPDATE $after SET content = 'ATTACKER TEXT')",
+    "DEFINE FIELD OVERWRITE content ON memory VALUE 'ATTACKER TEXT'",
+    "DEFINE INDEX evil ON memory FIELDS importance",
+    "DEFINE ANALYZER evil TOKENIZERS blank",
+    "DEFINE FUNCTION fn::evil() { RETURN 1 }",
+    "DEFINE PARAM $evil VALUE 1",
+    "DEFINE TABLE evil SCHEMALESS",
+])
+def test_schema_guard_sees_every_kind_of_definition(service: EngramService, filled: str, ddl: str,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    before = _schema(service, filled)
+    _let_everything_through(monkeypatch)
+    res = service.run_query(f"UPDATE memory SET importance = 0.01; {ddl}", allow_writes=True, project=filled)
+    assert not res.ok and "never the schema" in res.message, res.message
+    assert _schema(service, filled) == before
+    assert {m.importance for m in service.list_memories(project=filled).items} == {0.5, 0.9}
+
+
+def test_transaction_control_in_the_text_cannot_end_the_guard(service: EngramService, filled: str,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Even past a broken validator: COMMIT/CANCEL inside Engram's wrapper are no-ops, so the guard holds and
+    what the result says happened is what happened."""
+    before = _schema(service, filled)
+    _let_everything_through(monkeypatch)
+    res = service.run_query("COMMIT TRANSACTION; DEFINE INDEX evil ON memory FIELDS importance; BEGIN TRANSACTION",
+                            allow_writes=True, project=filled)
+    assert not res.ok and _schema(service, filled) == before
+    res = service.run_query("CANCEL TRANSACTION; DELETE memory WHERE content CONTAINS 'alpha'; BEGIN TRANSACTION",
+                            allow_writes=True, project=filled)
+    deleted = res.statements[1]
+    left = [m.content for m in service.list_memories(project=filled).items]
+    assert deleted.ok == (not any(c.startswith("alpha") for c in left)), (deleted, left)
+
+
+def test_engine_parse_errors_name_the_statement_and_the_reason(service: EngramService, filled: str) -> None:
+    res = service.run_query("SELECT * FROM memory; RETURN 99999999999999999999999", project=filled)
+    assert not res.ok
+    assert "statement 2" in res.message and "64bit" in res.message, res.message
+    assert "'result'" not in res.message
+
+
+def test_viewer_can_read_the_schema_but_change_nothing(service: EngramService, filled: str,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Documented in docs/security.md: the engine's VIEWER may run INFO FOR DB (the validator refuses it)."""
+    before = _schema(service, filled)
+    _let_everything_through(monkeypatch)
+    res = service.run_query("INFO FOR DB; DEFINE INDEX evil ON memory FIELDS importance", project=filled)
+    assert res.statements[0].ok and "memory" in res.statements[0].rows[0]["tables"]
+    assert not res.statements[1].ok and _schema(service, filled) == before
+
+
+def test_a_long_console_query_holds_no_other_client(light_daemon, tmp_path: Path) -> None:  # noqa: ANN001
+    """Through the real daemon: while a query runs up to its deadline, a store and a SessionStart complete.
+
+    The query is sent first and is known to be in the daemon (its request counter moved) before the others are
+    sent; both must be answered while it is still running. Before the fix it held the daemon-wide lock."""
+    import threading
+
+    from support import new_project
+
+    light_daemon.start()
+    proj = str(new_project(tmp_path, "proj"))
+    setup = light_daemon.client()
+    setup.call("store", memory={"content": "a memory so that the project store exists"}, project=proj)
+    base = setup.call("status")["requests"]
+    answer: dict = {}
+    finished = threading.Event()
+
+    def long_query() -> None:
+        c = light_daemon.client()
+        try:
+            answer["result"] = c.call("run_query", surql="FOR $i IN 0..100000 { LET $x = crypto::argon2::generate('a'); }",
+                                      project=proj)
+        finally:
+            c.close()
+            finished.set()
+
+    worker = threading.Thread(target=long_query)
+    worker.start()
+    polls = 0
+    while True:  # wait (by polling the lock-free status call) until the daemon has received the query
+        polls += 1
+        if setup.call("status")["requests"] - base - polls >= 1:
+            break
+    stored = setup.call("store", memory={"content": "stored while the console query runs"}, project=proj)
+    assert not finished.is_set(), "the store waited for the console query"
+    started = setup.call("hook_session_start", session_id="sess-concurrent", cwd=proj)
+    assert not finished.is_set(), "SessionStart waited for the console query"
+    assert stored["action"] == "created" and started["session_key"]
+    worker.join(timeout=120)
+    result = answer["result"]
+    assert not result["ok"] and "deadline ran out" in result["statements"][0]["error"]
+    setup.close()

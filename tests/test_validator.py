@@ -151,3 +151,65 @@ def test_verdict_is_frozen() -> None:
     v = validate("RETURN 1")
     with pytest.raises(AttributeError):
         v.ok = False  # type: ignore[misc]
+
+
+# ── issue #13: where the validator and the engine used to read the text differently ──
+# The engine ends '#', '//' and '--' comments at exactly these characters (found by scanning every code point
+# against the embedded engine; tests/test_validator_engine.py keeps checking it).
+ENGINE_LINE_ENDS = ["\n", "\r", "\x85", "\u2028", "\u2029"]
+
+
+@pytest.mark.parametrize("line_end", ENGINE_LINE_ENDS)
+@pytest.mark.parametrize("comment", ["#", "//", "--"])
+def test_comments_end_where_the_engine_ends_them(comment: str, line_end: str) -> None:
+    attack = (f"RETURN 1 {comment} x{line_end}; COMMIT TRANSACTION; DEFINE EVENT p ON memory WHEN $event = 'CREATE' "
+              "THEN (UPDATE $after SET content = 'ATTACKER TEXT'); BEGIN TRANSACTION")
+    verdict = validate(attack, allow_writes=True)
+    assert not verdict.ok
+    assert "blocked-keyword:DEFINE" in rules(attack, allow_writes=True)
+
+
+@pytest.mark.parametrize("query,rule", [
+    ("RETURN fn :: pwn()", "blocked-function:fn::pwn"),
+    ("RETURN fn::/* c */pwn()", "blocked-function:fn::pwn"),
+    ("RETURN fn::\t\r\npwn()", "blocked-function:fn::pwn"),
+    ("RETURN fn # c\r:: pwn()", "blocked-function:fn::pwn"),
+    ("RETURN http :: get('https://example.com')", "blocked-function:http::get"),
+    ("RETURN HTTP::/* x */post('https://example.com', {})", "blocked-function:http::post"),
+    ("RETURN sequence :: nextval('s')", "write-not-allowed:sequence::nextval"),
+    ("RETURN ns :: x()", "cross-scope"),
+])
+def test_functions_are_judged_by_their_real_name(query: str, rule: str) -> None:
+    assert rule in rules(query)
+
+
+@pytest.mark.parametrize("query", [
+    "RETURN 1; COMMIT",
+    "RETURN 1; cancel transaction",
+    "BEGIN; RETURN 1",
+    "IF true { COMMIT TRANSACTION }",
+    "RETURN 1 /* x */ ; /* y */ CANCEL",
+])
+def test_transaction_control_is_refused_anywhere(query: str) -> None:
+    assert "transaction-control" in rules(query, allow_writes=True)
+
+
+def test_transaction_words_inside_strings_names_and_params_are_fine() -> None:
+    assert validate("SELECT * FROM memory WHERE content = 'BEGIN; COMMIT; CANCEL'").ok
+    assert validate("SELECT `commit` FROM memory").ok
+    assert validate("LET $begin = 1; RETURN $begin").ok
+    assert validate("SELECT * FROM memory WHERE metadata.cancel = true").ok
+
+
+def test_executable_statements_have_every_comment_removed() -> None:
+    v = validate("SELECT * FROM memory -- note\r\n WHERE importance > 0.5; /* two */ RETURN 2 # end")
+    assert v.ok and len(v.executable) == 2
+    assert "note" not in v.executable[0] and "two" not in v.executable[1] and "end" not in v.executable[1]
+    assert v.executable[0].startswith("SELECT * FROM memory") and v.executable[0].endswith("> 0.5")
+    assert v.statements[0].endswith("> 0.5")  # the caller's own text is kept for display
+
+
+def test_line_ends_outside_comments_other_than_lf_cr_are_refused() -> None:
+    # The engine does not treat U+0085/U+2028/U+2029 as blanks: they are refused in code rather than guessed at.
+    for ch in ["\x85", "\u2028", "\u2029", "\x0b", "\x0c"]:
+        assert "non-ascii" in rules(f"RETURN 1{ch}+ 1")
