@@ -92,6 +92,9 @@ class Settings(BaseModel):
     organise: bool = True
 
     daemon_idle_timeout_s: float = Field(1800.0, ge=0)
+    # The deadline of one console / engram_execute query, all its statements together. Read from
+    # the service's own settings, i.e. the environment (a project file cannot lift it); at most a minute.
+    query_timeout_s: float = Field(5.0, gt=0, le=60)
     maintenance_interval_s: float = Field(600.0, ge=5)
     session_stale_hours: float = Field(24.0, gt=0)
 

@@ -1191,7 +1191,8 @@ class EngramService:
             if refusal is not None:
                 return QueryResult(ok=False, scope=store.scope, database=store.database, role=role, statements=[],
                                    violations=[refusal], message=refusal.message)
-        program = guarded_query.build(verdict.executable, allow_writes=allow_writes, tables=tables)
+        program = guarded_query.build(verdict.executable, allow_writes=allow_writes, tables=tables,
+                                      timeout_s=self.settings.query_timeout_s)
         t0 = time.perf_counter()
         try:
             raw = store.conn.run_as(store.namespace, store.database, role, program.text)
@@ -1204,7 +1205,7 @@ class EngramService:
                                violations=violations, total_ms=(time.perf_counter() - t0) * 1000,
                                message=f"the engine ran the query but its answer could not be read: {exc}")
         total = (time.perf_counter() - t0) * 1000
-        results = guarded_query.results(raw, program, verdict.statements)
+        results = guarded_query.results(raw, program, verdict.statements, timeout_s=self.settings.query_timeout_s)
         own = guarded_query.own_error(raw, program)
         if allow_writes:
             with self.api_lock:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support import DaemonProc, new_project
 
 import engram_core.validator as validator_mod
 from engram_core.models import MemoryIn
@@ -117,9 +119,7 @@ SLOW_FORMS = [
 @pytest.mark.parametrize("query", SLOW_FORMS)
 def test_every_statement_form_stops_at_the_deadline(service: EngramService, filled: str, query: str,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    import engram_core.guarded_query as gq
-
-    monkeypatch.setattr(gq, "QUERY_TIMEOUT_S", 0.3)
+    monkeypatch.setattr(service.settings, "query_timeout_s", 0.3)
     res = service.run_query(query, project=filled)
     assert not res.ok
     assert "deadline ran out" in (res.statements[0].error or ""), res.statements[0].error
@@ -127,9 +127,7 @@ def test_every_statement_form_stops_at_the_deadline(service: EngramService, fill
 
 def test_the_deadline_covers_the_whole_query_not_each_statement(service: EngramService, filled: str,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    import engram_core.guarded_query as gq
-
-    monkeypatch.setattr(gq, "QUERY_TIMEOUT_S", 0.3)
+    monkeypatch.setattr(service.settings, "query_timeout_s", 0.3)
     res = service.run_query(f"{ARGON_LOOP}; RETURN 1; {ARGON_LOOP}", project=filled)
     assert [s.ok for s in res.statements] == [False, False, False]  # nothing runs once the deadline has passed
     assert all("deadline ran out" in (s.error or "") for s in res.statements)
@@ -137,9 +135,7 @@ def test_the_deadline_covers_the_whole_query_not_each_statement(service: EngramS
 
 def test_a_deadline_ends_a_write_transaction_with_nothing_written(service: EngramService, filled: str,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    import engram_core.guarded_query as gq
-
-    monkeypatch.setattr(gq, "QUERY_TIMEOUT_S", 0.3)
+    monkeypatch.setattr(service.settings, "query_timeout_s", 0.3)
     res = service.run_query(f"UPDATE memory SET importance = 0.01; {ARGON_LOOP}", allow_writes=True, project=filled)
     assert not res.ok
     assert {m.importance for m in service.list_memories(project=filled).items} == {0.5, 0.9}
@@ -223,25 +219,31 @@ def test_viewer_can_read_the_schema_but_change_nothing(service: EngramService, f
     assert not res.statements[1].ok and _schema(service, filled) == before
 
 
-def test_a_long_console_query_holds_no_other_client(light_daemon, tmp_path: Path) -> None:  # noqa: ANN001
+@pytest.fixture
+def slow_daemon(tmp_path: Path) -> Iterator[DaemonProc]:
+    """A daemon without the model whose query deadline leaves a loaded machine time to answer the others."""
+    d = DaemonProc(tmp_path / "home", model=False, env={"ENGRAM_QUERY_TIMEOUT_S": "15"})
+    yield d
+    d.stop()
+
+
+def test_a_long_console_query_holds_no_other_client(slow_daemon: DaemonProc, tmp_path: Path) -> None:
     """Through the real daemon: while a query runs up to its deadline, a store and a SessionStart complete.
 
     The query is sent first and is known to be in the daemon (its request counter moved) before the others are
     sent; both must be answered while it is still running. Before the fix it held the daemon-wide lock."""
     import threading
 
-    from support import new_project
-
-    light_daemon.start()
+    slow_daemon.start()
     proj = str(new_project(tmp_path, "proj"))
-    setup = light_daemon.client()
+    setup = slow_daemon.client()
     setup.call("store", memory={"content": "a memory so that the project store exists"}, project=proj)
     base = setup.call("status")["requests"]
     answer: dict = {}
     finished = threading.Event()
 
     def long_query() -> None:
-        c = light_daemon.client()
+        c = slow_daemon.client()
         try:
             answer["result"] = c.call("run_query", surql="FOR $i IN 0..100000 { LET $x = crypto::argon2::generate('a'); }",
                                       project=proj)
