@@ -139,10 +139,14 @@ class Bridge:
         self.stdin = stdin or sys.stdin.buffer
         self.stdout = stdout or sys.stdout.buffer
         self.out_lock = threading.Lock()
+        # Held while a request is recorded and sent, and while a lost connection's requests are answered:
+        # each request is answered once, by the daemon or by the bridge, never both.
+        self.send_lock = threading.Lock()
+        self.ready = threading.Event()  # set while a connection is attached
+        self.failed = ""  # why the daemon could not be reached again
         self.sock: socket.socket | None = None
-        self.generation = 0
         self.init_lines: list = []  # the client's initialize and initialized, replayed after a reconnect
-        self.pending: dict = {}  # JSON-RPC ids forwarded and not yet answered
+        self.pending: dict = {}  # JSON-RPC ids sent on the current connection and not yet answered
         self.stdin_closed = False
         self.done = threading.Event()
 
@@ -162,10 +166,10 @@ class Bridge:
             first["id"] = REPLAY_ID
             sock.sendall((json.dumps(first) + "\n").encode() + b"".join(self.init_lines[1:]))
         self.sock = sock
-        self.generation += 1
-        threading.Thread(target=self.from_daemon, args=(sock, self.generation), daemon=True).start()
+        threading.Thread(target=self.from_daemon, args=(sock,), daemon=True).start()
+        self.ready.set()
 
-    def from_daemon(self, sock: socket.socket, generation: int) -> None:
+    def from_daemon(self, sock: socket.socket) -> None:
         f = sock.makefile("rb")
         try:
             for line in f:
@@ -180,18 +184,43 @@ class Bridge:
                 self.write(line)
         except OSError:
             pass
-        if self.stdin_closed or generation != self.generation:
+        if self.stdin_closed:
             self.done.set()
             return
         # The daemon went away under a live session: answer what it took with it, then reconnect.
-        for key in list(self.pending):
-            self.pending.pop(key, None)
-            self.error_reply(json.loads(key), "the Engram daemon restarted during this call; retry it")
+        with self.send_lock:
+            self.ready.clear()
+            for key in list(self.pending):
+                self.pending.pop(key, None)
+                self.error_reply(json.loads(key), "the Engram daemon restarted during this call; retry it")
+        with contextlib.suppress(OSError):
+            sock.close()
         try:
             self.connect()
         except BridgeError as exc:
+            self.failed = str(exc)
             sys.stderr.write(f"engram mcp: {exc}\n")
-            self.done.set()
+            self.ready.set()  # wake a waiting sender: it answers with the reason
+
+    def send(self, line: bytes, req_id: object) -> None:
+        key = json.dumps(req_id) if req_id is not None else None
+        deadline = time.monotonic() + START_TIMEOUT_S + 5
+        while True:
+            self.ready.wait(max(0.0, deadline - time.monotonic()))
+            with self.send_lock:
+                if self.failed or not self.ready.is_set():
+                    if key is not None:
+                        self.error_reply(req_id, f"Engram is unavailable: {self.failed or 'the daemon did not return'}")
+                    return
+                if key is not None:
+                    self.pending[key] = True
+                try:
+                    assert self.sock is not None
+                    self.sock.sendall(line)
+                    return
+                except OSError:
+                    self.pending.pop(key, None)  # not sent: the reader is reconnecting; send it again after
+                    self.ready.clear()
 
     def run(self) -> int:
         try:
@@ -206,20 +235,18 @@ class Bridge:
                 break
             if not line.strip():
                 continue
+            line = line if line.endswith(b"\n") else line + b"\n"
             try:
                 msg = json.loads(line)
             except ValueError:
                 msg = None
+            req_id = None
             if isinstance(msg, dict):
                 if msg.get("method") in ("initialize", "notifications/initialized"):
-                    self.init_lines.append(line if line.endswith(b"\n") else line + b"\n")
+                    self.init_lines.append(line)
                 if "id" in msg and "method" in msg:
-                    self.pending[json.dumps(msg["id"])] = True
-            try:
-                assert self.sock is not None
-                self.sock.sendall(line if line.endswith(b"\n") else line + b"\n")
-            except OSError:
-                time.sleep(0.05)  # the reader thread is reconnecting; it answers this request with an error
+                    req_id = msg["id"]
+            self.send(line, req_id)
         self.stdin_closed = True
         if self.sock is not None:
             with contextlib.suppress(OSError):

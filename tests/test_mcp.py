@@ -202,48 +202,97 @@ async def test_recall_session_scope_without_a_session_is_empty_not_a_crash(daemo
     assert hits["hits"] == []
 
 
+class RawBridge:
+    """The bridge as a subprocess spoken to line by line (for signals, EOF and daemon restarts)."""
+
+    def __init__(self, env: dict[str, str], cwd: Path) -> None:
+        import subprocess
+
+        self.proc = subprocess.Popen([sys.executable, "-S", str(BRIDGE)], cwd=str(cwd), env=env,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.ids = iter(range(1, 10_000))
+        init = self.rpc("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                       "clientInfo": {"name": "t", "version": "0"}})
+        assert init["result"]["serverInfo"]["name"] == "engram", init
+        self.notify("notifications/initialized")
+
+    def notify(self, method: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write((json.dumps({"jsonrpc": "2.0", "method": method}) + "\n").encode())
+        self.proc.stdin.flush()
+
+    def rpc(self, method: str, params: dict) -> dict:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        req = {"jsonrpc": "2.0", "id": next(self.ids), "method": method, "params": params}
+        self.proc.stdin.write((json.dumps(req) + "\n").encode())
+        self.proc.stdin.flush()
+        return json.loads(self.proc.stdout.readline())
+
+    def tool(self, name: str, arguments: dict) -> dict:
+        return self.rpc("tools/call", {"name": name, "arguments": arguments})
+
+    def close(self) -> None:
+        for pipe in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            if pipe and not pipe.closed:
+                pipe.close()
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+
 @pytest.mark.parametrize("how", ["SIGINT", "SIGTERM", "EOF"])
 def test_exits_within_a_second_and_leaves_no_session_of_its_own(daemon: DaemonProc, tmp_path: Path,
                                                                  how: str) -> None:
     import signal
-    import subprocess
     import time
 
     proj = new_project(tmp_path, f"exit-{how}")
     env = {k: v for k, v in daemon.env.items() if k not in ("CLAUDE_SESSION_ID", "CLAUDE_CODE_SESSION_ID")}
-    proc = subprocess.Popen([sys.executable, "-S", str(BRIDGE)], cwd=str(proj), env=env, stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    assert proc.stdin is not None and proc.stdout is not None
-
-    def rpc(msg: dict) -> dict | None:
-        proc.stdin.write((json.dumps({"jsonrpc": "2.0", **msg}) + "\n").encode())
-        proc.stdin.flush()
-        return json.loads(proc.stdout.readline()) if "id" in msg else None
-
-    init = rpc({"id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                                                            "clientInfo": {"name": "t", "version": "0"}}})
-    assert init["result"]["serverInfo"]["name"] == "engram"
-    rpc({"method": "notifications/initialized"})
-    res = rpc({"id": 2, "method": "tools/call", "params": {"name": "store_memory", "arguments": {
-        "content": "a session memory of a server that is about to exit", "scope": "session"}}})
+    bridge = RawBridge(env, proj)
+    res = bridge.tool("store_memory", {"content": "a session memory of a server that is about to exit",
+                                       "scope": "session"})
     assert not res["result"].get("isError"), res
     own = [x for x in live_sessions(daemon) if str(x["claude_session_id"]).startswith("mcp-")
            and x["project_root"] == str(proj)]
     assert len(own) == 1
     t0 = time.monotonic()
     if how == "EOF":
-        proc.stdin.close()
+        bridge.proc.stdin.close()  # type: ignore[union-attr]
     else:
-        proc.send_signal(getattr(signal, how))
-    proc.wait(timeout=5)
+        bridge.proc.send_signal(getattr(signal, how))
+    bridge.proc.wait(timeout=5)
     assert time.monotonic() - t0 < 1.0
+    bridge.close()
+
+    def still_there() -> bool:
+        return any(x["session_key"] == own[0]["session_key"] for x in live_sessions(daemon))
+
     deadline = time.monotonic() + 10  # the daemon ends the session when it sees the connection close
-    while time.monotonic() < deadline and [x for x in live_sessions(daemon) if x["session_key"] == own[0]["session_key"]]:
+    while time.monotonic() < deadline and still_there():
         time.sleep(0.05)
-    assert not [x for x in live_sessions(daemon) if x["session_key"] == own[0]["session_key"]]
-    for pipe in (proc.stdout, proc.stderr, proc.stdin):
-        if pipe and not pipe.closed:
-            pipe.close()
+    assert not still_there()
+
+
+def test_bridge_carries_on_after_the_daemon_is_killed(light_daemon: DaemonProc, tmp_path: Path) -> None:
+    """kill -9 of the daemon mid-session: the bridge restarts it (launcher.json), replays initialize, and the
+    session's next calls work; nothing acknowledged before is lost."""
+    light_daemon.start()
+    proj = new_project(tmp_path, "restart")
+    bridge = RawBridge({**light_daemon.env, "CLAUDE_CODE_SESSION_ID": "cc-restart-0001"}, proj)
+    try:
+        stored = bridge.tool("store_memory", {"content": "written before the daemon was killed"})
+        mid = json.loads(stored["result"]["content"][0]["text"])["id"]
+        light_daemon.kill9()
+        got = bridge.tool("get_memory", {"memory_id": mid})
+        if "error" in got:  # the call met the dead connection: the bridge said so; a retry goes through
+            assert "retry" in got["error"]["message"], got
+            got = bridge.tool("get_memory", {"memory_id": mid})
+        assert not got["result"].get("isError"), got
+        assert json.loads(got["result"]["content"][0]["text"])["content"] == "written before the daemon was killed"
+        listed = bridge.rpc("tools/list", {})
+        assert len(listed["result"]["tools"]) == len(EXPECTED_TOOLS)
+    finally:
+        bridge.close()
 
 
 def test_bridge_without_a_daemon_says_why(tmp_path: Path) -> None:
