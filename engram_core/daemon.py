@@ -517,18 +517,24 @@ class Daemon:
 
     def m_hook_session_start(self, session_id: str | None = None, cwd: str | None = None, source: str | None = None,
                              budget: int | None = None, **_: Any) -> dict[str, Any]:
-        """Register the session and return the context to inject (grouped by scope, within the budget)."""
+        """Return the context to inject (session_context.py) and register the session.
+
+        Registering creates the session's database (~0.1 s on a quiet machine, 0.5 s on a loaded one), which the
+        context does not need: it is queued as an event, applied in order before the session's later hook events
+        (an MCP server that joins first starts the session itself; starting is idempotent)."""
         project = str(find_project_root(cwd)) if cwd else None
         with self.lock:
-            info = self.service.start_session(project=project, claude_session_id=session_id, source=source)
-            preview = self.service.injection_context(project=project, session=info.session_key, budget=budget)
+            preview = self.service.injection_context(project=project, budget=budget)
             # Being injected is a (weaker) use: it slows the decay of what the agent is shown every session.
             self.service.note_injected([f"{i.scope.value}:{i.id}" for i in preview.items], project=project)
+        if session_id:
+            self._accept("ss_" + os.urandom(16).hex(), {"kind": "session_start", "session_id": session_id,
+                                                         "cwd": cwd, "source": source})
         text = preview.text
         if text and session_id:
             text += f"\n\n(To stop Engram's capture for this session: `engram off --session {session_id}`.)"
         return {"text": text, "tokens": preview.tokens, "items": len(preview.items),
-                "disabled": preview.disabled, "session_key": info.session_key}
+                "disabled": preview.disabled}
 
     def m_hook_prompt(self, prompt: str = "", session_id: str | None = None, cwd: str | None = None,
                       **_: Any) -> dict[str, Any]:
@@ -675,7 +681,11 @@ class Daemon:
         if session and kind in ("memory", "checkpoint", "prompt", "command_ok"):
             with self.lock:  # a Claude session whose SessionStart we missed: hook events may start it
                 svc._session(session, project, create=True)
-        if kind == "memory":
+        if kind == "session_start":
+            if session:
+                with self.lock:
+                    svc.start_session(project=project, claude_session_id=session, source=event.get("source"))
+        elif kind == "memory":
             data = dict(event.get("memory") or {})
             data["metadata"] = {**(data.get("metadata") or {}), "hook_event_id": eid}
             mem = MemoryIn(**data)

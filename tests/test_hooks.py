@@ -596,3 +596,17 @@ def test_session_start_context_sections_budget_and_what_is_left_out(service, pro
     assert "British English" in text
     small = service.injection_context(project=p, budget=260)
     assert small.tokens <= 260 and "Memory protocol" in small.text
+
+
+def test_session_start_registers_the_session_once_after_answering(daemon: DaemonProc, env: dict,
+                                                                 tmp_path: Path) -> None:
+    proj = new_project(tmp_path, "registered")
+    for source in ("startup", "resume"):  # a resumed session is the same session
+        r = run_hook("SessionStart", {**base("sess-reg", proj, "SessionStart"), "source": source}, env)
+        assert r.returncode == 0 and "Memory protocol" in r.stdout.decode()
+    c = daemon.client()
+    c.call("flush", timeout_s=60)
+    mine = [s for s in c.call("list_sessions") if s["claude_session_id"] == "sess-reg"]
+    c.call("end_session", session="sess-reg")
+    c.close()
+    assert len(mine) == 1 and mine[0]["project_root"] == str(proj)
