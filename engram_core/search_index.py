@@ -147,6 +147,7 @@ class SearchIndex:
         # term -> {slot: term frequency}; the per-slot term counts let remove() undo exactly what upsert did.
         self._postings: dict[str, dict[int, int]] = {}
         self._doc_terms: dict[int, Counter[str]] = {}
+        self._texts: dict[str, str] = {}
         # Posting lists as numpy arrays, built lazily per term and dropped when that term's postings change.
         self._posting_arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._n_text_docs = 0
@@ -192,12 +193,48 @@ class SearchIndex:
         self._n_text_docs -= 1
         self._doc_len[slot] = 0.0
 
+    def load(self, ids: list[str], texts: list[str], vecs: np.ndarray, has_vec: np.ndarray) -> None:
+        """Fill an empty index in one go (store open): the same state as upserting each, without the per-document
+        locking and vector checks. ``vecs`` rows are already unit vectors (or zero where ``has_vec`` is false)."""
+        with self._lock:
+            if self._slot_of:
+                raise ValueError("load() fills an empty index")
+            n = len(ids)
+            cap = max(self._INITIAL_CAPACITY, 1 << max(0, (n - 1).bit_length()))
+            self._id_of = [*ids, *([None] * (cap - n))]
+            self._slot_of = {d: i for i, d in enumerate(ids)}
+            self._texts = dict(zip(ids, texts, strict=True))
+            self._high = n
+            self._vecs = np.zeros((cap, self.dim), dtype=np.float32)
+            self._vecs[:n] = vecs
+            self._has_vec = np.zeros(cap, dtype=bool)
+            self._has_vec[:n] = has_vec
+            self._doc_len = np.zeros(cap, dtype=np.float32)
+            postings = self._postings
+            for slot, text in enumerate(texts):
+                tokens = tokenize(text or "", drop_stopwords=self.drop_stopwords)
+                if not tokens:
+                    continue
+                counts = Counter(tokens)
+                self._doc_terms[slot] = counts
+                for term, tf in counts.items():
+                    plist = postings.get(term)
+                    if plist is None:
+                        postings[term] = {slot: tf}
+                    else:
+                        plist[slot] = tf
+                self._doc_len[slot] = len(tokens)
+                self._total_len += len(tokens)
+                self._n_text_docs += 1
+            self._version += 1
+
     def upsert(self, doc_id: str, text: str, embedding: np.ndarray | Sequence[float] | None) -> None:
         """Insert or replace a document; `embedding=None` leaves it findable by BM25 only."""
         tokens = tokenize(text or "", drop_stopwords=self.drop_stopwords)
         unit = None if embedding is None else _as_unit_vector(embedding, self.dim)
         with self._lock:
             self._version += 1
+            self._texts[doc_id] = text or ""
             slot = self._slot_of.get(doc_id)
             if slot is None:
                 slot = self._alloc_slot()
@@ -224,6 +261,7 @@ class SearchIndex:
     def remove(self, doc_id: str) -> None:
         with self._lock:
             slot = self._slot_of.pop(doc_id, None)
+            self._texts.pop(doc_id, None)
             if slot is None:
                 return
             self._version += 1
@@ -246,6 +284,11 @@ class SearchIndex:
     def ids(self) -> list[str]:
         with self._lock:
             return list(self._slot_of)
+
+    def text(self, doc_id: str) -> str:
+        """The text a document was indexed with (kept so the mirror can be snapshotted without a store read)."""
+        with self._lock:
+            return self._texts.get(doc_id, "")
 
     def embedding(self, doc_id: str) -> np.ndarray | None:
         with self._lock:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import json
 import logging
 import math
 import os
@@ -64,7 +65,7 @@ LIGHT_FIELDS = (
 # At open the vectors come from the snapshot file when the database's own sum of each vector matches it;
 # only the others are read as floats (the SDK decodes CBOR floats one by one in Python: 6 s at 15k).
 _OPEN_FIELDS = LIGHT_FIELDS.replace("embedding, ", "") + ", math::sum(embedding ?? []) AS emb_sum, embedding != NONE AS has_emb"
-SNAPSHOT_VERSION = 1
+SNAPSHOT_VERSION = 2
 
 
 class StoreError(RuntimeError):
@@ -434,8 +435,20 @@ class ScopeStore:
         return isinstance(info, dict) and "schema_meta" in (info.get("tables") or {})
 
     # ── mirror ───────────────────────────────────────────────
+    def _generation(self) -> str:
+        """This database's identity and memory change count: a snapshot is valid only for exactly this pair
+        (the identity tells a store recreated at the same path from the one the snapshot was taken of)."""
+        got = self.q1("RETURN (SELECT sid, n FROM ONLY mirror_meta:memory)")
+        if not got or not got.get("sid"):
+            got = self.q1("UPSERT mirror_meta:memory SET sid = sid ?? rand::uuid::v4(), n = n ?? 0")
+            got = got[0] if isinstance(got, list) else got
+        return f"{got['sid']}:{int(got.get('n') or 0)}"
+
     def reload_mirror(self) -> None:
         self._rows.clear()
+        gen = self._generation()
+        if self._load_full_snapshot(gen):
+            return
         rows = self.q1(f"SELECT {_OPEN_FIELDS} FROM memory WHERE status NOT IN ['forgotten', 'superseded']") or []
         snap = self._read_snapshot()
         vecs: dict[str, Any] = {}
@@ -487,21 +500,68 @@ class ScopeStore:
             log.warning("vector snapshot %s unreadable, reading vectors from the store: %s", path, exc)
             return {}
 
+    def _load_full_snapshot(self, gen: str) -> bool:
+        """The whole mirror from the snapshot, when nothing has written a memory since it was taken."""
+        path = self.snapshot_path
+        if path is None or not path.is_file():
+            return False
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                if (int(z["version"]) != SNAPSHOT_VERSION or int(z["dim"]) != self.index_dim
+                        or "generation" not in z.files or bytes(z["generation"]).decode() != gen):
+                    return False
+                keys = bytes(z["keys"]).decode().split("\n") if len(z["keys"]) else []
+                sums, mat = z["sums"], z["vecs"]
+                light = json.loads(bytes(z["light"]).decode())
+        except Exception as exc:  # noqa: BLE001 - a bad snapshot only costs a slower start
+            log.warning("mirror snapshot %s unreadable, reading the store: %s", path, exc)
+            return False
+        vec_at = {k: i for i, k in enumerate(keys)}
+        order = [row[0] for row in light]
+        rows_of = np.asarray([vec_at.get(k, -1) for k in order], dtype=np.int64)
+        has = rows_of >= 0
+        full = np.zeros((len(order), self.index_dim), dtype=np.float32)
+        if has.any():
+            full[has] = mat[rows_of[has]]
+        index = SearchIndex(self.index_dim)
+        index.load(order, [row[14] for row in light], full, has)
+        with self._mirror_lock:
+            self.index = index
+            self.light.clear()
+            self._by_hash.clear()
+            self._emb_sums = {k: float(sums[vec_at[k]]) for k in order if k in vec_at}
+            for (key, mtype, tags, imp, acc, hl, status, pinned, last, created, sess, ep, chash, content,
+                 _text) in light:
+                self.light[key] = Light(memory_type=mtype, tags=tags, importance=imp, access_count=acc,
+                                        half_life_days=hl, status=status, pinned=pinned,
+                                        last_accessed_at=datetime.fromisoformat(last),
+                                        created_at=datetime.fromisoformat(created), session_id=sess,
+                                        episode_id=ep, content_hash=chash, content=content)
+                if chash:
+                    self._by_hash.setdefault(chash, key)
+        return True
+
     def save_snapshot(self) -> None:
         """Write the mirror's vectors and each one's sum (what the next open validates them by)."""
         path = self.snapshot_path
         if path is None:
             return
+        gen = self._generation()  # applies pending bookkeeping first: the mirror then matches this generation
         with self._mirror_lock:
             pairs = [(k, v) for k in self._emb_sums if (v := self.index.embedding(k)) is not None]
             keys = [k for k, _ in pairs]
             mat = np.stack([v for _, v in pairs]) if pairs else np.zeros((0, self.index_dim), np.float32)
             sums = np.asarray([self._emb_sums[k] for k in keys], dtype=np.float64)
+            light = [[k, lt.memory_type, lt.tags, lt.importance, lt.access_count, lt.half_life_days, lt.status,
+                      lt.pinned, lt.last_accessed_at.isoformat(), lt.created_at.isoformat(), lt.session_id,
+                      lt.episode_id, lt.content_hash, lt.content, self.index.text(k)]
+                     for k, lt in self.light.items()]
         tmp = path.with_name(path.name + ".tmp.npz")
         try:
             with open(tmp, "wb") as fh:
                 np.savez(fh, version=SNAPSHOT_VERSION, dim=self.index_dim, sums=sums, vecs=mat,
-                         keys=np.frombuffer("\n".join(keys).encode(), dtype=np.uint8))
+                         keys=np.frombuffer("\n".join(keys).encode(), dtype=np.uint8), generation=np.frombuffer(gen.encode(), dtype=np.uint8),
+                         light=np.frombuffer(json.dumps(light, ensure_ascii=False).encode(), dtype=np.uint8))
             os.chmod(tmp, 0o600)
             os.replace(tmp, path)
         except OSError as exc:

@@ -67,3 +67,32 @@ def test_open_reads_vectors_from_the_snapshot_and_checks_them(tmp_path: Path,
     assert reads[-1] == sorted(k for k in vecs)
     assert np.allclose(store.index.embedding("k0"), vecs["k0"], atol=1e-6)
     conn.close()
+
+
+def test_unchanged_store_opens_from_the_snapshot_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing wrote a memory since the snapshot (the store's change counter says so): the whole mirror comes
+    from the file, no row is read. Any write, by Engram or anyone else, sends the next open back to the rows."""
+    conn = Connection.file(tmp_path / "project.db")
+    store = ScopeStore(conn, Scope.project, "p")
+    _fill(store, 6)
+    before = {k: (lt.status, lt.access_count, lt.content, lt.last_accessed_at) for k, lt in store.light.items()}
+    bm25 = store.index.bm25("note 4", 3)
+    store.save_snapshot()
+    sent: list[str] = []
+    real = Connection.run
+
+    def spy(self: Connection, ns: str, db: str, sql: str, params: dict | None = None) -> list[object]:
+        sent.append(sql)
+        return real(self, ns, db, sql, params)
+
+    monkeypatch.setattr(Connection, "run", spy)
+    store.reload_mirror()
+    assert not [s for s in sent if "FROM memory" in s], sent
+    assert {k: (lt.status, lt.access_count, lt.content, lt.last_accessed_at) for k, lt in store.light.items()} == before
+    assert store.index.bm25("note 4", 3) == bm25
+
+    conn.run("project", "p", "UPDATE memory:k2 SET access_count = 5")  # a console write, not through the store
+    store.reload_mirror()
+    assert any("FROM memory" in s for s in sent)
+    assert store.light["k2"].access_count == 5
+    conn.close()

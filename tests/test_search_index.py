@@ -217,3 +217,29 @@ def test_thread_safety_smoke() -> None:
     assert len(idx) == 200 + 3 * 40
     assert len(idx.bm25("beta", 1000)) == 3 * 40
 
+
+
+def test_bulk_load_matches_upserting_each() -> None:
+    """Store open fills the index in one go; it must answer exactly as the index built one write at a time."""
+    rng = np.random.default_rng(5)
+    ids = [f"d{i}" for i in range(300)]
+    texts = [f"retry logic in src/api/server.py raises TimeoutError {i % 7} [x] \\ 🚀" for i in range(300)]
+    vecs = rng.standard_normal((300, 384)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    has = np.ones(300, dtype=bool)
+    has[7] = False
+    vecs[7] = 0.0
+    one = SearchIndex(384)
+    for i, d in enumerate(ids):
+        one.upsert(d, texts[i], vecs[i] if has[i] else None)
+    bulk = SearchIndex(384)
+    bulk.load(ids, texts, vecs, has)
+    q = rng.standard_normal(384).astype(np.float32)
+    got, want = bulk.vector(q, 20), one.vector(q, 20)
+    assert [d for d, _ in got] == [d for d, _ in want]  # upsert renormalises: scores agree to float precision
+    assert np.allclose([s for _, s in got], [s for _, s in want], atol=1e-6)
+    assert bulk.bm25("timeout error 3 server", 20) == one.bm25("timeout error 3 server", 20)
+    assert bulk.embedding("d7") is None and len(bulk) == 300
+    bulk.upsert("d300", "a new note", vecs[0])  # and it keeps working as a normal index afterwards
+    bulk.remove("d1")
+    assert bulk.bm25("new note", 1)[0][0] == "d300" and "d1" not in bulk
