@@ -176,6 +176,39 @@ def recall_cli(s: Setup, queries: list[str]) -> dict[str, Any]:
     return {**summary(times), "bare_python_p50_ms": pct(bare, 0.5), "load": load()}
 
 
+def recall_mcp(s: Setup, queries: list[str], gap_s: float) -> dict[str, Any]:
+    """The MCP `recall_memories` tool as Claude Code calls it (the bridge .mcp.json runs, JSON-RPC on stdio),
+    paced like the daemon figure; `over_daemon_ms` is the p50 difference to the same recall on the socket."""
+    proc = subprocess.Popen([PY, "-S", str(ROOT / "engram_core" / "mcp_bridge.py")], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=s.env(), cwd=s.proj)
+    assert proc.stdin is not None and proc.stdout is not None
+
+    def ask(msg: dict[str, Any]) -> dict[str, Any] | None:
+        proc.stdin.write((json.dumps(msg) + "\n").encode())  # type: ignore[union-attr]
+        proc.stdin.flush()  # type: ignore[union-attr]
+        if "id" not in msg:
+            return None
+        while True:
+            got = json.loads(proc.stdout.readline())  # type: ignore[union-attr]
+            if got.get("id") == msg["id"]:
+                return got
+
+    ask({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}})
+    ask({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    times = []
+    for i, q in enumerate(queries, start=1):
+        time.sleep(gap_s)
+        t = time.perf_counter()
+        got = ask({"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                   "params": {"name": "recall_memories", "arguments": {"query": q}}})
+        times.append((time.perf_counter() - t) * 1000)
+        assert got is not None and "result" in got and not got["result"].get("isError"), got
+    proc.stdin.close()
+    proc.wait(10)
+    return {**summary(times), "gap_ms": int(gap_s * 1000), "load": load()}
+
+
 def snapshot_vectors(s: Setup) -> np.ndarray:
     mats = []
     for f in [*(s.proj / ".claude" / "engram").glob("*.npz"), *s.eh.glob("*.npz")]:
@@ -284,7 +317,7 @@ def main() -> None:
     rows = [json.loads(x) for x in s.data.read_text(encoding="utf-8").splitlines()]
     texts = [r["content"] for r in rows]
     scopes = [r["scope"] for r in rows]
-    res["embedding_alone"] = embedding_alone(texts[:1000])
+    res["embedding_alone"] = embedding_alone(texts[:300])
     if args.ingest_only:
         res["disk"] = s.disk()
         print(json.dumps(res, indent=2))
@@ -299,6 +332,10 @@ def main() -> None:
     res["rss_mb_after_start"] = rss_mb(pid)
     res["recall_paced"] = recall_daemon(s, qs[2:2 + args.queries], args.gap_ms / 1000)
     res["recall_back_to_back"] = recall_daemon(s, qs[2 + args.queries:2 + 2 * args.queries], 0)
+    mcp_q = qs[2:2 + min(args.queries, 40)]
+    res["recall_mcp_tool"] = recall_mcp(s, mcp_q, args.gap_ms / 1000)
+    same = recall_daemon(s, mcp_q, args.gap_ms / 1000)
+    res["recall_mcp_tool"]["over_daemon_p50_ms"] = round(res["recall_mcp_tool"]["p50_ms"] - same["p50_ms"], 2)
     res["rss_mb_after_recalls"] = rss_mb(pid)
     res["recall_cli_process"] = recall_cli(s, qs[-10:])
     s.stop()
