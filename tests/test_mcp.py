@@ -63,6 +63,16 @@ async def test_tools_listed_with_descriptions(daemon: DaemonProc, tmp_path: Path
     assert all(t.description and len(t.description) > 40 for t in tools)
 
 
+async def test_engram_mcp_command_is_the_same_server(daemon: DaemonProc, tmp_path: Path) -> None:
+    env = {k: v for k, v in daemon.env.items() if k not in ("CLAUDE_SESSION_ID", "CLAUDE_CODE_SESSION_ID")}
+    params = StdioServerParameters(command=sys.executable, args=["-m", "engram_core.cli", "mcp"],
+                                   cwd=str(new_project(tmp_path, "cli")), env=env)
+    async with stdio_client(params) as (r, w), ClientSession(r, w) as s:
+        await s.initialize()
+        assert {t.name for t in (await s.list_tools()).tools} == EXPECTED_TOOLS
+        assert payload(await s.call_tool("memory_stats", {}))
+
+
 async def test_store_recall_get_update_forget(daemon: DaemonProc, tmp_path: Path) -> None:
     proj = new_project(tmp_path, "crud")
     async with server(daemon, proj) as s:

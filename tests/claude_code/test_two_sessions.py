@@ -69,16 +69,8 @@ def test_what_a_session_learns_reaches_the_next(claude_code: ClaudeCode, engram_
     assert results[2].get("is_error"), "the first check_config.py run must fail"
     assert "config ok" in json.dumps(results[4])
 
-    # Hooks and MCP server used one Engram session: the project's session registry names Claude Code's id
-    # once, and no session of the MCP server's own (mcp-…) exists.
-    engram_daemon.client().call("flush", timeout_s=30)
-    c = engram_daemon.client()
-    rows = c.call("run_query", surql="SELECT claude_session_id, status, end_reason FROM session_registry",
-                  scope="project", project=str(claude_code.project))["statements"][0]["rows"]
-    c.close()
-    ids = [r["claude_session_id"] for r in rows]
-    assert ids.count(one) == 1, rows
-    assert not [i for i in ids if str(i).startswith("mcp-")], rows
+    # Hooks and MCP server used one Engram session, which SessionEnd (not the MCP server) ended.
+    assert_one_session(engram_daemon, claude_code, one)
     debug = first.debug
     assert re.search(r'MCP server "plugin:engram:engram".*(connected|Successfully)', debug, re.I), \
         "\n".join(x for x in debug.splitlines() if "mcp" in x.lower())[-3000:]
@@ -93,6 +85,23 @@ def test_what_a_session_learns_reaches_the_next(claude_code: ClaudeCode, engram_
 
     missing = [what for what, found in learned(context).items() if not found]
     assert not missing, f"the second session's first request lacks: {missing}\n--- context ---\n{context[:6000]}"
+    assert_one_session(engram_daemon, claude_code, second.session_id)
+
+
+def assert_one_session(daemon: DaemonProc, cc: ClaudeCode, claude_id: str) -> None:
+    """The project's session registry names Claude Code's id once, ended by SessionEnd; no session of an MCP
+    server's own (mcp-…) was ever opened in this project."""
+    c = daemon.client()
+    try:
+        c.call("flush", timeout_s=30)
+        rows = c.call("run_query", surql="SELECT claude_session_id, status, end_reason FROM session_registry",
+                      scope="project", project=str(cc.project))["statements"][0]["rows"]
+    finally:
+        c.close()
+    mine = [r for r in rows if r["claude_session_id"] == claude_id]
+    assert len(mine) == 1, rows
+    assert mine[0]["status"] == "completed" and "mcp" not in str(mine[0]["end_reason"]), rows
+    assert not [r for r in rows if str(r["claude_session_id"]).startswith("mcp-")], rows
 
 
 def learned(context: str) -> dict[str, bool]:
