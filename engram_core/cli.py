@@ -375,6 +375,21 @@ def cmd_compact(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_redact(args: argparse.Namespace) -> int:
+    report = _client(args).call("redact_stored", project=_project(args), all_projects=args.all_projects,
+                                dry_run=args.dry_run)
+    if args.json:
+        _emit(report)
+        return EXIT_OK
+    total = sum(n for tables in report.values() for n in tables.values())
+    verb = "would be rewritten (dry run, nothing changed)" if args.dry_run else "rewritten"
+    print(f"{total} row(s) holding a secret {verb}")
+    for store, tables in report.items():
+        if tables:
+            print(f"  {store}: " + ", ".join(f"{t} {n}" for t, n in sorted(tables.items())))
+    return EXIT_OK
+
+
 def cmd_maintain(args: argparse.Namespace) -> int:
     report = _client(args).call("maintain", project=_project(args), all_projects=args.all_projects,
                                 dry_run=args.dry_run)
@@ -612,6 +627,11 @@ def build_parser() -> argparse.ArgumentParser:
     project_opt(sp)
 
     sp = add("stats", "memory counts per scope, type and status", cmd_stats)
+    project_opt(sp)
+
+    sp = add("redact", "redact secrets already stored (rows written before a field or rule was redacted)", cmd_redact)
+    sp.add_argument("--all-projects", action="store_true", help="every known project, not just this one")
+    sp.add_argument("--dry-run", action="store_true", help="count the rows that would change and change nothing")
     project_opt(sp)
 
     sp = add("maintain", "run the maintenance sweep now (decay, consolidation queue, promotion)", cmd_maintain)

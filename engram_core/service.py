@@ -1106,6 +1106,33 @@ class EngramService:
         return n
 
     @api
+    def redact_stored(self, project: str | None = None, all_projects: bool = False,
+                      dry_run: bool = False) -> dict[str, dict[str, int]]:
+        """Redact what is already stored: every string field of every row of the user store, the project's (or
+        every known project's) and the live sessions', rewritten only where redaction changes it (rows written
+        by an older version, or before a newer rule); then the changed store files are compacted, so the old
+        row versions leave the disk too. Rows changed per store and table."""
+        from .stored_redaction import redact_store
+
+        if project:
+            self.project_store(project)
+        if all_projects:
+            for p in self.list_projects():
+                if Path(p.project_path).exists():
+                    self.project_store(p.project_path)
+        report: dict[str, dict[str, int]] = {}
+        with self._lock:
+            for store in [*(s.store for s in self._sessions.values()), *(s for _, s in self._projects.values()),
+                          self.user]:
+                label = "user" if store.scope == Scope.user else f"{store.scope.value}:{store.database}"
+                report[label] = redact_store(store, self.embedder, dry_run=dry_run)
+                if report[label] and not dry_run:
+                    store.conn.erased = True  # the old row versions still hold the secrets: compact them away
+        if not dry_run:
+            self.compact(only_due=True)
+        return report
+
+    @api
     def stats(self, project: str | None = None, session: str | None = None) -> Stats:
         scopes = []
         for store in self._stores("all", project, session):

@@ -16,6 +16,7 @@ import pytest
 from support import DaemonProc
 
 from engram_core.client import RemoteEngramError
+from engram_core.embeddings import NoEmbedder
 from engram_core.models import MemoryIn, MemoryPatch
 from engram_core.service import EngramService, call_api
 
@@ -250,5 +251,60 @@ def test_a_journal_left_by_an_older_version_is_redacted_at_start(light_daemon: D
     page = c.call("list_memories", scope="project", project=str(proj), limit=10)
     assert [m["content"] for m in page["items"]] == ["old event: password=[REDACTED:password]"]
     c.close()
+    light_daemon.stop()
+    assert _leaks_in_files(light_daemon.home, proj) == []
+
+
+# ── what an older version stored ─────────────────────────────────────────────
+def _plant_legacy_secrets(svc: EngramService, project_dir: Path) -> str:
+    """Rows as an older version wrote them: secrets in tags, source, metadata and a logged query. Written as
+    SurrealQL literals, because every parameter now passes redaction on its way to the engine."""
+    m = svc.store(MemoryIn(content="the release train leaves on thursdays", tags=["release"]),
+                  project=str(project_dir)).memory
+    store = svc.project_store(str(project_dir))
+    assert store is not None
+    store.q(f"UPDATE memory:{m.id} SET tags += '{TOKEN.lower()}', source = 'password={PASSWORD}', "
+            f"metadata.cmd = 'export AWS_ACCESS_KEY_ID={AWS}', search_text = 'release train {TOKEN}'")
+    store.q(f"CREATE retrieval_log SET query = 'release {TOKEN}', created_at = time::now()")
+    svc.user.q(f"CREATE retrieval_log SET query = 'password={PASSWORD}', created_at = time::now()")
+    assert _leaks_in_stores(svc) != []
+    return m.id
+
+
+def test_redact_stored_rewrites_what_older_versions_stored(svc: EngramService, project_dir: Path) -> None:
+    mid = _plant_legacy_secrets(svc, project_dir)
+    dry = svc.redact_stored(project=str(project_dir), dry_run=True)
+    assert dry[f"project:{svc.project_store(str(project_dir)).database}"] == {"memory": 1, "retrieval_log": 1}
+    assert dry["user"] == {"retrieval_log": 1}
+    assert _leaks_in_stores(svc) != []  # a dry run changes nothing
+    svc.redact_stored(project=str(project_dir))
+    _assert_clean(svc)
+    m = svc.get(mid, project=str(project_dir))
+    assert "release" in m.tags and m.source == "password=[REDACTED:password]"
+    assert m.content == "the release train leaves on thursdays"  # untouched fields stay as they were
+    assert svc.redact_stored(project=str(project_dir)) == {"user": {}, f"project:{svc.project_store(str(project_dir)).database}": {}}
+
+
+def test_engram_redact_command(light_daemon: DaemonProc, tmp_path: Path) -> None:
+    """`engram redact` over the real daemon: the old rows are rewritten and the store files compacted."""
+    import subprocess
+    import sys
+
+    proj = tmp_path / "p"
+    (proj / ".git").mkdir(parents=True)
+    planted = EngramService(light_daemon.home, embedder=NoEmbedder(), recover_sessions=False)
+    _plant_legacy_secrets(planted, proj)
+    planted.close()
+    assert _leaks_in_files(light_daemon.home, proj) != []
+    light_daemon.start()
+
+    def engram(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "engram_core.cli", *args], capture_output=True, text=True,
+                              timeout=120, cwd=str(proj), env=light_daemon.env)
+
+    dry = engram("redact", "--dry-run")
+    assert dry.returncode == 0 and "3 row(s) holding a secret would be rewritten" in dry.stdout, dry.stdout + dry.stderr
+    done = json.loads(engram("redact", "--json").stdout)
+    assert sum(n for tables in done.values() for n in tables.values()) == 3
     light_daemon.stop()
     assert _leaks_in_files(light_daemon.home, proj) == []
