@@ -122,7 +122,7 @@ def _hit(h: dict[str, Any]) -> dict[str, Any]:
 def _memory(m: dict[str, Any]) -> dict[str, Any]:
     keep = ("id", "scope", "memory_type", "status", "content", "tags", "importance", "confidence", "access_count",
             "memory_strength", "pinned", "created_at", "updated_at", "last_accessed_at", "metadata",
-            "promoted_from", "session_id")
+            "promoted_from", "session_id", "user_feedback")
     return {k: m.get(k) for k in keep if m.get(k) not in (None, [], {})}
 
 

@@ -87,6 +87,8 @@ async def test_store_recall_get_update_forget(daemon: DaemonProc, tmp_path: Path
         upd = payload(await s.call_tool("update_memory", {"memory_id": mid,
                                                           "content": "The API rate limit is 200 requests per minute"}))
         assert "200" in upd["content"]
+        rated = payload(await s.call_tool("update_memory", {"memory_id": mid, "user_feedback": 1.0}))
+        assert rated["user_feedback"] == 1.0
         gone = payload(await s.call_tool("forget_memory", {"memory_id": mid, "reason": "test"}))
         assert gone["status"] == "archived"
         stats = payload(await s.call_tool("memory_stats", {}))

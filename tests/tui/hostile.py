@@ -47,7 +47,7 @@ def build_hostile(service: Any, base: Path) -> str:
     service.store(MemoryIn(content="User scope [/] preference: dict[str, int]", memory_type=MemoryType.semantic,
                            scope=Scope.user), project=project)
     first = service.list_memories(scope="project", project=project, limit=1).items[0]
-    service.forget(first.id, project=project, reason="[forgotten] reason [/]")
+    service.forget(first.id, project=project, reason="[forgotten] reason [/]", erase=True, confirm=True)
     if hasattr(service, "reflect_and_consolidate"):
         service.reflect_and_consolidate(project=project, level="full")
     return project
