@@ -47,7 +47,8 @@ SIMILAR_COMMAND = 0.5  # token Jaccard between two commands of the same program
 MAX_GOAL_CHARS = 300
 MAX_LISTED = 12
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+|;\s+")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|;\s+")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _INSTRUCTION = re.compile(
     r"^(?:(?:please|also|and|so|ok|okay|oh|btw|remember|note)[\s,:]+)*"
     r"(?:always|never|from now on|going forward|in future|in the future|prefer|don['’]?t|do not|avoid|"
@@ -71,7 +72,9 @@ class Evidence:
 def instructions_in(prompt: str) -> list[str]:
     """The sentences of a prompt that state a standing instruction or preference."""
     out: list[str] = []
-    for raw in _SENTENCE_END.split(prompt or ""):
+    # splitlines() knows every line break (\r, U+2028, U+2029, U+0085…); other control characters are spaces.
+    sentences = [part for line in (prompt or "").splitlines() for part in _SENTENCE_END.split(_CONTROL.sub(" ", line))]
+    for raw in sentences:
         s = " ".join(raw.split()).strip(" -*•>\"'")
         if not (8 <= len(s) <= 400) or s.endswith("?"):
             continue
@@ -103,7 +106,7 @@ def similar_commands(a: str, b: str) -> bool:
 
 
 def _short(text: str, n: int) -> str:
-    text = " ".join(text.split())
+    text = " ".join(_CONTROL.sub(" ", text).split())
     return text if len(text) <= n else text[: n - 1] + "…"
 
 

@@ -47,6 +47,8 @@ _ERRORISH = re.compile(r"\b(error|failed|failure|fatal|traceback|exception|not f
                        r"cannot|can't|could not|refused|segmentation fault|panic)\b", re.I)
 _NAMED_ERROR = re.compile(r"\b[A-Z]\w*(?:Error|Exception)\b|\berror(?:\[\w+\])?:|\bfatal:", re.I)
 _PYTEST_PREFIX = re.compile(r"^E\s+")
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]")  # terminal colours in tool output
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 # Fields of a tool response the capture reads; the rest (originalFile, structuredPatch…) is never redacted or sent.
 _RESPONSE_FIELDS = ("stdout", "stderr", "type", "filePath", "interrupted")
 
@@ -392,7 +394,7 @@ def command_name(command: str) -> str:
 
 
 def _one_line(text: str, n: int) -> str:
-    text = " ".join(text.split())
+    text = " ".join(_CONTROL.sub(" ", _ANSI.sub("", text)).split())
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
@@ -405,7 +407,9 @@ def error_summary(text: str) -> tuple[int | None, str]:
         if m and code is None:
             code = int(m.group(1))
         elif ln.strip():
-            lines.append(ln.strip())
+            clean = _one_line(ln, 1000)
+            if clean:
+                lines.append(clean)
     # The end of the output carries the error; the start is usually progress noise. A named exception says more
     # than a tally ("1 error in 0.1s").
     named = [ln for ln in lines if _NAMED_ERROR.search(ln)]
@@ -425,7 +429,8 @@ def bash_failure(data: dict) -> dict | None:
     if not detail and isinstance(tr, dict):
         detail = "\n".join(str(tr.get(k) or "") for k in ("stdout", "stderr"))
     code, error = error_summary(detail)
-    lines = [ln.rstrip() for ln in detail.splitlines() if ln.strip() and not _EXIT_LINE.match(ln)]
+    lines = [_one_line(ln, 600) for ln in detail.splitlines() if ln.strip() and not _EXIT_LINE.match(ln)]
+    lines = [ln for ln in lines if ln]
     joined = " | ".join(lines[-6:])
     shown = joined if len(joined) <= 600 else "…" + joined[-599:]
     cmd = _one_line(command, 300)

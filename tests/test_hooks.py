@@ -610,3 +610,37 @@ def test_session_start_registers_the_session_once_after_answering(daemon: Daemon
     c.call("end_session", session="sess-reg")
     c.close()
     assert len(mine) == 1 and mine[0]["project_root"] == str(proj)
+
+
+def test_hostile_prompt_text_is_learned_safely(daemon: DaemonProc, env: dict, tmp_path: Path) -> None:
+    proj = new_project(tmp_path, "hostile")
+    sid = "sess-hostile"
+    prompt = (f"Tidy [bold]x[/] up\u2028please.\x07 From now on prefer `[x]` over [/] and \\\\ paths 🚀 "
+              f"with token {SECRET}\u2029Never delete\x1f data/\r\nthanks")
+    assert run_hook("UserPromptSubmit", {**base(sid, proj, "UserPromptSubmit"), "prompt": prompt}, env).returncode == 0
+    got = sorted(m["content"] for m in project_memories(daemon, proj, tag="user-instruction"))
+    assert got == ["User instruction: From now on prefer `[x]` over [/] and \\\\ paths 🚀 with token "
+                   "[REDACTED:github_token].", "User instruction: Never delete data/."], got
+    r = run_hook("SessionStart", {**base("sess-hostile-2", proj, "SessionStart"), "source": "startup"}, env)
+    ctx = json.loads(r.stdout)["hookSpecificOutput"]["additionalContext"]
+    lines = [ln for ln in ctx.split("\n") if "User instruction" in ln]
+    assert lines and SECRET not in ctx
+    assert not any(ch in ln for ln in lines for ch in "\u2028\u2029\x1c\x85\r")  # one memory, one line
+    for s in (sid, "sess-hostile-2"):
+        run_hook("SessionEnd", {**base(s, proj, "SessionEnd"), "reason": "other"}, env)
+
+
+def test_terminal_colours_and_control_characters_are_cleaned_from_failures(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    env = {**os.environ, "ENGRAM_HOME": str(home), "ENGRAM_PYTHON": "/nonexistent"}
+    proj = new_project(tmp_path, "colours")
+    run_hook("PostToolUseFailure", {**base("sess-ansi", proj, "PostToolUseFailure"), "tool_name": "Bash",
+                                    "tool_input": {"command": "pytest\x07 -q"},
+                                    "error": "Exit code 1\n\x1b[1m\x1b[31mE   ModuleNotFoundError: No module named "
+                                             "'x'\x1b[0m\r\n\x1b[31m1 failed\x1b[0m in 0.1s\u2028done"}, env)
+    [event] = [json.loads(f.read_text()) for f in (home / "spool").glob("*.jsonl")]
+    memory = event["memory"]
+    assert memory["metadata"]["error"] == "ModuleNotFoundError: No module named 'x'"
+    assert memory["metadata"]["command"] == "pytest -q"
+    assert memory["content"] == ("Command failed: pytest -q → E ModuleNotFoundError: No module named 'x' | "
+                                 "1 failed in 0.1s | done")
