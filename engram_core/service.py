@@ -1050,12 +1050,7 @@ class EngramService:
         queue, caps, half-lives following their current value, stale and abandoned sessions, promotion to user.
         ``dry_run`` reports what the sweep would do and changes nothing."""
         t0 = time.perf_counter()
-        if project:
-            self.project_store(project)
-        if all_projects:
-            for p in self.list_projects():
-                if Path(p.project_path).exists():
-                    self.project_store(p.project_path)
+        self._open_projects(project, all_projects)
         report = MaintenanceReport(transitions={}, queued_for_consolidation=0, sessions_recovered=0,
                                    promoted_to_user=0, took_ms=0.0, dry_run=dry_run)
         for store in [*(s for _, s in self._projects.values()), self.user]:
@@ -1105,6 +1100,15 @@ class EngramService:
                 n += len(lost)
         return n
 
+    def _open_projects(self, project: str | None, all_projects: bool) -> None:
+        """Open the given project's store, or every known project's that still exists, for a pass over all."""
+        if project:
+            self.project_store(project)
+        if all_projects:
+            for p in self.list_projects():
+                if Path(p.project_path).exists():
+                    self.project_store(p.project_path)
+
     @api
     def redact_stored(self, project: str | None = None, all_projects: bool = False,
                       dry_run: bool = False) -> dict[str, dict[str, int]]:
@@ -1114,12 +1118,7 @@ class EngramService:
         row versions leave the disk too. Rows changed per store and table."""
         from .stored_redaction import redact_store
 
-        if project:
-            self.project_store(project)
-        if all_projects:
-            for p in self.list_projects():
-                if Path(p.project_path).exists():
-                    self.project_store(p.project_path)
+        self._open_projects(project, all_projects)
         report: dict[str, dict[str, int]] = {}
         with self._lock:
             for store in [*(s.store for s in self._sessions.values()), *(s for _, s in self._projects.values()),
