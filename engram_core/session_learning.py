@@ -46,6 +46,7 @@ IMPORTANCE = {"instruction": 0.9, "fix": 0.8, "rerun": 0.5, "summary": 0.6, "age
 SIMILAR_COMMAND = 0.5  # token Jaccard between two commands of the same program
 MAX_GOAL_CHARS = 300
 MAX_LISTED = 12
+MAX_EVIDENCE_COMMANDS = 20  # successful commands kept as "what changed" while failures are open
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|;\s+")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -131,7 +132,11 @@ def on_command_ok(service: EngramService, command: str, project: str | None, ses
         return None
     matches = [r for r in open_failures if similar_commands(str(r["metadata"].get("command") or ""), command)]
     if not matches:
-        # Not a fix itself, but maybe part of one (`pip install x` before the re-run): keep it as evidence.
+        # Not a fix itself, but maybe part of one (`pip install x` before the re-run): keep it as evidence, up to
+        # a bound (a failure that is never fixed must not turn every later command into a stored row).
+        since = open_failures[0]["created_at"]
+        if sum(1 for r in _session_rows(sess, COMMAND_TAG) if r["created_at"] >= since) >= MAX_EVIDENCE_COMMANDS:
+            return None
         service.store(MemoryIn(content=f"Ran `{command}` successfully", memory_type="working", scope="session",
                                tags=[COMMAND_TAG], importance=0.2, source="hook:PostToolUse",
                                metadata={"command": command}), project=project, session=session)

@@ -644,3 +644,23 @@ def test_terminal_colours_and_control_characters_are_cleaned_from_failures(tmp_p
     assert memory["metadata"]["command"] == "pytest -q"
     assert memory["content"] == ("Command failed: pytest -q → E ModuleNotFoundError: No module named 'x' | "
                                  "1 failed in 0.1s | done")
+
+
+def test_an_unfixed_failure_keeps_a_bounded_number_of_later_commands(daemon: DaemonProc, env: dict,
+                                                                    tmp_path: Path) -> None:
+    from engram_core.session_learning import MAX_EVIDENCE_COMMANDS
+
+    proj = new_project(tmp_path, "unfixed")
+    sid = "sess-unfixed"
+    run_hook("PostToolUseFailure", {**base(sid, proj, "PostToolUseFailure"), "tool_name": "Bash",
+                                    "tool_input": {"command": "cargo build"}, "error": "Exit code 101\nerror: boom"},
+             env)
+    for i in range(MAX_EVIDENCE_COMMANDS + 3):
+        run_hook("PostToolUse", {**base(sid, proj, "PostToolUse"), "tool_name": "Bash",
+                                 "tool_input": {"command": f"echo step {i}"},
+                                 "tool_response": {"stdout": f"step {i}", "stderr": ""}}, env)
+    kept = [m for m in session_memories(daemon, sid, proj) if "command-ok" in m["tags"]]
+    assert len(kept) == MAX_EVIDENCE_COMMANDS
+    run_hook("SessionEnd", {**base(sid, proj, "SessionEnd"), "reason": "other"}, env)
+    summary = project_memories(daemon, proj, tag="session-summary")
+    assert len(summary) == 1 and "still failing at the end: `cargo build`" in summary[0]["content"]
