@@ -59,6 +59,12 @@ KEEP_DONE_IDS = 50_000
 SPOOL_POLL_S = 2.0
 LIGHT_WORK_MIN_INTERVAL_S = 300.0
 SESSION_END_BUDGET_S = 30.0
+# Socket bounds (see _Handler).
+MAX_CONNECTIONS = 64
+CONN_IDLE_S = 300.0
+LINE_TIMEOUT_S = 10.0
+WRITE_TIMEOUT_S = 60.0
+MAX_PARTIAL_BYTES = 32 * 1024 * 1024
 # A hook event that fails to apply is retried after these delays, then parked and retried every PARKED_RETRY_S.
 RETRY_DELAYS_S = (1.0, 5.0, 15.0)
 PARKED_RETRY_S = 300.0
@@ -270,6 +276,12 @@ class Daemon:
         self.events_failed = 0
         self.spool_ingested = 0
         self.connections = 0
+        self.mcp_connections = 0
+        self.partial_bytes = 0  # bytes of request lines received but not yet complete, all connections
+        self.conn_lock = threading.Lock()
+        # ENGRAM_CONN_IDLE_S / ENGRAM_LINE_TIMEOUT_S override the socket bounds (the tests shorten them).
+        self.conn_idle_s = float(os.environ.get("ENGRAM_CONN_IDLE_S") or CONN_IDLE_S)
+        self.line_timeout_s = float(os.environ.get("ENGRAM_LINE_TIMEOUT_S") or LINE_TIMEOUT_S)
         self.model_state = "not loaded"
         self.lock = threading.RLock()  # one API request at a time: each is atomic (correctness over concurrency)
         self.stop_event = threading.Event()
@@ -817,9 +829,11 @@ class Daemon:
         last_maint = time.monotonic()
         last_spool = time.monotonic()
         last_check = last_compact = time.monotonic()
+        # ENGRAM_COMPACT_CHECK_S=0 turns automatic compaction off (bench/growth.py measures the difference).
+        check_s = float(os.environ.get("ENGRAM_COMPACT_CHECK_S") or COMPACT_CHECK_S)
         while not self.stop_event.wait(0.25):
             now = time.monotonic()
-            if now - last_check >= COMPACT_CHECK_S and (now - self.last_request >= COMPACT_IDLE_S
+            if check_s > 0 and now - last_check >= check_s and (now - self.last_request >= COMPACT_IDLE_S
                                                          or now - last_compact >= COMPACT_FORCE_S):
                 last_check = last_compact = now
                 self._compact_due()
@@ -838,7 +852,9 @@ class Daemon:
                     log.info("maintenance: %s", report.model_dump_json())
                 except Exception:
                     log.exception("maintenance sweep failed")
-            busy = self.connections > 0 or self._inflight > 0
+            # An idle plain connection does not keep the daemon up (it is closed after CONN_IDLE_S anyway);
+            # an MCP connection is a live agent session and does.
+            busy = self.mcp_connections > 0 or self._inflight > 0
             if busy:
                 self.last_activity = now
             elif self.idle_timeout_s and now - self.last_activity > self.idle_timeout_s:
@@ -902,15 +918,34 @@ class _Server(socketserver.ThreadingUnixStreamServer):
     daemon_ref: Daemon
 
 
+class _SlowRequest(Exception):
+    pass
+
+
 class _Handler(socketserver.StreamRequestHandler):
+    """One client connection. Bounded: at most MAX_CONNECTIONS at once, a connection with no request for
+    CONN_IDLE_S is closed (clients reconnect by themselves), a request line must arrive whole within
+    LINE_TIMEOUT_S of its first byte, and half-received lines of all connections together hold at most
+    MAX_PARTIAL_BYTES. An MCP connection (`mcp_attach`) is exempt from the idle limit: it lasts the session."""
+
     server: _Server
 
     def handle(self) -> None:
         daemon = self.server.daemon_ref
-        daemon.connections += 1
+        with daemon.conn_lock:
+            refused = daemon.connections >= MAX_CONNECTIONS
+            if not refused:
+                daemon.connections += 1
+        if refused:
+            daemon.errors += 1
+            with contextlib.suppress(OSError):
+                self.wfile.write(error(None, "EngramError", f"the daemon already has {MAX_CONNECTIONS} connections "
+                                       "open; close some clients and retry"))
+                self.wfile.flush()
+            return
         try:
             while not daemon.stop_event.is_set():
-                line = self.rfile.readline(MAX_LINE + 1)
+                line = self._read_line(daemon)
                 if not line:
                     return
                 if len(line) > MAX_LINE:
@@ -922,15 +957,66 @@ class _Handler(socketserver.StreamRequestHandler):
                 if not line.strip():
                     continue
                 if b'"mcp_attach"' in line[:200]:
-                    daemon.attach_mcp(line, self.connection, self.rfile, self.wfile)
+                    with daemon.conn_lock:
+                        daemon.mcp_connections += 1
+                    try:
+                        daemon.attach_mcp(line, self.connection, self.rfile, self.wfile)
+                    finally:
+                        with daemon.conn_lock:
+                            daemon.mcp_connections -= 1
                     return  # the connection carried MCP until the bridge closed it
                 self.wfile.write(daemon.handle_line(line))
                 self.wfile.flush()
-        except (ConnectionError, OSError):
+        except _SlowRequest as exc:
+            daemon.errors += 1
+            with contextlib.suppress(OSError):
+                self.wfile.write(error(None, "ValidationError", str(exc)))
+                self.wfile.flush()
+        except (ConnectionError, OSError):  # a timeout included: an idle connection is closed
             return
         finally:
-            daemon.connections -= 1
+            with daemon.conn_lock:
+                daemon.connections -= 1
             daemon.last_activity = time.monotonic()
+
+    def _read_line(self, daemon: Daemon) -> bytes:
+        """The next request line ('' at end of stream), under the connection's time and memory bounds."""
+        parts: list[bytes] = []
+        size = 0
+        start: float | None = None
+        try:
+            while True:
+                timeout = daemon.conn_idle_s if start is None else daemon.line_timeout_s - (time.monotonic() - start)
+                if timeout <= 0:
+                    raise _SlowRequest(f"a request line must arrive whole within {daemon.line_timeout_s:g} s; "
+                                       "nothing was done")
+                self.connection.settimeout(timeout)
+                try:
+                    chunk = self.rfile.peek(1)  # at most one read from the socket, under the timeout
+                except TimeoutError:
+                    if start is None:
+                        raise  # idle: close quietly
+                    raise _SlowRequest(f"a request line must arrive whole within {daemon.line_timeout_s:g} s; "
+                                       "nothing was done") from None
+                if not chunk:
+                    return b"".join(parts)
+                nl = chunk.find(b"\n")
+                taken = self.rfile.read(nl + 1 if nl >= 0 else len(chunk))
+                if start is None:
+                    start = time.monotonic()
+                with daemon.conn_lock:
+                    if daemon.partial_bytes + len(taken) > MAX_PARTIAL_BYTES and nl < 0:
+                        raise _SlowRequest("the daemon is receiving too many large requests at once; retry")
+                    daemon.partial_bytes += len(taken)
+                parts.append(taken)
+                size += len(taken)
+                if nl >= 0 or size > MAX_LINE:
+                    return b"".join(parts)
+        finally:
+            with daemon.conn_lock:
+                daemon.partial_bytes -= size
+            # Answers: a client that stops reading must not hold this thread for ever.
+            self.connection.settimeout(WRITE_TIMEOUT_S)
 
 
 class _RedactingFormatter(logging.Formatter):

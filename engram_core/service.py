@@ -29,7 +29,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import Field, ValidationError, validate_call
 
 from . import lifecycle, ranking, retrieval, session_context, session_learning
-from .bookkeeping import Bookkeeper
+from .bookkeeping import ACCESS_AFTER_S, Bookkeeper
 from .clock import Clock
 from .config import (
     Settings,
@@ -145,7 +145,8 @@ class EngramService:
         # Held around the service-state parts of methods in UNLOCKED_API (whose slow part runs without it); the
         # daemon replaces it with its own request lock, which it does not take itself for those methods.
         self.api_lock: Any = threading.RLock()
-        self._bookkeeper = Bookkeeper()
+        # ENGRAM_ACCESS_AFTER_S: how long access counts are held (bench/growth.py sets 0 for the old behaviour).
+        self._bookkeeper = Bookkeeper(access_after_s=float(os.environ.get("ENGRAM_ACCESS_AFTER_S") or ACCESS_AFTER_S))
         self._param_cache: dict[str, Any] = {}  # see param()
         self._roots: dict[str, tuple[float, str, str]] = {}  # see _project_root()
         self._user_conn = Connection.file(self.home / "user.db")

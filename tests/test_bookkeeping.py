@@ -56,6 +56,7 @@ def test_background_thread_applies_it_when_the_caller_goes_quiet(service: Engram
     p = str(project_dir)
     key = seed(service, p)
     store = service.project_store(p)
+    service._bookkeeper.access_after_s = 0.5  # noqa: SLF001 - access counts wait 30 s by default
     service.recall("which payment provider do we use?", project=p)
     service.recall("stripe idempotency keys", project=p)
     deadline = time.monotonic() + 10
@@ -64,6 +65,26 @@ def test_background_thread_applies_it_when_the_caller_goes_quiet(service: Engram
     assert raw_row(store, key)["access_count"] == 2
     assert raw_log_count(store) == 2
     assert not store.has_pending
+
+
+def test_access_counts_of_a_burst_of_recalls_are_written_once(service: EngramService, project_dir: Path) -> None:
+    """The engine rewrites the whole row (embedding included) for any UPDATE and keeps the old version in its log:
+    a memory recalled many times within `access_after_s` is written once, with the summed count."""
+    p = str(project_dir)
+    key = seed(service, p)
+    store = service.project_store(p)
+    writes: list[int] = []
+    real = store._write_access  # noqa: SLF001
+    store._write_access = lambda access: (writes.append(len(access)), real(access))[1]  # type: ignore[method-assign]
+    for _ in range(20):
+        service.recall("stripe idempotency keys", project=p)
+    deadline = time.monotonic() + 10
+    while raw_log_count(store) < 20 and time.monotonic() < deadline:  # the log rows are not held back
+        time.sleep(0.02)
+    assert raw_log_count(store) == 20
+    assert writes == [] and raw_row(store, key)["access_count"] == 0
+    service.flush()
+    assert len(writes) == 1 and raw_row(store, key)["access_count"] == 20
 
 
 def test_close_applies_whatever_is_queued(tmp_path: Path, embedder: Any) -> None:
@@ -132,7 +153,7 @@ def test_queue_waits_while_a_recall_is_running(service: EngramService, project_d
     key = seed(service, p)
     store = service.project_store(p)
     bk = service._bookkeeper  # noqa: SLF001
-    bk.idle_s, bk.max_wait_s = 0.0, 60.0
+    bk.idle_s, bk.max_wait_s, bk.access_after_s = 0.0, 60.0, 0.0
     with bk.busy():  # as if another recall were running all along
         service.recall("which payment provider do we use?", project=p)
         service.recall("stripe idempotency keys", project=p)

@@ -286,3 +286,102 @@ def test_a_parked_event_survives_a_restart(tmp_path: Path) -> None:
         c.close()
     finally:
         d.stop()
+
+
+# ── socket bounds ────────────────────────────────────────────────────────────
+def _connect(sock: Path):  # noqa: ANN202
+    import socket
+
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(30)
+    s.connect(str(sock))
+    return s
+
+
+def _answer(s) -> dict:  # noqa: ANN001
+    buf = b""
+    while b"\n" not in buf:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        buf += chunk
+    return json.loads(buf.split(b"\n", 1)[0]) if buf.strip() else {}
+
+
+def test_half_sent_large_lines_are_bounded_and_time_out(tmp_path: Path) -> None:
+    from engram_core.daemon import MAX_PARTIAL_BYTES
+    from engram_core.protocol import MAX_LINE
+
+    d = DaemonProc(tmp_path / "home", model=False, env={"ENGRAM_LINE_TIMEOUT_S": "3"}).start()
+    socks = []
+    try:
+        chunk = b'{"v": 1, "id": 1, "method": "ping", "params": {"pad": "' + b"x" * (MAX_LINE - 100)
+        refused = 0
+        for _ in range(24):  # 24 half-sent 8 MiB lines: the finding was +167 MB RSS, held for ever
+            s = _connect(d.sock)
+            socks.append(s)
+            try:
+                s.sendall(chunk)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+        for s in socks:  # each one is refused: over the budget at once, or when its line is late
+            answer = _answer(s)
+            assert answer.get("ok") is False, answer
+            msg = answer["error"]["message"]
+            refused += "too many large requests" in msg
+            assert "too many large requests" in msg or "must arrive whole within 3 s" in msg, msg
+        assert refused >= 24 - MAX_PARTIAL_BYTES // len(chunk) - 1
+        c = d.client()
+        assert c.call("ping") == "pong"  # the daemon is fine
+        c.close()
+    finally:
+        for s in socks:
+            s.close()
+        d.stop()
+
+
+def test_connection_cap_and_idle_connections_neither_pile_up_nor_block_idle_exit(tmp_path: Path) -> None:
+    import time
+
+    from engram_core.daemon import MAX_CONNECTIONS
+
+    d = DaemonProc(tmp_path / "home", model=False, idle_timeout=2, env={"ENGRAM_CONN_IDLE_S": "60"}).start()
+    socks = []
+    try:
+        for _ in range(MAX_CONNECTIONS - 2):  # a few slots stay for DaemonProc's own probe and a client
+            socks.append(_connect(d.sock))
+        s = _connect(d.sock)
+        s.sendall(b'{"v": 1, "id": 1, "method": "ping"}\n')
+        assert _answer(s)["result"] == "pong"
+        extra = [_connect(d.sock) for _ in range(3)]
+        answers = [_answer(x) for x in extra]
+        assert any(a.get("ok") is False and "connections open" in a["error"]["message"] for a in answers), answers
+        for x in extra:
+            x.close()
+        # Idle plain connections are still open here; the daemon exits on its idle timeout all the same.
+        deadline = time.monotonic() + 30
+        while d.proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert d.proc.poll() == 0, "idle clients kept the daemon up"
+        s.close()
+    finally:
+        for x in socks:
+            x.close()
+        d.stop()
+
+
+def test_an_idle_connection_is_closed_and_the_client_reconnects(tmp_path: Path) -> None:
+    import time
+
+    d = DaemonProc(tmp_path / "home", model=False, env={"ENGRAM_CONN_IDLE_S": "1"}).start()
+    try:
+        s = _connect(d.sock)
+        time.sleep(2.5)  # an idle period longer than the limit (the thing under test), not a barrier
+        assert s.recv(10) == b""  # closed by the daemon
+        c = d.client()
+        c.call("ping")
+        time.sleep(2.5)
+        assert c.call("ping") == "pong"  # RemoteService reconnects by itself
+        c.close()
+    finally:
+        d.stop()
