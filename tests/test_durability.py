@@ -3,6 +3,7 @@ safe files, clear errors. Each test goes through the real daemon and CLI where t
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -320,10 +321,8 @@ def test_half_sent_large_lines_are_bounded_and_time_out(tmp_path: Path) -> None:
         for _ in range(24):  # 24 half-sent 8 MiB lines: the finding was +167 MB RSS, held for ever
             s = _connect(d.sock)
             socks.append(s)
-            try:
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # refused before it was all sent
                 s.sendall(chunk)
-            except (BrokenPipeError, ConnectionResetError):
-                pass
         for s in socks:  # each one is refused: over the budget at once, or when its line is late
             answer = _answer(s)
             assert answer.get("ok") is False, answer
