@@ -299,6 +299,19 @@ def _connect(sock: Path):  # noqa: ANN202
     return s
 
 
+@contextlib.contextmanager
+def _daemon_with_sockets(home: Path, **kw):  # noqa: ANN003, ANN202
+    """A model-free daemon and a list for the raw sockets the test opens; all closed afterwards."""
+    d = DaemonProc(home, model=False, **kw).start()
+    socks: list = []
+    try:
+        yield d, socks
+    finally:
+        for s in socks:
+            s.close()
+        d.stop()
+
+
 def _answer(s) -> dict:  # noqa: ANN001
     buf = b""
     while b"\n" not in buf:
@@ -313,9 +326,7 @@ def test_half_sent_large_lines_are_bounded_and_time_out(tmp_path: Path) -> None:
     from engram_core.daemon import MAX_PARTIAL_BYTES
     from engram_core.protocol import MAX_LINE
 
-    d = DaemonProc(tmp_path / "home", model=False, env={"ENGRAM_LINE_TIMEOUT_S": "3"}).start()
-    socks = []
-    try:
+    with _daemon_with_sockets(tmp_path / "home", env={"ENGRAM_LINE_TIMEOUT_S": "3"}) as (d, socks):
         chunk = b'{"v": 1, "id": 1, "method": "ping", "params": {"pad": "' + b"x" * (MAX_LINE - 100)
         refused = 0
         for _ in range(24):  # 24 half-sent 8 MiB lines: the finding was +167 MB RSS, held for ever
@@ -333,10 +344,6 @@ def test_half_sent_large_lines_are_bounded_and_time_out(tmp_path: Path) -> None:
         c = d.client()
         assert c.call("ping") == "pong"  # the daemon is fine
         c.close()
-    finally:
-        for s in socks:
-            s.close()
-        d.stop()
 
 
 def test_connection_cap_and_idle_connections_neither_pile_up_nor_block_idle_exit(tmp_path: Path) -> None:
@@ -344,9 +351,7 @@ def test_connection_cap_and_idle_connections_neither_pile_up_nor_block_idle_exit
 
     from engram_core.daemon import MAX_CONNECTIONS
 
-    d = DaemonProc(tmp_path / "home", model=False, idle_timeout=2, env={"ENGRAM_CONN_IDLE_S": "60"}).start()
-    socks = []
-    try:
+    with _daemon_with_sockets(tmp_path / "home", idle_timeout=2, env={"ENGRAM_CONN_IDLE_S": "60"}) as (d, socks):
         for _ in range(MAX_CONNECTIONS - 2):  # a few slots stay for DaemonProc's own probe and a client
             socks.append(_connect(d.sock))
         s = _connect(d.sock)
@@ -363,10 +368,6 @@ def test_connection_cap_and_idle_connections_neither_pile_up_nor_block_idle_exit
             time.sleep(0.2)
         assert d.proc.poll() == 0, "idle clients kept the daemon up"
         s.close()
-    finally:
-        for x in socks:
-            x.close()
-        d.stop()
 
 
 def test_an_idle_connection_is_closed_and_the_client_reconnects(tmp_path: Path) -> None:
