@@ -171,7 +171,7 @@ _TOKEN_PATTERNS: list[tuple[str, _Lazy, int, tuple[bytes, ...], bool]] = [
     # ── passwords on command lines (`\`-continued lines included) ──
     # --password=x, --db-password x, --api-token x, --passphrase x (not --password-stdin, --token-file)
     _t("cli_password", r"--(?!no-)(?:[a-z0-9]+-)*(?:pass(?:word|wd|phrase)?|token|secret|api-?key|access-key|"
-       r"secret-key|client-secret)(?:=|" + _SP + r")([\"']?)(?![-$])([^\s\"']+)", ("--",), group=2),
+       r"secret-key|client-secret)(?:=|" + _SP + r")([\"']?)(?![-$])([^\s\"'`]+)", ("--",), group=2),
     _t("cli_password", r"(?:docker|podman|nerdctl|helm|oras|az|twine)\b" + _LINE + r"[ \t]-p" + _SP +
        r"([\"']?)(?![-$])([^\s\"']+)", (" -p",), group=2),
     _t("cli_password", r"mysql(?:dump|admin|sh)?\b" + _LINE + r"\s-p([^\s\"'-][^\s\"']*)", ("mysql",), group=1),
@@ -233,12 +233,19 @@ _WORD_KIND = [
 _PLACEHOLDER = re.compile(
     r"^(?:\$\{.*|\$[A-Za-z_][A-Za-z0-9_]*|\{\{.*|%\(?[A-Za-z_]*\)?s|<[^>]*>|\*+|x+|X+|\.\.\.|"
     r"\[REDACTED:[a-z_]+\].*|true|false|null|none|nil|undefined|yes|no|on|off|required|optional|"
-    r"str|string|int|integer|number|bool|boolean|bytes|any|object|secret|password|token|"
+    r"str|string|int|integer|number|bool|boolean|bytes|any|object|secret|password|pass|token|foo|bar|baz|foobar|"
+    # numbers too short to be a password (`token = -1`), example names (`my_token`, `your-secret`), masks (`hf_***`)
+    r"-?\d{1,3}|(?:my|your)[_\-]\w+|\S*\*{3,}\S*|\{[A-Za-z_][\w.]*\}.*|"
+    r"for|to|and|or|the|an?|in|of|with|is|on|as|if|when|from|requires|needs|must|should|"
     # SQL bind parameters (`= ?`, `= $1`, `= :token`, `= @pw`) and elided examples (`sk-...`, `ghp_XXXXXXXX`)
     r"\?|\$\d+|:[A-Za-z_]\w*|@[A-Za-z_]\w*|\S*(?:x{6,}|X{6,}|\.\.\.|\u2026)\S*)$",
     re.I,
 )
 _CODE_REF = re.compile(r"^[A-Za-z_][A-Za-z_.]*$")
+_TYPE_REF = re.compile(r"^(?:(?:[A-Za-z_]\w*\.)+_?[A-Z]\w*|_?[A-Z][a-z]+(?:[A-Z][a-z0-9]*)+)$")
+_CODE_BLOCK = re.compile(r"[ \t]*(?:if|elif|while|for|except|with|def|class|else|try|case|match)\b")
+_PROSE_WORD = re.compile(r"^[a-z]+(?:-[a-z]+)*$")
+_CALL = re.compile(r"^(?:\$\(|`|[A-Za-z_][\w.]*\()")
 _PRIVATE = re.compile(r"<private>.*?(?:</private>|\Z)", re.I | re.S)
 
 
@@ -482,7 +489,12 @@ def _assignment_value(text: str, m: re.Match[str]) -> tuple[int, int] | None:
     if key_start > 0 and (text[key_start - 1] == "$" or text[max(0, key_start - 2):key_start] == "${"):
         return None  # `$PWD:/src`, `${PASSWORD:-x}`: a variable reference, not an assignment
     next_line = "\n" in sep
-    env_style = op == "=" and sep == "=" and m.end("kq") == m.start("kq")
+    if op == "=" and text.startswith("=", m.end("sep")):
+        return None  # `password == other.password`: a comparison
+    # KEY=value with nothing around `=` is a shell/.env assignment, unless it is a keyword argument in a call
+    # (`f(session_key=s.key)`, `auth=merge(auth, x)`), where code rules apply
+    before = text[max(0, key_start - 200):key_start].rstrip()
+    env_style = op == "=" and sep == "=" and m.end("kq") == m.start("kq") and not before.endswith(("(", ","))
     if m.start("qv") >= 0:
         span = m.span("qv")
         value = text[slice(*span)]
@@ -502,16 +514,26 @@ def _assignment_value(text: str, m: re.Match[str]) -> tuple[int, int] | None:
             return None  # `${VAR}`, `{{ x }}`, `auth=auth` keyword arguments
         line_end = text.find("\n", span[1])
         tail = text[span[1] : None if line_end < 0 else line_end].strip()
-        if next_line and (tail or cut or value.endswith(":") or value[0] in "-#"):
-            return None  # the next line is a nested mapping, a list or prose, not this key's value
+        if next_line and (tail or cut or value.endswith(":") or value[0] in "-#" or _CODE_BLOCK.match(
+                text[text.rfind("\n", 0, key_start) + 1:key_start])):
+            # the next line is a nested mapping, a list or prose, not this key's value; or `if token:` + `break`
+            return None
+        if op == ":" and tail and _PROSE_WORD.match(value):
+            return None  # `the exchanged token: re-exchanging on every call …`
         if value.isdigit() and len(value) <= 6 and _key(text, m).lower() in ("pass", "token"):
             return None  # test counts (`pass: 128`) and token ids (`"token": 50256`)
         # a variable or attribute reference (`token = response.token`, `{"token": token}`) or prose
         # (`Token: see the docs`); a bare YAML value ends its line (or its " | "-joined piece)
         if not env_style and _CODE_REF.match(value) and (op != ":" or cut or (tail and not tail.startswith("|"))):
             return None
+        if op == ":" and _TYPE_REF.match(value):
+            return None  # a type annotation (`auth: _t.AuthType`, `password: SecretStr`)
+        if env_style and _CALL.match(value):
+            return None  # `PASSWORD=$(pass show db)`, `password=SecretStr('…')`: a command or a call
     if not value or _PLACEHOLDER.match(value):
         return None
+    if value.lower() == _key(text, m).lower():
+        return None  # `EXPIRED_TOKEN = "expired_token"`: a name, not a secret
     return span
 
 
@@ -533,7 +555,8 @@ def redact(text: str) -> tuple[str, list[Redaction]]:
         for m in pattern.finditer(text):
             s, e = m.span(group)
             # an earlier run's placeholder (`https://u:[REDACTED:x]@h`) is not a new secret
-            if e > s and not text.startswith("[REDACTED:", s) and (not bounded or _bounded(text, m.start())):
+            if (e > s and not text.startswith("[REDACTED:", s) and (not bounded or _bounded(text, m.start()))
+                    and not (group and _PLACEHOLDER.match(text[s:e]))):  # `--password=x`, `user:password@host`
                 candidates.append((s, e, prio, kind))
     finder_prio = len(_TOKEN_PATTERNS)
     for i in sorted({i for g in present for i in _FINDERS_OF[g]}):
