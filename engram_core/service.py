@@ -385,6 +385,7 @@ class EngramService:
             evidence = session_learning.collect(self, sess)
             report = self._promote_session(sess)
             session_learning.store_summary(self, sess, evidence, report)
+            session_learning.clear_hook_state(self.home, sess.claude_id)
             pstore = self.project_store(sess.project_root)
             status = "recovered" if reason == "recovered" else "completed"
             if pstore is not None:

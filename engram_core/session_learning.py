@@ -18,8 +18,10 @@ ordinary session memories is unchanged (``service._promote_session``).
 
 from __future__ import annotations
 
+import contextlib
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .models import Memory, MemoryIn, MemoryPatch, PromotionReport
@@ -310,6 +312,15 @@ def store_summary(service: EngramService, sess: _Session, ev: Evidence, report: 
                                                                         "auto": facts}),
                            project=sess.project_root)
     return result.memory.id
+
+
+def clear_hook_state(home: Path, claude_id: str | None) -> None:
+    """The hooks' "this session has a failure on record" marker (hooks/engram_hook.py): the SessionEnd hook removes
+    it, and so does any other end (stale-session recovery after a crash), so markers do not pile up."""
+    if not claude_id or "/" in claude_id or claude_id.startswith("."):
+        return
+    with contextlib.suppress(OSError):
+        (home / "hookstate" / claude_id).unlink()
 
 
 def checkpoint(service: EngramService, session: str, project: str | None, trigger: str) -> Memory | None:

@@ -668,3 +668,19 @@ def test_an_unfixed_failure_keeps_a_bounded_number_of_later_commands(daemon: Dae
     run_hook("SessionEnd", {**base(sid, proj, "SessionEnd"), "reason": "other"}, env)
     summary = project_memories(daemon, proj, tag="session-summary")
     assert len(summary) == 1 and "still failing at the end: `cargo build`" in summary[0]["content"]
+
+
+def test_a_session_ended_without_its_hook_leaves_no_failure_marker(daemon: DaemonProc, env: dict,
+                                                                   tmp_path: Path) -> None:
+    """Stale-session recovery (a crashed Claude Code) ends sessions through end_session, not the SessionEnd hook."""
+    proj = new_project(tmp_path, "crashed")
+    sid = "sess-crashed"
+    run_hook("PostToolUseFailure", {**base(sid, proj, "PostToolUseFailure"), "tool_name": "Bash",
+                                    "tool_input": {"command": "make"}, "error": "Exit code 2\nmake: *** Error 2"}, env)
+    marker = daemon.home / "hookstate" / sid
+    assert marker.exists()
+    c = daemon.client()
+    c.call("flush", timeout_s=60)
+    c.call("end_session", session=sid, reason="recovered")
+    c.close()
+    assert not marker.exists()
