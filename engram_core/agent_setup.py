@@ -361,8 +361,12 @@ def claude_code_checks(home: Path, claude: str | None = None) -> list[Step]:
     steps: list[Step] = []
     exe = find_claude(claude)
     if exe is None:
-        steps.append(Step("Claude Code", False, "`claude` not found on PATH",
-                          "install Claude Code, then run `engram setup claude-code`"))
+        # Engram works without Claude Code (CLI, TUI, other agents); missing it is a fault only once it was set up.
+        was_set_up = (marketplace_dir(home) / PLUGIN).is_dir()
+        steps.append(Step("Claude Code", not was_set_up,
+                          "`claude` not found on PATH" + ("" if was_set_up else
+                                                          " (not set up; `engram setup claude-code` once installed)"),
+                          "put Claude Code back on PATH, or pass --claude PATH"))
         return steps
     steps.append(Step("Claude Code", True, _claude_version(exe)))
     entry = installed_plugin(exe)

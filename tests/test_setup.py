@@ -144,6 +144,15 @@ def test_doctor_says_what_to_do_when_the_plugin_is_missing(agent_home: Path, cap
     assert "→ engram setup claude-code" in out
 
 
+def test_doctor_without_claude_code_fails_only_after_setup(tmp_path: Path) -> None:
+    missing = str(tmp_path / "no-such-claude")
+    (step,) = agent_setup.claude_code_checks(tmp_path, missing)
+    assert step.ok and "not set up" in step.detail
+    (agent_setup.marketplace_dir(tmp_path) / agent_setup.PLUGIN).mkdir(parents=True)
+    (step,) = agent_setup.claude_code_checks(tmp_path, missing)
+    assert not step.ok and step.fix
+
+
 def test_doctor_reports_a_recent_hook_error(tmp_path: Path) -> None:
     import time
 
