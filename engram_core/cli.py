@@ -525,8 +525,8 @@ def cmd_tui(args: argparse.Namespace) -> int:
         from engram_tui.app import main as tui_main  # type: ignore[import-not-found]
     except ImportError as exc:
         _die(f"the terminal UI is not available in this install ({exc}); the commands are listed by `engram --help`")
-    argv = ["--demo"] if getattr(args, "demo", False) else []
-    argv += ["--in-process"] if getattr(args, "in_process", False) else []
+    argv = [f"--{flag.replace('_', '-')}" for flag in ("demo", "reset", "remove_demo", "in_process")
+            if getattr(args, flag, False)]
     for flag in ("project", "home"):
         if getattr(args, flag, None):
             argv += [f"--{flag}", str(getattr(args, flag))]
@@ -688,7 +688,11 @@ def build_parser() -> argparse.ArgumentParser:
     add("mcp", "run the MCP server on stdio (what Claude Code starts through .mcp.json)", cmd_mcp)
 
     sp = add("tui", "open the terminal UI", cmd_tui)
-    sp.add_argument("--demo", action="store_true", help="open it on demo data (a separate demo project)")
+    sp.add_argument("--demo", action="store_true",
+                    help="open the demo set, kept in its own data root ($ENGRAM_HOME/demo): built on first use, "
+                         "the same on every later load, never touches your memories")
+    sp.add_argument("--reset", action="store_true", help="with --demo: rebuild the demo from scratch")
+    sp.add_argument("--remove-demo", action="store_true", help="delete the demo's data root and exit")
     sp.add_argument("--in-process", action="store_true",
                     help="open the stores in this process instead of through the daemon (no daemon may be running)")
     project_opt(sp)

@@ -1,4 +1,9 @@
-"""A realistic, deterministic demo memory set, built through the service API only.
+"""A realistic, deterministic demo memory set, built through the service API only, in a data root of its own.
+
+``open_demo`` keeps the demo apart from the user's memories: its own data root (``$ENGRAM_HOME/demo`` by
+default, with its own user scope), opened in process (no daemon, so no maintenance sweep ever runs on it), built
+once and reopened as it was on every later load (``demo.json`` records when; the clock restarts from that moment),
+and ``remove_demo`` deletes it (``engram tui --remove-demo``).
 
 ``engram tui --demo`` loads it so a newcomer sees every pane alive in one command; the TUI tests and the
 screenshots build it on a FrozenClock so the result is identical on every run. Everything is relative to
@@ -16,12 +21,17 @@ Known limits of "through the API only" (they are the service's, on purpose):
 
 from __future__ import annotations
 
+import json
+import os
 import random
-from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+import shutil
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from .clock import Clock
 from .models import MemoryIn, MemoryPatch, MemoryType, Scope, Status
 
 DEMO_PROJECT_NAME = "payments-api"
@@ -319,4 +329,83 @@ def build_demo(service: Any, base: Path | str, now: datetime, *, seed: int = 7) 
     return report
 
 
-__all__ = ["DEMO_PROJECT_NAME", "DemoReport", "build_demo", "demo_project_dirs"]
+DEMO_MARKER = "demo.json"
+
+
+class ResumedClock(Clock):
+    """Time that starts at ``at`` when created and then runs: a reopened demo looks as it did when built."""
+
+    def __init__(self, at: datetime) -> None:
+        self.offset = datetime.now(UTC) - at
+
+    def now(self) -> datetime:
+        return datetime.now(UTC) - self.offset
+
+
+def demo_root(home: Path | str | None = None) -> Path:
+    """Where the demo lives: its own data root beside (never inside the stores of) the user's."""
+    from .config import engram_home
+
+    return (Path(home) if home else engram_home()) / "demo"
+
+
+def remove_demo(root: Path) -> bool:
+    """Delete the demo's data root; False when there is none. Refuses a folder that is not a demo root."""
+    if not root.exists():
+        return False
+    if not (root / DEMO_MARKER).exists():
+        raise ValueError(f"{root} has no {DEMO_MARKER}: not a demo data root, left untouched")
+    shutil.rmtree(root)
+    return True
+
+
+def open_demo(root: Path, *, reset: bool = False, embedder: Any = None,
+              progress: Callable[[str], None] | None = None) -> tuple[Any, DemoReport]:
+    """The demo service (in process, on ``root``) and what it holds: built on first use, reopened unchanged after.
+
+    ``reset`` rebuilds it from scratch. A build that stopped half way (no ``"ready"`` in the marker) is redone.
+    """
+    from .config import ensure_private_dir
+    from .service import EngramService
+
+    marker = root / DEMO_MARKER
+    if reset and root.exists():
+        remove_demo(root)
+    info: dict[str, Any] = {}
+    if marker.exists():
+        try:
+            info = json.loads(marker.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            info = {}
+    if info.get("state") == "ready":
+        built_at = datetime.fromisoformat(info["built_at"])
+        svc = EngramService(root / "home", embedder=embedder, clock=ResumedClock(built_at))
+        report = DemoReport(**info["report"])
+        return svc, report
+    if root.exists():
+        shutil.rmtree(root)  # an unfinished build (its marker says so): start again
+    ensure_private_dir(root)
+    _write_marker(marker, {"state": "building"})
+    if progress:
+        progress("Building the demo set (embedding a few hundred memories)…")
+    svc = EngramService(root / "home", embedder=embedder, clock=Clock())
+    try:
+        now = svc.now()
+        report = build_demo(svc, root / "projects", now)
+    except BaseException:
+        svc.close()
+        raise
+    _write_marker(marker, {"state": "ready", "built_at": now.isoformat(), "report": asdict(report)})
+    return svc, report
+
+
+def _write_marker(path: Path, data: dict[str, Any]) -> None:
+    tmp = path.with_suffix(".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        json.dump(data, fh)
+    os.replace(tmp, path)
+
+
+__all__ = ["DEMO_PROJECT_NAME", "DemoReport", "build_demo", "demo_project_dirs", "demo_root", "open_demo",
+           "remove_demo"]

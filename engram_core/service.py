@@ -101,9 +101,37 @@ class EngramError(ValueError):
 
 def api(fn: F) -> F:
     """Expose a service method to the daemon; its arguments are validated from its type hints."""
-    checked = validate_call(config={"arbitrary_types_allowed": True})(fn)
+    checked = counted(validate_call(config={"arbitrary_types_allowed": True})(fn))
     API_METHODS[fn.__name__] = checked
     return checked  # type: ignore[return-value]
+
+
+# A change counter: every API call that may change memories bumps it, so a front end can poll ``revision()``
+# (one cheap call) and reload only when something changed, whichever client made the change.
+READ_ONLY_METHODS = frozenset({
+    "list_projects", "list_sessions", "get", "list_memories", "stats", "injection_context", "session_summary",
+    "export_memories", "health", "revision", "list_consolidations", "list_contradictions", "memory_graph",
+    "retrieval_history"})
+_revision = 0
+_revision_lock = threading.Lock()
+
+
+def counted(fn: F) -> F:
+    """Bump the change counter after ``fn`` runs, unless it only reads (a recall that does not strengthen)."""
+    if fn.__name__ in READ_ONLY_METHODS:
+        return fn
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        global _revision
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            if not (fn.__name__ == "recall" and kwargs.get("strengthen") is False):
+                with _revision_lock:
+                    _revision += 1
+
+    return wrapper  # type: ignore[return-value]
 
 
 # The result models (ProjectInfo, MemoryPage, InjectionPreview, QueryResult, FeedbackResult…) live in models.py
@@ -1338,6 +1366,12 @@ class EngramService:
                     {"k": key, "p": root})
             self._sessions[key] = _Session(key, store, root, None, self.now())
             return store
+
+    @api
+    def revision(self) -> int:
+        """The change counter (bumped by every API call that may change memories, in this process): a front end
+        polls it and reloads only when it moved."""
+        return _revision
 
     @api
     def health(self) -> HealthReport:

@@ -8,8 +8,11 @@ so the UI never freezes; failures become notifications, never tracebacks.
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import sys
+import threading
+import time
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -30,8 +33,19 @@ from .screens.help import HelpScreen
 from .screens.inject import InjectScreen
 from .screens.memories import MemoriesScreen
 from .screens.review import ReviewScreen
+from .widgets.modebar import ModeBar
 
+NARROW_COLUMNS = 110
+SHORT_ROWS = 32
+REVISION_POLL_S = 2.0  # how often the shown pane asks whether anything changed (one cheap call)
+BUSY_AFTER_S = 0.4  # a call slower than this shows the busy sign
+REQUEST_TIMEOUT_S = 15.0  # a daemon that does not answer within this is reported, not waited for
 MODE_KEYS = {"1": "memories", "2": "decay", "3": "review", "4": "conflicts", "5": "console", "6": "inject"}
+EMPTY_HELP = ("No memories here yet. They arrive when:\n"
+              "  • Claude Code stores them as you work: engram setup claude-code (hooks + MCP), then start claude\n"
+              "  • you store one: engram store \"The API listens on port 8000\"\n"
+              "  • you import them: engram import FILE.jsonl  (one memory per line, e.g. from engram export)\n\n"
+              "The demo (D) is a sample project in its own data root: it never mixes with your memories.")
 MODE_TITLES = {"memories": "Memories", "decay": "Decay", "review": "Consolidation review",
                "conflicts": "Contradictions", "console": "SurrealQL console", "inject": "Injection preview"}
 
@@ -56,7 +70,7 @@ class EngramApp(App[None]):
     """The memory under the cursor in the browser; the decay view follows it."""
 
     def __init__(self, service: Any, *, project: str | Path | None = None, session: str | None = None,
-                 clock: Clock | None = None, offer_demo: bool = True, demo_base: Path | None = None,
+                 clock: Clock | None = None, offer_demo: bool = True, demo_root: Path | None = None,
                  history_path: Path | None = None, mask_db_times: bool = False, source: str = "") -> None:
         super().__init__()
         self.service = service
@@ -66,13 +80,20 @@ class EngramApp(App[None]):
         own = getattr(service, "__dict__", {}).get("clock")
         self.clock = clock or (own if isinstance(own, Clock) else Clock())
         self.offer_demo = offer_demo
-        self.demo_base = demo_base
+        self.demo_root = demo_root
+        self.demo_service: Any = None  # the demo's own in-process service, once opened from the app
         self.history_path = history_path
         # Status-history and updated_at stamps come from the database's wall clock, not the service clock:
         # snapshots on a frozen clock mask them so the SVGs stay byte-stable.
         self.mask_db_times = mask_db_times
         self.source = source
         self.last_error: str | None = None
+        # Calls in flight (token → tag, start time): the busy sign, and what tests wait for.
+        self._calls: dict[int, tuple[str, float]] = {}
+        self._calls_lock = threading.Lock()
+        self._tokens = itertools.count(1)
+        self.revision_seen: int | None = None
+        self._polling = False
 
     def now(self) -> datetime:
         return self.clock.now()
@@ -88,6 +109,86 @@ class EngramApp(App[None]):
         self.switch_mode("memories")
         if self.offer_demo:
             self.check_empty()
+        self.set_interval(0.25, self._show_busy)
+        self.set_interval(REVISION_POLL_S, self.poll_revision)
+
+    def on_resize(self) -> None:
+        # Small terminals (80×24): panes drop secondary columns and shrink editors (engram.tcss: .narrow, .short).
+        self.set_class(self.size.width < NARROW_COLUMNS, "narrow")
+        self.set_class(self.size.height < SHORT_ROWS, "short")
+
+    # ── background calls: busy sign, change polling ─────────
+    def call_started(self, tag: str) -> int:
+        token = next(self._tokens)
+        with self._calls_lock:
+            self._calls[token] = (tag, time.monotonic())
+        return token
+
+    def call_finished(self, token: int) -> None:
+        with self._calls_lock:
+            self._calls.pop(token, None)
+
+    @property
+    def inflight(self) -> int:
+        with self._calls_lock:
+            return len(self._calls)
+
+    def spawn(self, tag: str, fn: Any) -> None:
+        """Run ``fn`` in a daemon thread (never joined at exit: a hung daemon cannot hold up quitting)."""
+        token = self.call_started(tag)
+
+        def job() -> None:
+            try:
+                fn()
+            finally:
+                self.call_finished(token)
+
+        threading.Thread(target=job, name=f"engram:{tag}", daemon=True).start()
+
+    def _show_busy(self) -> None:
+        now = time.monotonic()
+        with self._calls_lock:
+            slow = sorted((start, tag) for tag, start in self._calls.values() if now - start >= BUSY_AFTER_S)
+        text = ""
+        if slow:
+            start, tag = slow[0]
+            text = f"⏳ waiting for Engram: {tag} {now - start:.0f} s" + (f" (+{len(slow) - 1})" if len(slow) > 1 else "")
+        if self.screen_stack:  # empty for a moment while modes switch
+            for bar in self.screen.query(ModeBar):
+                bar.set_busy(text)
+
+    def poll_revision(self) -> None:
+        """Ask the service's change counter (one cheap call, only while a pane is shown); reload on a change."""
+        from .backend import available
+        from .screens.base import ServiceScreen
+
+        if self._polling or not self.screen_stack or not isinstance(self.screen, ServiceScreen) \
+                or not available(self.service, "revision"):
+            return
+        self._polling = True
+        service = self.service
+
+        def ask() -> None:
+            try:
+                rev = int(service.revision())
+            except Exception:  # noqa: BLE001 - the panes report an unreachable service themselves
+                rev = None
+            self.call_from_thread(self._revision_answer, rev, service)
+
+        self.spawn("revision", ask)
+
+    def _revision_answer(self, rev: int | None, service: Any) -> None:
+        self._polling = False
+        if rev is None or service is not self.service:
+            return
+        first = self.revision_seen is None
+        changed = rev != self.revision_seen
+        self.revision_seen = rev
+        if changed and not first and self.screen_stack:
+            from .screens.base import ServiceScreen
+
+            if isinstance(self.screen, ServiceScreen):
+                self.screen.refresh_data()
 
     # ── modes ───────────────────────────────────────────────
     def action_mode(self, mode: str) -> None:
@@ -101,6 +202,9 @@ class EngramApp(App[None]):
 
     def get_screen_for_mode(self, mode: str) -> Any:
         return self._screen_stacks.get(mode, [None])[0] if self._screen_stacks.get(mode) else None
+
+    def action_load_demo(self) -> None:
+        self.load_demo()
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen())
@@ -125,58 +229,72 @@ class EngramApp(App[None]):
             except Exception:  # noqa: BLE001 - the memories pane reports the same failure itself
                 return
 
-        self.run_worker(probe, thread=True, group="probe")
+        self.spawn("probe", probe)
 
     def _offer_demo(self) -> None:
         def answered(ok: bool | None) -> None:
             if ok:
                 self.load_demo()
 
-        self.push_screen(ConfirmScreen(
-            "This Engram store is empty.\n\nLoad the demo set? It goes into a separate demo project "
-            "(payments-api) in your Engram folder, so your own projects stay untouched.",
-            title="Welcome to Engram", confirm_label="Load demo [y]", danger=False), answered)
+        self.push_screen(ConfirmScreen(EMPTY_HELP + "\n\nOpen the demo now?", title="Welcome to Engram",
+                                       confirm_label="Open the demo", danger=False), answered)
 
     def load_demo(self) -> None:
-        from engram_core.config import engram_home
-        from engram_core.demo import build_demo
+        """Open the demo in its own data root (built on first use) and show it; the user's stores stay as they are."""
+        from engram_core.demo import demo_root, open_demo
 
-        base = self.demo_base or (engram_home() / "demo")
-        self.notify("Building the demo set (embedding a few hundred memories)…", timeout=10)
-        service = self.service
+        if self.demo_service is not None:
+            return
+        root = self.demo_root or demo_root()
 
         def build() -> None:
             try:
-                report = build_demo(service, base, self.now())
-            except Exception as exc:  # noqa: BLE001
+                svc, report = open_demo(root, progress=lambda text: self.call_from_thread(self.notify, text,
+                                                                                           timeout=30))
+            except Exception as exc:  # noqa: BLE001 - a failed build is a message; the app keeps working
                 from .backend import describe_error
 
                 self.call_from_thread(self.notify, f"demo failed: {describe_error(exc)}", severity="error")
                 return
-            self.call_from_thread(self._demo_ready, report)
+            self.call_from_thread(self.show_demo, svc, report)
 
-        self.run_worker(build, thread=True, group="demo")
+        self.spawn("demo", build)
 
-    def _demo_ready(self, report: Any) -> None:
+    def show_demo(self, service: Any, report: Any) -> None:
+        """Switch every pane to the demo's service (its own data root) and project."""
+        self.demo_service = service
+        self.service = service
         self.project = report.project_root
         self.session = report.session_key
-        self.sub_title = f"{Path(self.project).name} · demo"
-        self.notify(f"Demo loaded: {report.total} memories. {report.organise}", timeout=8)
-        screen = self.screen
-        if isinstance(screen, MemoriesScreen):
-            from dataclasses import replace
+        self.sub_title = f"{Path(self.project).name} · demo (own data root, remove: engram tui --remove-demo)"
+        self.notify(f"Demo open: {report.total} memories. {report.organise}", timeout=8)
+        for mode in MODE_KEYS.values():
+            screen = self.get_screen_for_mode(mode)
+            if isinstance(screen, MemoriesScreen):
+                from dataclasses import replace
 
-            screen.tq = replace(screen.tq, project=self.project, offset=0)
-            screen.load_tree()
+                screen.tq = replace(screen.tq, project=self.project, session=None, offset=0)
+                screen.load_tree()
+
+    def close_services(self) -> None:
+        if self.demo_service is not None:
+            self.demo_service.close()
+            self.demo_service = None
 
 
 def _build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="engram tui", description="Engram's terminal UI")
-    p.add_argument("--demo", action="store_true", help="load the demo set (a separate demo project) and open it")
+    p.add_argument("--demo", action="store_true",
+                   help="open the demo set, kept in its own data root (DATA_ROOT/demo): built on first use, the same "
+                        "on every later load, opened in this process (no daemon, no decay sweep), never mixed with "
+                        "your memories")
+    p.add_argument("--reset", action="store_true", help="with --demo: delete the demo and build it again")
+    p.add_argument("--remove-demo", action="store_true", help="delete the demo's data root and exit")
     p.add_argument("--project", metavar="DIR", help="project to open (default: the one around the current directory)")
     p.add_argument("--in-process", action="store_true",
                    help="open the stores in this process instead of talking to the daemon (no daemon running)")
-    p.add_argument("--home", metavar="DIR", default=None, help="data root (default: $ENGRAM_HOME or ~/.claude/engram)")
+    p.add_argument("--home", metavar="DIR", default=None,
+                   help="data root (default: $ENGRAM_HOME or ~/.claude/engram)")
     return p
 
 
@@ -185,7 +303,7 @@ def make_service(in_process: bool, home: str | None = None) -> tuple[Any, str]:
     if not in_process:
         from engram_core import client
 
-        return client.connect(home), "daemon"
+        return client.RemoteService(home, request_timeout=REQUEST_TIMEOUT_S).connect(), "daemon"
     from engram_core.service import EngramService
 
     return EngramService(home), "in-process"
@@ -197,27 +315,61 @@ def main(argv: list[str] | None = None) -> int:
         args = args[1:]
     opts = _build_parser().parse_args(args)
     from engram_core.config import engram_home, find_project_root
+    from engram_core.demo import demo_root, open_demo, remove_demo
 
-    project = str(find_project_root(opts.project or os.getcwd()))
-    try:
-        service, source = make_service(opts.in_process, opts.home)
-    except Exception as exc:  # noqa: BLE001 - a start-up failure is a message, not a traceback
-        print(f"engram: cannot reach Engram ({exc}). Start the daemon with `engram serve`, "
-              "or run `engram tui --in-process`.", file=sys.stderr)
-        return 2
     home = Path(opts.home).expanduser() if opts.home else engram_home()
-    app = EngramApp(service, project=None if opts.demo else project, offer_demo=not opts.demo, source=source,
-                    history_path=home / "console_history.jsonl")
+    if opts.remove_demo:
+        try:
+            removed = remove_demo(demo_root(home))
+        except ValueError as exc:
+            print(f"engram: {exc}", file=sys.stderr)
+            return 2
+        print(f"demo removed ({demo_root(home)})" if removed else f"no demo to remove ({demo_root(home)})")
+        return 0
+    if opts.reset and not opts.demo:
+        print("engram: --reset rebuilds the demo: use it with --demo", file=sys.stderr)
+        return 2
+    report = None
     if opts.demo:
-        app.call_later(app.load_demo)
+        # The demo never goes through the user's daemon: its own data root, opened here.
+        try:
+            service, report = open_demo(demo_root(home), reset=opts.reset,
+                                        progress=lambda text: print(text, file=sys.stderr, flush=True))
+        except Exception as exc:  # noqa: BLE001 - a start-up failure is a message, not a traceback
+            print(f"engram: cannot open the demo ({exc})", file=sys.stderr)
+            return 2
+        source = "demo"
+        project = report.project_root
+    else:
+        project = str(find_project_root(opts.project or os.getcwd()))
+        try:
+            service, source = make_service(opts.in_process, opts.home)
+        except Exception as exc:  # noqa: BLE001 - a start-up failure is a message, not a traceback
+            print(f"engram: cannot reach Engram ({exc}). Start the daemon with `engram serve`, "
+                  "or run `engram tui --in-process`.", file=sys.stderr)
+            return 2
+    app = EngramApp(service, project=project, session=report.session_key if report else None,
+                    offer_demo=not opts.demo, source=source, history_path=home / "console_history.jsonl",
+                    demo_root=demo_root(home))
     try:
         app.run()
     finally:
-        close = getattr(service, "close", None)
-        if callable(close):
-            close()
+        # Closing waits for a call in flight; a hung daemon must not hold up quitting, so give it a moment only.
+        closer = threading.Thread(target=_close_all, args=(app, service), daemon=True)
+        closer.start()
+        closer.join(CLOSE_WAIT_S)
     # Textual prints the traceback and sets 1 when the app died on an error: the shell must see it.
     return app.return_code or 0
+
+
+CLOSE_WAIT_S = 2.0
+
+
+def _close_all(app: EngramApp, service: Any) -> None:
+    app.close_services()
+    close = getattr(service, "close", None)
+    if callable(close):
+        close()
 
 
 if __name__ == "__main__":

@@ -10,6 +10,8 @@ from textual.message import Message
 class ServiceDone(Message):
     """A service call finished; ``tag`` says which handler (``done_<tag>``) takes the result."""
 
+    exclusive = False  # only the newest call with this tag counts (set by the sender)
+
     def __init__(self, tag: str, result: Any, context: Any = None, seq: int = 0) -> None:
         super().__init__()
         self.tag = tag
@@ -20,6 +22,8 @@ class ServiceDone(Message):
 
 class ServiceFailed(Message):
     """A service call raised; the UI shows ``text`` and keeps working."""
+
+    exclusive = False
 
     def __init__(self, tag: str, error: BaseException, text: str, context: Any = None, seq: int = 0) -> None:
         super().__init__()

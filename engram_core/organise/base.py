@@ -13,7 +13,7 @@ from pydantic import validate_call
 from surrealdb import RecordID
 
 from ..models import Memory, MemoryIn, Scope
-from ..service import API_METHODS, EngramError, EngramService, NotFound
+from ..service import API_METHODS, EngramError, EngramService, NotFound, counted
 from ..store import ScopeStore, key_of, plain
 
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ __all__ = ["EngramError", "EngramService", "NotFound", "api"]
 
 def api(fn: F) -> F:
     """Register a module-level function (service first) with the daemon, arguments validated by pydantic."""
-    checked = validate_call(config={"arbitrary_types_allowed": True})(fn)
+    checked = counted(validate_call(config={"arbitrary_types_allowed": True})(fn))
     API_METHODS[fn.__name__] = checked
     ORGANISE_API[fn.__name__] = checked
     return checked  # type: ignore[return-value]

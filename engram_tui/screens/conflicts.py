@@ -69,6 +69,9 @@ class ConflictsScreen(ServiceScreen):
     def action_refresh(self) -> None:
         self.load()
 
+    def refresh_data(self) -> None:
+        self.load()
+
     def load(self) -> None:
         if not available(self.engram.service, "list_contradictions"):
             self._not_available()

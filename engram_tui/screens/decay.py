@@ -80,7 +80,7 @@ class DecayScreen(ServiceScreen):
         self.query_one("#decay-scopes").border_title = "Mean strength by scope"
         # Live: re-read the selected memory (an agent's recall strengthens it) and move with the clock.
         self.set_interval(2.0, self._tick)
-        self.set_interval(30.0, self.load_aggregates)
+        self.set_interval(30.0, self._tick_aggregates)
 
     def on_screen_resume(self) -> None:
         self.load_selected()
@@ -94,6 +94,14 @@ class DecayScreen(ServiceScreen):
         self.zoom = min(16.0, max(1 / 16, self.zoom * factor))
         self.draw_memory()
         self.draw_aggregates()
+
+    def _tick_aggregates(self) -> None:
+        if self.app.screen is self:  # hidden panes cost the daemon nothing
+            self.load_aggregates()
+
+    def refresh_data(self) -> None:
+        self.load_selected(quiet=True)
+        self.load_aggregates()
 
     def _tick(self) -> None:
         if self.app.screen is self:

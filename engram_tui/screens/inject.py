@@ -45,6 +45,9 @@ class InjectScreen(ServiceScreen):
     def action_refresh(self) -> None:
         self.load()
 
+    def refresh_data(self) -> None:
+        self.load()
+
     def load(self) -> None:
         self.query_one("#inject-status", Static).update("computing…")
         self.call_service("preview", "injection_context", project=self.engram.project, session=self.engram.session)

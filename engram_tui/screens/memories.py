@@ -11,6 +11,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.content import Content
 from textual.reactive import var
 from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Header, Input, Static, Tree
@@ -27,20 +28,25 @@ from .base import ServiceScreen
 from .dialogs import ConfirmScreen, EditMemoryScreen
 
 PAGE_SIZE = 200
+AGE_TICK_S = 10.0
 FILTER_DEBOUNCE_S = 0.12
 
-# column key → (label, list_memories order key or None when the database cannot sort by it)
+# column key → (label, list_memories order key or None when the database cannot sort by it). In the order shown:
+# what matters most first, so a narrow terminal still sees content, strength and status.
 COLUMNS: dict[str, tuple[str, str | None]] = {
     "content": ("Content", "content"),
+    "strength": ("Strength", "memory_strength"),
+    "status": ("Status", "status"),
     "type": ("Type", "memory_type"),
     "scope": ("Scope", None),
-    "status": ("Status", "status"),
-    "strength": ("Strength", "memory_strength"),
     "importance": ("Imp", "importance"),
     "access": ("Acc", "access_count"),
     "last": ("Last access", "last_accessed_at"),
     "created": ("Created", "created_at"),
 }
+WIDTHS = {"strength": 11, "status": 12, "type": 10, "scope": 7, "importance": 4, "access": 3, "last": 11}
+CONTENT_MIN, CONTENT_MAX = 24, 90
+NARROW = 110  # below this many columns the scope tree starts hidden (t shows it)
 SORTABLE = [k for k, (_, order) in COLUMNS.items() if order]
 SEARCH_COLUMNS = {"score": "Score", "fused": "Fused", "bm25": "BM25#", "vector": "Vec#"}
 
@@ -66,16 +72,21 @@ class MemoriesScreen(ServiceScreen):
         Binding("s", "focus_search", "Search", id="memories.search", tooltip="Hybrid recall, scores shown"),
         Binding("e", "edit", "Edit", id="memories.edit", tooltip="Edit content, tags, importance"),
         Binding("p", "pin", "Pin", id="memories.pin", tooltip="Pin or unpin"),
-        Binding("P", "promote", "Promote", id="memories.promote", tooltip="Promote to the next scope up"),
+        Binding("P", "promote", "Promote", show=False, id="memories.promote", tooltip="Promote to the next scope up"),
         Binding("a", "archive", "Archive", id="memories.archive", tooltip="Archive (asks first)"),
         Binding("d,delete", "forget", "Forget", id="memories.forget", tooltip="Forget (asks first)"),
         Binding("u,ctrl+z", "undo", "Undo", id="memories.undo", tooltip="Undo the last change on this screen"),
-        Binding("o", "cycle_sort", "Sort", id="memories.sort", tooltip="Sort by the next column"),
+        Binding("o", "cycle_sort", "Sort", show=False, id="memories.sort", tooltip="Sort by the next column"),
         Binding("O", "reverse_sort", "Reverse", show=False, id="memories.reverse"),
         Binding("right_square_bracket", "page(1)", "Next page", show=False, id="memories.next_page"),
         Binding("left_square_bracket", "page(-1)", "Prev page", show=False, id="memories.prev_page"),
         Binding("R", "refresh", "Refresh", show=False, id="memories.refresh"),
         Binding("escape", "clear_search", "Clear search", show=False, id="memories.clear_search"),
+        Binding("t", "toggle_tree", "Tree", id="memories.tree", tooltip="Show or hide the scope tree"),
+        Binding("z", "maximize_pane", "Zoom", id="memories.zoom",
+                tooltip="Maximise the focused part (table, tree, detail); z or esc restores"),
+        Binding("D", "app.load_demo", "Demo", show=False, id="memories.demo",
+                tooltip="Open the demo set (its own data root, never mixed with your memories)"),
     ]
 
     tq: var[TableQuery] = var(TableQuery, init=False)
@@ -94,6 +105,9 @@ class MemoriesScreen(ServiceScreen):
         self.last_page_ms: float | None = None
         self.last_fill_ms: float | None = None
         self._filter_timer: Timer | None = None
+        self._to_top = False
+        self._content_width = 46
+        self._narrow: bool | None = None
         self.pages_loaded = 0
 
     # ── layout ──────────────────────────────────────────────
@@ -119,20 +133,89 @@ class MemoriesScreen(ServiceScreen):
         # The tree loads after the first page: a daemon client answers one request at a time, and the
         # table is what a person looks at first.
         self.query_one("#memory-table", DataTable).focus()
+        self.set_interval(AGE_TICK_S, self._tick_ages)
+
+    def on_screen_resume(self) -> None:
+        # Back from another pane (or a dialog): what changed meanwhile shows at once.
+        if self.pages_loaded:
+            self.refresh_all()
+
+    def refresh_data(self) -> None:
+        self.refresh_all()
+
+    def _tick_ages(self) -> None:
+        """"22 s ago" moves on with the clock, without asking the service."""
+        if self.app.screen is not self:
+            return
+        table = self.query_one("#memory-table", DataTable)
+        now = self.engram.now()
+        for row_key in list(table.rows):
+            m = self.rows.get(str(row_key.value).split("#", 1)[0])
+            if m is not None:
+                table.update_cell(row_key, "last", plain(age(attr(m, "last_accessed_at"), now)))
+
+    def content_width(self, search: bool | None = None) -> int:
+        """The content column takes what the others leave (each column has 2 cells of padding)."""
+        search = bool(self.search_text) if search is None else search
+        table = self.query_one("#memory-table", DataTable)
+        avail = (table.size.width or 100) - 2
+        others = sum(WIDTHS.values()) + 2 * (len(WIDTHS) + 1) + (4 * 8 if search else 0)
+        return max(CONTENT_MIN, min(CONTENT_MAX, avail - others))
 
     def _set_columns(self, search: bool) -> None:
         table = self.query_one("#memory-table", DataTable)
         table.clear(columns=True)
-        width = 40 if search else 48
+        self._content_width = self.content_width(search)
         if search:
             for key, label in SEARCH_COLUMNS.items():
                 table.add_column(label, key=key, width=6)
-        for key, (label, _) in COLUMNS.items():
+        for key, (label, order) in COLUMNS.items():
             if key == "created":
                 continue
-            table.add_column(label, key=key, width={"content": width, "type": 10, "scope": 7, "status": 12,
-                                                    "strength": 12, "importance": 4, "access": 4,
-                                                    "last": 12}[key])
+            if order is not None and order == self.tq.order and not search:
+                label += " ↓" if self.tq.descending else " ↑"  # the sorted column is marked
+            table.add_column(label, key=key, width=self._content_width if key == "content" else WIDTHS[key])
+
+    def on_resize(self) -> None:
+        narrow = self.app.size.width < NARROW
+        if narrow != self._narrow:
+            self._narrow = narrow
+            self.query_one("#scope-tree").display = not narrow
+        self.call_after_refresh(self._refit)
+
+    def _refit(self) -> None:
+        if self.is_mounted and self.content_width() != self._content_width:
+            self._set_columns(bool(self.search_text))
+            self._refill()
+
+    def _refill(self) -> None:
+        if self.search_text:
+            hits = list(self.hits.values())
+            self._fill([attr(h, "memory") for h in hits], hits=hits)
+        else:
+            self._fill(list(self.rows.values()), hits=None)
+
+    def action_toggle_tree(self) -> None:
+        tree = self.query_one("#scope-tree")
+        tree.display = not tree.display
+        if tree.display:
+            tree.focus()
+        else:
+            self.query_one("#memory-table", DataTable).focus()
+        self.call_after_refresh(self._refit)
+
+    def action_maximize_pane(self) -> None:
+        """z: the focused part (table, tree or detail) takes the whole screen; z or escape gives it back."""
+        if self.maximized is not None:
+            self.minimize()
+            return
+        focused = self.focused
+        detail = self.query_one(DetailPane)
+        if focused is None or focused.id not in ("memory-table", "scope-tree"):
+            target: Any = detail
+        else:
+            target = focused
+        self.maximize(target, container=False)
 
     # ── loading ─────────────────────────────────────────────
     def load_tree(self) -> None:
@@ -172,7 +255,11 @@ class MemoriesScreen(ServiceScreen):
         tree = self.query_one(ScopeTree)
         tree.rebuild(result["projects"], result["sessions"], self.engram.project, fixed)
 
-    def watch_tq(self, _old: TableQuery, _new: TableQuery) -> None:
+    def watch_tq(self, old: TableQuery, new: TableQuery) -> None:
+        # A new sort, filter or page starts at its first row (a refresh keeps the cursor where it was).
+        self._to_top = True
+        if (old.order, old.descending) != (new.order, new.descending) and not self.search_text:
+            self._set_columns(search=False)  # the header marks the sorted column
         if not self.search_text:
             self.load_page()
 
@@ -197,6 +284,11 @@ class MemoriesScreen(ServiceScreen):
         self.rows = {attr(m, "id"): m for m in items}
         self._fill(items, hits=None)
         self._update_status()
+        q = self.tq
+        if not self.total and not (q.text or q.status or q.memory_type) and q.scope == "project":
+            from ..app import EMPTY_HELP
+
+            self.query_one(DetailPane).clear(Content(EMPTY_HELP + "\n\nPress D to open the demo now."))
         # Request → rows in the table (bench/tui.py reads it; it is also what a keystroke in the filter costs).
         self.last_page_ms = (time.perf_counter() - self._page_t0) * 1000
         self.last_fill_ms = (time.perf_counter() - t_fill) * 1000
@@ -212,26 +304,27 @@ class MemoriesScreen(ServiceScreen):
 
     def _fill(self, items: list[Any], hits: list[Any] | None) -> None:
         table = self.query_one("#memory-table", DataTable)
-        keep = self.current_id
+        keep = None if self._to_top else self.current_id
+        self._to_top = False
         table.clear()
         now = self.engram.now()
-        width = 40 if hits is not None else 48
+        width = self._content_width
         for i, m in enumerate(items):
             mid = attr(m, "id")
             strength = float(attr(m, "memory_strength", 0.0))
             status = getattr(attr(m, "status"), "value", attr(m, "status"))
             mtype = getattr(attr(m, "memory_type"), "value", attr(m, "memory_type"))
             scope = getattr(attr(m, "scope"), "value", attr(m, "scope"))
-            content = short(visible(attr(m, "content") or ""), width - 2)
+            content = short(visible(attr(m, "content") or ""), width)
             if attr(m, "pinned"):
-                content = "📌" + short(visible(attr(m, "content") or ""), width - 4)
+                content = "📌" + short(visible(attr(m, "content") or ""), width - 2)
             row: list[Any] = []
             if hits is not None:
                 sc = attr(hits[i], "scores")
                 row += [f"{attr(sc, 'final', 0):.3f}", f"{attr(sc, 'fused', 0):.3f}",
                         str(attr(sc, "bm25_rank") or "—"), str(attr(sc, "vector_rank") or "—")]
-            row += [content, mtype, scope, Text(status, style=_status_style(status)),
-                    Text(f"{strength_bar(strength)} {strength:.2f}", style=_strength_style(strength)),
+            row += [content, Text(f"{strength_bar(strength, 5)} {strength:.2f}", style=_strength_style(strength)),
+                    Text(status, style=_status_style(status)), mtype, scope,
                     f"{attr(m, 'importance'):.2f}", str(attr(m, "access_count")),
                     age(attr(m, "last_accessed_at"), now)]
             key = mid if mid not in table.rows else f"{mid}#{i}"
@@ -370,12 +463,18 @@ class MemoriesScreen(ServiceScreen):
             self.action_clear_search()
             return
         self.search_text = text
-        q = self.tq
         self.query_one("#table-status", Static).update(markup("searching for [b]$t[/]…", t=repr(text)))
-        self.call_service("search", "recall", text, project=q.project, session=q.session or self.engram.session,
-                          limit=100, scope="all", types=[q.memory_type] if q.memory_type else None,
-                          statuses=[q.status] if q.status else None, strengthen=False, log=False)
+        self._to_top = True
+        self._recall()
         self.query_one("#memory-table", DataTable).focus()
+
+    def _recall(self) -> None:
+        """The agent's recall, within what the tree selects (type, status), never strengthening what it shows."""
+        q = self.tq
+        self.call_service("search", "recall", self.search_text, project=q.project,
+                          session=q.session or self.engram.session, limit=100, scope="all",
+                          types=[q.memory_type] if q.memory_type else None,
+                          statuses=[q.status] if q.status else None, strengthen=False, log=False)
 
     def done_search(self, result: Any, _m: ServiceDone) -> None:
         if not self.search_text:
@@ -398,6 +497,14 @@ class MemoriesScreen(ServiceScreen):
             self._set_columns(search=False)
 
     def action_clear_search(self) -> None:
+        """Escape: restore a maximised part, else leave the search, else clear the filter."""
+        if self.maximized is not None:
+            self.minimize()
+            return
+        filt = self.query_one("#filter", Input)
+        if not self.search_text and filt.value:
+            filt.value = ""
+            self._apply_filter("")
         if self.search_text:
             self.query_one("#search", Input).value = ""
             self._leave_search()
@@ -439,9 +546,7 @@ class MemoriesScreen(ServiceScreen):
 
     def refresh_all(self) -> None:
         if self.search_text:
-            self.call_service("search", "recall", self.search_text, project=self.tq.project,
-                              session=self.tq.session or self.engram.session, limit=100, scope="all",
-                              strengthen=False, log=False)
+            self._recall()
         else:
             self.load_page()
         self.load_tree()
@@ -524,8 +629,8 @@ class MemoriesScreen(ServiceScreen):
         if m is None:
             return
         entry = UndoEntry("forget", attr(m, "id"), "forget", before=self._before(m))
-        self._ask(markup("Forget this memory? Its content and embedding are cleared (the skeleton stays for "
-                         "history).\nYou can undo (u) until you leave this screen.\n\n$c",
+        self._ask(markup("Forget this memory? Recall and injection stop using it (it is archived and keeps its "
+                         "text: u undoes it here, `engram restore` later).\n\n$c",
                          c=short(attr(m, "content"), 200)),
                   lambda: self.call_service("mutate", "forget", attr(m, "id"), reason="forgotten in the TUI",
                                             context=entry),

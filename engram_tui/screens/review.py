@@ -37,8 +37,10 @@ def memory_card(m: Any, now: Any) -> Content:
 class ReviewScreen(ServiceScreen):
     BINDINGS = [
         Binding("a", "approve", "Approve", id="review.approve", tooltip="Approve the proposal (uses your edits)"),
-        Binding("r", "reject", "Reject", id="review.reject", tooltip="Reject the proposal"),
-        Binding("e", "edit", "Edit proposal", id="review.edit", tooltip="Edit the merged text, then approve"),
+        Binding("r", "reject", "Reject", id="review.reject", tooltip="Reject the proposal (asks first)"),
+        Binding("e", "edit", "Edit proposal", id="review.edit", tooltip="Edit the merged text (esc: done), then a"),
+        Binding("escape", "leave_editor", "Done editing", show=False, id="review.leave",
+                tooltip="Leave the proposal editor (your text is kept for the approval)"),
         Binding("R", "refresh", "Refresh", id="review.refresh"),
     ]
 
@@ -54,7 +56,7 @@ class ReviewScreen(ServiceScreen):
         with Vertical(id="review"):
             yield Static("", id="review-status")
             yield DataTable(id="review-queue", cursor_type="row")
-            yield Horizontal(id="review-sources")
+            yield VerticalScroll(id="review-sources")
             with Horizontal(id="review-proposal-row"):
                 yield TextArea("", id="review-proposal", soft_wrap=True)
                 yield Static("", id="review-result")
@@ -68,7 +70,8 @@ class ReviewScreen(ServiceScreen):
                                   ("created", "Queued", 12)):
             table.add_column(label, key=key, width=width)
         self.query_one("#review-sources").border_title = "Source memories"
-        self.query_one("#review-proposal").border_title = "Proposed merged memory (editable)"
+        self.query_one("#review-proposal").border_title = "Proposed merged memory (e edits · esc done)"
+        self.query_one("#review-queue", DataTable).focus()
         self.query_one("#review-result").border_title = "Result"
 
     def on_screen_resume(self) -> None:
@@ -76,6 +79,10 @@ class ReviewScreen(ServiceScreen):
 
     def action_refresh(self) -> None:
         self.load()
+
+    def refresh_data(self) -> None:
+        if not self.query_one("#review-proposal", TextArea).has_focus:  # never under someone's edit
+            self.load()
 
     def load(self) -> None:
         if not available(self.engram.service, "list_consolidations"):
@@ -116,8 +123,10 @@ class ReviewScreen(ServiceScreen):
         self.query_one("#review-status", Static).update(
             f"[b]{len(self.items)}[/] pending consolidation(s) · a approve · e edit then approve · r reject")
         if self.items:
-            table.move_cursor(row=0)
-            self._show(next(iter(self.items)))
+            keep = str(attr(self.current, "id")) if self.current is not None else None
+            iid = keep if keep in self.items else next(iter(self.items))
+            table.move_cursor(row=list(self.items).index(iid))
+            self._show(iid)
         else:
             self.current = None
             self._show_result()
@@ -133,10 +142,14 @@ class ReviewScreen(ServiceScreen):
         it = self.items[iid]
         self.current = it
         now = self.engram.now()
-        box = self.query_one("#review-sources", Horizontal)
+        # One scrollable list, however big the cluster (72 sources were 72 cards too narrow to read).
+        sources = list(attr(it, "sources") or [])
+        box = self.query_one("#review-sources", VerticalScroll)
+        box.border_title = f"Source memories ({len(sources)})"
         box.remove_children()
-        box.mount_all([VerticalScroll(Static(memory_card(m, now)), classes="card")
-                       for m in attr(it, "sources") or []])
+        box.mount_all([Static(markup("[b]$n.[/] ", n=i + 1) + memory_card(m, now), classes="source")
+                       for i, m in enumerate(sources)])
+        box.scroll_home(animate=False)
         proposal = attr(it, "proposal") or {}
         self.query_one("#review-proposal", TextArea).text = attr(proposal, "content") or ""
         self._show_result(markup(
@@ -150,6 +163,9 @@ class ReviewScreen(ServiceScreen):
 
     def action_edit(self) -> None:
         self.query_one("#review-proposal", TextArea).focus()
+
+    def action_leave_editor(self) -> None:
+        self.query_one("#review-queue", DataTable).focus()
 
     def action_approve(self) -> None:
         it = self.current
@@ -173,8 +189,16 @@ class ReviewScreen(ServiceScreen):
         it = self.current
         if it is None:
             return
-        self.call_service("rejected", "reject_consolidation", attr(it, "id"), project=self.engram.project,
-                          reason="rejected in the TUI", context=it)
+
+        def go(ok: bool | None) -> None:
+            if ok:
+                self.call_service("rejected", "reject_consolidation", attr(it, "id"), project=self.engram.project,
+                                  reason="rejected in the TUI", context=it)
+
+        n = len(attr(it, "sources") or [])
+        self.app.push_screen(ConfirmScreen(
+            f"Reject this consolidation? The {n} source memories stay as they are and the proposal leaves the queue.",
+            title="Reject consolidation"), go)
 
     def done_approved(self, result: Any, message: ServiceDone) -> None:
         it = message.context

@@ -1,24 +1,48 @@
-"""The pane switcher under the header: the key for each pane, the current one highlighted, clickable."""
+"""The pane switcher under the header: the key for each pane, the current one highlighted, clickable; busy sign."""
 
 from __future__ import annotations
 
+from textual.content import Content
 from textual.widgets import Static
 
 PANES = [("1", "memories", "Memories"), ("2", "decay", "Decay"), ("3", "review", "Consolidation"),
          ("4", "conflicts", "Contradictions"), ("5", "console", "SurrealQL"), ("6", "inject", "Injection")]
+SHORT = {"memories": "Mem", "decay": "Decay", "review": "Review", "conflicts": "Conflicts", "console": "SQL",
+         "inject": "Inject"}
+HINT = "   [dim]1–6 or alt+1–6 switch · ? help · ctrl+p commands[/]"
 
 
 class ModeBar(Static):
     def __init__(self, current: str) -> None:
         super().__init__(classes="modebar")
         self.current = current
+        self.busy = ""
 
     def on_mount(self) -> None:
+        self._render_bar()
+
+    def on_resize(self) -> None:
+        self._render_bar()
+
+    def set_busy(self, text: str) -> None:
+        if text != self.busy:
+            self.busy = text
+            self._render_bar()
+
+    def _render_bar(self) -> None:
         parts = []
+        narrow = self.app.size.width < 110
         for key, mode, label in PANES:
-            text = f" {key} {label} "
+            text = f" {key} {SHORT[mode] if narrow else label} "
             if mode == self.current:
                 parts.append(f"[reverse b]{text}[/]")
             else:
                 parts.append(f"[@click=app.mode('{mode}')]{text}[/]")
-        self.update(" ".join(parts) + "   [dim]1–6 or alt+1–6 switch · ? help · ctrl+p commands[/]")
+        bar = Content.from_markup(" ".join(parts))
+        if self.busy:
+            bar += Content.from_markup("  [b $warning]$busy[/]", busy=self.busy)
+        elif not narrow:
+            bar += Content.from_markup(HINT)
+        else:
+            bar += Content.from_markup("  [dim]? help[/]")
+        self.update(bar)

@@ -87,7 +87,7 @@ def make_app(service: Any, env: DemoEnv, **kwargs: Any) -> Any:
 
 
 async def settle(pilot: Any, rounds: int = 3) -> None:
-    """Wait until no worker has run for ``rounds`` consecutive checks (service calls run in threads, and a
+    """Wait until no call has run for ``rounds`` consecutive checks (service calls run in threads, and a
     result often starts the next call: the tree loads after the first page, the detail after a selection)."""
     from textual.worker import WorkerCancelled, WorkerState
 
@@ -97,7 +97,8 @@ async def settle(pilot: Any, rounds: int = 3) -> None:
         with contextlib.suppress(WorkerCancelled):
             await pilot.app.workers.wait_for_complete()
         await pilot.pause(0.05)
-        busy = any(w.state in (WorkerState.PENDING, WorkerState.RUNNING) for w in pilot.app.workers)
+        busy = any(w.state in (WorkerState.PENDING, WorkerState.RUNNING) for w in pilot.app.workers) or bool(
+            getattr(pilot.app, "inflight", 0))
         quiet = 0 if busy else quiet + 1
         if quiet >= rounds:
             return

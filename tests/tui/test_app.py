@@ -73,7 +73,7 @@ async def test_tree_node_filters_the_table(demo_service: Any, demo_env: DemoEnv)
                                               memory_type="procedural", limit=1).total
         t = table(app)
         assert t.row_count == expected
-        assert {t.get_row_at(i)[1].plain for i in range(t.row_count)} == {"procedural"}
+        assert {t.get_cell(k, "type").plain for k in t.rows} == {"procedural"}
 
 
 async def test_filter_as_you_type(demo_service: Any, demo_env: DemoEnv) -> None:
@@ -161,7 +161,7 @@ async def test_forget_asks_first_and_can_be_undone(demo_service: Any, demo_env: 
         await pilot.press("y")
         await settle(pilot)
         gone = demo_service.get(mid)
-        assert gone.status == "archived"  # forget archives (seed 002 /forget); the text stays, restorable
+        assert gone.status == "archived", "forget is a soft delete: archived, restorable"
         assert gone.content == before.content
         await pilot.press("u")
         await settle(pilot)
@@ -343,8 +343,10 @@ async def test_through_the_real_daemon(demo_env: DemoEnv) -> None:
             await pilot.press("slash", *"redis")
             await settle(pilot, 5)
             assert 0 < table(app).row_count < 20
+            await pilot.press("escape")  # clears the filter: the list starts again at its first row
+            await settle(pilot, 5)
             mid = app.selected_id
-            await pilot.press("escape", "a", "y")
+            await pilot.press("a", "y")
             await settle(pilot, 5)
             assert client.get(mid).status == "archived"
             await pilot.press("u")

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 from conftest import DemoEnv, make_app, settle
 
-SIZE = (160, 50)
+SIZE = (160, 48)
+SMALL = (80, 24)
 Steps = Callable[[Any], Awaitable[None]]
 
 
@@ -96,3 +97,13 @@ CASES: dict[str, Steps] = {
 def test_snapshot(name: str, snap_compare: Any, demo_service: Any, demo_env: DemoEnv) -> None:
     app = make_app(demo_service, demo_env)
     assert snap_compare(app, terminal_size=SIZE, run_before=CASES[name])
+
+
+# The same panes at 80×24: every part keeps a usable height, nothing essential is cut.
+SMALL_CASES = ["memories", "forget_confirm", "edit_dialog", "decay", "review", "conflicts", "console"]
+
+
+@pytest.mark.parametrize("name", SMALL_CASES)
+def test_snapshot_small(name: str, snap_compare: Any, demo_service: Any, demo_env: DemoEnv) -> None:
+    app = make_app(demo_service, demo_env)
+    assert snap_compare(app, terminal_size=SMALL, run_before=CASES[name])
