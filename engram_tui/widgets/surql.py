@@ -55,10 +55,10 @@ class ResultsViewer(TabbedContent):
         # Imported here: pyarrow behind it costs ~0.25 s, which the first paint of the app should not pay.
         from textual_fastdatatable import DataTable as FastTable
 
-        # The old tabs leave asynchronously: ids unique per run, so the next run's tabs never collide with
-        # them (they did: DuplicateIds on every second run).
+        # The old tabs leave asynchronously: ids unique per run (they collided: DuplicateIds on every second run),
+        # and the new ones are added only once the old are gone, the first made active (else a blank body).
         self.runs += 1
-        self.clear_panes()
+        panes: list[TabPane] = []
         for i, st in enumerate(statements, start=1):
             error = attr(st, "error")
             rows = attr(st, "rows") or []
@@ -76,4 +76,13 @@ class ResultsViewer(TabbedContent):
                                  max_column_content_width=60, render_markup=False)
             else:
                 body = Static("[dim]no rows[/]")
-            self.add_pane(TabPane(label, body, id=f"result-{self.runs}-{i}"))
+            panes.append(TabPane(label, body, id=f"result-{self.runs}-{i}"))
+
+        async def swap() -> None:
+            await self.clear_panes()
+            for pane in panes:
+                await self.add_pane(pane)
+            if panes and panes[0].id:
+                self.active = panes[0].id
+
+        self.run_worker(swap(), exclusive=True, group="results")

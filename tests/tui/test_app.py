@@ -334,7 +334,9 @@ async def test_through_the_real_daemon(demo_env: DemoEnv) -> None:
     try:
         from engram_tui.app import EngramApp
 
-        app = EngramApp(client, project=demo_env.project, session=demo_env.session, offer_demo=False)
+        # No session: the demo's was started on the frozen 2025 clock, and a daemon on the real clock ends it as
+        # stale when it starts (the service's stale-session recovery), so it is no live session there.
+        app = EngramApp(client, project=demo_env.project, offer_demo=False)
         async with app.run_test(size=SIZE) as pilot:
             await settle(pilot, 5)
             assert app.last_error is None, app.last_error

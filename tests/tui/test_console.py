@@ -27,6 +27,8 @@ async def test_many_runs_in_a_row_each_show_their_result(demo_service: Any, demo
             assert app.last_error is None, app.last_error
             panes = list(app.screen.query(TabPane))
             assert len(panes) == n, "every run replaces the previous tabs, whatever ran before"
+            results = app.screen.query_one("#console-results")
+            assert results.active == panes[0].id, "the new first tab is shown (a removed one left a blank body)"
             assert f"{n} statement(s)" in str(app.screen.query_one("#console-results").border_title)
 
 
