@@ -65,7 +65,11 @@ def log_problem(event: str, reason: str, detail: str) -> None:
         os.makedirs(h, mode=0o700, exist_ok=True)
         fd = os.open(os.path.join(h, "hooks.log"), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
-            line = " ".join(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {event or '-'} {reason}: {detail}".split())
+            # Details quote their input (a command, a daemon error): redacted whole before the line is cut.
+            safe = redact(detail)
+            if safe is None:
+                safe = "[detail withheld: redaction unavailable]"
+            line = " ".join(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {event or '-'} {reason}: {safe}".split())
             os.write(fd, (line[:2000] + "\n").encode("utf-8", "replace"))
         finally:
             os.close(fd)
@@ -88,8 +92,8 @@ def redact(text: str) -> str | None:
 
             _REDACT = redaction.redact_text
         except Exception as exc:
+            _REDACT = False  # before logging: the log line itself asks for redaction
             log_problem("-", "redaction-unavailable", f"{exc.__class__.__name__}: {exc}; tool output withheld")
-            _REDACT = False
     if _REDACT is False:
         return None
     return _REDACT(text)  # type: ignore[operator]

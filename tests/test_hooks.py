@@ -684,3 +684,18 @@ def test_a_session_ended_without_its_hook_leaves_no_failure_marker(daemon: Daemo
     c.call("end_session", session=sid, reason="recovered")
     c.close()
     assert not marker.exists()
+
+
+def test_hooks_log_lines_are_redacted_before_they_are_cut(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """hooks.log details quote commands and daemon errors: a secret in one never reaches the file."""
+    import importlib.util
+
+    monkeypatch.setenv("ENGRAM_HOME", str(tmp_path))
+    spec = importlib.util.spec_from_file_location("engram_hook_under_test", HOOK_SCRIPT)
+    assert spec is not None and spec.loader is not None
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    secret = "ghp_" + "Z" * 36
+    hook.log_problem("PostToolUse", "spooled", "x" * 1990 + f" export GITHUB_TOKEN={secret}")
+    text = (tmp_path / "hooks.log").read_text()
+    assert secret[:12] not in text and "spooled" in text
