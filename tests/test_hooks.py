@@ -696,6 +696,6 @@ def test_hooks_log_lines_are_redacted_before_they_are_cut(tmp_path: Path, monkey
     hook = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(hook)
     secret = "ghp_" + "Z" * 36
-    hook.log_problem("PostToolUse", "spooled", "x" * 1990 + f" export GITHUB_TOKEN={secret}")
+    hook.log_problem("PostToolUse", "spooled", "x" * 1900 + f" export GITHUB_TOKEN={secret}")
     text = (tmp_path / "hooks.log").read_text()
     assert secret[:12] not in text and "spooled" in text
