@@ -8,6 +8,7 @@ so the UI never freezes; failures become notifications, never tracebacks.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import os
 import sys
@@ -94,6 +95,7 @@ class EngramApp(App[None]):
         self._tokens = itertools.count(1)
         self.revision_seen: int | None = None
         self._polling = False
+        self._outage = False
 
     def now(self) -> datetime:
         return self.clock.now()
@@ -159,28 +161,34 @@ class EngramApp(App[None]):
 
     def poll_revision(self) -> None:
         """Ask the service's change counter (one cheap call, only while a pane is shown); reload on a change."""
-        from .backend import available
+        from .backend import available, describe_error
         from .screens.base import ServiceScreen
 
-        if self._polling or not self.screen_stack or not isinstance(self.screen, ServiceScreen) \
-                or not available(self.service, "revision"):
+        if self._polling or not self.screen_stack or not isinstance(self.screen, ServiceScreen):
             return
         self._polling = True
         service = self.service
 
         def ask() -> None:
+            error = None
             try:
-                rev = int(service.revision())
-            except Exception:  # noqa: BLE001 - the panes report an unreachable service themselves
-                rev = None
-            self.call_from_thread(self._revision_answer, rev, service)
+                rev = int(service.revision()) if available(service, "revision") else None
+            except Exception as exc:  # noqa: BLE001 - reported once per outage, below
+                rev, error = None, describe_error(exc)
+            with contextlib.suppress(RuntimeError):  # the app quit while the daemon hung
+                self.call_from_thread(self._revision_answer, rev, service, error)
 
         self.spawn("revision", ask)
 
-    def _revision_answer(self, rev: int | None, service: Any) -> None:
+    def _revision_answer(self, rev: int | None, service: Any, error: str | None = None) -> None:
         self._polling = False
+        if error and not self._outage and service is self.service:
+            self._outage = True  # once per outage: the poll runs every 2 s
+            self.notify(f"{error} · q quits at once", title="Engram", severity="error", timeout=10)
+            self.last_error = error
         if rev is None or service is not self.service:
             return
+        self._outage = False
         first = self.revision_seen is None
         changed = rev != self.revision_seen
         self.revision_seen = rev
@@ -362,7 +370,7 @@ def main(argv: list[str] | None = None) -> int:
     return app.return_code or 0
 
 
-CLOSE_WAIT_S = 2.0
+CLOSE_WAIT_S = 0.5
 
 
 def _close_all(app: EngramApp, service: Any) -> None:

@@ -38,6 +38,11 @@ class NotAvailable(RuntimeError):
 
 def available(service: Any, name: str) -> bool:
     """Does this service offer ``name``? In process: it must be a registered API method; remote: the client says."""
+    # The daemon client's method table, as the daemon sent it at connect: read without a call, so the UI
+    # thread never waits on the client's lock (held for up to the request timeout while the daemon hangs).
+    info = service.__dict__.get("info") if hasattr(service, "__dict__") else None
+    if isinstance(info, dict) and info.get("methods"):
+        return name in info["methods"]
     # The daemon client answers from the daemon's own method table (RemoteService.has).
     probe = getattr(type(service), "has", None)
     if callable(probe):

@@ -122,7 +122,8 @@ async def test_a_hung_daemon_is_a_message_in_seconds_and_q_quits_at_once(light_d
     project = tmp_path / "proj"
     (project / ".git").mkdir(parents=True)
     client = RemoteService(light_daemon.home, start=False, request_timeout=2.0).connect()
-    client.store({"content": "a memory [/] before the hang", "scope": "project"}, project=str(project))
+    for text in ("a memory [/] before the hang", "another one, dict[str, int]"):
+        client.store({"content": text, "scope": "project"}, project=str(project))
     pid = light_daemon.proc.pid
     app = EngramApp(client, project=project, offer_demo=False)
     try:
@@ -133,7 +134,12 @@ async def test_a_hung_daemon_is_a_message_in_seconds_and_q_quits_at_once(light_d
             assert await wait_for(pilot, lambda: "unreachable" in (app.last_error or ""), 10), app.last_error
             client.request_timeout = 60.0  # now a call hangs for a minute: quitting must not wait for it
             await pilot.press("R")
-            await pilot.pause(0.3)
+            await pilot.pause(2.5)  # a change poll is now stuck behind the hung call too
+            table = app.screen.query_one("#memory-table", DataTable)
+            row = table.cursor_row
+            t_key = time.monotonic()
+            await pilot.press("j" if row == 0 else "k")
+            assert table.cursor_row != row and time.monotonic() - t_key < 1.0, "keys still work while it hangs"
             t0 = time.monotonic()
             await pilot.press("q")
         assert time.monotonic() - t0 < 2.0
