@@ -379,3 +379,10 @@ def test_cli_feedback_maintain_preview_and_evolve(light_daemon, tmp_path: Path) 
     one_line_error(engram(light_daemon, "evolve", "--rollback", cwd=proj), "nothing to roll back")
     shown = engram(light_daemon, "evolve", cwd=proj)
     assert shown.returncode == 0 and "50 needed" in shown.stdout
+    history = tmp_path / "history.jsonl"
+    history.write_text("\n".join(_lines(6, 300, datetime.now(UTC))) + "\n")
+    aged = engram(light_daemon, "import", str(history), "--dry-run", "--dates", "age", cwd=proj)
+    assert aged.returncode == 0 and "nothing stored" in aged.stdout
+    assert "6 of these would be archived, 6 of them below the forget threshold" in aged.stdout
+    kept = engram(light_daemon, "import", str(history), cwd=proj)
+    assert kept.returncode == 0 and "6 stored" in kept.stdout and "0 of these would be archived" in kept.stdout
