@@ -711,13 +711,14 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "fn", None):
         return cmd_tui(args)
     from .client import DaemonUnavailable, ProtocolMismatch
+    from .config import ConfigError
     from .protocol import RemoteError
 
     try:
         return int(args.fn(args) or 0)
     except RemoteError as exc:
         _die(exc.message)
-    except (DaemonUnavailable, ProtocolMismatch) as exc:
+    except (DaemonUnavailable, ProtocolMismatch, ConfigError) as exc:  # ConfigError: e.g. an unsafe ENGRAM_HOME
         _die(str(exc))
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

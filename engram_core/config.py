@@ -7,9 +7,11 @@ YAML frontmatter, then ``ENGRAM_*`` environment variables (last wins).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
+import stat
 from pathlib import Path
 from typing import Any, Literal
 
@@ -29,24 +31,78 @@ def engram_home() -> Path:
     return Path(raw).expanduser() if raw else Path.home() / ".claude" / "engram"
 
 
+# Names that mark a directory as Engram's own (a data root or a project's store directory).
+ENGRAM_MARKERS = ("user.db", "sessions.db", "project.db", "journal.jsonl", "spool", "engram.sock", "engram.pid",
+                  "launcher.json", "engram.log")
+
+
 def ensure_private_dir(path: Path) -> Path:
-    """Create ``path`` (and parents) and make it owner-only: memories and the socket live here."""
-    path.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR_MODE)
-    os.chmod(path, PRIVATE_DIR_MODE)
+    """Create ``path`` (and parents) owner-only, or check the one that is there: memories and the socket live here.
+
+    An existing directory is never chmodded blindly (ENGRAM_HOME may point at a shared one such as /tmp): a
+    symbolic link, a directory of another user, or one that others may write to or read is refused with a
+    ConfigError, unless it is empty or already Engram's own (then it is made owner-only)."""
+    with contextlib.suppress(FileExistsError):  # a file, or a link to something that is not a directory
+        path.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR_MODE)
+    st = os.lstat(path)
+    if stat.S_ISLNK(st.st_mode):
+        raise ConfigError(f"{path} is a symbolic link: Engram does not follow links in its data directories (they "
+                          "could make it change permissions elsewhere). Replace it with a real directory.")
+    if not stat.S_ISDIR(st.st_mode):
+        raise ConfigError(f"{path} is not a directory")
+    if st.st_uid != os.getuid():
+        raise ConfigError(f"{path} belongs to another user (uid {st.st_uid}): Engram keeps memories only in a "
+                          "directory of its own user. Point ENGRAM_HOME at one.")
+    mode = stat.S_IMODE(st.st_mode)
+    if mode & 0o077:
+        with os.scandir(path) as entries:
+            names = {e.name for e in entries}
+        if names and not names & set(ENGRAM_MARKERS):
+            what = "written" if mode & 0o022 else "read"
+            raise ConfigError(f"{path} can be {what} by other users (mode {oct(mode)}) and is not Engram's: an "
+                              "unsafe place for memories. Point ENGRAM_HOME at a private directory (or chmod 700 "
+                              "this one yourself).")
+        _chmod_nofollow(path, PRIVATE_DIR_MODE)
     return path
 
 
+def _chmod_nofollow(path: Path | str, mode: int) -> None:
+    """chmod that refuses to go through a symbolic link (O_NOFOLLOW), so a planted link cannot redirect it."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        if os.path.islink(path):
+            raise ConfigError(f"{path} is a symbolic link inside an Engram data directory: Engram does not follow "
+                              "links there (it could be made to change permissions elsewhere). Remove it.") from None
+        if isinstance(exc, PermissionError | FileNotFoundError) or not os.path.exists(path):
+            return  # a socket or a file that went away while we walked: nothing of ours to tighten
+        raise
+    try:
+        os.fchmod(fd, mode)
+    finally:
+        os.close(fd)
+
+
 def restrict_tree(path: Path) -> None:
-    """Owner-only permissions on a store directory and everything the engine wrote inside it."""
-    if not path.exists():
+    """Owner-only permissions on a store directory and everything the engine wrote inside it; a symbolic link
+    anywhere in it is refused (ConfigError), never followed."""
+    if not os.path.lexists(path):
         return
-    os.chmod(path, PRIVATE_DIR_MODE if path.is_dir() else PRIVATE_FILE_MODE)
-    if path.is_dir():
+    if os.path.islink(path):
+        raise ConfigError(f"{path} is a symbolic link: Engram does not follow links in its data directories. "
+                          "Remove it.")
+    is_dir = os.path.isdir(path)
+    _chmod_nofollow(path, PRIVATE_DIR_MODE if is_dir else PRIVATE_FILE_MODE)
+    if is_dir:
         for root, dirs, files in os.walk(path):
-            for d in dirs:
-                os.chmod(os.path.join(root, d), PRIVATE_DIR_MODE)
-            for f in files:
-                os.chmod(os.path.join(root, f), PRIVATE_FILE_MODE)
+            for name in dirs:
+                _chmod_nofollow(os.path.join(root, name), PRIVATE_DIR_MODE)
+            for name in files:
+                full = os.path.join(root, name)
+                if stat.S_ISSOCK(os.lstat(full).st_mode):
+                    os.chmod(full, PRIVATE_FILE_MODE)  # a socket cannot be opened; lstat said it is no link
+                else:
+                    _chmod_nofollow(full, PRIVATE_FILE_MODE)
 
 
 def find_project_root(start: Path | str | None = None) -> Path:

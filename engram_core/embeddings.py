@@ -12,9 +12,11 @@ Every provider returns L2-normalised float32 rows of ``dim`` columns.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -92,17 +94,54 @@ def export_onnx(dest: Path) -> Path:
                               token_type_ids=token_type_ids).last_hidden_state
 
     dest.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    _remove_stale_exports(dest)
     tmp = dest.with_suffix(f".{os.getpid()}.tmp")
     dummy = torch.ones((1, 8), dtype=torch.long)
     axes = {0: "batch", 1: "tokens"}
-    with torch.no_grad():
-        torch.onnx.export(_LastHidden(base), (dummy, dummy, torch.zeros_like(dummy)), str(tmp),
-                          input_names=["input_ids", "attention_mask", "token_type_ids"],
-                          output_names=["last_hidden_state"], opset_version=17, dynamo=False,
-                          dynamic_axes={"input_ids": axes, "attention_mask": axes, "token_type_ids": axes,
-                                        "last_hidden_state": axes})
-    os.replace(tmp, dest)  # atomic: two processes exporting at once both end with a whole file
+    try:
+        with torch.no_grad():
+            torch.onnx.export(_LastHidden(base), (dummy, dummy, torch.zeros_like(dummy)), str(tmp),
+                              input_names=["input_ids", "attention_mask", "token_type_ids"],
+                              output_names=["last_hidden_state"], opset_version=17, dynamo=False,
+                              dynamic_axes={"input_ids": axes, "attention_mask": axes, "token_type_ids": axes,
+                                            "last_hidden_state": axes})
+        os.replace(tmp, dest)  # atomic: two processes exporting at once both end with a whole file
+    except BaseException as exc:
+        # A failed export (a full disk, a torch that cannot export) leaves no 16-24 MB half file, and says so
+        # once: later starts use the torch backend without trying again until the marker is old or removed.
+        tmp.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            failed_marker(dest).write_text(json.dumps({"at": time.time(), "error": f"{exc.__class__.__name__}: "
+                                                                                  f"{exc}"[:500]}))
+        raise
+    failed_marker(dest).unlink(missing_ok=True)
     return dest
+
+
+EXPORT_RETRY_S = 7 * 86400  # a failed export is tried again after a week (or once its marker is deleted)
+
+
+def failed_marker(dest: Path) -> Path:
+    return dest.with_suffix(".export-failed.json")
+
+
+def _remove_stale_exports(dest: Path) -> None:
+    """Half-written exports of processes that died mid-export (their pid is in the name)."""
+    for old in dest.parent.glob(dest.stem + ".*.tmp"):
+        pid = old.suffixes[-2].lstrip(".") if len(old.suffixes) >= 2 else ""
+        if pid.isdigit() and int(pid) != os.getpid() and not Path(f"/proc/{pid}").exists():
+            old.unlink(missing_ok=True)
+
+
+def export_failed_recently(dest: Path) -> str | None:
+    """The error of an export that failed less than EXPORT_RETRY_S ago, else None."""
+    try:
+        info = json.loads(failed_marker(dest).read_text())
+    except (OSError, ValueError):
+        return None
+    if time.time() - float(info.get("at", 0)) > EXPORT_RETRY_S:
+        return None
+    return str(info.get("error") or "unknown error")
 
 
 SMALL_BATCH = 4  # up to this many texts (a query, a single store) run single-threaded
@@ -188,6 +227,10 @@ class LocalEmbedder:
     def _load_onnx(self) -> _OnnxModel:
         path = onnx_model_path()
         if not path.exists():
+            earlier = export_failed_recently(path)
+            if earlier:
+                raise RuntimeError(f"the ONNX export failed before ({earlier}); not retried until "
+                                   f"{failed_marker(path)} is removed or a week old")
             export_onnx(path)
         return _OnnxModel(path)
 

@@ -290,7 +290,11 @@ class EngramService:
         hit = cache.get(str(project))
         if hit is not None and now - hit[0] < ROOT_CACHE_S:
             return hit[1], hit[2]
+        if not Path(project).expanduser().is_dir():
+            raise EngramError(f"project {str(project)!r} is not an existing directory: give the project's folder "
+                              "(--project DIR, or run inside it)")
         root = str(find_project_root(project))
+        _check_project_root(Path(root))
         db = project_db_name(root)
         if len(cache) > 1024:
             cache.clear()
@@ -1465,6 +1469,19 @@ def _secret_in_write(statements: list[str]) -> QueryViolation | None:
                 message=f"statement {i + 1} would write what looks like a secret ({kinds}); Engram never stores "
                         "secrets: take it out of the query (reads may mention one)")
     return None
+
+
+# Top-level system folders: a project's store (<root>/.claude/engram) is never created in one of them.
+_SYSTEM_DIRS = {"bin", "boot", "dev", "etc", "lib", "lib32", "lib64", "libx32", "opt", "proc", "run", "sbin", "srv",
+                "sys", "tmp", "usr", "var", "snap", "mnt", "media"}
+
+
+def _check_project_root(root: Path) -> None:
+    """Refuse a project root that is no project: the filesystem root, the home folder, a system folder."""
+    if root == Path(root.anchor) or root == Path.home().resolve() or (
+            len(root.parts) == 2 and root.name in _SYSTEM_DIRS):
+        raise EngramError(f"{root} is not a project folder (the filesystem root, your home folder or a system "
+                          "folder): Engram will not create a store there. Give the project's folder.")
 
 
 def _memory_filter(base: str, memory_type: MemoryType | None, status: Status | None, tag: str | None,

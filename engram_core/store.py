@@ -214,6 +214,9 @@ class Connection:
         try:
             if path is not None:
                 ensure_private_dir(path.parent)
+                if path.is_symlink():  # the engine would write wherever it points
+                    raise StoreError(f"{path} is a symbolic link: Engram does not open a store through a link. "
+                                     "Remove it.")
                 _recover_compaction(path)
             self._db = _Engine(url)
         except Exception as exc:  # the engine's message names the LOCK file when another process has it

@@ -385,3 +385,120 @@ def test_an_idle_connection_is_closed_and_the_client_reconnects(tmp_path: Path) 
         c.close()
     finally:
         d.stop()
+
+
+# ── files ────────────────────────────────────────────────────────────────────
+def test_a_link_planted_in_a_project_store_is_refused_and_never_chmodded_through(tmp_path: Path) -> None:
+    import os
+
+    d = DaemonProc(tmp_path / "home", model=False).start()
+    victim = tmp_path / "victim.txt"
+    victim.write_text("someone else's file")
+    victim.chmod(0o644)
+    proj = new_project(tmp_path, "planted")
+    try:
+        c = d.client()
+        c.call("store", memory={"content": "opens the store"}, project=str(proj))
+        c.close()
+        d.stop()
+        store_dir = proj / ".claude" / "engram"
+        link = store_dir / "project.db" / "planted-link"
+        os.symlink(victim, link)
+        d.start()
+        p = engram(d, "store", "another note", "--project", str(proj))
+        assert p.returncode != 0 and "symbolic link" in p.stderr and "Traceback" not in p.stderr, p.stderr
+        assert victim.stat().st_mode & 0o777 == 0o644
+        link.unlink()
+        other = new_project(tmp_path, "linked-store")
+        (other / ".claude").mkdir()
+        os.symlink(tmp_path / "elsewhere", other / ".claude" / "engram")
+        (tmp_path / "elsewhere").mkdir(mode=0o755)
+        p = engram(d, "store", "note", "--project", str(other))
+        assert p.returncode != 0 and "symbolic link" in p.stderr, p.stderr
+        assert (tmp_path / "elsewhere").stat().st_mode & 0o777 == 0o755
+        assert list((tmp_path / "elsewhere").iterdir()) == []
+    finally:
+        d.stop()
+
+
+def test_an_unsafe_data_root_is_refused_not_chmodded(tmp_path: Path) -> None:
+    import os
+
+    from engram_core.config import ConfigError, ensure_private_dir
+
+    shared = tmp_path / "shared-tmp"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    (shared / "someone-elses.sock").write_text("")
+    env = {"ENGRAM_HOME": str(shared)}
+    d = DaemonProc(shared, model=False)
+    p = engram(d, "stats", env=env)
+    assert p.returncode != 0 and "can be written by other users" in p.stderr and "Traceback" not in p.stderr
+    assert shared.stat().st_mode & 0o7777 == 0o1777
+    link = tmp_path / "home-link"
+    os.symlink(tmp_path / "real", link)
+    (tmp_path / "real").mkdir()
+    p = engram(d, "stats", env={"ENGRAM_HOME": str(link)})
+    assert p.returncode != 0 and "symbolic link" in p.stderr
+    theirs = tmp_path / "theirs"
+    theirs.mkdir(mode=0o700)
+    os.chown(theirs, 65534, 65534)  # the tests run as root (see test_disk_faults)
+    try:
+        ensure_private_dir(theirs)
+    except ConfigError as exc:
+        assert "belongs to another user" in str(exc)
+    else:
+        raise AssertionError("a directory of another user was accepted")
+    # Engram's own directory with loose permissions (an old version, a umask 002 system) is tightened.
+    own = tmp_path / "own"
+    own.mkdir()
+    (own / "user.db").mkdir()
+    own.chmod(0o775)
+    ensure_private_dir(own)
+    assert own.stat().st_mode & 0o777 == 0o700
+
+
+def test_project_parameters_never_create_stores_at_odd_paths(light_daemon: DaemonProc, tmp_path: Path) -> None:
+    light_daemon.start()
+    c = light_daemon.client()
+    missing = tmp_path / "no" / "such" / "dir"
+    for project, needle in ((str(missing), "not an existing directory"), ("/etc", "not a project folder"),
+                            ("/", "not a project folder")):
+        try:
+            c.call("store", memory={"content": "x"}, project=project)
+        except Exception as exc:  # noqa: BLE001
+            assert needle in str(exc), exc
+        else:
+            raise AssertionError(f"a store was made for {project}")
+    assert not (tmp_path / "no").exists() and not Path("/etc/.claude/engram").exists()
+    event = {"kind": "memory", "cwd": str(missing), "memory": {"content": "from a hook in a deleted folder"}}
+    c.call("hook_event", event=event)
+    c.call("flush", timeout_s=10)
+    assert not (tmp_path / "no").exists()
+    c.close()
+
+
+def test_a_failed_model_export_leaves_no_temp_file_and_is_not_retried_at_every_start(
+        tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    import torch
+
+    from engram_core import embeddings
+
+    monkeypatch.setenv("ENGRAM_MODEL_CACHE", str(tmp_path / "models"))
+    calls = []
+
+    def failing_export(model, args, path, **kw):  # noqa: ANN001, ANN003, ANN202 - torch.onnx.export's shape
+        calls.append(path)
+        Path(path).write_bytes(b"\0" * (16 << 20))  # a half-written 16 MB model, then the disk is full
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(torch.onnx, "export", failing_export)
+    for _ in range(3):  # three daemon starts
+        emb = embeddings.LocalEmbedder(backend="onnx")
+        try:
+            emb._load_onnx()  # noqa: SLF001
+        except Exception as exc:  # noqa: BLE001
+            assert "No space left" in str(exc)
+    assert len(calls) == 1
+    assert [f.name for f in (tmp_path / "models").iterdir() if f.suffix == ".tmp"] == []
+    assert sum(f.stat().st_size for f in (tmp_path / "models").iterdir()) < 4096
