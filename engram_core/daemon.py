@@ -629,11 +629,17 @@ class Daemon:
         """An acknowledged event that did not apply (a full disk, a store that cannot open…) stays in the journal
         and is retried: soon at first, then, parked with its error in `engram status`, every PARKED_RETRY_S and at
         every start. It is never dropped."""
+        from pydantic import ValidationError
+
+        from .service import EngramError
+
         self.events_failed += 1
         attempts = self._retries.get(eid, 0) + 1
         self._retries[eid] = attempts
         message = f"{exc.__class__.__name__}: {exc}"
-        if attempts <= len(self.retry_delays):
+        # A refusal (a folder that is gone, a session that ended) will not change in seconds: parked at once.
+        permanent = isinstance(exc, EngramError | ValidationError | LookupError)
+        if attempts <= len(self.retry_delays) and not permanent:
             delay = self.retry_delays[attempts - 1]
             log.warning("hook event %s not applied (attempt %d, retrying in %.0f s): %s", eid, attempts, delay,
                         message)

@@ -412,7 +412,8 @@ def test_a_link_planted_in_a_project_store_is_refused_and_never_chmodded_through
         other = new_project(tmp_path, "linked-store")
         (other / ".claude").mkdir()
         os.symlink(tmp_path / "elsewhere", other / ".claude" / "engram")
-        (tmp_path / "elsewhere").mkdir(mode=0o755)
+        (tmp_path / "elsewhere").mkdir()
+        (tmp_path / "elsewhere").chmod(0o755)  # not mkdir's mode: an EngramService in this process set umask 077
         p = engram(d, "store", "note", "--project", str(other))
         assert p.returncode != 0 and "symbolic link" in p.stderr, p.stderr
         assert (tmp_path / "elsewhere").stat().st_mode & 0o777 == 0o755
@@ -475,6 +476,8 @@ def test_project_parameters_never_create_stores_at_odd_paths(light_daemon: Daemo
     c.call("hook_event", event=event)
     c.call("flush", timeout_s=10)
     assert not (tmp_path / "no").exists()
+    parked = c.call("status")["parked"]  # refused at once, kept and shown rather than dropped or retried in a loop
+    assert len(parked) == 1 and "not an existing directory" in parked[0]["error"] and parked[0]["attempts"] == 1
     c.close()
 
 
