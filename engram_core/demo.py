@@ -395,7 +395,9 @@ def open_demo(root: Path, *, reset: bool = False, embedder: Any = None,
     except BaseException:
         svc.close()
         raise
-    _write_marker(marker, {"state": "ready", "built_at": now.isoformat(), "report": asdict(report)})
+    # The end of the build, not its start: the database stamps some times (detection, status history) with its
+    # own clock while the build runs, and a reopened demo must not show them in the future.
+    _write_marker(marker, {"state": "ready", "built_at": svc.now().isoformat(), "report": asdict(report)})
     return svc, report
 
 
