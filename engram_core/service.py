@@ -88,6 +88,7 @@ PROMOTE_COSINE = 0.9
 USER_PROMOTE_COSINE = 0.85
 _UNSET = object()  # a cached "no such parameter"
 ROOT_CACHE_S = 10.0
+RETRIEVAL_LOG_KEEP = 5000  # newest retrieval_log rows kept per store (pruned when the store is compacted)
 FUTURE_SKEW = timedelta(minutes=5)  # a created_at later than this is refused (decay cannot start in the future)
 
 
@@ -1071,6 +1072,7 @@ class EngramService:
                 t0 = time.perf_counter()
                 for store in stores:
                     store.drain()
+                    store.prune_retrieval_log(RETRIEVAL_LOG_KEEP)
                 before, after = conn.compact()
                 report.stores.append(CompactedStore(path=str(conn.path), before_bytes=before, after_bytes=after,
                                                     took_ms=(time.perf_counter() - t0) * 1000))

@@ -1026,6 +1026,12 @@ class ScopeStore:
             rows = self.q1("CREATE type::table($tb) CONTENT $f", {"tb": table, "f": dict(fields)})
         return plain(rows[0])
 
+    def prune_retrieval_log(self, keep: int) -> None:
+        """Keep the newest ``keep`` retrieval_log rows: one is written per recall, the only table that grows with
+        use alone (the rows deleted leave the disk at the next compaction)."""
+        self.q("LET $cut = (SELECT VALUE created_at FROM retrieval_log ORDER BY created_at DESC LIMIT 1 START $k)[0];"
+               " IF $cut != NONE { DELETE retrieval_log WHERE created_at <= $cut RETURN NONE; };", {"k": keep})
+
     def drop_database(self) -> None:
         """Remove this scope database entirely (sessions, after their promotion pass)."""
         self.conn.run(self.namespace, self.database, f"REMOVE DATABASE IF EXISTS `{self.database}`")

@@ -505,3 +505,26 @@ def test_a_failed_model_export_leaves_no_temp_file_and_is_not_retried_at_every_s
     assert len(calls) == 1
     assert [f.name for f in (tmp_path / "models").iterdir() if f.suffix == ".tmp"] == []
     assert sum(f.stat().st_size for f in (tmp_path / "models").iterdir()) < 4096
+
+
+def test_compaction_keeps_only_the_newest_retrieval_log_rows(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    """retrieval_log is the one table that grows with recalls alone: compaction keeps its newest rows only."""
+    from engram_core import service as service_mod
+    from engram_core.models import MemoryIn
+    from engram_core.service import EngramService
+
+    monkeypatch.setenv("ENGRAM_EMBEDDING_PROVIDER", "none")
+    monkeypatch.setattr(service_mod, "RETRIEVAL_LOG_KEEP", 30)
+    proj = new_project(tmp_path, "logproj")
+    svc = EngramService(tmp_path / "home")
+    try:
+        svc.store(MemoryIn(content="gradle builds need the daemon flag"), project=str(proj))
+        for i in range(80):
+            svc.recall(f"gradle daemon {i}", project=str(proj))
+        store = svc.project_store(str(proj))
+        assert store.q1("SELECT count() AS n FROM retrieval_log GROUP ALL")[0]["n"] == 80
+        svc.compact(project=str(proj))
+        queries = store.q1("SELECT VALUE query FROM retrieval_log ORDER BY created_at")
+        assert queries == [f"gradle daemon {i}" for i in range(50, 80)]
+    finally:
+        svc.close()
