@@ -296,6 +296,11 @@ class Daemon:
         self._inflight = 0
         self._inflight_cv = threading.Condition()
         self._last_light: dict[str, float] = {}
+        # `/clear` gives the hooks a new session id but keeps the MCP server (and its CLAUDE_CODE_SESSION_ID):
+        # unmatched clear ends and starts, and the session that replaced each ended one (session_successor).
+        self._clears: dict[str, list[tuple[str | None, str, float]]] = {"end": [], "start": []}
+        self._successors: dict[str, str] = {}
+        self._clear_lock = threading.Lock()
         self._lock_fd = self._acquire_lock()
         self._service_factory = service_factory
         self._warm_model = warm_model
@@ -527,6 +532,32 @@ class Daemon:
         accepted = self._accept(eid, event)
         return {"accepted": accepted, "event_id": eid, "duplicate": not accepted}
 
+    def _note_clear(self, kind: str, project: str | None, session: str) -> None:
+        """Pair SessionEnd(reason clear) with SessionStart(source clear) of the same project, whichever reaches
+        the daemon first (an end may come late through the spool): the new session succeeds the old one."""
+        if kind not in ("session_end", "session_start"):
+            return
+        kind, other = ("end", "start") if kind == "session_end" else ("start", "end")
+        now = time.monotonic()
+        with self._clear_lock:
+            waiting = self._clears[other]
+            for i in range(len(waiting) - 1, -1, -1):
+                proj, sid, at = waiting[i]
+                if proj == project and now - at < 60 and sid != session:
+                    old, new = (session, sid) if kind == "end" else (sid, session)
+                    self._successors[old] = new
+                    del waiting[i]
+                    return
+            self._clears[kind] = [*self._clears[kind][-50:], (project, session, now)]
+
+    def session_successor(self, session: str) -> str:
+        """The session that now carries on `session` in its Claude Code process (after `/clear`), else itself."""
+        seen = {session}
+        while session in self._successors and self._successors[session] not in seen:
+            session = self._successors[session]
+            seen.add(session)
+        return session
+
     def m_hook_session_start(self, session_id: str | None = None, cwd: str | None = None, source: str | None = None,
                              budget: int | None = None, **_: Any) -> dict[str, Any]:
         """Return the context to inject (session_context.py) and register the session.
@@ -582,6 +613,10 @@ class Daemon:
         event = redact_value(event)  # type: ignore[assignment]
         if not self.journal.begin(eid, event):
             return False
+        if event.get("session_id") and "clear" in (event.get("reason"), event.get("source")):
+            cwd = event.get("cwd")
+            self._note_clear(str(event.get("kind")), str(find_project_root(cwd)) if cwd else None,
+                             str(event["session_id"]))
         self._enqueue(eid, event)
         return True
 

@@ -75,6 +75,12 @@ class EngramTools:
         from .daemon import classify
 
         params = {k: v for k, v in params.items() if v is not None}
+        if self.session and not self.own_session:
+            current = self.daemon.session_successor(self.session)
+            if current != self.session:  # `/clear` ended our session; the hooks now use this one
+                if params.get("session") == self.session:
+                    params["session"] = current
+                self.session, self._joined = current, False
         try:
             if params.get("session") and params["session"] == self.session and not self._joined:
                 # The daemon refuses unknown session ids; Claude Code's own id (from its environment) is this

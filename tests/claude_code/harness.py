@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -83,6 +84,11 @@ class Run:
         return None
 
     @property
+    def session_ids(self) -> list[str]:
+        """Every session id the run reported, in order (`/clear` starts a new one in the same process)."""
+        return list(dict.fromkeys(e["session_id"] for e in self.events if e.get("session_id")))
+
+    @property
     def init(self) -> dict[str, Any]:
         return next((e for e in self.events if e.get("type") == "system" and e.get("subtype") == "init"), {})
 
@@ -139,26 +145,57 @@ class ClaudeCode:
             **(extra or {}),
         }
 
-    def run(self, prompt: str, base_url: str, *, plugin_dir: Path | None = REPO_ROOT, cwd: Path | None = None,
+    def run(self, prompt: str | list[str], base_url: str, *, plugin_dir: Path | None = REPO_ROOT, cwd: Path | None = None,
             args: list[str] | None = None, env: dict[str, str] | None = None, timeout: float = 90.0) -> Run:
         self.runs += 1
         debug = self.root / f"debug-{self.runs}.log"
-        cmd = [str(self.binary), "-p", prompt, "--output-format", "stream-json", "--verbose",
-               "--dangerously-skip-permissions", "--debug-file", str(debug)]
+        # Several prompts (a conversation, `/clear` included) go in as stream-json user messages on stdin, each
+        # after the previous turn's result, as a person types them (a message queued during `/clear` is dropped).
+        many = not isinstance(prompt, str)
+        cmd = [str(self.binary), "-p", *(["--input-format", "stream-json"] if many else [prompt]),
+               "--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions",
+               "--debug-file", str(debug)]
         if plugin_dir is not None:
             cmd += ["--plugin-dir", str(plugin_dir)]
         cmd += args or []
         t0 = time.perf_counter()
-        proc = subprocess.run(cmd, cwd=str(cwd or self.project), env=self.env(base_url, env), capture_output=True,
-                              text=True, timeout=timeout, stdin=subprocess.DEVNULL)
-        seconds = time.perf_counter() - t0
-        events = []
-        for line in proc.stdout.splitlines():
-            line = line.strip()
-            if line.startswith("{"):
-                with contextlib.suppress(ValueError):
-                    events.append(json.loads(line))
-        return Run(proc.returncode, proc.stdout, proc.stderr, seconds, debug, events)
+        proc = subprocess.Popen(cmd, cwd=str(cwd or self.project), env=self.env(base_url, env), text=True,
+                                stdin=subprocess.PIPE if many else subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+        timer = threading.Timer(timeout, proc.kill)
+        timer.start()
+        err: list[str] = []
+        reader = threading.Thread(target=lambda: err.append(proc.stderr.read()), daemon=True)  # type: ignore[union-attr]
+        reader.start()
+        assert proc.stdout is not None
+        lines: list[str] = []
+        events: list[dict[str, Any]] = []
+        todo = list(prompt) if many else []
+
+        def say_next() -> None:
+            assert proc.stdin is not None
+            if todo:
+                proc.stdin.write(json.dumps({"type": "user", "message": {"role": "user", "content": todo.pop(0)}})
+                                 + "\n")
+                proc.stdin.flush()
+            else:
+                proc.stdin.close()
+
+        try:
+            if many:
+                say_next()
+            for line in proc.stdout:
+                lines.append(line)
+                if line.strip().startswith("{"):
+                    with contextlib.suppress(ValueError):
+                        events.append(json.loads(line))
+                        if many and events[-1].get("type") == "result" and not proc.stdin.closed:  # type: ignore[union-attr]
+                            say_next()
+            proc.wait()
+            reader.join()
+        finally:
+            timer.cancel()
+        return Run(proc.returncode, "".join(lines), "".join(err), time.perf_counter() - t0, debug, events)
 
     def command(self, *args: str, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
         """`claude <args>` (e.g. `plugin validate DIR`) in this user's environment."""

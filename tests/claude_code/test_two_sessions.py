@@ -88,6 +88,33 @@ def test_what_a_session_learns_reaches_the_next(claude_code: ClaudeCode, engram_
     assert_one_session(engram_daemon, claude_code, second.session_id)
 
 
+def test_after_clear_the_mcp_server_follows_the_hooks_to_the_new_session(
+        claude_code: ClaudeCode, engram_daemon: DaemonProc, mock_model: MockAnthropic) -> None:
+    """`/clear` ends the hooks' session and starts another in the same Claude Code process, whose MCP server
+    keeps the old id in its environment (tests/claude_code/test_cli_contract.py): its writes follow the hooks."""
+    mock_model.extend([
+        [mcp_tool("store_memory", {"content": "noted before the clear", "scope": "session"})],
+        [text("Noted.")],
+        [mcp_tool("store_memory", {"content": "noted after the clear", "scope": "session"})],
+        [text("Noted again.")],
+    ])
+    run = claude_code.run(["Note something.", "/clear", "Note something else."], mock_model.url)
+    assert run.returncode == 0, run.describe()
+    before, after = run.session_ids
+    results = [result_text(r) for r in run.tool_results()]
+    assert len(results) == 2 and not any(r.get("is_error") for r in run.tool_results()), results
+    c = engram_daemon.client()
+    try:
+        c.call("flush", timeout_s=30)
+        rows = c.call("run_query", surql="SELECT claude_session_id, status, end_reason FROM session_registry",
+                      scope="project", project=str(claude_code.project))["statements"][0]["rows"]
+    finally:
+        c.close()
+    assert sorted(r["claude_session_id"] for r in rows) == sorted([before, after]), rows
+    assert {r["claude_session_id"]: r["end_reason"] for r in rows}[before] == "clear", rows
+    assert all(r["status"] == "completed" for r in rows), rows
+
+
 def assert_one_session(daemon: DaemonProc, cc: ClaudeCode, claude_id: str) -> None:
     """The project's session registry names Claude Code's id once, ended by SessionEnd; no session of an MCP
     server's own (mcp-…) was ever opened in this project."""
