@@ -32,7 +32,7 @@ import threading
 import time
 
 PROTOCOL_VERSION = 1
-START_TIMEOUT_S = 30.0
+START_TIMEOUT_S = 60.0  # a cold daemon start on a loaded 2-core machine took over 30 s
 EOF_GRACE_S = 0.8
 REPLAY_ID = "engram-bridge-replay-initialize"
 
@@ -204,7 +204,7 @@ class Bridge:
 
     def send(self, line: bytes, req_id: object) -> None:
         key = json.dumps(req_id) if req_id is not None else None
-        deadline = time.monotonic() + START_TIMEOUT_S + 5
+        deadline = time.monotonic() + START_TIMEOUT_S + 10
         while True:
             self.ready.wait(max(0.0, deadline - time.monotonic()))
             with self.send_lock:
