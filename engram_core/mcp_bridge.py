@@ -116,6 +116,7 @@ def connect(h: str, timeout: float = START_TIMEOUT_S) -> socket.socket:
 def attach(sock: socket.socket, ctx: dict) -> socket.socket:
     """Switch the connection to MCP: one request line, one answer line, then JSON-RPC."""
     line = json.dumps({"v": PROTOCOL_VERSION, "id": 0, "method": "mcp_attach", "params": ctx}) + "\n"
+    sock.settimeout(START_TIMEOUT_S)  # a daemon that accepts but never answers must not hang the session
     sock.sendall(line.encode())
     buf = b""
     while not buf.endswith(b"\n"):
@@ -129,6 +130,7 @@ def attach(sock: socket.socket, ctx: dict) -> socket.socket:
         if err.get("type") == "NotFound":
             raise BridgeError("this Engram daemon is older than the MCP bridge: run `engram stop` and retry")
         raise BridgeError(f"the Engram daemon refused MCP: {err.get('message')}")
+    sock.settimeout(None)
     return sock
 
 
@@ -160,7 +162,18 @@ class Bridge:
                                 "error": {"code": -32603, "message": message}}) + "\n").encode())
 
     def connect(self) -> None:
-        sock = attach(connect(self.home), self.ctx)
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            try:
+                sock = attach(connect(self.home), self.ctx)
+                break
+            except OSError as exc:
+                # A daemon dying (kill -9) closes our connection before its listening socket: a connect in
+                # between is reset. Try again (the next attempt starts a daemon) until the deadline.
+                if time.monotonic() > deadline:
+                    raise BridgeError(f"the Engram daemon does not answer ({exc}); see {self.home}/engram.log") \
+                        from None
+                time.sleep(0.1)
         if self.init_lines:
             first = json.loads(self.init_lines[0])
             first["id"] = REPLAY_ID
@@ -195,8 +208,12 @@ class Bridge:
                 self.error_reply(json.loads(key), "the Engram daemon restarted during this call; retry it")
         with contextlib.suppress(OSError):
             sock.close()
+        sys.stderr.write("engram mcp: lost the Engram daemon; reconnecting (starting it if needed)\n")
+        sys.stderr.flush()
         try:
             self.connect()
+            sys.stderr.write("engram mcp: reconnected\n")
+            sys.stderr.flush()
         except BridgeError as exc:
             self.failed = str(exc)
             sys.stderr.write(f"engram mcp: {exc}\n")
@@ -208,6 +225,8 @@ class Bridge:
         while True:
             self.ready.wait(max(0.0, deadline - time.monotonic()))
             with self.send_lock:
+                if not self.failed and not self.ready.is_set() and time.monotonic() < deadline:
+                    continue  # the connection was lost between the wait and the lock: wait for the next one
                 if self.failed or not self.ready.is_set():
                     if key is not None:
                         self.error_reply(req_id, f"Engram is unavailable: {self.failed or 'the daemon did not return'}")

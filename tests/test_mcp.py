@@ -296,6 +296,9 @@ def test_bridge_carries_on_after_the_daemon_is_killed(light_daemon: DaemonProc, 
         mid = json.loads(stored["result"]["content"][0]["text"])["id"]
         light_daemon.kill9()
         got = bridge.tool("get_memory", {"memory_id": mid})
+        if "error" in got and "retry" not in got["error"]["message"]:
+            bridge.proc.kill()
+            raise AssertionError(f"{got}: {bridge.proc.stderr.read().decode()}")  # type: ignore[union-attr]
         if "error" in got:  # the call met the dead connection: the bridge said so; a retry goes through
             assert "retry" in got["error"]["message"], got
             got = bridge.tool("get_memory", {"memory_id": mid})

@@ -103,13 +103,7 @@ def test_after_clear_the_mcp_server_follows_the_hooks_to_the_new_session(
     before, after = run.session_ids
     results = [result_text(r) for r in run.tool_results()]
     assert len(results) == 2 and not any(r.get("is_error") for r in run.tool_results()), results
-    c = engram_daemon.client()
-    try:
-        c.call("flush", timeout_s=30)
-        rows = c.call("run_query", surql="SELECT claude_session_id, status, end_reason FROM session_registry",
-                      scope="project", project=str(claude_code.project))["statements"][0]["rows"]
-    finally:
-        c.close()
+    rows = registry(engram_daemon, claude_code)
     assert sorted(r["claude_session_id"] for r in rows) == sorted([before, after]), rows
     assert {r["claude_session_id"]: r["end_reason"] for r in rows}[before] == "clear", rows
     assert all(r["status"] == "completed" for r in rows), rows
@@ -118,13 +112,7 @@ def test_after_clear_the_mcp_server_follows_the_hooks_to_the_new_session(
 def assert_one_session(daemon: DaemonProc, cc: ClaudeCode, claude_id: str) -> None:
     """The project's session registry names Claude Code's id once, ended by SessionEnd; no session of an MCP
     server's own (mcp-…) was ever opened in this project."""
-    c = daemon.client()
-    try:
-        c.call("flush", timeout_s=30)
-        rows = c.call("run_query", surql="SELECT claude_session_id, status, end_reason FROM session_registry",
-                      scope="project", project=str(cc.project))["statements"][0]["rows"]
-    finally:
-        c.close()
+    rows = registry(daemon, cc)
     mine = [r for r in rows if r["claude_session_id"] == claude_id]
     assert len(mine) == 1, rows
     assert mine[0]["status"] == "completed" and "mcp" not in str(mine[0]["end_reason"]), rows
@@ -140,3 +128,14 @@ def learned(context: str) -> dict[str, bool]:
         "the preference stated in the prompt": "pytest -q before every commit" in context,
         "the session summary": "added check_config.py (validates engram.toml)" in context,
     }
+
+
+def registry(daemon: DaemonProc, cc: ClaudeCode) -> list[dict[str, Any]]:
+    """The project's session registry once every acknowledged hook event is applied."""
+    c = daemon.client()
+    try:
+        c.call("flush", timeout_s=30)
+        return c.call("run_query", surql="SELECT claude_session_id, status, end_reason FROM session_registry",
+                      scope="project", project=str(cc.project))["statements"][0]["rows"]
+    finally:
+        c.close()
