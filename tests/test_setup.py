@@ -6,7 +6,6 @@ setup merges into it, then the agent's own CLI reads the result back. Setup's MC
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import subprocess
@@ -31,8 +30,9 @@ def _cli(tool: Path | None, why: str) -> Path:
     return tool
 
 
-@functools.cache
-def _claude() -> Path:
+@pytest.fixture(scope="session")
+def claude_exe() -> Path:
+    """Found (or installed) before any test points HOME at a temp dir: session fixtures are set up first."""
     binary, why = find_claude()
     if binary is None:
         print(f"\nSKIP real Claude Code: {why}", file=sys.stderr)
@@ -107,8 +107,9 @@ def test_setup_gemini_merges_into_the_settings_gemini_wrote(agent_home: Path, da
     assert (agent_home / ".gemini" / "GEMINI.md.before-engram").read_text() == "Be terse.\n"
 
 
-def test_setup_claude_code_installs_a_plugin_claude_code_enables(agent_home: Path, daemon, capsys) -> None:  # noqa: ANN001
-    claude = _claude()
+def test_setup_claude_code_installs_a_plugin_claude_code_enables(claude_exe: Path, agent_home: Path, daemon,  # noqa: ANN001
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    claude = claude_exe
     assert cli_main(["setup", "claude-code", "--claude", str(claude), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["ok"], report
@@ -136,8 +137,9 @@ def test_setup_claude_code_installs_a_plugin_claude_code_enables(agent_home: Pat
     assert checks["plugin"]["ok"] and checks["MCP command"]["ok"]
 
 
-def test_doctor_says_what_to_do_when_the_plugin_is_missing(agent_home: Path, capsys) -> None:
-    claude = _claude()
+def test_doctor_says_what_to_do_when_the_plugin_is_missing(claude_exe: Path, agent_home: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    claude = claude_exe
     assert cli_main(["doctor", "--claude", str(claude)]) == 1
     out = capsys.readouterr().out
     assert "FIX  plugin: engram is not installed in Claude Code" in out
