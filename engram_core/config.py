@@ -66,6 +66,19 @@ def ensure_private_dir(path: Path) -> Path:
     return path
 
 
+def ensure_private_child(parent: Path, name: str) -> Path:
+    """A folder inside a data root that ensure_private_dir already checked: whatever is there is Engram's own
+    (only its user can write in the parent), so it is made owner-only, never refused; a link is still refused.
+    A hook that spooled while the daemon was down may have created it with the default umask."""
+    path = parent / name
+    with contextlib.suppress(FileExistsError):
+        path.mkdir(exist_ok=True, mode=PRIVATE_DIR_MODE)
+    if not stat.S_ISDIR(os.lstat(path).st_mode):
+        raise ConfigError(f"{path} is not a directory (a symbolic link or a file): remove it")
+    _chmod_nofollow(path, PRIVATE_DIR_MODE)
+    return path
+
+
 def _chmod_nofollow(path: Path | str, mode: int) -> None:
     """chmod that refuses to go through a symbolic link (O_NOFOLLOW), so a planted link cannot redirect it."""
     try:

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
-from .config import ConfigError, ensure_private_dir, find_project_root, load_settings
+from .config import ConfigError, ensure_private_child, ensure_private_dir, find_project_root, load_settings
 from .protocol import (
     MAX_LINE,
     PROTOCOL_VERSION,
@@ -264,8 +264,8 @@ class Daemon:
         self.settings = load_settings()
         self.idle_timeout_s = self.settings.daemon_idle_timeout_s if idle_timeout_s is None else idle_timeout_s
         self.sock_path = socket_path(self.home)
-        self.spool_dir = ensure_private_dir(self.home / SPOOL_DIR)
-        ensure_private_dir(self.spool_dir / "tmp")
+        self.spool_dir = ensure_private_child(self.home, SPOOL_DIR)
+        ensure_private_child(self.spool_dir, "tmp")
         self.started = time.time()
         self.last_activity = time.monotonic()
         self.last_request = time.monotonic()

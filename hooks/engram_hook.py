@@ -283,12 +283,21 @@ def start_daemon(event: str) -> bool:
         return False
 
 
+def private_dirs(path: str) -> None:
+    """Create ``path`` with every missing level owner-only (os.makedirs gives parents the umask's mode, and the
+    daemon then finds a data folder others may read)."""
+    parent = os.path.dirname(path)
+    if parent and parent != path and not os.path.isdir(parent):
+        private_dirs(parent)
+    os.makedirs(path, mode=0o700, exist_ok=True)
+
+
 def spool(event: dict) -> None:
     """Publish the event as its own file (written, fsynced, then renamed in): the daemon never sees half of it."""
     h = home()
     folder = os.path.join(h, "spool")
     tmp_dir = os.path.join(folder, "tmp")
-    os.makedirs(tmp_dir, mode=0o700, exist_ok=True)
+    private_dirs(tmp_dir)
     name = f"{time.time_ns()}-{os.getpid()}-{os.urandom(4).hex()}.jsonl"
     tmp = os.path.join(tmp_dir, name)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -509,7 +518,7 @@ def on_post_tool_use(data: dict, failed: bool = False) -> None:
     event["memory"] = memory
     if tool == "Bash" and failures:
         try:
-            os.makedirs(os.path.dirname(failures), mode=0o700, exist_ok=True)
+            private_dirs(os.path.dirname(failures))
             os.close(os.open(failures, os.O_WRONLY | os.O_CREAT, 0o600))
         except OSError as exc:
             log_problem(hook, "state-not-written", str(exc))

@@ -213,6 +213,8 @@ def test_daemon_down_spools_redacted_and_drains_exactly_once(tmp_path: Path) -> 
     assert SECRET not in text and "[REDACTED:" in text
     for f in files:
         assert oct(os.stat(f).st_mode & 0o777) == "0o600"
+    for folder in (d.home, d.home / "spool", d.home / "spool" / "tmp"):
+        assert oct(os.stat(folder).st_mode & 0o777) == "0o700", folder
     try:
         d.start()
         assert len(session_memories(d, "sess-spool", proj)) == 2
@@ -225,6 +227,21 @@ def test_daemon_down_spools_redacted_and_drains_exactly_once(tmp_path: Path) -> 
         c = d.client()
         assert c.call("status")["events_failed"] == 0
         c.close()
+    finally:
+        d.stop()
+
+
+def test_daemon_starts_on_a_spool_an_older_hook_left_open(tmp_path: Path) -> None:
+    """An older hook created spool/ with the umask's mode (0755): the daemon tightens it and drains it."""
+    d = DaemonProc(tmp_path / "home", model=False)
+    proj = new_project(tmp_path, "oldspool")
+    env = {**d.env, "ENGRAM_PYTHON": "/nonexistent"}
+    assert run_hook("PostToolUse", write_event("sess-old", proj, "src/o.py", True), env).returncode == 0
+    os.chmod(d.home / "spool", 0o755)
+    try:
+        d.start()
+        assert len(session_memories(d, "sess-old", proj)) == 1
+        assert oct(os.stat(d.home / "spool").st_mode & 0o777) == "0o700"
     finally:
         d.stop()
 
