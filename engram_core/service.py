@@ -171,6 +171,7 @@ class EngramService:
         self.settings = settings or load_settings()
         self.embedder: Embedder = embedder or make_embedder(self.settings)
         self._lock = threading.RLock()
+        self._closed = False
         # Held around the service-state parts of methods in UNLOCKED_API (whose slow part runs without it); the
         # daemon replaces it with its own request lock, which it does not take itself for those methods.
         self.api_lock: Any = threading.RLock()
@@ -214,6 +215,9 @@ class EngramService:
         self._bookkeeper.flush()
 
     def close(self) -> None:
+        if self._closed:  # a second close (a test, then its fixture) must not query closed connections
+            return
+        self._closed = True
         self._bookkeeper.close()
         with self._lock:
             for store in [*(s for _, s in self._projects.values()), self.user]:
