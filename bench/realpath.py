@@ -83,6 +83,11 @@ class Setup:
         deadline = time.monotonic() + 300
         while pid and time.monotonic() < deadline:
             try:
+                if os.waitpid(pid, os.WNOHANG)[0] == pid:  # our own child: reap it, or it stays a zombie
+                    break
+            except ChildProcessError:
+                pass
+            try:
                 os.kill(pid, 0)
             except OSError:
                 break
