@@ -71,3 +71,20 @@ def test_cli_tui_passes_project_home_and_in_process(tmp_path: Path, monkeypatch:
     (proj / ".git").mkdir()
     assert cli.main(["tui", "--in-process", "--project", str(proj / "src"), "--home", str(home)]) == 0
     assert seen == {"project": str(proj.resolve()), "source": "in-process", "home": home}
+
+
+def test_main_exits_non_zero_when_the_app_dies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The app dying on an error (Textual prints the traceback) must reach the shell as a failure."""
+    from engram_tui.app import EngramApp, main
+    from engram_tui.screens.memories import MemoriesScreen
+
+    def boom(self: Any) -> None:
+        raise RuntimeError("a bug in a pane")
+
+    monkeypatch.setattr(MemoriesScreen, "on_mount", boom)
+    run = EngramApp.run
+    monkeypatch.setattr(EngramApp, "run", lambda self, **kw: run(self, headless=True, **kw))
+    monkeypatch.setenv("ENGRAM_EMBEDDING_PROVIDER", "none")
+    project = tmp_path / "proj"
+    (project / ".git").mkdir(parents=True)
+    assert main(["--in-process", "--home", str(tmp_path / "home"), "--project", str(project)]) == 1
