@@ -113,6 +113,7 @@ class EngramApp(App[None]):
             self.check_empty()
         self.set_interval(0.25, self._show_busy)
         self.set_interval(REVISION_POLL_S, self.poll_revision)
+        self.call_after_refresh(self.poll_revision)  # the baseline, taken as the first page loads
 
     def on_resize(self) -> None:
         # Small terminals (80×24): panes drop secondary columns and shrink editors (engram.tcss: .narrow, .short).

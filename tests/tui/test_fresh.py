@@ -45,7 +45,8 @@ async def test_a_change_from_another_client_shows_without_refresh(demo_service: 
         threading.Thread(target=demo_service.update, args=(mid, MemoryPatch(content="Edited elsewhere [/] now")),
                          kwargs={"project": demo_env.project}).start()
         assert await wait_for(pilot, lambda: row_text(app, mid).startswith("Edited elsewhere [/] now"))
-        assert "Edited elsewhere [/] now" in app.screen.query_one("#detail-fields-text").render().plain
+        assert await wait_for(pilot, lambda: "Edited elsewhere [/] now" in app.screen.query_one(
+            "#detail-fields-text").render().plain, 5), "the detail follows"
 
 
 async def test_returning_to_the_browser_shows_what_changed_meanwhile(demo_service: Any, demo_env: DemoEnv) -> None:

@@ -64,7 +64,7 @@ async def _walk_every_pane(app: EngramApp, pilot: Any, stored: dict[str, str]) -
     rows = set(_visible_rows(table))
     for content in stored.values():
         if content != "[forgotten]":
-            assert short(visible(content), 46) in rows, content
+            assert short(visible(content), screen._content_width) in rows, content
     for mid, content in stored.items():
         screen._select(mid)
         await settle(pilot, 2)
