@@ -125,7 +125,7 @@ _counter = itertools.count()
 
 
 @given(st.lists(TEXTS.filter(lambda t: t.strip()), min_size=1, max_size=3))
-@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+@settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                  HealthCheck.too_slow])
 def test_any_stored_text_renders_in_every_pane(hostile_store: Any, texts: list[str]) -> None:
     from engram_core.models import MemoryIn
