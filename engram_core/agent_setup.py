@@ -304,6 +304,9 @@ def setup_claude_code(home: Path, *, claude: str | None = None, dry_run: bool = 
                    f"marketplace add` and `claude plugin install {PLUGIN_ID}`, record {sys.executable} in "
                    f"{home / 'launcher.json'}")
         return report
+    from .config import ensure_private_dir  # pydantic behind it: only when setup really writes
+
+    ensure_private_dir(home)  # first: on a fresh machine nothing has created the data root yet
     market = build_plugin(home, hook_py)
     report.add("plugin files", True, f"{market / PLUGIN} (commands point into {ROOT})")
     report.add("daemon launcher", True, str(write_launcher(home)))

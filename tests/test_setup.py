@@ -11,10 +11,11 @@ import os
 import subprocess
 import sys
 import tomllib
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support import npm_cli
+from support import DaemonProc, npm_cli
 
 from engram_core import agent_setup
 from engram_core.cli import main as cli_main
@@ -41,12 +42,22 @@ def claude_exe() -> Path:
 
 
 @pytest.fixture
-def agent_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, daemon) -> Path:  # noqa: ANN001
+def engram_data(tmp_path: Path) -> Iterator[DaemonProc]:
+    """A brand-new data root, as on a fresh machine: setup's MCP check starts the daemon there itself (through
+    the launcher.json setup records). Without the model, to keep the start fast."""
+    d = DaemonProc(tmp_path / "engram", model=False)
+    yield d
+    d.stop()
+
+
+@pytest.fixture
+def agent_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, engram_data: DaemonProc) -> Path:
     home = tmp_path / "home"
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.delenv("CODEX_HOME", raising=False)
-    monkeypatch.setenv("ENGRAM_HOME", str(daemon.home))
+    monkeypatch.setenv("ENGRAM_HOME", str(engram_data.home))
+    monkeypatch.setenv("ENGRAM_EMBEDDING_PROVIDER", "none")
     return home
 
 
@@ -56,7 +67,8 @@ def _run(argv: list[str], home: Path, cwd: Path | None = None) -> subprocess.Com
     return subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env, cwd=cwd or home)
 
 
-def test_setup_codex_merges_into_the_config_codex_wrote(agent_home: Path, daemon, capsys) -> None:  # noqa: ANN001
+def test_setup_codex_merges_into_the_config_codex_wrote(agent_home: Path, engram_data: DaemonProc,
+        capsys: pytest.CaptureFixture[str]) -> None:
     codex = _cli(npm_cli("@openai/codex", "codex"), "Codex CLI")
     assert _run([str(codex), "mcp", "add", "other", "--", "/bin/echo", "hi"], agent_home).returncode == 0
     config = agent_home / ".codex" / "config.toml"
@@ -74,7 +86,7 @@ def test_setup_codex_merges_into_the_config_codex_wrote(agent_home: Path, daemon
     got = json.loads(_run([str(codex), "mcp", "get", "engram", "--json"], agent_home).stdout)
     assert Path(got["transport"]["command"]).is_absolute()
     assert all("${" not in a for a in got["transport"]["args"])
-    assert got["transport"]["env"]["ENGRAM_HOME"] == str(daemon.home)
+    assert got["transport"]["env"]["ENGRAM_HOME"] == str(engram_data.home)
     listed = json.loads(_run([str(codex), "mcp", "list", "--json"], agent_home).stdout)
     assert {s["name"] for s in listed} == {"other", "engram"}
     agents_md = (agent_home / ".codex" / "AGENTS.md").read_text()
@@ -86,7 +98,8 @@ def test_setup_codex_merges_into_the_config_codex_wrote(agent_home: Path, daemon
     assert ok, detail
 
 
-def test_setup_gemini_merges_into_the_settings_gemini_wrote(agent_home: Path, daemon, capsys) -> None:  # noqa: ANN001
+def test_setup_gemini_merges_into_the_settings_gemini_wrote(agent_home: Path, engram_data: DaemonProc,
+        capsys: pytest.CaptureFixture[str]) -> None:
     gemini = _cli(npm_cli("@google/gemini-cli", "gemini"), "Gemini CLI")
     added = _run([str(gemini), "mcp", "add", "-s", "user", "other", "/bin/echo", "hi"], agent_home)
     assert added.returncode == 0, added.stderr
@@ -107,8 +120,11 @@ def test_setup_gemini_merges_into_the_settings_gemini_wrote(agent_home: Path, da
     assert (agent_home / ".gemini" / "GEMINI.md.before-engram").read_text() == "Be terse.\n"
 
 
-def test_setup_claude_code_installs_a_plugin_claude_code_enables(claude_exe: Path, agent_home: Path, daemon,  # noqa: ANN001
-                                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_setup_claude_code_installs_a_plugin_claude_code_enables(claude_exe: Path, agent_home: Path,
+                                                                engram_data: DaemonProc,
+                                                                capsys: pytest.CaptureFixture[str],
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ENGRAM_EMBEDDING_PROVIDER")  # the real model: doctor checks it too
     claude = claude_exe
     assert cli_main(["setup", "claude-code", "--claude", str(claude), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
@@ -127,7 +143,7 @@ def test_setup_claude_code_installs_a_plugin_claude_code_enables(claude_exe: Pat
             for hook in group["hooks"]:
                 assert "${CLAUDE_PLUGIN_ROOT}" not in hook["command"]
                 assert str(agent_setup.ROOT / "hooks") in hook["command"]
-    assert json.loads((daemon.home / "launcher.json").read_text())["module"] == "engram_core.daemon"
+    assert json.loads((engram_data.home / "launcher.json").read_text())["module"] == "engram_core.daemon"
     validated = _run([str(claude), "plugin", "validate", str(Path(entry["installPath"]))], agent_home)
     assert validated.returncode == 0, validated.stdout + validated.stderr
 
