@@ -477,7 +477,8 @@ def test_project_parameters_never_create_stores_at_odd_paths(light_daemon: Daemo
     assert c.call("flush", timeout_s=60)["drained"]
     assert not (tmp_path / "no").exists()
     parked = c.call("status")["parked"]  # refused at once, kept and shown rather than dropped or retried in a loop
-    assert len(parked) == 1 and "not an existing directory" in parked[0]["error"] and parked[0]["attempts"] == 1
+    # 1 attempt, or 2 when the event had already been parked as the flush began (a flush retries parked events)
+    assert len(parked) == 1 and "not an existing directory" in parked[0]["error"] and parked[0]["attempts"] in (1, 2)
     c.close()
 
 

@@ -123,7 +123,8 @@ def test_setup_gemini_merges_into_the_settings_gemini_wrote(agent_home: Path, en
 def test_setup_claude_code_installs_a_plugin_claude_code_enables(claude_exe: Path, agent_home: Path,
                                                                 engram_data: DaemonProc,
                                                                 capsys: pytest.CaptureFixture[str],
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+                                                                monkeypatch: pytest.MonkeyPatch,
+                                                                tmp_path: Path) -> None:
     monkeypatch.delenv("ENGRAM_EMBEDDING_PROVIDER")  # the real model: doctor checks it too
     claude = claude_exe
     assert cli_main(["setup", "claude-code", "--claude", str(claude), "--json"]) == 0
@@ -148,7 +149,10 @@ def test_setup_claude_code_installs_a_plugin_claude_code_enables(claude_exe: Pat
     assert validated.returncode == 0, validated.stdout + validated.stderr
 
     # doctor sees the same integration as healthy
-    assert cli_main(["doctor", "--json", "--claude", str(claude)]) == 0, capsys.readouterr().out
+    project = tmp_path / "proj"
+    (project / ".git").mkdir(parents=True)
+    assert cli_main(["doctor", "--json", "--claude", str(claude), "--project", str(project)]) == 0, \
+        capsys.readouterr().out
     checks = {c["name"]: c for c in json.loads(capsys.readouterr().out)["checks"]}
     assert checks["plugin"]["ok"] and checks["MCP command"]["ok"]
 
