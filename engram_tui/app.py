@@ -8,7 +8,6 @@ so the UI never freezes; failures become notifications, never tracebacks.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import itertools
 import os
 import sys
@@ -25,6 +24,7 @@ from textual.reactive import var
 from engram_core.clock import Clock
 
 from .commands import EngramCommands
+from .messages import RevisionAnswer
 from .safe import visible
 from .screens.conflicts import ConflictsScreen
 from .screens.console import ConsoleScreen
@@ -176,10 +176,13 @@ class EngramApp(App[None]):
                 rev = int(service.revision()) if available(service, "revision") else None
             except Exception as exc:  # noqa: BLE001 - reported once per outage, below
                 rev, error = None, describe_error(exc)
-            with contextlib.suppress(RuntimeError):  # the app quit while the daemon hung
-                self.call_from_thread(self._revision_answer, rev, service, error)
+            # A message, not call_from_thread: after the app quit (a daemon that hung) it is dropped quietly.
+            self.post_message(RevisionAnswer(rev, service, error))
 
         self.spawn("revision", ask)
+
+    def on_revision_answer(self, message: RevisionAnswer) -> None:
+        self._revision_answer(message.revision, message.service, message.error)
 
     def _revision_answer(self, rev: int | None, service: Any, error: str | None = None) -> None:
         self._polling = False

@@ -34,6 +34,16 @@ class ServiceFailed(Message):
         self.seq = seq
 
 
+class RevisionAnswer(Message):
+    """The service's change counter (or why it could not be read), from the poll's worker thread."""
+
+    def __init__(self, revision: int | None, service: Any, error: str | None) -> None:
+        super().__init__()
+        self.revision = revision
+        self.service = service
+        self.error = error
+
+
 class MemorySelected(Message):
     """The memory under the cursor changed (the detail and decay panes follow it)."""
 
