@@ -262,9 +262,7 @@ def build_plugin(home: Path, hook_py: str) -> Path:
     (plugin / "hooks").mkdir(parents=True, exist_ok=True)
     (plugin / "hooks" / "hooks.json").write_text(json.dumps(hooks, indent=2) + "\n", encoding="utf-8")
     command, args, env = mcp_command(home if _non_default_home(home) else None)
-    server: dict[str, Any] = {"command": command, "args": args}
-    if env:
-        server["env"] = env
+    server = _server_entry(command, args, env)
     (plugin / ".mcp.json").write_text(json.dumps({"mcpServers": {"engram": server}}, indent=2) + "\n",
                                       encoding="utf-8")
     manifest = {"name": MARKETPLACE, "owner": {"name": "Engram"},
@@ -497,12 +495,7 @@ def setup_codex(home: Path, *, dry_run: bool = False) -> SetupReport:
         return report
     _write_keeping_backup(config, new)
     report.add("MCP server", True, f"[mcp_servers.engram] in {config}: {shlex.join([command, *args])}")
-    _write_keeping_backup(agents_md, with_protocol(_read(agents_md)))
-    report.add("memory protocol", True, f"{agents_md} (between engram markers)")
-    report.add("daemon launcher", True, str(write_launcher(home)))
-    ok, detail = check_mcp_command(command, args, env)
-    report.add("MCP command", ok, detail, "see $ENGRAM_HOME/engram.log")
-    return report
+    return _protocol_launcher_and_check(report, home, agents_md, command, args, env)
 
 
 # ── Gemini CLI ───────────────────────────────────────────────────────────────
@@ -520,22 +513,31 @@ def setup_gemini(home: Path, *, dry_run: bool = False) -> SetupReport:
         report.add("settings", False, f"{settings} is not valid JSON ({exc}); left as it is",
                    f"fix {settings}, then rerun")
         return report
-    server: dict[str, Any] = {"command": command, "args": args}
-    if env:
-        server["env"] = env
-    data.setdefault("mcpServers", {})["engram"] = server
+    data.setdefault("mcpServers", {})["engram"] = _server_entry(command, args, env)
     gemini_md = gemini_home() / "GEMINI.md"
     if dry_run:
         report.add("plan", True, f"would add mcpServers.engram to {settings} and the memory protocol to {gemini_md}")
         return report
     _write_keeping_backup(settings, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     report.add("MCP server", True, f"mcpServers.engram in {settings}: {shlex.join([command, *args])}")
-    _write_keeping_backup(gemini_md, with_protocol(_read(gemini_md)))
-    report.add("memory protocol", True, f"{gemini_md} (between engram markers)")
+    return _protocol_launcher_and_check(report, home, gemini_md, command, args, env)
+
+
+def _protocol_launcher_and_check(report: SetupReport, home: Path, instructions: Path, command: str,
+                                 args: list[str], env: dict[str, str]) -> SetupReport:
+    """The steps every MCP-config agent shares: the memory protocol in its instruction file, the daemon
+    launcher, and a real `initialize` through the command the agent will run."""
+    _write_keeping_backup(instructions, with_protocol(_read(instructions)))
+    report.add("memory protocol", True, f"{instructions} (between engram markers)")
     report.add("daemon launcher", True, str(write_launcher(home)))
     ok, detail = check_mcp_command(command, args, env)
     report.add("MCP command", ok, detail, "see $ENGRAM_HOME/engram.log")
     return report
+
+
+def _server_entry(command: str, args: list[str], env: dict[str, str]) -> dict[str, Any]:
+    """An MCP server as Claude Code's .mcp.json and Gemini's settings.json both spell it."""
+    return {"command": command, "args": args, **({"env": env} if env else {})}
 
 
 # ── shared file helpers ──────────────────────────────────────────────────────
