@@ -91,3 +91,19 @@ def _no_leaked_settings() -> Iterator[None]:
     yield
     after = {k: v for k, v in os.environ.items() if k.startswith("ENGRAM_")}
     assert after == before, f"this test left ENGRAM_* settings changed: {set(after.items()) ^ set(before.items())}"
+
+
+@pytest.fixture(scope="session")
+def claude_bin() -> Path:
+    """The real `claude` binary, installed from npm into ~/.cache/cc when missing; skipped (reason printed) when
+    node or npm is missing. Session-scoped, so it is found before any test points HOME at a temp dir."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "claude_code"))
+    from harness import find_claude
+
+    binary, why = find_claude()
+    if binary is None:
+        print(f"\nSKIP real Claude Code tests: {why}", file=sys.stderr)
+        pytest.skip(f"real Claude Code unavailable: {why}")
+    return binary

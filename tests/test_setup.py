@@ -20,25 +20,12 @@ from support import DaemonProc, npm_cli
 from engram_core import agent_setup
 from engram_core.cli import main as cli_main
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "claude_code"))
-from harness import find_claude  # noqa: E402
-
 
 def _cli(tool: Path | None, why: str) -> Path:
     if tool is None:
         print(f"\nSKIP {why}: node/npm not found on this machine", file=sys.stderr)
         pytest.skip(f"{why}: node/npm not found on this machine")
     return tool
-
-
-@pytest.fixture(scope="session")
-def claude_exe() -> Path:
-    """Found (or installed) before any test points HOME at a temp dir: session fixtures are set up first."""
-    binary, why = find_claude()
-    if binary is None:
-        print(f"\nSKIP real Claude Code: {why}", file=sys.stderr)
-        pytest.skip(f"real Claude Code unavailable: {why}")
-    return binary
 
 
 @pytest.fixture
@@ -120,13 +107,13 @@ def test_setup_gemini_merges_into_the_settings_gemini_wrote(agent_home: Path, en
     assert (agent_home / ".gemini" / "GEMINI.md.before-engram").read_text() == "Be terse.\n"
 
 
-def test_setup_claude_code_installs_a_plugin_claude_code_enables(claude_exe: Path, agent_home: Path,
+def test_setup_claude_code_installs_a_plugin_claude_code_enables(claude_bin: Path, agent_home: Path,
                                                                 engram_data: DaemonProc,
                                                                 capsys: pytest.CaptureFixture[str],
                                                                 monkeypatch: pytest.MonkeyPatch,
                                                                 tmp_path: Path) -> None:
     monkeypatch.delenv("ENGRAM_EMBEDDING_PROVIDER")  # the real model: doctor checks it too
-    claude = claude_exe
+    claude = claude_bin
     assert cli_main(["setup", "claude-code", "--claude", str(claude), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["ok"], report
@@ -157,9 +144,9 @@ def test_setup_claude_code_installs_a_plugin_claude_code_enables(claude_exe: Pat
     assert checks["plugin"]["ok"] and checks["MCP command"]["ok"]
 
 
-def test_doctor_says_what_to_do_when_the_plugin_is_missing(claude_exe: Path, agent_home: Path,
+def test_doctor_says_what_to_do_when_the_plugin_is_missing(claude_bin: Path, agent_home: Path,
                                                            capsys: pytest.CaptureFixture[str]) -> None:
-    claude = claude_exe
+    claude = claude_bin
     assert cli_main(["doctor", "--claude", str(claude)]) == 1
     out = capsys.readouterr().out
     assert "FIX  plugin: engram is not installed in Claude Code" in out

@@ -10,22 +10,11 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from harness import ClaudeCode, find_claude  # noqa: E402
+from harness import ClaudeCode  # noqa: E402
 from mock_anthropic import MockAnthropic  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from support import DaemonProc  # noqa: E402
-
-
-@pytest.fixture(scope="session")
-def claude_bin() -> Path:
-    """The real `claude` binary, installed from npm into ~/.cache/cc when missing; skipped (reason printed) when
-    node or npm is missing."""
-    binary, why = find_claude()
-    if binary is None:
-        print(f"\nSKIP real Claude Code tests: {why}", file=sys.stderr)
-        pytest.skip(f"real Claude Code unavailable: {why}")
-    return binary
 
 
 @pytest.fixture
