@@ -123,7 +123,7 @@ def simulate(svc: EngramService, clock: FrozenClock, proj: str, *, weeks: int, s
     return {
         "weeks": weeks, "sessions": n, "seed": seed, "import": imp.model_dump(include={"stored", "next_sweep"}),
         "final": final, "weekly": weekly, "stats": dict(stats),
-        "evolution": [{"key": h["key"], "at": str(h["created_at"]), "reason": h.get("reason", "")} for h in history],
+        "evolution": [{"key": h.key, "at": str(h.created_at), "reason": h.reason} for h in history],
         "half_lives": svc.half_lives(), "scope_weights": svc.scope_weights(),
         "checks": {"user_forgotten": user_forgotten, "preference_statuses": sorted(pref_status),
                    "imported_by_status": dict(imported_status), "imported_stored": imp.stored},

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field
 
-from .organise.models import EntityIn, RelationType
+from .models import EntityIn, RelationType
 from .protocol import _default
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from .models import MemoryPatch, MemoryType
+from .models import ExploredStore, ExploreResult, MemoryPatch, MemoryType, SkillMatch, SkillRecall, SkillRun
 from .service import API_METHODS, EngramError, EngramService, api
 from .store import ScopeStore, plain
 
@@ -44,11 +44,11 @@ def _strip(value: Any) -> Any:
 @api
 def engram_explore(service: EngramService, depth: int = Field(0, ge=0, le=3), scope: ExploreScope = "all",
                    table: str | None = None, sample_size: int = Field(3, ge=1, le=20),
-                   project: str | None = None, session: str | None = None) -> dict[str, Any]:
+                   project: str | None = None, session: str | None = None) -> ExploreResult:
     """Progressive manifest (seed 004 Phase 3): 0 counts per scope, 1 tables and row counts,
     2 one table's schema and indexes, 3 sample rows of one table."""
     stores = service._stores(scope, project, session)
-    out: dict[str, Any] = {"depth": depth, "scopes": []}
+    scopes: list[ExploredStore] = []
     if depth >= 2 and not table:
         raise EngramError("depth 2 and 3 describe one table: give table (e.g. 'memory'); depth 1 lists them")
     for store in stores:
@@ -70,16 +70,16 @@ def engram_explore(service: EngramService, depth: int = Field(0, ge=0, le=3), sc
                 if depth >= 3:
                     rows = store.q1("SELECT * FROM type::table($t) LIMIT $n", {"t": table, "n": sample_size})
                     entry["samples"] = _strip(plain(rows or []))
-        out["scopes"].append(entry)
-    out["next"] = {0: "depth=1 lists tables and counts", 1: "depth=2 with table='memory' shows its schema",
-                   2: "depth=3 shows sample rows; engram_execute runs SELECTs", 3: "engram_execute runs queries"}[depth]
-    return out
+        scopes.append(ExploredStore(**entry))
+    return ExploreResult(depth=depth, scopes=scopes, next={
+        0: "depth=1 lists tables and counts", 1: "depth=2 with table='memory' shows its schema",
+        2: "depth=3 shows sample rows; engram_execute runs SELECTs", 3: "engram_execute runs queries"}[depth])
 
 
 @api
 def recall_skill(service: EngramService, task_description: str, execute: bool = False,
                  scope: Literal["session", "project", "user", "all"] = "all", project: str | None = None,
-                 session: str | None = None, limit: int = Field(3, ge=1, le=10)) -> dict[str, Any]:
+                 session: str | None = None, limit: int = Field(3, ge=1, le=10)) -> SkillRecall:
     """Find stored SurrealQL skills (procedural memories tagged surql-skill) for a task; optionally run the best."""
     if not task_description.strip():
         raise EngramError("describe the task the skill should do")
@@ -88,27 +88,26 @@ def recall_skill(service: EngramService, task_description: str, execute: bool = 
     skills = []
     for hit in result.hits:
         m = hit.memory
-        skills.append({"id": m.id, "scope": m.scope.value, "content": m.content,
-                       "surql": m.metadata.get("surql") or m.content, "notes": m.metadata.get("notes"),
-                       "execution_count": int(m.metadata.get("execution_count", 0)), "score": hit.scores.final})
-    out: dict[str, Any] = {"task": task_description, "skills": skills}
+        skills.append(SkillMatch(id=m.id, scope=m.scope.value, content=m.content,
+                                 surql=m.metadata.get("surql") or m.content, notes=m.metadata.get("notes"),
+                                 execution_count=int(m.metadata.get("execution_count", 0)), score=hit.scores.final))
     if not skills:
-        out["message"] = (f"no stored skill matches; store one with store_memory(memory_type='procedural', "
-                          f"tags=['{SKILL_TAG}'], metadata={{'surql': '...'}})")
-        return out
+        return SkillRecall(task=task_description, skills=skills, message=(
+            f"no stored skill matches; store one with store_memory(memory_type='procedural', "
+            f"tags=['{SKILL_TAG}'], metadata={{'surql': '...'}})"))
     if execute:
         if "run_query" not in API_METHODS:
             raise EngramError("running skills needs run_query, which this daemon does not have yet")
         best = skills[0]
-        target = best["scope"] if best["scope"] in ("session", "project", "user") else "project"
+        target = best.scope if best.scope in ("session", "project", "user") else "project"
         t0 = time.perf_counter()
-        qr = service.run_query(best["surql"], scope=target, allow_writes=False, project=project, session=session)
-        count = best["execution_count"] + 1
+        qr = service.run_query(best.surql, scope=target, allow_writes=False, project=project, session=session)
+        count = best.execution_count + 1
         meta: dict[str, Any] = {"execution_count": count}
         if count >= SKILL_PROMOTE_AFTER:
             meta["promotion_candidate"] = True
-        service.update(best["id"], MemoryPatch(metadata=meta), project=project, session=session)
-        out["executed"] = {"id": best["id"], "result": qr.model_dump(mode="json"),
-                           "took_ms": (time.perf_counter() - t0) * 1000, "execution_count": count,
-                           "promotion_candidate": count >= SKILL_PROMOTE_AFTER}
-    return out
+        service.update(best.id, MemoryPatch(metadata=meta), project=project, session=session)
+        executed = SkillRun(id=best.id, result=qr, took_ms=(time.perf_counter() - t0) * 1000,
+                            execution_count=count, promotion_candidate=count >= SKILL_PROMOTE_AFTER)
+        return SkillRecall(task=task_description, skills=skills, executed=executed)
+    return SkillRecall(task=task_description, skills=skills)

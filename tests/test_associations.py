@@ -17,8 +17,8 @@ def put(svc: EngramService, p: str, text: str, **kw: object) -> str:
 
 def weight(svc: EngramService, p: str, a: str, b: str) -> float | None:
     for x in assoc.memory_associations(svc, a, project=p):
-        if x["id"] == b:
-            return float(x["weight"])
+        if x.id == b:
+            return x.weight
     return None
 
 

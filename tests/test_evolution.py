@@ -84,7 +84,7 @@ def test_apply_is_bounded_per_cycle_and_history_is_append_only(env: tuple[Engram
     w1 = svc.scope_weights()
     assert w1 != w0 and all(abs(w1[s] - w0[s]) <= 0.2 + 1e-9 for s in w0)
     hist = evolution.evolution_history(svc)
-    assert {h["key"] for h in hist} >= {"scope_weights", "decay_half_lives"}
+    assert {h.key for h in hist} >= {"scope_weights", "decay_half_lives"}
     with pytest.raises(Exception, match="append-only"):
         svc.user.q("UPDATE evolution_history SET reason = 'rewritten'")
     with pytest.raises(Exception, match="append-only"):

@@ -8,9 +8,8 @@ from pathlib import Path
 import pytest
 
 from engram_core.config import Settings
-from engram_core.models import MemoryIn
+from engram_core.models import EntityIn, MemoryIn
 from engram_core.organise import graph
-from engram_core.organise.models import EntityIn
 from engram_core.service import EngramService
 
 

@@ -347,7 +347,7 @@ def test_evolution_cooldown_bounds_rollback_and_existing_half_lives(svc: EngramS
     undone = evolution.rollback_evolution(svc, steps=2)
     assert len(undone) == 2 and len(evolution.evolution_history(svc)) == len(before) + 2
     again = evolution.rollback_evolution(svc, steps=1)  # undoes the next older change, not the rollback
-    assert again[0]["undid"] not in {u["undid"] for u in undone}
+    assert again[0].undid not in {u.undid for u in undone}
     assert svc.get(ep.id, project=proj).half_life_days == svc.half_lives()["episodic"]
 
 

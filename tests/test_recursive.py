@@ -9,9 +9,8 @@ from pathlib import Path
 import pytest
 
 from engram_core.embeddings import NoEmbedder
-from engram_core.models import MemoryIn
+from engram_core.models import AggregateInput, MemoryIn
 from engram_core.organise import recursive as rc
-from engram_core.organise.models import AggregateInput
 from engram_core.service import EngramService
 
 

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from ..models import Association
 from ..scoring import memory_strength
 from ..store import ScopeStore, key_of
 from .base import EngramService, api, locate, rid, short_hash, state
@@ -147,7 +148,7 @@ def coactivate_memories(service: EngramService, memory_ids: list[str], project: 
 
 @api
 def memory_associations(service: EngramService, memory_id: str, project: str | None = None,
-                        session: str | None = None, min_weight: float = 0.0) -> list[dict[str, Any]]:
+                        session: str | None = None, min_weight: float = 0.0) -> list[Association]:
     """The memories associated with one memory, strongest first: {id, weight, content}."""
     store, key = locate(service, memory_id, project, session)
     adj = _adjacency(service, store).get(key, {})
@@ -155,7 +156,7 @@ def memory_associations(service: EngramService, memory_id: str, project: str | N
     for other, w in sorted(adj.items(), key=lambda t: -t[1]):
         if w >= min_weight:
             lt = store.light.get(other)
-            out.append({"id": other, "weight": round(w, 4), "content": lt.content if lt else None})
+            out.append(Association(id=other, weight=round(w, 4), content=lt.content if lt else None))
     return out
 
 

@@ -16,13 +16,20 @@ import time
 from collections.abc import Iterable
 from typing import Any, Literal
 
-from ..models import MemoryIn, MemoryType
+from ..models import (
+    ConsolidationItem,
+    ConsolidationOutcome,
+    MemoryIn,
+    MemoryType,
+    OrganiseMaintenance,
+    Proposal,
+    ReflectionReport,
+)
 from ..redaction import redact_text
 from ..scoring import days_between, memory_strength
 from ..store import ScopeStore, key_of, plain
 from . import associations, contradictions, graph
 from .base import EngramError, EngramService, NotFound, api, primary_store, rid, to_memory, write_memory
-from .models import ConsolidationItem, ConsolidationOutcome, Proposal, ReflectionReport
 
 REASONS = ("decay", "duplicate", "promotion", "merge", "scheduled", "episodic_to_semantic")
 BASE_RISK = {"duplicate": 0.1, "decay": 0.2, "promotion": 0.5, "merge": 0.6, "scheduled": 0.5,
@@ -429,10 +436,10 @@ def reflect_and_consolidate(service: EngramService, project: str | None = None, 
 
 
 @api
-def maintain_organisation(service: EngramService, project: str | None = None) -> dict[str, int]:
+def maintain_organisation(service: EngramService, project: str | None = None) -> OrganiseMaintenance:
     """The periodic light pass (the daemon's maintenance tick): association decay, proposals for the
     sweep's decay items, entity backfill. No consolidation is applied here."""
     store = primary_store(service, project)
-    return {"associations_pruned": associations.decay(service, store),
-            "proposals_filled": fill_proposals(service, store),
-            "entities_backfilled": graph.backfill(service, store, limit=200)}
+    return OrganiseMaintenance(associations_pruned=associations.decay(service, store),
+                               proposals_filled=fill_proposals(service, store),
+                               entities_backfilled=graph.backfill(service, store, limit=200))

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ..models import MemoryIn, MemoryType
+from ..models import Contradiction, ContradictionOutcome, MemoryIn, MemoryType
 from ..search_index import tokenize
 from ..store import ScopeStore, key_of, plain
 from . import entities as ex
@@ -35,7 +35,6 @@ from .base import (
     to_memory,
     write_memory,
 )
-from .models import Contradiction, ContradictionOutcome
 
 TOPIC_COSINE = 0.80  # below this (and little word overlap) two memories are about different things
 TOPIC_OVERLAP = 0.6  # share of the longer memory's words the other also has

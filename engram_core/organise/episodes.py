@@ -16,10 +16,10 @@ from typing import Any
 import numpy as np
 
 from ..ids import ulid
+from ..models import EpisodeInfo
 from ..redaction import redact_text
 from ..store import Light, ScopeStore, key_of, plain
 from .base import EngramError, EngramService, OrganiseState, Stream, api, as_dt, rid, state
-from .models import EpisodeInfo
 
 TIME_GAP = timedelta(minutes=30)
 TOPIC_SHIFT_COSINE = 0.55  # on contextual vectors (memory + the one before): on-topic 0.70-0.91, shifts 0.34-0.52

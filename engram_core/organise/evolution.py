@@ -25,14 +25,14 @@ another session ending runs the light level only.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Literal
 
 from .. import lifecycle, retrieval
+from ..models import EvolutionChange, EvolutionReport, ParamProposal, RetrievalLogEntry, Rollback, UsageStat
 from ..scoring import DEFAULT_HALF_LIVES
 from ..service import EngramError
 from ..store import ScopeStore, key_of, plain
 from .base import EngramService, api, locate, primary_store
-from .models import EvolutionReport, ParamProposal, RetrievalLogEntry, UsageStat
 
 MIN_LOG_ENTRIES = 50
 MIN_JUDGED = 5  # per scope/type before it may move anything
@@ -210,32 +210,32 @@ def evolve_memory_system(service: EngramService, dry_run: bool = True, lookback_
 
 
 @api
-def evolution_history(service: EngramService, limit: int = 100) -> list[dict[str, Any]]:
+def evolution_history(service: EngramService, limit: int = 100) -> list[EvolutionChange]:
     """Every applied change and rollback, newest first (append-only)."""
     rows = service.user.q1("SELECT * FROM evolution_history ORDER BY created_at DESC LIMIT $n", {"n": limit})
-    return [{**plain(r), "id": key_of(r["id"])} for r in rows or []]
+    return [EvolutionChange(**{**plain(r), "id": key_of(r["id"])}) for r in rows or []]
 
 
 @api
-def rollback_evolution(service: EngramService, steps: int = 1) -> list[dict[str, Any]]:
+def rollback_evolution(service: EngramService, steps: int = 1) -> list[Rollback]:
     """Undo the newest ``steps`` applied changes (not rollbacks, not already undone), newest first: each
     parameter goes back to its value before that change, and the rollback is recorded in the history."""
     if steps < 1:
         raise EngramError("steps must be at least 1")
     rows = evolution_history(service, limit=10_000)
-    undone = {(r.get("new_value") or {}).get("rollback_of") for r in rows}
-    todo = [r for r in rows if not (r.get("new_value") or {}).get("rollback_of") and r["id"] not in undone][:steps]
+    undone = {(r.new_value or {}).get("rollback_of") for r in rows}
+    todo = [r for r in rows if not (r.new_value or {}).get("rollback_of") and r.id not in undone][:steps]
     if not todo:
         raise EngramError("nothing to roll back: no applied evolution change is left to undo")
     out = []
     for r in todo:
-        old = (r.get("old_value") or {}).get("v")
-        service.set_param(r["key"], old)
+        old = (r.old_value or {}).get("v")
+        service.set_param(r.key, old)
         service.user.create("evolution_history", {
-            "key": r["key"], "old_value": r.get("new_value"), "new_value": {"v": old, "rollback_of": r["id"]},
-            "reason": f"rollback of {r['id']} ({r.get('reason', '')})", "created_at": service.now()})
-        out.append({"key": r["key"], "restored": old, "undid": r["id"]})
-    if any(r["key"] == "decay_half_lives" for r in todo):
+            "key": r.key, "old_value": r.new_value, "new_value": {"v": old, "rollback_of": r.id},
+            "reason": f"rollback of {r.id} ({r.reason})", "created_at": service.now()})
+        out.append(Rollback(key=r.key, restored=old, undid=r.id))
+    if any(r.key == "decay_half_lives" for r in todo):
         sync_half_lives(service)
     return out
 

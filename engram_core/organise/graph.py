@@ -13,6 +13,15 @@ from typing import Any
 import numpy as np
 
 from ..embeddings import try_embed
+from ..models import (
+    AddEntitiesResult,
+    EntityIn,
+    GraphEntity,
+    GraphRelation,
+    GraphResult,
+    RelateResult,
+    RelationType,
+)
 from ..redaction import redact_text
 from ..search_index import tokenize
 from ..store import ScopeStore, key_of, plain
@@ -29,15 +38,6 @@ from .base import (
     short_hash,
     state,
     stores_for,
-)
-from .models import (
-    AddEntitiesResult,
-    EntityIn,
-    GraphEntity,
-    GraphRelation,
-    GraphResult,
-    RelateResult,
-    RelationType,
 )
 
 ENTITY_COSINE = 0.88  # seed 001 §5.1: same scope and type, cosine above this → the same entity

@@ -7,10 +7,10 @@ from collections import Counter
 from datetime import datetime
 from typing import Any, Literal
 
+from ..models import AggregateInput, AggregateItem, Partition, PeekResult, PeekSample
 from ..search_index import tokenize
 from ..store import ScopeStore, content_hash
 from .base import EngramService, api, stores_for
-from .models import AggregateInput, AggregateItem, Partition, PeekResult, PeekSample
 
 RRF_K = 60
 ScopeName = Literal["session", "project", "user", "all"]

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
-from .redaction import redact_text
+from ..redaction import redact_text
 
 MAX_CONTENT_CHARS = 100_000
 MAX_TAGS = 64

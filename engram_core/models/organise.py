@@ -1,4 +1,4 @@
-"""Result shapes of the self-organising layer's API (plain JSON over the daemon socket)."""
+"""Result shapes of the self-organising layer's API: graph, consolidation, contradictions, evolution, episodes."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from ..models import Memory
+from .memory import Memory
+from .sparse import Sparse
 
 ENTITY_TYPES = (
     "file", "library", "tool", "command", "error", "function", "class", "url",
@@ -241,3 +242,35 @@ class RetrievalLogEntry(BaseModel):
     rank: int | None = None
     was_useful: bool | None = None
     created_at: datetime
+
+
+class Association(BaseModel):
+    """A memory used together with another one; ``content`` is None when the other memory is gone."""
+
+    id: str
+    weight: float
+    content: str | None
+
+
+class EvolutionChange(Sparse):
+    """One row of the append-only evolution history: a parameter change, or the rollback of one."""
+
+    id: str
+    key: str
+    old_value: dict[str, Any] | None = None  # {"v": value}
+    new_value: dict[str, Any] | None = None  # {"v": value} or, for a rollback, {"v": value, "rollback_of": id}
+    reason: str = ""
+    log_entries: int = 0
+    created_at: datetime
+
+
+class Rollback(BaseModel):
+    key: str
+    restored: Any
+    undid: str  # the evolution_history id of the change undone
+
+
+class OrganiseMaintenance(BaseModel):
+    associations_pruned: int
+    proposals_filled: int
+    entities_backfilled: int
