@@ -89,7 +89,7 @@ class Journal:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.lock = threading.Lock()
-        self.done: set[str] = set()
+        self.done: dict[str, None] = {}  # applied ids, oldest first (a rewrite keeps the newest)
         self.pending: dict[str, dict[str, Any]] = {}
         order: list[str] = []
         if path.exists():
@@ -106,7 +106,7 @@ class Journal:
                     elif rec.get("op") == "done":
                         self.pending.pop(eid, None)
                         if eid not in self.done:
-                            self.done.add(eid)
+                            self.done[eid] = None
                             order.append(eid)
         self._compact(order[-KEEP_DONE_IDS:])
         self._fd = private_open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
@@ -123,7 +123,17 @@ class Journal:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, self.path)
-        self.done = set(keep_done)
+        self.done = dict.fromkeys(keep_done)
+
+    def rewrite(self) -> None:
+        """Drop the text of applied events from the file (their ids stay, for exactly-once): run after a
+        compaction, so an event's words leave the disk with the store's old bytes (an erased memory's included)."""
+        with self.lock:
+            os.close(self._fd)
+            try:
+                self._compact(list(self.done)[-KEEP_DONE_IDS:])
+            finally:
+                self._fd = private_open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
 
     def seen(self, eid: str) -> bool:
         with self.lock:
@@ -145,7 +155,7 @@ class Journal:
         with self.lock:
             os.write(self._fd, (json.dumps({"op": "done", "id": eid}) + "\n").encode())
             self.pending.pop(eid, None)
-            self.done.add(eid)
+            self.done[eid] = None
 
     def close(self) -> None:
         with self.lock, contextlib.suppress(OSError):
@@ -523,6 +533,18 @@ class Daemon:
         wfile.write(ok(req_id, {"mcp": True, "pid": os.getpid(), "version": __version__}))
         wfile.flush()
         mcp_server.serve_connection(self, rfile, wfile, params)
+
+    def m_compact(self, **params: Any) -> Any:
+        """The service's compact, then the journal loses the text of applied events (see Journal.rewrite)."""
+        from .service import call_api
+
+        with self.lock:
+            if self.service is None:
+                raise RuntimeError("the daemon is shutting down; retry in a moment")
+            report = call_api(self.service, "compact", params)
+            if self.journal is not None:
+                self.journal.rewrite()
+        return report
 
     def m_hook_event(self, event: dict[str, Any] | None = None, **_: Any) -> dict[str, Any]:
         event = redact_value(event)  # type: ignore[assignment]  # whole, before an error message can quote it
@@ -910,6 +932,8 @@ class Daemon:
                 if self.service is None:
                     return
                 report = self.service.compact(only_due=True)
+                if report.stores and self.journal is not None:
+                    self.journal.rewrite()
             for st in report.stores:
                 self.compactions += 1
                 log.info("compacted %s: %d -> %d bytes in %.0f ms", st.path, st.before_bytes, st.after_bytes,

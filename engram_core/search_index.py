@@ -290,6 +290,14 @@ class SearchIndex:
         with self._lock:
             return self._texts.get(doc_id, "")
 
+    def unique_terms(self, doc_id: str, text: str) -> set[str]:
+        """The terms of ``text`` (analysed like the index) that no indexed document other than ``doc_id`` holds:
+        the words only this document had (what erasing it must also scrub from logged queries)."""
+        with self._lock:
+            own = self._slot_of.get(doc_id)
+            return {t for t in tokenize(text, drop_stopwords=self.drop_stopwords)
+                    if not any(slot != own for slot in self._postings.get(t, {}))}
+
     def embedding(self, doc_id: str) -> np.ndarray | None:
         with self._lock:
             slot = self._slot_of.get(doc_id)

@@ -919,8 +919,15 @@ class EngramService:
             raise EngramError("erasing clears this memory's content and embedding for good: "
                               "confirm it (confirm=true, or --yes on the command line)")
         if erase:
+            words = store.unique_words(key)
             row = store.forget_memory(key, reason)
             store.conn.erased = True  # the old bytes stay in the engine's files until the next compaction
+            # Recall logs live in project stores (else the user's): any may hold a recall that returned it.
+            if store.scope == Scope.user:
+                self._open_projects(None, all_projects=True)
+            for log_store in self._all_open_stores():
+                if log_store.scope != Scope.session:
+                    log_store.scrub_retrieval_log([key], words)
         else:
             row = store.set_status(key, Status.archived.value, f"{reason} (archived; restorable)", at=self.now())
         if row is None:
@@ -1078,6 +1085,9 @@ class EngramService:
                     store.drain()
                     store.prune_retrieval_log(RETRIEVAL_LOG_KEEP)
                 before, after = conn.compact()
+                for store in stores:  # the cold-start snapshot holds text too: rewrite it from the mirror
+                    if store.snapshot_path is not None and store.snapshot_path.exists():
+                        store.save_snapshot()
                 report.stores.append(CompactedStore(path=str(conn.path), before_bytes=before, after_bytes=after,
                                                     took_ms=(time.perf_counter() - t0) * 1000))
         return report

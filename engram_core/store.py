@@ -67,6 +67,7 @@ LIGHT_FIELDS = (
 # only the others are read as floats (the SDK decodes CBOR floats one by one in Python: 6 s at 15k).
 _OPEN_FIELDS = LIGHT_FIELDS.replace("embedding, ", "") + ", math::sum(embedding ?? []) AS emb_sum, embedding != NONE AS has_emb"
 SNAPSHOT_VERSION = 2
+FORGOTTEN = "[forgotten]"  # what an erased memory's content and the recall queries that quoted it become
 
 
 class StoreError(RuntimeError):
@@ -410,6 +411,8 @@ class ScopeStore:
         # Full rows recall has fetched, so a memory recalled again costs no round trip. Any write query on
         # this store empties it (the statement may touch any row); recall's own access writes refresh theirs.
         self._rows: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        # Bumped when a write outside the organise layer changed the knowledge graph (erasure): its mirror reloads.
+        self.graph_version = 0
         self.apply_schema()
         self.reload_mirror()
 
@@ -725,7 +728,8 @@ class ScopeStore:
 
     def forget_memory(self, key: str, reason: str) -> dict[str, Any] | None:
         """Forget: the skeleton (id, type, scope, dates, history) stays; every field that carries the text goes,
-        and the full-text index entry with it. (The engine's files keep old bytes until `Connection.compact`.)"""
+        and the full-text index entry with it, and so do its traces elsewhere in this store (`erase_traces`).
+        (The engine's files keep old bytes until `Connection.compact`.)"""
         rows = self.q1(
             "UPDATE $id SET status = 'forgotten', status_reason = $r, status_changed_at = time::now(), "
             "updated_at = time::now(), content = '[forgotten]', content_hash = '', search_text = NONE, "
@@ -733,8 +737,45 @@ class ScopeStore:
             f"SELECT {MEMORY_FIELDS} FROM $id",
             {"id": record(key), "r": reason},
         )
+        if rows:
+            self.erase_traces([key])
         self.refresh([key])
         return plain(rows[0]) if rows else None
+
+    def unique_words(self, key: str) -> set[str]:
+        """The words (index terms) of this memory that no other memory of this store holds. Read before it is
+        erased: the recall queries that hold one of them quote this memory, not the others."""
+        with self._mirror_lock:
+            light = self.light.get(key)
+            text = self.index.text(key) or (light.content if light is not None else "")
+            return self.index.unique_terms(key, text) if text else set()
+
+    def erase_traces(self, keys: list[str]) -> None:
+        """What erasing these memories removes beyond their own rows (queries/erase_traces.surql): graph entities
+        only they mentioned, relations only they evidenced, review-queue items quoting them, their edges."""
+        if not keys:
+            return
+        self.q(query_file("erase_traces.surql"), {"ids": [record(k) for k in keys], "keys": list(keys)})
+        self.graph_version += 1  # the organise layer's graph mirror reloads
+        self.conn.erased = True
+
+    def scrub_retrieval_log(self, keys: list[str], words: set[str]) -> int:
+        """Recall queries are the user's words and stay, except where they quote an erased memory: a logged
+        recall that returned one of ``keys`` loses that id and its query text, and so does one whose query holds
+        one of ``words`` (words only an erased memory had). Strategy, counts and feedback flags stay for learning.
+        Returns the rows changed."""
+        from .search_index import tokenize
+
+        rows = self.q1("SELECT id, query, memory_ids CONTAINSANY $keys AS hit FROM retrieval_log "
+                       "WHERE query != $gone OR memory_ids CONTAINSANY $keys", {"keys": list(keys), "gone": FORGOTTEN})
+        ids = [r["id"] for r in rows or [] if r.get("hit") or (words and words & set(tokenize(r.get("query") or "")))]
+        if not ids:
+            return 0
+        self.q("UPDATE $ids SET query = $gone, feedback_reason = NONE, "
+               "memory_ids = memory_ids.filter(|$m| $m NOTINSIDE $keys), results_count = array::len(memory_ids) "
+               "RETURN NONE", {"ids": ids, "keys": list(keys), "gone": FORGOTTEN})
+        self.conn.erased = True
+        return len(ids)
 
     def set_status(self, key: str, status: str, reason: str, at: datetime | None = None,
                    **extra: Any) -> dict[str, Any] | None:
@@ -918,6 +959,9 @@ class ScopeStore:
             "decay": [{"id": record(k), "priority": p} for k, p in decay],
             "forgotten": [record(k) for k, (st, _why) in moves.items() if st == "forgotten"]})
         if any(st == "forgotten" for st, _why in moves.values()):
+            gone = [k for k, (st, _why) in moves.items() if st == "forgotten"]
+            self.erase_traces(gone)
+            self.scrub_retrieval_log(gone, set())
             self.conn.erased = True  # the old text stays in the engine's files until the next compaction
         with self._mirror_lock:
             for key, value in half_lives.items():

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -63,6 +64,89 @@ def test_forget_erases_every_copy_of_the_text(light_daemon: DaemonProc, tmp_path
     assert sorted(m["content"] for m in items) == ["[forgotten]", "gradle builds need the daemon flag",
                                                    "stored after compaction"]
     c.close()
+
+
+def tables_in_schema() -> list[str]:
+    from engram_core.store import SCHEMA_DIR
+
+    text = "\n".join(f.read_text() for f in sorted(SCHEMA_DIR.glob("*.surql")))
+    return sorted(set(re.findall(r"DEFINE TABLE (?:IF NOT EXISTS |OVERWRITE )?(\w+)", text)))
+
+
+def files_holding_any_case(root: Path, needle: str) -> list[str]:
+    raw = needle.lower().encode()
+    return [str(f) for f in root.rglob("*") if f.is_file() and raw in f.read_bytes().lower()]
+
+
+def test_erasing_removes_the_text_from_the_graph_the_recall_log_the_snapshot_and_the_journal(
+        light_daemon: DaemonProc, tmp_path: Path) -> None:
+    """Issue #13: an erased memory's words leave every table (graph entities and relations extracted from it,
+    recall queries that found it), the export, the cold-start snapshot, the hook journal and every file on disk."""
+    word, hook_word = "zebramark7731", "wombatquill5521"
+    light_daemon.start()
+    proj = new_project(tmp_path, "traceproj")
+    c = light_daemon.client()
+    doomed = c.call("store", memory={"content": f"Zebramark7731Loader in src/{word}/loader.py raises "
+                                                f"Zebramark7731Error on empty input; we use pytest for it"},
+                    project=str(proj))["memory"]["id"]
+    keep = c.call("store", memory={"content": "gradle builds need the daemon flag; tests/test_shared.py uses pytest"},
+                  project=str(proj))["memory"]["id"]
+    # A hook event (the real hook script; the daemon journals it before applying it) that becomes a session memory.
+    event = {"session_id": "trace-session", "transcript_path": "/tmp/t.jsonl", "cwd": str(proj),
+             "hook_event_name": "PostToolUse", "tool_name": "Edit", "tool_use_id": "tu_trace",
+             "tool_input": {"file_path": f"{proj}/src/{hook_word}.py", "old_string": "a = 1",
+                            "new_string": f"{hook_word} = 2"},
+             "tool_response": {"filePath": f"{proj}/src/{hook_word}.py"}}
+    hook = subprocess.run([sys.executable, "-S", str(REPO_ROOT / "hooks" / "engram_hook.py"), "PostToolUse"],
+                          input=json.dumps(event), text=True, capture_output=True, timeout=60, env=light_daemon.env)
+    assert hook.returncode == 0, hook.stderr
+    c.call("flush", timeout_s=60)
+    session_items = c.call("list_memories", scope="session", session="trace-session", project=str(proj),
+                           limit=50)["items"]
+    hooked = [m["id"] for m in session_items if hook_word in m["content"]]
+    assert hooked and files_holding_any_case(light_daemon.home, hook_word)  # journal and session store hold it
+    # A restart writes the cold-start snapshot, which then holds the text too (the premise of that check).
+    c.close()
+    light_daemon.stop()
+    light_daemon.start()
+    c = light_daemon.client()
+    hits = c.call("recall", query=f"how does the {word} loader fail", project=str(proj))["hits"]
+    assert doomed in [h["memory"]["id"] for h in hits]
+    c.call("recall", query=f"{word} again", project=str(proj))
+    other = c.call("recall", query="gradle daemon", project=str(proj), limit=1)["hits"]
+    assert [h["memory"]["id"] for h in other] == [keep]
+    graph = c.call("search_knowledge_graph", query=word, project=str(proj))
+    assert any(word in e["name"].lower() for e in graph["entities"])
+    assert files_holding_any_case(proj / ".claude" / "engram", word)
+
+    for mid, where in [(doomed, {}), *((h, {"session": "trace-session"}) for h in hooked)]:
+        c.call("forget", memory_id=mid, project=str(proj), erase=True, confirm=True, **where)
+    ok_json(engram(light_daemon, "compact", "--json", "--project", str(proj)))
+    c.call("compact")  # the user and session stores too
+
+    for needle in (word, hook_word):
+        for scope, where in (("project", {}), ("user", {}), ("session", {"session": "trace-session"})):
+            for table in tables_in_schema():
+                got = c.call("run_query", surql=f"SELECT * FROM {table}", scope=scope, project=str(proj), **where)
+                assert got["ok"] and got["statements"][0]["ok"], got
+                assert needle not in json.dumps(got, default=str).lower(), (scope, table)
+        exported = engram(light_daemon, "export", "--scope", "all", "--project", str(proj))
+        assert exported.returncode == 0 and keep in exported.stdout
+        assert needle not in exported.stdout.lower()
+        assert files_holding_any_case(proj / ".claude" / "engram", needle) == []
+        assert files_holding_any_case(light_daemon.home, needle) == []
+    # What the forgotten memory did not own stays: the other memory's entity, the unrelated recall query.
+    assert c.call("search_knowledge_graph", query="pytest", project=str(proj))["entities"]
+    assert c.call("search_knowledge_graph", query=word, project=str(proj))["entities"] == []
+    log = c.call("run_query", surql="SELECT query, memory_ids, created_at FROM retrieval_log ORDER BY created_at",
+                 scope="project", project=str(proj))
+    assert log["ok"], log
+    queries = [r["query"] for r in log["statements"][0]["rows"]]
+    assert "gradle daemon" in queries and queries.count("[forgotten]") == 2
+    c.close()
+    light_daemon.stop()
+    assert files_holding_any_case(light_daemon.home, hook_word) == []  # the snapshot written at close too
+    assert files_holding_any_case(proj / ".claude" / "engram", word) == []
 
 
 def test_dropped_session_leaves_no_readable_data(light_daemon: DaemonProc, tmp_path: Path) -> None:

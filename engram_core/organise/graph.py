@@ -183,6 +183,7 @@ class GraphMirror:
         self.mentioned_by: dict[str, dict[str, None]] = {}  # entity key → memory keys, oldest first
         self.rels: dict[str, tuple[str, str, float]] = {}  # live relation key → (in, out, weight)
         self.touching: dict[str, set[str]] = {}  # entity key → live relation keys at either end
+        self.version = 0  # the store's graph_version this was loaded at
 
     def add_entity(self, ekey: str, etype: str, nkey: str) -> None:
         self.types[ekey] = etype
@@ -212,6 +213,7 @@ _LOAD = """RETURN {
 
 def _load_mirror(store: ScopeStore) -> GraphMirror:
     g = GraphMirror()
+    g.version = store.graph_version
     got = store.q1(_LOAD) or {}
     for line in (got.get("e") or "").split("\n"):
         parts = line.split(" ", 2)
@@ -231,7 +233,7 @@ def _load_mirror(store: ScopeStore) -> GraphMirror:
 def mirror(service: EngramService, store: ScopeStore) -> GraphMirror:
     st = state(service).of(store)
     g = st.graph
-    if g is None:
+    if g is None or g.version != store.graph_version:  # an erasure changed the graph under us
         g = st.graph = _load_mirror(store)
     return g
 
