@@ -93,7 +93,7 @@ def main() -> int:
     args = ap.parse_args()
     py = os.path.realpath(args.python)
 
-    from engram_core.client import connect
+    from engram_core.wire.client import connect
 
     tmp = Path(tempfile.mkdtemp(prefix="engram-hookbench-"))
     home, project = tmp / "home", tmp / "proj"

@@ -3,7 +3,7 @@
     python bench/mcp_init.py [--runs 20] [--python python3 --python /usr/bin/python3] [--out …]
 
 Both servers are measured in the same run, alternating, against the same warm daemon:
-- ``bridge[<python>]``: what .mcp.json runs now, ``python3 -S engram_core/mcp_bridge.py`` (standard library;
+- ``bridge[<python>]``: what .mcp.json runs now, ``python3 -S engram_core/mcp/bridge.py`` (standard library;
   MCP served inside the daemon with the official SDK), once per ``--python`` given: ``python3`` as found on PATH
   (here a pyenv shim, a bash script costing ~0.1-0.4 s per start) and an absolute interpreter;
 - ``old_server``: the previous ``engram mcp`` (the SDK imported in the server process, a client of the daemon),
@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-BRIDGE = REPO / "engram_core" / "mcp_bridge.py"
+BRIDGE = REPO / "engram_core" / "mcp" / "bridge.py"
 BASELINE = "fc765ca"  # the last commit whose `engram mcp` ran the SDK in its own process
 sys.path.insert(0, str(REPO / "tests"))
 

@@ -140,7 +140,7 @@ def start_daemon(s: Setup) -> tuple[subprocess.Popen[bytes], float]:
 
 
 def cold_start(s: Setup, query: str) -> dict[str, Any]:
-    from engram_core.client import connect
+    from engram_core.wire.client import connect
 
     proc, t0 = start_daemon(s)
     sock = s.eh / "engram.sock"
@@ -164,7 +164,7 @@ def rss_mb(pid: int) -> float:
 
 
 def recall_daemon(s: Setup, queries: list[str], gap_s: float) -> dict[str, Any]:
-    from engram_core.client import connect
+    from engram_core.wire.client import connect
 
     client = connect(s.eh, start=False)
     times = []
@@ -195,7 +195,7 @@ def recall_cli(s: Setup, queries: list[str]) -> dict[str, Any]:
 def recall_mcp(s: Setup, queries: list[str], gap_s: float) -> dict[str, Any]:
     """The MCP `recall_memories` tool as Claude Code calls it (the bridge .mcp.json runs, JSON-RPC on stdio),
     paced like the daemon figure; `over_daemon_ms` is the p50 difference to the same recall on the socket."""
-    proc = subprocess.Popen([PY, "-S", str(ROOT / "engram_core" / "mcp_bridge.py")], stdin=subprocess.PIPE,
+    proc = subprocess.Popen([PY, "-S", str(ROOT / "engram_core" / "mcp" / "bridge.py")], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=s.env(), cwd=s.proj)
     assert proc.stdin is not None and proc.stdout is not None
 

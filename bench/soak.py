@@ -35,7 +35,7 @@ def _pct(values: list[float], p: float) -> float | None:
 
 # ── workers ──────────────────────────────────────────────────────────────────
 def worker(kind: str, wid: int, out: Path, deadline: float, project: str) -> None:
-    from engram_core.client import DaemonUnavailable, RemoteService
+    from engram_core.wire.client import DaemonUnavailable, RemoteService
 
     log = open(out, "a", buffering=1)  # noqa: SIM115 - one line per acknowledged operation, flushed
     n = 0
@@ -94,7 +94,7 @@ def worker(kind: str, wid: int, out: Path, deadline: float, project: str) -> Non
 
 # ── orchestration ────────────────────────────────────────────────────────────
 def _start_daemon(home: Path, env: dict[str, str]) -> None:
-    from engram_core.client import connect
+    from engram_core.wire.client import connect
 
     # The client passes its own environment to the daemon it starts; restore ours afterwards, since the
     # tests import this module and a leaked ENGRAM_* variable would change every later test in the session.
@@ -109,7 +109,7 @@ def _start_daemon(home: Path, env: dict[str, str]) -> None:
 
 def run(procs: int = 8, seconds: float = 60.0, kill_at: float | None = None, model: bool = True,
         home: Path | None = None) -> dict[str, Any]:
-    from engram_core.client import RemoteService, daemon_pid
+    from engram_core.wire.client import RemoteService, daemon_pid
 
     tmp = Path(tempfile.mkdtemp(prefix="engram-soak-"))
     home = home or tmp / "home"

@@ -31,7 +31,7 @@ sys.path.insert(0, str(REPO))
 CHILD = r"""
 import sys, time
 t_import = time.perf_counter()
-from engram_core import client
+from engram_core.wire import client
 from engram_tui.app import EngramApp
 from engram_tui.screens.memories import MemoriesScreen
 svc = client.connect(sys.argv[1], start=False)
@@ -72,7 +72,7 @@ def build_store(home: Path, project: Path, n: int) -> float:
 
 
 async def measure_in_app(home: Path, project: Path, runs: int) -> dict[str, Any]:
-    from engram_core import client
+    from engram_core.wire import client
     from engram_tui.app import EngramApp
     from engram_tui.screens.memories import MemoriesScreen
 
@@ -131,7 +131,7 @@ def main() -> int:
     os.environ.update(env)
     build_s = 0.0 if reuse else build_store(home, project, args.memories)
 
-    from engram_core import client
+    from engram_core.wire import client
 
     svc = client.connect(home, start=True, timeout=120)  # the daemon is up before anything is timed
     try:

@@ -21,7 +21,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -1531,11 +1531,6 @@ def call_api(service: EngramService, method: str, params: dict[str, Any]) -> Any
     if fn is None:
         raise EngramError(f"unknown method {method!r}")
     return fn(service, **params)
-
-
-def iter_jsonl(path: Path) -> Iterable[str]:
-    with open(path, encoding="utf-8") as fh:
-        yield from fh
 
 
 __all__ = ["API_METHODS", "UNLOCKED_API", "EmbeddingError", "EngramError", "EngramService", "NotFound", "StoreError", "call_api"]

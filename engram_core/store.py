@@ -886,11 +886,6 @@ class ScopeStore:
                 elif light is not None:
                     light.status = row["status"]
 
-    def delete_memory(self, key: str) -> None:
-        self.q("DELETE $id", {"id": record(key)})
-        with self._mirror_lock:
-            self._forget_key(key)
-
     def list_memories(self, *, where: str = "true", params: Mapping[str, Any] | None = None,
                       order: str = "created_at DESC", limit: int = 100, start: int = 0) -> list[dict[str, Any]]:
         rows = self.q1(

@@ -253,7 +253,7 @@ class EngramApp(App[None]):
 
     def load_demo(self) -> None:
         """Open the demo in its own data root (built on first use) and show it; the user's stores stay as they are."""
-        from engram_core.demo import demo_root, open_demo
+        from engram_tui.demo import demo_root, open_demo
 
         if self.demo_service is not None:
             return
@@ -313,7 +313,7 @@ def _build_parser() -> argparse.ArgumentParser:
 def make_service(in_process: bool, home: str | None = None) -> tuple[Any, str]:
     """The daemon client (it starts the daemon when needed), or the stores opened in this process."""
     if not in_process:
-        from engram_core import client
+        from engram_core.wire import client
 
         return client.RemoteService(home, request_timeout=REQUEST_TIMEOUT_S).connect(), "daemon"
     from engram_core.service import EngramService
@@ -327,7 +327,7 @@ def main(argv: list[str] | None = None) -> int:
         args = args[1:]
     opts = _build_parser().parse_args(args)
     from engram_core.config import engram_home, find_project_root
-    from engram_core.demo import demo_root, open_demo, remove_demo
+    from engram_tui.demo import demo_root, open_demo, remove_demo
 
     home = Path(opts.home).expanduser() if opts.home else engram_home()
     if opts.remove_demo:

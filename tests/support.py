@@ -57,7 +57,7 @@ class DaemonProc:
         raise RuntimeError("daemon did not come up")
 
     def answers(self) -> bool:
-        from engram_core.client import DaemonUnavailable, RemoteService
+        from engram_core.wire.client import DaemonUnavailable, RemoteService
 
         try:
             RemoteService(self.home, start=False).connect().close()
@@ -66,7 +66,7 @@ class DaemonProc:
             return False
 
     def client(self, typed: bool = False):  # noqa: ANN201
-        from engram_core.client import RemoteService
+        from engram_core.wire.client import RemoteService
 
         return RemoteService(self.home, start=False, typed=typed).connect()
 
@@ -90,7 +90,7 @@ class DaemonProc:
                 self.proc.wait()
         self._close_pipes()
         # A daemon a hook or client started behind the test's back (after a kill -9) must not outlive it.
-        from engram_core.client import daemon_pid
+        from engram_core.wire.client import daemon_pid
 
         pid = daemon_pid(self.home)
         try:  # the pid file may be stale and its number reused: only a daemon on this home is ours to stop
@@ -109,7 +109,7 @@ class DaemonProc:
         import signal
         import time
 
-        from engram_core.client import daemon_pid
+        from engram_core.wire.client import daemon_pid
 
         pid = self.proc.pid if self.proc is not None else daemon_pid(self.home)
         assert pid

@@ -50,7 +50,7 @@ def total_memories(d: DaemonProc) -> int:
 
 
 def test_client_starts_daemon_on_demand_and_stop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from engram_core.client import connect
+    from engram_core.wire.client import connect
 
     home = tmp_path / "home"
     monkeypatch.setenv("ENGRAM_EMBEDDING_PROVIDER", "none")
@@ -108,8 +108,8 @@ def test_protocol_mismatch_is_said_plainly(daemon: DaemonProc, monkeypatch: pyte
     assert replies[0]["error"]["type"] == "ProtocolMismatch"
     assert "protocol 1" in replies[0]["error"]["message"] and "engram stop" in replies[0]["error"]["message"]
 
-    from engram_core import protocol
-    from engram_core.client import ProtocolMismatch, RemoteService
+    from engram_core.wire import protocol
+    from engram_core.wire.client import ProtocolMismatch, RemoteService
 
     monkeypatch.setattr(protocol, "PROTOCOL_VERSION", 2)
     with pytest.raises(ProtocolMismatch, match="engram stop"):
@@ -208,7 +208,7 @@ def test_concurrent_clients_each_request_atomic(daemon: DaemonProc, tmp_path: Pa
 
 
 def test_client_module_stays_light() -> None:
-    code = ("import sys, engram_core.client, engram_core.cli, engram_core.protocol;"
+    code = ("import sys, engram_core.wire.client, engram_core.cli, engram_core.wire.protocol;"
             "bad=[m for m in ('surrealdb','torch','numpy','sentence_transformers','pydantic') if m in sys.modules];"
             "print(','.join(bad))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=REPO_ROOT)

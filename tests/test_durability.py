@@ -353,7 +353,7 @@ def test_an_event_that_cannot_be_applied_on_a_full_disk_is_parked_then_applied(t
 
 def test_a_parked_event_survives_a_restart(tmp_path: Path) -> None:
     """Parked events stay in the journal: a daemon started later applies them (here the failure is gone)."""
-    from engram_core.daemon import Journal
+    from engram_core.daemon.server import Journal
 
     home = tmp_path / "home"
     proj = new_project(tmp_path, "later")
@@ -407,8 +407,8 @@ def _answer(s) -> dict:  # noqa: ANN001
 
 
 def test_half_sent_large_lines_are_bounded_and_time_out(tmp_path: Path) -> None:
-    from engram_core.daemon import MAX_PARTIAL_BYTES
-    from engram_core.protocol import MAX_LINE
+    from engram_core.daemon.server import MAX_PARTIAL_BYTES
+    from engram_core.wire.protocol import MAX_LINE
 
     with _daemon_with_sockets(tmp_path / "home", env={"ENGRAM_LINE_TIMEOUT_S": "3"}) as (d, socks):
         chunk = b'{"v": 1, "id": 1, "method": "ping", "params": {"pad": "' + b"x" * (MAX_LINE - 100)
@@ -433,7 +433,7 @@ def test_half_sent_large_lines_are_bounded_and_time_out(tmp_path: Path) -> None:
 def test_connection_cap_and_idle_connections_neither_pile_up_nor_block_idle_exit(tmp_path: Path) -> None:
     import time
 
-    from engram_core.daemon import MAX_CONNECTIONS
+    from engram_core.daemon.server import MAX_CONNECTIONS
 
     with _daemon_with_sockets(tmp_path / "home", idle_timeout=2, env={"ENGRAM_CONN_IDLE_S": "60"}) as (d, socks):
         for _ in range(MAX_CONNECTIONS - 2):  # a few slots stay for DaemonProc's own probe and a client

@@ -15,7 +15,7 @@ sys.path.insert(0, str(REPO_ROOT / "bench"))
 
 
 def test_kill9_mid_stream_keeps_every_acknowledged_write(tmp_path: Path) -> None:
-    from engram_core.client import DaemonUnavailable, RemoteService
+    from engram_core.wire.client import DaemonUnavailable, RemoteService
 
     d = DaemonProc(tmp_path / "home", model=False).start()
     proj = str(new_project(tmp_path, "faulty"))

@@ -542,7 +542,7 @@ def test_no_interpreter_found_is_logged_with_a_reason(tmp_path: Path) -> None:
     m = LOG_LINE.match(lines[0])
     assert m and m.group(2) == "SessionStart" and m.group(3) == "no-daemon-python"
     assert "ENGRAM_PYTHON" in m.group(4)
-    from engram_core.agent_setup import last_hook_error  # what `engram doctor` shows
+    from engram_core.cli.agent_setup import last_hook_error  # what `engram doctor` shows
 
     step = last_hook_error(home)
     assert not step.ok and "SessionStart no-daemon-python: cannot start the daemon" in step.detail

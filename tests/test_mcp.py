@@ -20,7 +20,7 @@ EXPECTED_TOOLS = {"store_memory", "recall_memories", "get_memory", "update_memor
                   "list_consolidations", "propose_consolidation_summary", "approve_consolidation",
                   "reject_consolidation", "list_contradictions", "resolve_contradiction", "add_entities",
                   "relate_entities", "end_episode", "session_summary"}
-BRIDGE = REPO_ROOT / "engram_core" / "mcp_bridge.py"
+BRIDGE = REPO_ROOT / "engram_core" / "mcp" / "bridge.py"
 
 
 @asynccontextmanager

@@ -248,7 +248,7 @@ def test_daemon_output_streams_are_redacted_by_line() -> None:
     """What bypasses logging in the daemon (a thread's uncaught traceback) goes to engram.log redacted."""
     import io
 
-    from engram_core.daemon import RedactingStream
+    from engram_core.daemon.server import RedactingStream
 
     raw = io.StringIO()
     s = RedactingStream(raw)

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 from support import DaemonProc
 
-from engram_core.client import RemoteEngramError
 from engram_core.embeddings import NoEmbedder
 from engram_core.models import MemoryIn, MemoryPatch
 from engram_core.service import EngramService, call_api
+from engram_core.wire.client import RemoteEngramError
 
 TOKEN = "ghp_FAKEr8x2LmQ9vT4kZp7NwY3cJh6Fd1Sa0BgE"  # a GitHub token shape
 PASSWORD = "Fake-Pw-7Rq2Zx9Lm4"  # only recognisable by its key (`password=`)

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from support import DaemonProc, npm_cli
 
-from engram_core import agent_setup
+from engram_core.cli import agent_setup
 from engram_core.cli import main as cli_main
 
 

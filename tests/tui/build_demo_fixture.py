@@ -32,8 +32,8 @@ def main(target: Path) -> int:
     import engram_core.organise  # noqa: F401 - loaded first so every module holding `ulid` is patched
     from engram_core import ids
     from engram_core.clock import FrozenClock
-    from engram_core.demo import build_demo
     from engram_core.service import EngramService
+    from engram_tui.demo import build_demo
 
     fake, real = deterministic_ulid(), ids.ulid
     for name, mod in list(sys.modules.items()):

@@ -329,7 +329,7 @@ async def test_unreachable_daemon_is_a_message_not_a_traceback(demo_env: DemoEnv
 
 async def test_through_the_real_daemon(demo_env: DemoEnv) -> None:
     """The same app through RemoteService, against a real `engram serve` on the demo data."""
-    client_mod = pytest.importorskip("engram_core.client")
+    client_mod = pytest.importorskip("engram_core.wire.client")
     client = client_mod.connect(demo_env.home, timeout=90)
     try:
         from engram_tui.app import EngramApp

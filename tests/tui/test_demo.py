@@ -11,8 +11,8 @@ import pytest
 from conftest import settle
 from textual.widgets import Static
 
-from engram_core.demo import DEMO_MARKER, open_demo, remove_demo
 from engram_tui.app import EngramApp
+from engram_tui.demo import DEMO_MARKER, open_demo, remove_demo
 from engram_tui.screens.dialogs import ConfirmScreen
 
 

@@ -116,7 +116,7 @@ async def test_decay_aggregates_are_not_reloaded_while_hidden(demo_service: Any,
 
 
 async def test_a_hung_daemon_is_a_message_in_seconds_and_q_quits_at_once(light_daemon: Any, tmp_path: Path) -> None:
-    from engram_core.client import RemoteService
+    from engram_core.wire.client import RemoteService
     from engram_tui.app import EngramApp
 
     light_daemon.start()

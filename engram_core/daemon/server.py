@@ -1,6 +1,6 @@
 """`engram serve`: the one process that owns the stores, the embedding model and the background work.
 
-Everything else (CLI, TUI, MCP servers, hooks) is a client speaking :mod:`engram_core.protocol` over
+Everything else (CLI, TUI, MCP servers, hooks) is a client speaking :mod:`engram_core.wire.protocol` over
 ``$ENGRAM_HOME/engram.sock``. Why one owner: an embedded SurrealDB store can be opened by one process only,
 and the embedding model costs seconds and hundreds of MB to load (docs/daemon.md).
 
@@ -35,9 +35,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from . import __version__
-from .config import ConfigError, ensure_private_child, ensure_private_dir, find_project_root, load_settings
-from .protocol import (
+from .. import __version__
+from ..config import ConfigError, ensure_private_child, ensure_private_dir, find_project_root, load_settings
+from ..redaction import redact_text, redact_value
+from ..wire.protocol import (
     MAX_LINE,
     PROTOCOL_VERSION,
     ProtocolError,
@@ -49,7 +50,6 @@ from .protocol import (
     private_open,
     socket_path,
 )
-from .redaction import redact_text, redact_value
 
 log = logging.getLogger("engram.daemon")
 
@@ -178,8 +178,8 @@ def check_event(event: Any) -> None:
     """The shape `apply_event` needs, checked before an event is acknowledged (EngramError says what is wrong)."""
     from pydantic import ValidationError
 
-    from .models import MemoryIn
-    from .service import EngramError
+    from ..models import MemoryIn
+    from ..service import EngramError
 
     if not isinstance(event, dict):
         raise EngramError("hook_event needs params.event, a JSON object")
@@ -201,7 +201,7 @@ def check_event(event: Any) -> None:
 # ── type names for clients (so RemoteService can rebuild pydantic results) ──
 def type_expr(tp: Any) -> str:
     """A small type expression over engram_core.models names, builtins and Any; anything else is Any."""
-    from . import models
+    from .. import models
 
     if tp is type(None) or tp is None:
         return "None"
@@ -223,7 +223,7 @@ def type_expr(tp: Any) -> str:
 
 def method_info() -> tuple[dict[str, str], dict[str, list[str]]]:
     """Per API method: its return type expression and its parameter names (after self/service)."""
-    from .service import API_METHODS
+    from ..service import API_METHODS
 
     returns: dict[str, str] = {}
     params: dict[str, list[str]] = {}
@@ -339,7 +339,7 @@ class Daemon:
         return fd
 
     def start(self) -> None:
-        from .service import EngramService
+        from ..service import EngramService
 
         t0 = time.perf_counter()
         self.journal = Journal(self.home / JOURNAL_NAME)
@@ -385,7 +385,7 @@ class Daemon:
     def _warm(self) -> None:
         # The MCP SDK too (~0.8 s to import), so that a bridge's `initialize` is answered at once.
         try:
-            from . import mcp_server
+            from ..mcp import server as mcp_server
 
             mcp_server.shared_server()
         except Exception:
@@ -464,7 +464,7 @@ class Daemon:
         special = getattr(self, "m_" + method, None)
         if special is not None:
             return special(**params) if params else special()
-        from .service import API_METHODS, UNLOCKED_API, call_api
+        from ..service import API_METHODS, UNLOCKED_API, call_api
 
         if method not in API_METHODS:
             raise _Unknown(method)
@@ -521,7 +521,7 @@ class Daemon:
             req_id, method, params, _v = parse_request(line)
             if method != "mcp_attach":
                 raise ProtocolError(f"unexpected method {method!r}")
-            from . import mcp_server
+            from ..mcp import server as mcp_server
 
             mcp_server.shared_server()
         except Exception as exc:
@@ -608,7 +608,7 @@ class Daemon:
         settings = load_settings(project) if project else self.settings
         if not settings.prompt_recall or settings.disabled or not prompt.strip():
             return {"text": "", "enabled": False}
-        from .scoring import estimate_tokens
+        from ..scoring import estimate_tokens
 
         with self.lock:
             if session_id:  # a hook may name a Claude session whose SessionStart we missed
@@ -688,7 +688,7 @@ class Daemon:
         every start. It is never dropped."""
         from pydantic import ValidationError
 
-        from .service import EngramError
+        from ..service import EngramError
 
         self.events_failed += 1
         attempts = self._retries.get(eid, 0) + 1
@@ -738,7 +738,7 @@ class Daemon:
         return n
 
     def apply_event(self, eid: str, event: dict[str, Any]) -> None:
-        from .models import MemoryIn
+        from ..models import MemoryIn
 
         kind = event.get("kind")
         session = event.get("session_id") or None
@@ -781,7 +781,7 @@ class Daemon:
         elif kind in ("prompt", "command_ok"):
             if not session:
                 return
-            from . import session_learning
+            from .. import session_learning
 
             with self.lock:
                 if kind == "prompt":
@@ -812,7 +812,7 @@ class Daemon:
         """PreCompact: the session is already on disk; leave a note of what it did so far for after compaction."""
         if not session:
             return
-        from . import session_learning
+        from .. import session_learning
 
         with self.lock:
             session_learning.checkpoint(self.service, session, project, trigger)
@@ -827,7 +827,7 @@ class Daemon:
 
         def run() -> None:
             t0 = time.perf_counter()
-            from .service import API_METHODS, call_api
+            from ..service import API_METHODS, call_api
 
             try:
                 with self.lock:
@@ -951,7 +951,7 @@ def classify(exc: BaseException) -> tuple[str, str]:
     """(error type, one-line message) for the wire: never a traceback."""
     from pydantic import ValidationError
 
-    from .service import EngramError, NotFound
+    from ..service import EngramError, NotFound
 
     if isinstance(exc, _Unknown):
         return "NotFound", str(exc)
@@ -965,7 +965,7 @@ def classify(exc: BaseException) -> tuple[str, str]:
         return "ValidationError", "; ".join(parts)
     if isinstance(exc, EngramError | ConfigError):
         return "EngramError", str(exc)
-    from .store import StoreError
+    from ..store import StoreError
 
     if isinstance(exc, StoreError):  # disk full, read-only store: the message already says what to do
         return "EngramError", str(exc)
@@ -1167,24 +1167,11 @@ def serve(home: Path, idle_timeout_s: float | None = None, verbose: bool = False
     return 0
 
 
-def probe(home: Path, timeout: float = 0.5) -> bool:
-    """Does a daemon answer on this root's socket?"""
-    path = socket_path(home)
-    if not path.exists():
-        return False
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(timeout)
-    try:
-        s.connect(str(path))
-        return True
-    except OSError:
-        return False
-    finally:
-        s.close()
+
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .config import engram_home
+    from ..config import engram_home
 
     parser = argparse.ArgumentParser(prog="engram serve", description="Run the Engram daemon in the foreground.")
     parser.add_argument("--home", type=Path, default=None, help="data root (default: $ENGRAM_HOME or ~/.claude/engram)")
@@ -1194,6 +1181,3 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     return serve(args.home or engram_home(), args.idle_timeout, args.verbose)
 
-
-if __name__ == "__main__":
-    sys.exit(main())

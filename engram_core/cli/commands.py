@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any, NoReturn
 
-from . import __version__
+from .. import __version__
 
 TYPES = ("episodic", "semantic", "procedural", "working")
 SCOPES = ("session", "project", "user")
@@ -43,7 +43,7 @@ def _emit(data: Any) -> None:
 
 
 def _client(args: argparse.Namespace, *, start: bool = True) -> Any:
-    from .client import connect
+    from ..wire.client import connect
 
     return connect(getattr(args, "home", None), start=start, typed=False)
 
@@ -230,8 +230,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_setup(args: argparse.Namespace) -> int:
+    from ..wire.client import home_dir
     from .agent_setup import AGENTS, SetupError
-    from .client import home_dir
 
     home = home_dir(args.home)
     try:
@@ -448,14 +448,14 @@ def cmd_evolve(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from .client import home_dir
-    from .daemon import serve
+    from ..daemon.server import serve
+    from ..wire.client import home_dir
 
     return serve(home_dir(args.home), args.idle_timeout, args.verbose)
 
 
 def cmd_stop(args: argparse.Namespace) -> int:
-    from .client import DaemonUnavailable, daemon_pid, home_dir
+    from ..wire.client import DaemonUnavailable, daemon_pid, home_dir
 
     try:
         client = _client(args, start=False)
@@ -482,7 +482,7 @@ def cmd_stop(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from .client import DaemonUnavailable, home_dir
+    from ..wire.client import DaemonUnavailable, home_dir
 
     try:
         client = _client(args, start=False)
@@ -515,7 +515,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def cmd_mcp(args: argparse.Namespace) -> int:
     # The bridge is standard library only: the MCP protocol itself is served inside the daemon.
-    from .mcp_bridge import main as mcp_main
+    from ..mcp.bridge import main as mcp_main
 
     return mcp_main([])
 
@@ -534,7 +534,7 @@ def cmd_tui(args: argparse.Namespace) -> int:
 
 
 def cmd_off(args: argparse.Namespace, on: bool = False) -> int:
-    from .client import home_dir
+    from ..wire.client import home_dir
 
     if not args.session:
         _die("give --session ID (the Claude session id Engram shows in its SessionStart context); "
@@ -710,9 +710,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not getattr(args, "fn", None):
         return cmd_tui(args)
-    from .client import DaemonUnavailable, ProtocolMismatch
-    from .config import ConfigError
-    from .protocol import RemoteError
+    from ..config import ConfigError
+    from ..wire.client import DaemonUnavailable, ProtocolMismatch
+    from ..wire.protocol import RemoteError
 
     try:
         return int(args.fn(args) or 0)
@@ -728,6 +728,3 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:
         _die(f"{exc.__class__.__name__}: {exc}")
 
-
-if __name__ == "__main__":
-    sys.exit(main())

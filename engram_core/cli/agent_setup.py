@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .protocol import private_open
+from ..wire.protocol import private_open
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]  # the checkout: engram_core/cli/ is two levels down
 MARKETPLACE = "engram-local"
 PLUGIN = "engram"
 PLUGIN_ID = f"{PLUGIN}@{MARKETPLACE}"
@@ -143,8 +143,8 @@ def _version_text(version: tuple[int, int] | None, missing: str) -> str:
 def write_launcher(home: Path) -> Path:
     """Record the interpreter that starts the daemon: the hooks' python3 lacks Engram's packages, so on a brand-new
     data root (no daemon has run yet to write this) they could never start it."""
-    from . import __version__
-    from .config import ensure_private_dir
+    from .. import __version__
+    from ..config import ensure_private_dir
 
     ensure_private_dir(home)
     path = home / "launcher.json"
@@ -302,7 +302,7 @@ def setup_claude_code(home: Path, *, claude: str | None = None, dry_run: bool = 
                    f"marketplace add` and `claude plugin install {PLUGIN_ID}`, record {sys.executable} in "
                    f"{home / 'launcher.json'}")
         return report
-    from .config import ensure_private_dir  # pydantic behind it: only when setup really writes
+    from ..config import ensure_private_dir  # pydantic behind it: only when setup really writes
 
     ensure_private_dir(home)  # first: on a fresh machine nothing has created the data root yet
     market = build_plugin(home, hook_py)

@@ -89,7 +89,7 @@ def _type_from_expr(expr: str) -> Any:
     """Evaluate 'list[Memory] | None' over engram_core.models names; anything unexpected → None (plain JSON)."""
     from typing import Any as _Any
 
-    from . import models
+    from .. import models
 
     try:
         tree = ast.parse(expr, mode="eval")
@@ -176,7 +176,7 @@ class RemoteService:
 
     def _start_and_wait(self) -> socket.socket:
         """Start `engram serve` detached and wait for its socket; a concurrent starter may win, that is fine."""
-        from .config import ensure_private_dir
+        from ..config import ensure_private_dir
 
         ensure_private_dir(self.home)
         log_path = self.home / "engram.log"

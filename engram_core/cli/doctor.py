@@ -19,8 +19,8 @@ def _check(name: str, ok: bool, detail: str, fix: str | None = None) -> dict[str
 
 def run_checks(home: str | None, project: str, *, agents: bool = True,
                claude: str | None = None) -> list[dict[str, Any]]:
-    from .client import DaemonUnavailable, ProtocolMismatch, connect, home_dir
-    from .protocol import RemoteError
+    from ..wire.client import DaemonUnavailable, ProtocolMismatch, connect, home_dir
+    from ..wire.protocol import RemoteError
 
     checks = [_check("python", sys.version_info >= (3, 11), sys.version.split()[0], "Engram needs Python 3.11+")]
     for module, why in (("surrealdb", "the store engine"), ("onnxruntime", "fast local embeddings"),

@@ -31,8 +31,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from .clock import Clock
-from .models import MemoryIn, MemoryPatch, MemoryType, Scope, Status
+from engram_core.clock import Clock
+from engram_core.models import MemoryIn, MemoryPatch, MemoryType, Scope, Status
 
 DEMO_PROJECT_NAME = "payments-api"
 OTHER_PROJECT_NAME = "infra-terraform"
@@ -190,7 +190,7 @@ def _has(service: Any, name: str) -> bool:
     probe = getattr(type(service), "has", None)
     if callable(probe):
         return bool(probe(service, name))
-    from .service import API_METHODS  # local: keeps this module importable on its own
+    from engram_core.service import API_METHODS  # local: keeps this module importable on its own
 
     return name in API_METHODS and callable(getattr(service, name, None))
 
@@ -344,7 +344,7 @@ class ResumedClock(Clock):
 
 def demo_root(home: Path | str | None = None) -> Path:
     """Where the demo lives: its own data root beside (never inside the stores of) the user's."""
-    from .config import engram_home
+    from engram_core.config import engram_home
 
     return (Path(home) if home else engram_home()) / "demo"
 
@@ -365,8 +365,8 @@ def open_demo(root: Path, *, reset: bool = False, embedder: Any = None,
 
     ``reset`` rebuilds it from scratch. A build that stopped half way (no ``"ready"`` in the marker) is redone.
     """
-    from .config import ensure_private_dir
-    from .service import EngramService
+    from engram_core.config import ensure_private_dir
+    from engram_core.service import EngramService
 
     marker = root / DEMO_MARKER
     if reset and root.exists():

@@ -1,10 +1,10 @@
 """The MCP server process Claude Code starts: a standard-library pump between its stdio and the Engram daemon.
 
-Run as ``python3 -S <plugin root>/engram_core/mcp_bridge.py`` (what ``.mcp.json`` says: no PATH lookup, no
+Run as ``python3 -S <plugin root>/engram_core/mcp/bridge.py`` (what ``.mcp.json`` says: no PATH lookup, no
 packages, any python3 >= 3.8, ~20 ms to start) or as ``engram mcp``. It connects to the daemon's socket (starting
 the daemon with the interpreter the daemon recorded in ``launcher.json`` when none answers), sends one
 ``mcp_attach`` line with this session's context, and from then on relays MCP JSON-RPC lines both ways. The MCP
-protocol itself is served inside the daemon with the official SDK (:mod:`engram_core.mcp_server`), where the
+protocol itself is served inside the daemon with the official SDK (:mod:`engram_core.mcp.server`), where the
 SDK, the stores and the model are already loaded: that is why ``initialize`` is answered in milliseconds.
 
 Context sent: ``CLAUDE_CODE_SESSION_ID`` (Claude Code gives the MCP server the same id its hooks see, so both

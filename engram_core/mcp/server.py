@@ -1,6 +1,6 @@
 """Engram's MCP tools, served with the official ``mcp`` SDK (2.x ``MCPServer``) inside the daemon.
 
-Claude Code starts the standard-library bridge (:mod:`engram_core.mcp_bridge`, also ``engram mcp``), which sends
+Claude Code starts the standard-library bridge (:mod:`engram_core.mcp.bridge`, also ``engram mcp``), which sends
 the daemon one ``mcp_attach`` line and then relays JSON-RPC; :func:`serve_connection` serves that connection
 with the SDK on the daemon's side, so the SDK import (~0.8 s) and the stores are paid once per daemon, not per
 session. One :class:`MCPServer` is built per daemon; each connection's context (project, session) reaches the
@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field
 
-from .models import EntityIn, RelationType
-from .protocol import _default
+from ..models import EntityIn, RelationType
+from ..wire.protocol import _default
 
 if TYPE_CHECKING:
-    from .daemon import Daemon
+    from ..daemon.server import Daemon
 
 INSTRUCTIONS = """Engram is your persistent memory across sessions, in three scopes: session (this conversation,
 promoted at its end if it proved useful), project (this repository) and user (everything you do for this person).
@@ -72,7 +72,7 @@ class EngramTools:
         """The daemon's method, in process; its result as the JSON a socket client would get."""
         from mcp.server.mcpserver.exceptions import ToolError
 
-        from .daemon import classify
+        from ..daemon.server import classify
 
         params = {k: v for k, v in params.items() if v is not None}
         if self.session and not self.own_session:
@@ -142,7 +142,7 @@ class _Current:
 def build_server() -> Any:
     from mcp.server.mcpserver import MCPServer
 
-    from . import __version__
+    from .. import __version__
 
     t: Any = _Current()
     mcp = MCPServer(name="engram", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
@@ -410,6 +410,6 @@ def serve_connection(daemon: Daemon, rfile: Any, wfile: Any, params: dict[str, A
 
 def main(argv: list[str] | None = None) -> int:
     """`engram mcp`: the same bridge Claude Code runs from the plugin folder."""
-    from . import mcp_bridge
+    from . import bridge as mcp_bridge
 
     return mcp_bridge.main(argv)

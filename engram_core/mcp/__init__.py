@@ -1,0 +1,1 @@
+"""The MCP front end: the standard-library stdio bridge Claude Code runs, and the server the daemon hosts."""
