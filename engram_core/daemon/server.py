@@ -536,7 +536,7 @@ class Daemon:
 
     def m_compact(self, **params: Any) -> Any:
         """The service's compact, then the journal loses the text of applied events (see Journal.rewrite)."""
-        from .service import call_api
+        from ..service import call_api
 
         with self.lock:
             if self.service is None:
