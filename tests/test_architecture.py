@@ -73,3 +73,28 @@ def test_data_dir_and_store_files_are_owner_only(service, project_dir: Path) -> 
             for f in files:
                 mode = stat.S_IMODE(os.stat(os.path.join(dirpath, f)).st_mode)
                 assert mode & 0o077 == 0, (f, oct(mode))
+
+
+def test_every_import_inside_engram_resolves() -> None:
+    """Imports inside functions are only tried when the function runs: a moved module must not leave one dangling."""
+    import ast
+    import importlib.util
+
+    missing = []
+    for package in ("engram_core", "engram_tui"):
+        for path in (ROOT / package).rglob("*.py"):
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            here = parts[:-1]  # the package the module is in (for __init__, the package itself)
+            for node in ast.walk(ast.parse(path.read_text())):
+                if not isinstance(node, ast.ImportFrom):
+                    continue
+                if node.level:
+                    base = here[: len(here) - (node.level - 1)]
+                    target = ".".join(base + ([node.module] if node.module else []))
+                elif node.module and node.module.split(".")[0] in ("engram_core", "engram_tui"):
+                    target = node.module
+                else:
+                    continue
+                if importlib.util.find_spec(target) is None:
+                    missing.append(f"{path.relative_to(ROOT)}:{node.lineno}: {target}")
+    assert missing == []
