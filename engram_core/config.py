@@ -26,9 +26,6 @@ class ConfigError(ValueError):
     """A setting or path is unusable; the message says which and how to fix it."""
 
 
-def engram_home() -> Path:
-    raw = os.environ.get("ENGRAM_HOME")
-    return Path(raw).expanduser() if raw else Path.home() / ".claude" / "engram"
 
 
 # Names that mark a directory as Engram's own (a data root or a project's store directory).

@@ -33,7 +33,6 @@ from .bookkeeping import ACCESS_AFTER_S, Bookkeeper
 from .clock import Clock
 from .config import (
     Settings,
-    engram_home,
     ensure_private_dir,
     find_project_root,
     load_settings,
@@ -74,6 +73,7 @@ from .models import (
     Status,
     StoreResult,
 )
+from .paths import engram_home
 from .redaction import redact, redact_text, redact_value
 from .scoring import DEFAULT_HALF_LIVES, composite_importance, days_between, memory_strength
 from .store import Connection, ScopeStore, StoreError, content_hash, key_of, record
@@ -163,7 +163,7 @@ class EngramService:
         # Everything this process creates (store files the engine writes later included) is owner-only.
         os.umask(0o077)
         try:
-            self.home = ensure_private_dir(Path(home) if home else engram_home())
+            self.home = ensure_private_dir(engram_home(home))
         except OSError as exc:
             raise StoreError(f"Engram's data directory cannot be created or secured ({exc}). "
                              "Point ENGRAM_HOME at a writable directory.") from exc

@@ -8,15 +8,16 @@ Loaded by the daemon at start (``daemon.load_extensions``).
 from __future__ import annotations
 
 import time
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import Field
 
 from .models import ExploredStore, ExploreResult, MemoryPatch, MemoryType, SkillMatch, SkillRecall, SkillRun
 from .service import API_METHODS, EngramError, EngramService, api
 from .store import ScopeStore, plain
+from .vocabulary import SCOPES, ScopeOrAll
 
-ExploreScope = Literal["session", "project", "user", "all"]
+ExploreScope = ScopeOrAll
 SKILL_TAG = "surql-skill"
 SKILL_PROMOTE_AFTER = 10
 
@@ -78,7 +79,7 @@ def engram_explore(service: EngramService, depth: int = Field(0, ge=0, le=3), sc
 
 @api
 def recall_skill(service: EngramService, task_description: str, execute: bool = False,
-                 scope: Literal["session", "project", "user", "all"] = "all", project: str | None = None,
+                 scope: ScopeOrAll = "all", project: str | None = None,
                  session: str | None = None, limit: int = Field(3, ge=1, le=10)) -> SkillRecall:
     """Find stored SurrealQL skills (procedural memories tagged surql-skill) for a task; optionally run the best."""
     if not task_description.strip():
@@ -99,7 +100,7 @@ def recall_skill(service: EngramService, task_description: str, execute: bool = 
         if "run_query" not in API_METHODS:
             raise EngramError("running skills needs run_query, which this daemon does not have yet")
         best = skills[0]
-        target = best.scope if best.scope in ("session", "project", "user") else "project"
+        target = best.scope if best.scope in SCOPES else "project"
         t0 = time.perf_counter()
         qr = service.run_query(best.surql, scope=target, allow_writes=False, project=project, session=session)
         count = best.execution_count + 1

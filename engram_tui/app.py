@@ -326,10 +326,11 @@ def main(argv: list[str] | None = None) -> int:
     if args and args[0] == "tui":
         args = args[1:]
     opts = _build_parser().parse_args(args)
-    from engram_core.config import engram_home, find_project_root
+    from engram_core.config import find_project_root
+    from engram_core.paths import engram_home
     from engram_tui.demo import demo_root, open_demo, remove_demo
 
-    home = Path(opts.home).expanduser() if opts.home else engram_home()
+    home = engram_home(opts.home)
     if opts.remove_demo:
         try:
             removed = remove_demo(demo_root(home))

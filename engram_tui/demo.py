@@ -344,7 +344,7 @@ class ResumedClock(Clock):
 
 def demo_root(home: Path | str | None = None) -> Path:
     """Where the demo lives: its own data root beside (never inside the stores of) the user's."""
-    from engram_core.config import engram_home
+    from engram_core.paths import engram_home
 
     return (Path(home) if home else engram_home()) / "demo"
 

@@ -16,9 +16,8 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from .. import __version__
+from ..vocabulary import MEMORY_TYPES, SCOPES
 
-TYPES = ("episodic", "semantic", "procedural", "working")
-SCOPES = ("session", "project", "user")
 IMPORT_CHUNK = 64  # lines per request: the progress bar moves (and its rate updates) this often
 
 EXIT_OK = 0
@@ -230,10 +229,10 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_setup(args: argparse.Namespace) -> int:
-    from ..wire.client import home_dir
+    from ..paths import engram_home
     from .agent_setup import AGENTS, SetupError
 
-    home = home_dir(args.home)
+    home = engram_home(args.home)
     try:
         if args.agent == "claude-code":
             report = AGENTS[args.agent](home, claude=args.claude, dry_run=args.dry_run)
@@ -449,13 +448,14 @@ def cmd_evolve(args: argparse.Namespace) -> int:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from ..daemon.server import serve
-    from ..wire.client import home_dir
+    from ..paths import engram_home
 
-    return serve(home_dir(args.home), args.idle_timeout, args.verbose)
+    return serve(engram_home(args.home), args.idle_timeout, args.verbose)
 
 
 def cmd_stop(args: argparse.Namespace) -> int:
-    from ..wire.client import DaemonUnavailable, daemon_pid, home_dir
+    from ..paths import engram_home
+    from ..wire.client import DaemonUnavailable, daemon_pid
 
     try:
         client = _client(args, start=False)
@@ -463,7 +463,7 @@ def cmd_stop(args: argparse.Namespace) -> int:
         if args.json:
             _emit({"running": False, "stopped": False})
         else:
-            print(f"no Engram daemon is running for {home_dir(args.home)}")
+            print(f"no Engram daemon is running for {engram_home(args.home)}")
         return EXIT_OK
     pid = client.info.get("pid") or daemon_pid(args.home)
     client.shutdown()
@@ -482,15 +482,16 @@ def cmd_stop(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from ..wire.client import DaemonUnavailable, home_dir
+    from ..paths import engram_home
+    from ..wire.client import DaemonUnavailable
 
     try:
         client = _client(args, start=False)
     except DaemonUnavailable:
         if args.json:
-            _emit({"running": False, "home": str(home_dir(args.home))})
+            _emit({"running": False, "home": str(engram_home(args.home))})
         else:
-            print(f"no Engram daemon is running for {home_dir(args.home)} (any engram command starts one)")
+            print(f"no Engram daemon is running for {engram_home(args.home)} (any engram command starts one)")
         return EXIT_ERROR
     status = client.call("flush", timeout_s=args.flush_timeout) if args.flush else None
     info = client.status()
@@ -534,14 +535,14 @@ def cmd_tui(args: argparse.Namespace) -> int:
 
 
 def cmd_off(args: argparse.Namespace, on: bool = False) -> int:
-    from ..wire.client import home_dir
+    from ..paths import engram_home
 
     if not args.session:
         _die("give --session ID (the Claude session id Engram shows in its SessionStart context); "
              "for a whole project set `disabled: true` in .claude/engram.local.md, or ENGRAM_DISABLED=1")
     if "/" in args.session or args.session.startswith("."):
         _die("that is not a session id")
-    folder = home_dir(args.home) / "optout"
+    folder = engram_home(args.home) / "optout"
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     marker = folder / args.session
     if on:
@@ -576,7 +577,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = add("store", "store one memory (secrets are redacted first)", cmd_store)
     sp.add_argument("text", nargs="*", help="what to remember ('-' reads stdin)")
-    sp.add_argument("--type", choices=TYPES, default="semantic", help="memory type (default semantic)")
+    sp.add_argument("--type", choices=MEMORY_TYPES, default="semantic", help="memory type (default semantic)")
     sp.add_argument("--scope", choices=SCOPES, default="project", help="scope (default project)")
     sp.add_argument("--tags", default=None, help="comma-separated tags")
     sp.add_argument("--importance", type=float, default=None, help="0.0-1.0 (default 0.5)")
@@ -601,7 +602,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("query", nargs="*", help="what to recall")
     sp.add_argument("--limit", type=int, default=10, help="how many results (1-200, default 10)")
     sp.add_argument("--scope", choices=("all", *SCOPES), default="all", help="where to look (default all)")
-    sp.add_argument("--type", choices=TYPES, default=None, help="only this memory type")
+    sp.add_argument("--type", choices=MEMORY_TYPES, default=None, help="only this memory type")
     sp.add_argument("--session", default=None, help="include this session's memories")
     project_opt(sp)
 

@@ -19,7 +19,8 @@ def _check(name: str, ok: bool, detail: str, fix: str | None = None) -> dict[str
 
 def run_checks(home: str | None, project: str, *, agents: bool = True,
                claude: str | None = None) -> list[dict[str, Any]]:
-    from ..wire.client import DaemonUnavailable, ProtocolMismatch, connect, home_dir
+    from ..paths import engram_home
+    from ..wire.client import DaemonUnavailable, ProtocolMismatch, connect
     from ..wire.protocol import RemoteError
 
     checks = [_check("python", sys.version_info >= (3, 11), sys.version.split()[0], "Engram needs Python 3.11+")]
@@ -28,7 +29,7 @@ def run_checks(home: str | None, project: str, *, agents: bool = True,
         found = importlib.util.find_spec(module) is not None
         checks.append(_check(f"package {module}", found, "installed" if found else f"missing ({why})",
                              "run ./dev install (or pip install -e .)"))
-    root = home_dir(home)
+    root = engram_home(home)
     if root.exists():
         mode = stat.S_IMODE(os.stat(root).st_mode)
         checks.append(_check("data directory", mode & 0o077 == 0, f"{root} ({oct(mode)})", f"chmod 700 {root}"))

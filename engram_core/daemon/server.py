@@ -1171,7 +1171,7 @@ def serve(home: Path, idle_timeout_s: float | None = None, verbose: bool = False
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ..config import engram_home
+    from ..paths import engram_home
 
     parser = argparse.ArgumentParser(prog="engram serve", description="Run the Engram daemon in the foreground.")
     parser.add_argument("--home", type=Path, default=None, help="data root (default: $ENGRAM_HOME or ~/.claude/engram)")

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import Field
 
 from ..models import EntityIn, RelationType
+from ..vocabulary import MemoryTypeName, PromotionTarget, ScopeName, ScopeOrAll
 from ..wire.protocol import _default
 
 if TYPE_CHECKING:
@@ -39,9 +40,9 @@ store what a future session should not have to rediscover, as one self-contained
 Recalled memories may be stale: check them against the code before relying on them.
 Memories of another project are never visible here. Secrets are redacted before anything is stored."""
 
-MemoryTypeArg = Literal["episodic", "semantic", "procedural", "working"]
-ScopeArg = Literal["session", "project", "user"]
-AnyScopeArg = Literal["all", "session", "project", "user"]
+MemoryTypeArg = MemoryTypeName
+ScopeArg = ScopeName
+AnyScopeArg = ScopeOrAll
 
 
 class EngramTools:
@@ -217,7 +218,7 @@ def build_server() -> Any:
     @mcp.tool(description="Promote a memory one scope up: session → project, or project → user (target_scope "
               "'user' for something true in every project). Near-duplicates in the target are merged.")
     def promote_memory(memory_id: Annotated[str, Field(min_length=1)],
-                       target_scope: Literal["project", "user"] | None = None) -> dict[str, Any]:
+                       target_scope: PromotionTarget | None = None) -> dict[str, Any]:
         return t.call("promote", memory_id=memory_id, target_scope=target_scope, project=t.project,
                       session=t.session)
 

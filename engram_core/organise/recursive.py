@@ -10,10 +10,11 @@ from typing import Any, Literal
 from ..models import AggregateInput, AggregateItem, Partition, PeekResult, PeekSample
 from ..search_index import tokenize
 from ..store import ScopeStore, content_hash
+from ..vocabulary import ScopeOrAll
 from .base import EngramService, api, stores_for
 
 RRF_K = 60
-ScopeName = Literal["session", "project", "user", "all"]
+ScopeName = ScopeOrAll
 
 
 def _sample(store: ScopeStore, key: str) -> PeekSample:

@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..paths import engram_home
 from .protocol import (
     MAX_LINE,
     PROTOCOL_VERSION,
@@ -73,11 +74,6 @@ def _raise_for(err: dict[str, Any]) -> None:
     raise RemoteInternalError(type_, message)
 
 
-def home_dir(home: Path | str | None = None) -> Path:
-    if home is not None:
-        return Path(home).expanduser()
-    raw = os.environ.get("ENGRAM_HOME")
-    return Path(raw).expanduser() if raw else Path.home() / ".claude" / "engram"
 
 
 # ── result types, rebuilt from the daemon's type expressions ─────────────────
@@ -117,7 +113,7 @@ class RemoteService:
     def __init__(self, home: Path | str | None = None, *, start: bool = True,
                  start_timeout: float = DEFAULT_START_TIMEOUT, request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
                  typed: bool = True) -> None:
-        self.home = home_dir(home)
+        self.home = engram_home(home)
         self.start = start
         self.start_timeout = start_timeout
         self.request_timeout = request_timeout
@@ -316,7 +312,7 @@ def connect(home: Path | str | None = None, *, start: bool = True, timeout: floa
 def daemon_pid(home: Path | str | None = None) -> int | None:
     """The pid written by the running daemon, if its lock file names one."""
     try:
-        text = pid_path(home_dir(home)).read_text().strip()
+        text = pid_path(engram_home(home)).read_text().strip()
         return int(text) if text else None
     except (OSError, ValueError):
         return None
