@@ -18,12 +18,10 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, Field, ValidationError
 
+from .paths import ConfigError
+
 PRIVATE_DIR_MODE = 0o700
 PRIVATE_FILE_MODE = 0o600
-
-
-class ConfigError(ValueError):
-    """A setting or path is unusable; the message says which and how to fix it."""
 
 
 

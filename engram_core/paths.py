@@ -8,6 +8,11 @@ import os
 from pathlib import Path
 
 
+class ConfigError(ValueError):
+    """A setting or path is unusable; the message says which and how to fix it. (Here, not in `config`, so
+    that a CLI command can catch it without loading pydantic and yaml: ~0.2 s of every `engram` call.)"""
+
+
 def engram_home(home: Path | str | None = None) -> Path:
     """``home`` if given, else ``$ENGRAM_HOME``, else ``~/.claude/engram``."""
     if home is not None:

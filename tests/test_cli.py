@@ -175,3 +175,22 @@ def test_import_progress_shows_rate_and_time_left(daemon: DaemonProc, tmp_path: 
     assert "150 stored" in out
     text = seen.decode(errors="replace")
     assert "memories/s" in text and "left" in text, text
+
+
+def test_recall_and_store_stay_light_in_the_cli_process(daemon: DaemonProc, tmp_path: Path) -> None:
+    """`engram recall` is called by agents in a loop: it must not load pydantic, yaml, the SDK or the model
+    (together ~0.5 s per call); the daemon does that work."""
+    proj = new_project(tmp_path, "lightproj")
+    code = ("import sys, json\n"
+            "from engram_core.cli import main\n"
+            "rc = main(sys.argv[1:])\n"
+            "heavy = sorted({m.split('.')[0] for m in sys.modules} & {'pydantic', 'yaml', 'surrealdb', 'numpy', "
+            "'sentence_transformers', 'torch', 'rich'})\n"
+            "print('HEAVY', json.dumps(heavy), file=sys.stderr)\n"
+            "sys.exit(rc)\n")
+    for args in (["store", "light cli check", "--json"], ["recall", "light cli", "--json"]):
+        p = subprocess.run([sys.executable, "-c", code, *args, "--project", str(proj)], capture_output=True,
+                           text=True, timeout=120, cwd=str(proj), env=daemon.env)
+        assert p.returncode == 0, p.stderr
+        heavy = json.loads(p.stderr.rsplit("HEAVY ", 1)[1])
+        assert heavy == [], (args, heavy)

@@ -711,7 +711,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not getattr(args, "fn", None):
         return cmd_tui(args)
-    from ..config import ConfigError
+    from ..paths import ConfigError
     from ..wire.client import DaemonUnavailable, ProtocolMismatch
     from ..wire.protocol import RemoteError
 
