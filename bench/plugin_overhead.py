@@ -50,9 +50,13 @@ sys.exit(p.returncode)
 '''
 
 
+RUNS = [0]
+
+
 def script() -> list[Any]:
+    RUNS[0] += 1  # a new file each run: Write refuses to overwrite a file it has not read (no PostToolUse then)
     return [[tool_use("Bash", {"command": "echo building && ls", "description": "look around"})],
-            [tool_use("Write", {"file_path": "notes.txt", "content": "bench notes\n"})],
+            [tool_use("Write", {"file_path": f"notes-{RUNS[0]}.txt", "content": "bench notes\n"})],
             [text("All done.")]]
 
 
@@ -136,7 +140,7 @@ def run_once(cc: ClaudeCode, plugin: Path | None, env: dict[str, str], variant: 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--pairs", type=int, default=3)
+    ap.add_argument("--pairs", type=int, default=10)
     ap.add_argument("--python", default="python3")
     ap.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "plugin_overhead.json")
     args = ap.parse_args()

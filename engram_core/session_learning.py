@@ -315,12 +315,14 @@ def store_summary(service: EngramService, sess: _Session, ev: Evidence, report: 
 
 
 def clear_hook_state(home: Path, claude_id: str | None) -> None:
-    """The hooks' "this session has a failure on record" marker (hooks/engram_hook.py): the SessionEnd hook removes
-    it, and so does any other end (stale-session recovery after a crash), so markers do not pile up."""
+    """The hooks' "this session has a failure on record" marker (hooks/engram_hook.py) and their order lock
+    (hooks/run_hook.py): the SessionEnd hook removes the marker, and any end (stale-session recovery after a crash
+    too) removes both, so they do not pile up."""
     if not claude_id or "/" in claude_id or claude_id.startswith("."):
         return
-    with contextlib.suppress(OSError):
-        (home / "hookstate" / claude_id).unlink()
+    for name in (claude_id, claude_id + ".lock"):
+        with contextlib.suppress(OSError):
+            (home / "hookstate" / name).unlink()
 
 
 def checkpoint(service: EngramService, session: str, project: str | None, trigger: str) -> Memory | None:

@@ -42,6 +42,8 @@ OTHER_TIMEOUT_S = 0.5
 MAX_STDIN = 16 * 1024 * 1024
 START_COOLDOWN_S = 10.0
 MAX_PREVIEW_CHARS = 200_000
+DETACHED_TIMEOUT_S = 2.0
+DETACHED = False  # set by run_hook.py when this runs in a child Claude Code does not wait for
 _EXIT_LINE = re.compile(r"^\s*exit code[: ]+(-?\d+)\s*$", re.I)
 _ERRORISH = re.compile(r"\b(error|failed|failure|fatal|traceback|exception|not found|denied|no such file|"
                        r"cannot|can't|could not|refused|segmentation fault|panic)\b", re.I)
@@ -316,6 +318,8 @@ def spool(event: dict) -> None:
 
 def deliver(event: dict, timeout: float) -> str:
     """Send to the daemon, or spool; returns 'sent' or 'spooled'."""
+    if DETACHED:  # nobody waits for this process (run_hook.py): give a busy daemon time before spooling
+        timeout = max(timeout, DETACHED_TIMEOUT_S)
     try:
         call("hook_event", {"event": event}, timeout)
         return "sent"
@@ -611,6 +615,15 @@ def main(argv: list) -> None:
     name = argv[1] if len(argv) > 1 else ""
     try:
         raw = sys.stdin.buffer.read(MAX_STDIN)
+    except Exception:
+        log_problem(name, "bad-input", "stdin could not be read; ignored")
+        return
+    handle(name, raw)
+
+
+def handle(name: str, raw: bytes) -> None:
+    """One event, as read from Claude Code (run_hook.py calls this in its detached child)."""
+    try:
         data = json.loads(raw) if raw.strip() else {}
     except Exception:
         log_problem(name, "bad-input", "stdin is not JSON; ignored")

@@ -15,6 +15,28 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 HOOK_SCRIPT = REPO_ROOT / "hooks" / "engram_hook.py"
+HOOK_ENTRY = REPO_ROOT / "hooks" / "run_hook.py"  # what hooks.json runs: detaches the work of HOOK_SCRIPT
+
+
+def wait_for_hook_children(engram_home: Path, session_ids: list[str], timeout: float = 30.0) -> None:
+    """Until the detached children of these sessions' hooks (hooks/run_hook.py) have delivered or spooled their
+    events: each session's ticket file reads "issued served", and is gone once the daemon ended the session.
+    Claude Code does not wait for them, so a test that looks at the daemon right after a hook must."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    for sid in session_ids:
+        path = engram_home / "hookstate" / f"{sid}.lock"
+        while time.monotonic() < deadline:
+            try:
+                issued, served = (int(x) for x in path.read_text().split())
+            except FileNotFoundError:
+                break
+            except ValueError:  # being written
+                issued, served = 1, 0
+            if served >= issued:
+                break
+            time.sleep(0.01)
 
 
 class DaemonProc:

@@ -14,17 +14,22 @@ import time
 from pathlib import Path
 
 import pytest
-from support import HOOK_SCRIPT, DaemonProc, new_project
+from support import HOOK_ENTRY, HOOK_SCRIPT, DaemonProc, new_project, wait_for_hook_children
 
 PYTHON3 = "/usr/bin/python3" if Path("/usr/bin/python3").exists() else "python3"
 SECRET = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 
 
-def run_hook(event: str, payload: dict | str | bytes, env: dict, timeout: float = 30) -> subprocess.CompletedProcess:
+def run_hook(event: str, payload: dict | str | bytes, env: dict, timeout: float = 30,
+             python: str = PYTHON3) -> subprocess.CompletedProcess:
+    """The hook as hooks.json runs it (hooks/run_hook.py), then until its detached child has delivered or spooled."""
     data = payload if isinstance(payload, bytes) else (
         payload.encode() if isinstance(payload, str) else json.dumps(payload).encode())
-    return subprocess.run([PYTHON3, "-S", str(HOOK_SCRIPT), event], input=data, env=env, capture_output=True,
-                          timeout=timeout)
+    r = subprocess.run([python, "-S", str(HOOK_ENTRY), event], input=data, env=env, capture_output=True,
+                       timeout=timeout)
+    sid = str(payload.get("session_id") or "") if isinstance(payload, dict) else ""
+    wait_for_hook_children(Path(env["ENGRAM_HOME"]), [sid if sid and "/" not in sid else "-"])
+    return r
 
 
 def base(session: str, cwd: Path, name: str) -> dict:
@@ -420,8 +425,108 @@ def test_an_empty_session_stores_no_summary(daemon: DaemonProc, env: dict, tmp_p
     assert project_memories(daemon, proj) == []
 
 
+# ── what Claude Code waits for (hooks/run_hook.py) ─────────────────────────────
+class HeldDaemon:
+    """A stand-in daemon socket that takes every connection at once, records each hook_event and answers only once
+    told to: it shows which hook processes exit before their event is answered, in which order the events arrive
+    and how many were ever waiting for an answer at the same time."""
+
+    def __init__(self, home: Path) -> None:
+        import socket
+        import threading
+
+        home.mkdir(mode=0o700, parents=True)
+        self.server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.server.bind(str(home / "engram.sock"))
+        self.server.listen(16)
+        self.server.settimeout(30)
+        self.go = threading.Event()
+        self.events: list[dict] = []
+        self.lock = threading.Lock()
+        self.waiting = self.most_waiting = 0
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
+
+    def serve(self) -> None:
+        import threading
+
+        try:
+            while True:
+                conn, _ = self.server.accept()
+                threading.Thread(target=self.answer, args=(conn,), daemon=True).start()
+        except OSError:
+            return
+
+    def answer(self, conn: object) -> None:
+        with conn:  # type: ignore[attr-defined]
+            buf = b""
+            while not buf.endswith(b"\n"):
+                chunk = conn.recv(65536)  # type: ignore[attr-defined]
+                if not chunk:
+                    return
+                buf += chunk
+            with self.lock:
+                self.events.append(json.loads(buf)["params"]["event"])
+                self.waiting += 1
+                self.most_waiting = max(self.most_waiting, self.waiting)
+            self.go.wait(30)
+            with self.lock:
+                self.waiting -= 1
+            conn.sendall(b'{"v": 1, "id": 1, "ok": true, "result": {"accepted": true}}\n')  # type: ignore[attr-defined]
+
+
+def test_the_entry_exits_before_the_daemon_answers_and_keeps_a_sessions_order(tmp_path: Path) -> None:
+    """hooks.json runs run_hook.py: for a capture or a SessionEnd it exits once it has read the event, and a
+    detached child delivers it, so the agent never waits on the daemon. A session's events still arrive one at a
+    time in the order the hooks ran (a failure before the command that fixed it, captures before SessionEnd)."""
+    home = tmp_path / "home"
+    daemon = HeldDaemon(home)
+    proj = new_project(tmp_path, "detached")
+    sid = "sess-detached"
+    env = {**os.environ, "ENGRAM_HOME": str(home), "ENGRAM_PYTHON": "/nonexistent", "HOME": str(tmp_path)}
+    sequence = [("PostToolUseFailure", bash_fail(sid, proj)),
+                ("PostToolUse", {**base(sid, proj, "PostToolUse"), "tool_name": "Bash",
+                                 "tool_input": {"command": "pip install requests"},
+                                 "tool_response": {"stdout": "ok", "stderr": ""}}),
+                ("PostToolUse", write_event(sid, proj, "src/a.py", True)),
+                ("SessionEnd", {**base(sid, proj, "SessionEnd"), "reason": "other"})]
+    for name, payload in sequence:
+        r = subprocess.run([PYTHON3, "-S", str(HOOK_ENTRY), name], input=json.dumps(payload).encode(), env=env,
+                           capture_output=True, timeout=30)
+        assert r.returncode == 0 and r.stdout == b"" and r.stderr == b""
+    # Every hook has exited and the daemon has answered nothing yet; the later events wait for the first.
+    daemon.go.set()
+    wait_for_hook_children(home, [sid])
+    assert daemon.most_waiting == 1
+    assert [(e["hook"], e["kind"]) for e in daemon.events] == [
+        ("PostToolUseFailure", "memory"), ("PostToolUse", "command_ok"), ("PostToolUse", "memory"),
+        ("SessionEnd", "session_end")]
+    assert SECRET not in json.dumps(daemon.events)
+    assert not (home / "spool").exists() or not list((home / "spool").glob("*.jsonl"))
+    assert (home / "hookstate" / f"{sid}.lock").read_text().split() == ["4", "4"]
+    assert oct(os.stat(home / "hookstate").st_mode & 0o777) == "0o700"
+
+
+def test_the_entry_answers_in_process_when_the_agent_needs_the_answer(daemon: DaemonProc, env: dict,
+                                                                        tmp_path: Path) -> None:
+    """SessionStart and UserPromptSubmit with prompt recall on print context, so run_hook.py does not detach."""
+    proj = new_project(tmp_path, "inproc")
+    c = daemon.client()
+    c.call("store", memory={"content": "the deploy script lives in ops/deploy.sh", "importance": 0.9},
+           project=str(proj))
+    c.close()
+    r = run_hook("SessionStart", {**base("sess-inproc", proj, "SessionStart"), "source": "startup"}, env)
+    assert "ops/deploy.sh" in json.loads(r.stdout)["hookSpecificOutput"]["additionalContext"]
+    payload = {**base("sess-inproc", proj, "UserPromptSubmit"), "prompt": "where is the deploy script?"}
+    assert run_hook("UserPromptSubmit", payload, env).stdout == b""  # recall off: detached, nothing printed
+    (proj / ".claude").mkdir(exist_ok=True)
+    (proj / ".claude" / "engram.local.md").write_text("---\nprompt_recall: true\n---\n")
+    r = run_hook("UserPromptSubmit", payload, env)  # found from the event's cwd, not the hook's own
+    assert "ops/deploy.sh" in json.loads(r.stdout)["hookSpecificOutput"]["additionalContext"]
+
+
 # ── the hook script on old interpreters ──────────────────────────────────────
-HOOK_FILES = [HOOK_SCRIPT, HOOK_SCRIPT.parent.parent / "engram_core" / "redaction.py"]
+HOOK_FILES = [HOOK_SCRIPT, HOOK_ENTRY, HOOK_SCRIPT.parent.parent / "engram_core" / "redaction.py"]
 
 
 def _runtime_pep604_585(tree: ast.AST) -> list[str]:
@@ -478,8 +583,7 @@ def test_hook_runs_silently_on_the_oldest_python3_found(tmp_path: Path) -> None:
     env = {**os.environ, "ENGRAM_HOME": str(tmp_path / "home"), "ENGRAM_PYTHON": "/nonexistent"}
     for python in pythons:
         for name, payload in captured("sess-old", proj):
-            r = subprocess.run([python, "-S", str(HOOK_SCRIPT), name], input=json.dumps(payload).encode(),
-                               env=env, capture_output=True, timeout=30)
+            r = run_hook(name, payload, env, python=python)
             assert r.returncode == 0 and r.stderr == b"", (python, name, r.stderr.decode())
     kinds = sorted(json.loads(f.read_text())["kind"] for f in (tmp_path / "home" / "spool").glob("*.jsonl"))
     assert kinds == sorted(["prompt", "memory", "memory", "memory", "command_ok", "stop", "session_end"] * len(pythons))
@@ -529,7 +633,7 @@ def test_no_interpreter_found_is_logged_with_a_reason(tmp_path: Path) -> None:
     (plugin / "hooks").mkdir(parents=True)
     (plugin / "engram_core").mkdir()
     shutil.copy(HOOK_SCRIPT, plugin / "hooks")
-    shutil.copy(HOOK_FILES[1], plugin / "engram_core")
+    shutil.copy(HOOK_FILES[2], plugin / "engram_core")
     home = tmp_path / "home"
     env = {k: v for k, v in os.environ.items() if k != "ENGRAM_PYTHON"}
     env.update(ENGRAM_HOME=str(home), HOME=str(tmp_path), PATH="/usr/bin:/bin")

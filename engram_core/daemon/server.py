@@ -58,6 +58,9 @@ SPOOL_DIR = "spool"
 KEEP_DONE_IDS = 50_000
 SPOOL_POLL_S = 2.0
 LIGHT_WORK_MIN_INTERVAL_S = 300.0
+# A new session's database (~0.1-0.4 s of work that holds the GIL for stretches) is created when its first other
+# event arrives or after this delay, not while Claude Code waits on its MCP server's `initialize` (m_hook_session_start).
+SESSION_REGISTER_DELAY_S = 2.0
 SESSION_END_BUDGET_S = 30.0
 # Socket bounds (see _Handler).
 MAX_CONNECTIONS = 64
@@ -311,6 +314,9 @@ class Daemon:
         self._clears: dict[str, list[tuple[str | None, str, float]]] = {"end": [], "start": []}
         self._successors: dict[str, str] = {}
         self._clear_lock = threading.Lock()
+        # Journaled session_start events not yet queued: session id -> (event id, event, timer).
+        self._pending_starts: dict[str, tuple[str, dict[str, Any], threading.Timer]] = {}
+        self._pending_starts_lock = threading.Lock()
         self._lock_fd = self._acquire_lock()
         self._service_factory = service_factory
         self._warm_model = warm_model
@@ -414,6 +420,10 @@ class Daemon:
 
     def close(self) -> None:
         self.stop_event.set()
+        with self._pending_starts_lock:  # journaled: the next start replays them
+            for _eid, _event, timer in self._pending_starts.values():
+                timer.cancel()
+            self._pending_starts.clear()
         # Events waiting for a retry stay in the journal for the next start; a flush must not wait for them.
         for eid, timer in list(self._timers.items()):
             timer.cancel()
@@ -510,6 +520,8 @@ class Daemon:
         """Wait until every acknowledged hook event has been applied (tests, `engram status --flush`)."""
         self.ingest_spool()
         self.retry_now()
+        for session in list(self._pending_starts):
+            self._release_start(session)
         drained = self.wait_drained(float(timeout_s))
         return {"drained": drained, "queued": self.queue.qsize(), "applied": self.events_applied,
                 "parked": len(self.parked)}
@@ -585,8 +597,10 @@ class Daemon:
         """Return the context to inject (session_context.py) and register the session.
 
         Registering creates the session's database (~0.1 s on a quiet machine, 0.5 s on a loaded one), which the
-        context does not need: it is queued as an event, applied in order before the session's later hook events
-        (an MCP server that joins first starts the session itself; starting is idempotent)."""
+        context does not need: it is journaled now and queued when the session's next event arrives (or after
+        SESSION_REGISTER_DELAY_S), ahead of that event. Right after SessionStart, Claude Code waits for its MCP
+        server's `initialize`, which that work would slow (it holds the GIL for stretches); the first prompt
+        comes after that. An MCP server that joins first starts the session itself; starting is idempotent."""
         project = str(find_project_root(cwd)) if cwd else None
         with self.lock:
             preview = self.service.injection_context(project=project, budget=budget)
@@ -594,7 +608,7 @@ class Daemon:
             self.service.note_injected([f"{i.scope.value}:{i.id}" for i in preview.items], project=project)
         if session_id:
             self._accept("ss_" + os.urandom(16).hex(), {"kind": "session_start", "session_id": session_id,
-                                                         "cwd": cwd, "source": source})
+                                                         "cwd": cwd, "source": source}, defer=True)
         text = preview.text
         if text and session_id:
             text += f"\n\n(To stop Engram's capture for this session: `engram off --session {session_id}`.)"
@@ -629,18 +643,40 @@ class Daemon:
         return {"text": text, "enabled": True, "tokens": used if lines else 0}
 
     # ── hook events: journal, queue, apply ───────────────────
-    def _accept(self, eid: str, event: dict[str, Any]) -> bool:
+    def _accept(self, eid: str, event: dict[str, Any], defer: bool = False) -> bool:
+        """Journal the event, then queue it (``defer``: a session_start, queued later by _release_start)."""
         assert self.journal is not None
         # Redacted whole, before the journal (a file) sees it: raw socket events and spooled ones alike.
         event = redact_value(event)  # type: ignore[assignment]
         if not self.journal.begin(eid, event):
             return False
-        if event.get("session_id") and "clear" in (event.get("reason"), event.get("source")):
+        session = str(event.get("session_id") or "")
+        if session and "clear" in (event.get("reason"), event.get("source")):
             cwd = event.get("cwd")
-            self._note_clear(str(event.get("kind")), str(find_project_root(cwd)) if cwd else None,
-                             str(event["session_id"]))
+            self._note_clear(str(event.get("kind")), str(find_project_root(cwd)) if cwd else None, session)
+        if defer and session:
+            timer = threading.Timer(SESSION_REGISTER_DELAY_S, self._release_start, (session,))
+            timer.daemon = True
+            with self._pending_starts_lock:
+                earlier = self._pending_starts.pop(session, None)
+                if earlier is not None:  # a second SessionStart (resume): the first goes ahead of it
+                    earlier[2].cancel()
+                    self._enqueue(earlier[0], earlier[1])
+                self._pending_starts[session] = (eid, event, timer)
+            timer.start()
+            return True
+        if session:
+            self._release_start(session)
         self._enqueue(eid, event)
         return True
+
+    def _release_start(self, session: str) -> None:
+        """Queue the session's journaled session_start, if it still waits (before the caller queues its event)."""
+        with self._pending_starts_lock:
+            pending = self._pending_starts.pop(session, None)
+            if pending is not None:
+                pending[2].cancel()
+                self._enqueue(pending[0], pending[1])
 
     def _enqueue(self, eid: str, event: dict[str, Any], replay: bool = False) -> None:
         with self._inflight_cv:

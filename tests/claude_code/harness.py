@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from support import wait_for_hook_children
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CLAUDE_CODE_PACKAGE = "@anthropic-ai/claude-code@2.1.197"
 MCP_PREFIX = "mcp__plugin_engram_engram__"
@@ -195,7 +197,9 @@ class ClaudeCode:
             reader.join()
         finally:
             timer.cancel()
-        return Run(proc.returncode, "".join(lines), "".join(err), time.perf_counter() - t0, debug, events)
+        done = Run(proc.returncode, "".join(lines), "".join(err), time.perf_counter() - t0, debug, events)
+        wait_for_hook_children(self.engram_home, done.session_ids)  # Claude Code did not wait for them
+        return done
 
     def command(self, *args: str, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
         """`claude <args>` (e.g. `plugin validate DIR`) in this user's environment."""
