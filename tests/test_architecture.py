@@ -108,14 +108,15 @@ def test_the_stand_alone_scripts_find_the_same_data_root(tmp_path: Path) -> None
             "    spec = importlib.util.spec_from_file_location('script', path)\n"
             "    mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)\n"
             "    print(mod.home() == str(engram_home()))\n")
-    scripts = [str(ROOT / "hooks" / "engram_hook.py"), str(ROOT / "engram_core" / "mcp" / "bridge.py")]
+    scripts = [str(ROOT / "hooks" / "engram_hook.py"), str(ROOT / "hooks" / "run_hook.py"),
+               str(ROOT / "engram_core" / "mcp" / "bridge.py")]
     for env in ({"HOME": str(tmp_path)}, {"HOME": str(tmp_path), "ENGRAM_HOME": "~/elsewhere/data"},
                 {"HOME": str(tmp_path), "ENGRAM_HOME": str(tmp_path / "abs")}):
         full = {k: v for k, v in os.environ.items() if k != "ENGRAM_HOME"} | env
         out = subprocess.run([sys.executable, "-c", code, *scripts], capture_output=True, text=True, env=full,
                              cwd=ROOT, timeout=60)
         assert out.returncode == 0, out.stderr
-        assert out.stdout.split() == ["True", "True"], env
+        assert out.stdout.split() == ["True"] * len(scripts), env
 
 
 def test_scope_and_type_names_are_one_vocabulary() -> None:
