@@ -27,10 +27,6 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from typing import Callable
 
 DETACHED_EVENTS = ("PostToolUse", "PostToolUseFailure", "PreCompact", "Stop", "SubagentStop", "SessionEnd")
 UNORDERED_EVENTS = ("Stop", "SubagentStop")  # a late Stop finds its session ended and does nothing
@@ -110,10 +106,10 @@ class Turn:
             if not os.path.isdir(path):
                 os.makedirs(path, mode=0o700, exist_ok=True)
         self.fd = os.open(os.path.join(folder, (sid or "-") + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
-        self.ticket = self._update(lambda issued, served: (issued + 1, served))[0]
+        self.ticket = self._update(issue=True)[0]
 
-    def _update(self, change: Callable[[int, int], tuple[int, int]] | None) -> tuple[int, int]:
-        """(issued, served) before ``change`` (a function of both giving the new pair, or None to only read)."""
+    def _update(self, issue: bool = False, serve: int = 0) -> tuple[int, int]:
+        """(issued, served) as they were; ``issue`` counts one more ticket, ``serve`` marks tickets below it served."""
         import fcntl
 
         fcntl.flock(self.fd, fcntl.LOCK_EX)
@@ -122,9 +118,8 @@ class Turn:
                 issued, served = (int(x) for x in os.pread(self.fd, 64, 0).split())
             except ValueError:
                 issued = served = 0
-            if change is not None:
-                new = change(issued, served)
-                os.pwrite(self.fd, f"{new[0]} {new[1]}".ljust(40).encode(), 0)
+            if issue or serve > served:
+                os.pwrite(self.fd, f"{issued + issue} {max(served, serve)}".ljust(40).encode(), 0)
             return issued, served
         finally:
             fcntl.flock(self.fd, fcntl.LOCK_UN)
@@ -134,11 +129,11 @@ class Turn:
         import time
 
         deadline = time.monotonic() + CHILD_TURN_WAIT_S
-        while self._update(None)[1] < self.ticket and time.monotonic() < deadline:
+        while self._update()[1] < self.ticket and time.monotonic() < deadline:
             time.sleep(0.005)
 
     def done(self) -> None:
-        self._update(lambda issued, served: (issued, max(served, self.ticket + 1)))
+        self._update(serve=self.ticket + 1)
 
 
 def detach() -> bool:

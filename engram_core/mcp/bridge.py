@@ -1,6 +1,6 @@
 """The MCP server process Claude Code starts: a standard-library pump between its stdio and the Engram daemon.
 
-Run as ``python3 -S <plugin root>/engram_core/mcp/bridge.py`` (what ``.mcp.json`` says: no PATH lookup, no
+Run as ``python3 -S <plugin root>/engram_core/mcp/run_bridge.py`` (what ``.mcp.json`` says: no PATH lookup, no
 packages, any python3 >= 3.8, ~20 ms to start) or as ``engram mcp``. It connects to the daemon's socket (starting
 the daemon with the interpreter the daemon recorded in ``launcher.json`` when none answers), sends one
 ``mcp_attach`` line with this session's context, and from then on relays MCP JSON-RPC lines both ways. The MCP
@@ -20,13 +20,10 @@ Deliberately no imports from this package: it must run where only the plugin fol
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import shutil
 import signal
 import socket
-import subprocess
 import sys
 import threading
 import time
@@ -68,6 +65,8 @@ def _launch_command(h: str) -> list:
         python = sys.executable
     if python and os.path.exists(python):
         return [python, "-m", "engram_core.daemon", "--home", h]
+    import shutil  # here, not at the top: only a daemon start needs it (the start-up Claude Code waits for)
+
     engram = shutil.which("engram")
     if engram:
         return [engram, "serve", "--home", h]
@@ -90,6 +89,8 @@ def connect(h: str, timeout: float = START_TIMEOUT_S) -> socket.socket:
         return _open(h)
     except OSError:
         pass
+    import subprocess  # here, not at the top: only a daemon start needs it
+
     cmd = _launch_command(h)
     os.makedirs(h, mode=0o700, exist_ok=True)
     fd = os.open(os.path.join(h, "engram.log"), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
@@ -206,8 +207,10 @@ class Bridge:
             for key in list(self.pending):
                 self.pending.pop(key, None)
                 self.error_reply(json.loads(key), "the Engram daemon restarted during this call; retry it")
-        with contextlib.suppress(OSError):
+        try:  # noqa: SIM105 - no contextlib import on the start-up path
             sock.close()
+        except OSError:
+            pass
         sys.stderr.write("engram mcp: lost the Engram daemon; reconnecting (starting it if needed)\n")
         sys.stderr.flush()
         try:
@@ -268,8 +271,10 @@ class Bridge:
             self.send(line, req_id)
         self.stdin_closed = True
         if self.sock is not None:
-            with contextlib.suppress(OSError):
+            try:  # noqa: SIM105
                 self.sock.shutdown(socket.SHUT_WR)
+            except OSError:
+                pass
         self.done.wait(EOF_GRACE_S)  # let the daemon answer what was already sent
         return 0
 
