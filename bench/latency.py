@@ -151,8 +151,8 @@ def main() -> None:
         # Bulk load without the self-organising write hook (graph extraction, contradiction checks): with it,
         # 16k stores take most of an hour here. Recall below runs the full path (graph and association
         # rankers included); the ingest figures at the end are measured with the hook on and off.
-        hooks = list(svc.after_store)
-        svc.after_store.clear()
+        hooks = list(svc.extensions.after_store)
+        svc.extensions.after_store.clear()
         t = time.perf_counter()
         for scope, rows in data.items():
             mems = [MemoryIn(content=text, memory_type=kind, scope=scope, importance=rng.uniform(0.3, 0.9))
@@ -161,7 +161,7 @@ def main() -> None:
                 svc.store_many(mems[i:i + 256], project=p, session=sess if scope == "session" else None)
         result["bulk_load_s"] = round(time.perf_counter() - t, 1)
         result["bulk_load_note"] = "after_store hooks detached during bulk load only"
-        svc.after_store.extend(hooks)
+        svc.extensions.after_store.extend(hooks)
 
         # Engram recall (real query embedding every time), as an agent calls it: one query, then the agent
         # reads the answer. The recall's bookkeeping (access counts, log row, co-activation) is written in
@@ -209,7 +209,7 @@ def main() -> None:
         result["engram_recall_read_only"] = summary(reads)
 
         # SurrealDB's own HNSW + FULLTEXT, per scope, summed.
-        stores = [svc._session(sess).store, svc.project_store(p), svc.user]  # noqa: SLF001 - bench internals
+        stores = [svc.scopes.session(sess).store, svc.project_store(p), svc.user]
         native, hnsw_t, bm25_t = [], [], []
         for q in qs[:100]:
             qv = [float(x) for x in emb.embed([q])[0]]
@@ -258,12 +258,12 @@ def main() -> None:
                                      ("ingest_memories_per_s_without_organise_hook", fresh2[len(fresh2) // 2:],
                                       False)):
             if not hooked:
-                svc.after_store.clear()
+                svc.extensions.after_store.clear()
             t0 = time.perf_counter()
             for i in range(0, len(texts), 64):
                 svc.store_many([MemoryIn(content=x) for x in texts[i:i + 64]], project=p)
             result[label] = round(len(texts) / (time.perf_counter() - t0), 1)
-        svc.after_store.extend(hooks)
+        svc.extensions.after_store.extend(hooks)
         result["model_alone_texts_per_s"] = round(model_only, 1)
         svc.close()
     result["load_average_during_run"] = os.getloadavg()

@@ -52,20 +52,19 @@ def main() -> None:
         (d / ".git").mkdir(parents=True)
     on = EngramService(home=root / "on", embedder=emb, recover_sessions=False)
     off = EngramService(home=root / "off", embedder=emb, recover_sessions=False)
-    off.after_store.clear()
-    off.after_recall.clear()
-    off.extra_rankers.clear()
-    off.boosters.clear()
+    for hooks in (off.extensions.after_store, off.extensions.after_recall, off.extensions.rankers,
+                  off.extensions.boosters):
+        hooks.clear()
     # The hook alone, measured inside the layered service.
     hook_times: list[float] = []
-    real_hook = on.after_store[0]
+    real_hook = on.extensions.after_store[0]
 
     def timed_hook(*a: object) -> None:
         t = time.perf_counter()
         real_hook(*a)
         hook_times.append(time.perf_counter() - t)
 
-    on.after_store[0] = timed_hook
+    on.extensions.after_store[0] = timed_hook
     sess_on = on.start_session(project=str(projects["on"])).session_key
     sess_off = off.start_session(project=str(projects["off"])).session_key
     store_t: dict[str, list[float]] = {"on": [], "off": []}

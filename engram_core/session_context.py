@@ -25,7 +25,7 @@ from .session_learning import (
 )
 
 if TYPE_CHECKING:
-    from .service import EngramService
+    from .core import MemoryCore
     from .store import Light, ScopeStore
 
 HEADER = "# Engram memory (strongest first; ids work with get_memory/forget_memory)\n"
@@ -42,8 +42,8 @@ def _line(lt: Light, key: str, prefix: str | None = None) -> str:
     return f"- {prefix or f'[{lt.memory_type}]'} {' '.join(lt.content.split())[:MAX_LINE_CHARS]} (id {key})"
 
 
-def build(service: EngramService, stores: list[ScopeStore], budget: int, now: datetime) -> InjectionPreview:
-    weights = service.scope_weights()
+def build(core: MemoryCore, stores: list[ScopeStore], budget: int, now: datetime) -> InjectionPreview:
+    weights = core.scope_weights()
     candidates: list[tuple[float, float, str, Light, ScopeStore]] = []  # (weighted, strength, key, light, store)
     summaries: list[tuple[datetime, str, Light, ScopeStore]] = []
     for store in stores:

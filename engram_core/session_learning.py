@@ -13,7 +13,7 @@ The hooks report raw events; this module gives them meaning:
   are added to its metadata only).
 
 Per-edit captures stay session evidence: they are rolled into the summary, and the seeds' promotion rule for
-ordinary session memories is unchanged (``service._promote_session``).
+ordinary session memories is unchanged (``promotion.promote_session``).
 """
 
 from __future__ import annotations
@@ -24,11 +24,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from . import writing
+from .api import EngramError
+from .core import MemoryCore
 from .models import Memory, MemoryIn, MemoryPatch, PromotionReport
 from .redaction import redact_text
+from .scopes import Session
 
 if TYPE_CHECKING:
-    from .service import EngramService, _Session
     from .store import ScopeStore
 
 FIX_TAG = "fix"
@@ -113,20 +116,20 @@ def _short(text: str, n: int) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def _session_rows(sess: _Session, tag: str) -> list[dict[str, Any]]:
+def _session_rows(sess: Session, tag: str) -> list[dict[str, Any]]:
     """Full rows of the session's memories with this tag, oldest first."""
     keys = [k for k, lt in sess.store.light.items() if tag in lt.tags and lt.status != "forgotten"]
     rows = [{**r, "key": k} for k, r in sess.store.get_many(keys).items()]
     return sorted(rows, key=lambda r: (r["created_at"], r["key"]))
 
 
-def _meta(sess: _Session) -> dict[str, Any]:
+def _meta(sess: Session) -> dict[str, Any]:
     return {"session_key": sess.key, "claude_session_id": sess.claude_id}
 
 
-def on_command_ok(service: EngramService, command: str, project: str | None, session: str) -> Memory | None:
+def on_command_ok(core: MemoryCore, command: str, project: str | None, session: str) -> Memory | None:
     """A command succeeded while the session had failures on record: the fix of a similar one, or evidence."""
-    sess = service._session(session, project)
+    sess = core.scopes.session(session, project)
     assert sess is not None
     command = _short(redact_text(command), 300)
     open_failures = [r for r in _session_rows(sess, ERROR_TAG) if not r["metadata"].get("fixed_by")]
@@ -139,7 +142,7 @@ def on_command_ok(service: EngramService, command: str, project: str | None, ses
         since = open_failures[0]["created_at"]
         if sum(1 for r in _session_rows(sess, COMMAND_TAG) if r["created_at"] >= since) >= MAX_EVIDENCE_COMMANDS:
             return None
-        service.store(MemoryIn(content=f"Ran `{command}` successfully", memory_type="working", scope="session",
+        writing.store(core, MemoryIn(content=f"Ran `{command}` successfully", memory_type="working", scope="session",
                                tags=[COMMAND_TAG], importance=0.2, source="hook:PostToolUse",
                                metadata={"command": command}), project=project, session=session)
         return None
@@ -173,7 +176,7 @@ def on_command_ok(service: EngramService, command: str, project: str | None, ses
         importance = IMPORTANCE["rerun"]
     content = f"`{failed_cmd}` failed with {error}; fixed by {how}."
     name = command_name(failed_cmd).lower()
-    result = service.store(MemoryIn(
+    result = writing.store(core, MemoryIn(
         content=content, memory_type="procedural", scope="project", importance=importance,
         tags=[FIX_TAG, "procedure", name[:64]], source="hook:fix",
         metadata={**_meta(sess), "command": failed_cmd, "fixed_command": command, "files": files[:50],
@@ -184,15 +187,15 @@ def on_command_ok(service: EngramService, command: str, project: str | None, ses
 
 
 # ── prompts ──────────────────────────────────────────────────────────────────
-def on_prompt(service: EngramService, prompt: str, project: str | None, session: str) -> list[Memory]:
+def on_prompt(core: MemoryCore, prompt: str, project: str | None, session: str) -> list[Memory]:
     """The first prompt is the goal; each explicit instruction becomes a project memory."""
-    sess = service._session(session, project)
+    sess = core.scopes.session(session, project)
     assert sess is not None
     prompt = redact_text(prompt)  # whole, before any cut
     if not prompt.strip():
         return []
     if not any(GOAL_TAG in lt.tags for lt in sess.store.light.values()):
-        service.store(MemoryIn(content=_short(prompt, MAX_GOAL_CHARS), memory_type="working", scope="session",
+        writing.store(core, MemoryIn(content=_short(prompt, MAX_GOAL_CHARS), memory_type="working", scope="session",
                                tags=[GOAL_TAG], importance=0.3, source="hook:UserPromptSubmit"),
                       project=project, session=session)
     root = project or sess.project_root
@@ -200,7 +203,7 @@ def on_prompt(service: EngramService, prompt: str, project: str | None, session:
         return []
     out = []
     for sentence in instructions_in(prompt):
-        result = service.store(MemoryIn(
+        result = writing.store(core, MemoryIn(
             content=f"User instruction: {sentence}", memory_type="procedural", scope="project",
             importance=IMPORTANCE["instruction"], tags=[INSTRUCTION_TAG, "preference"],
             source="hook:UserPromptSubmit", metadata=_meta(sess)), project=root, session=session)
@@ -216,28 +219,26 @@ def _summaries_of(store: ScopeStore, session_key: str, *, agent: bool | None = N
     return [k for k in keys if k in rows and rows[k]["metadata"].get("session_key") == session_key]
 
 
-def write_agent_summary(service: EngramService, session: str, summary: str, project: str | None) -> Memory:
+def write_agent_summary(core: MemoryCore, session: str, summary: str, project: str | None) -> Memory:
     """The agent's own summary of its session (MCP ``session_summary``); a second call replaces the first."""
-    from .service import EngramError
-
     if not summary.strip():
         raise EngramError("the summary is empty: say what the session did and what is left")
-    sess = service._session(session, project)
+    sess = core.scopes.session(session, project)
     assert sess is not None
-    pstore = service.project_store(project or sess.project_root)
+    pstore = core.project_store(project or sess.project_root)
     if pstore is None:
         raise EngramError("session summaries are kept in project scope: run inside a project or pass project")
     existing = _summaries_of(pstore, sess.key, agent=True)
     if existing:
-        return service.update(existing[0], MemoryPatch(content=summary), project=project or sess.project_root)
-    result = service.store(MemoryIn(content=summary, memory_type="episodic", scope="project",
+        return writing.update(core, existing[0], MemoryPatch(content=summary), project=project or sess.project_root)
+    result = writing.store(core, MemoryIn(content=summary, memory_type="episodic", scope="project",
                                     importance=IMPORTANCE["agent_summary"], tags=[SUMMARY_TAG, AGENT_TAG],
                                     source="mcp:session_summary", metadata={**_meta(sess), "author": "agent"}),
                            project=project or sess.project_root, session=session)
     return result.memory
 
 
-def collect(service: EngramService, sess: _Session) -> Evidence:
+def collect(core: MemoryCore, sess: Session) -> Evidence:
     """Read the session's evidence (call before its store is dropped)."""
     ev = Evidence()
     goals = _session_rows(sess, GOAL_TAG)
@@ -255,7 +256,7 @@ def collect(service: EngramService, sess: _Session) -> Evidence:
         if cmd not in target:
             target.append(cmd)
     ev.unresolved = [c for c in ev.unresolved if c not in ev.fixed]
-    pstore = service.project_store(sess.project_root) if sess.project_root else None
+    pstore = core.project_store(sess.project_root) if sess.project_root else None
     if pstore is not None:
         keys = [k for k, lt in pstore.light.items() if lt.created_at >= sess.started_at
                 and (FIX_TAG in lt.tags or INSTRUCTION_TAG in lt.tags)]
@@ -269,7 +270,7 @@ def _listing(items: list[str]) -> str:
     return shown + (f" and {len(items) - MAX_LISTED} more" if len(items) > MAX_LISTED else "")
 
 
-def summary_text(sess: _Session, ev: Evidence, report: PromotionReport) -> str | None:
+def summary_text(sess: Session, ev: Evidence, report: PromotionReport) -> str | None:
     """The automatic summary; None for a session that did nothing worth a line."""
     kept = len(report.promoted) + len(report.merged) + len(ev.learned)
     if not (ev.goal or ev.files or ev.fixed or ev.unresolved or kept):
@@ -288,11 +289,11 @@ def summary_text(sess: _Session, ev: Evidence, report: PromotionReport) -> str |
     return "; ".join(parts) + "."
 
 
-def store_summary(service: EngramService, sess: _Session, ev: Evidence, report: PromotionReport) -> str | None:
+def store_summary(core: MemoryCore, sess: Session, ev: Evidence, report: PromotionReport) -> str | None:
     """After the promotion pass: the automatic summary, unless the agent wrote one (then its facts go to metadata).
 
     Returns the summary's memory id, or None when nothing was stored."""
-    pstore = service.project_store(sess.project_root) if sess.project_root else None
+    pstore = core.project_store(sess.project_root) if sess.project_root else None
     if pstore is None:
         return None
     facts = {"files": [f for f, _ in ev.files][:50], "failures_fixed": ev.fixed[:20],
@@ -306,7 +307,7 @@ def store_summary(service: EngramService, sess: _Session, ev: Evidence, report: 
     text = summary_text(sess, ev, report)
     if text is None:
         return None
-    result = service.store(MemoryIn(content=text, memory_type="episodic", scope="project",
+    result = writing.store(core, MemoryIn(content=text, memory_type="episodic", scope="project",
                                     importance=IMPORTANCE["summary"], tags=[SUMMARY_TAG],
                                     source="hook:SessionEnd", metadata={**_meta(sess), "author": "engram",
                                                                         "auto": facts}),
@@ -325,11 +326,11 @@ def clear_hook_state(home: Path, claude_id: str | None) -> None:
             (home / "hookstate" / name).unlink()
 
 
-def checkpoint(service: EngramService, session: str, project: str | None, trigger: str) -> Memory | None:
+def checkpoint(core: MemoryCore, session: str, project: str | None, trigger: str) -> Memory | None:
     """PreCompact: a session note of what the session did so far, for the conversation after compaction."""
-    sess = service._session(session, project)
+    sess = core.scopes.session(session, project)
     assert sess is not None
-    ev = collect(service, sess)
+    ev = collect(core, sess)
     failures = len(ev.fixed) + len(ev.unresolved)
     if not ev.files and not failures:
         return None
@@ -337,6 +338,6 @@ def checkpoint(service: EngramService, session: str, project: str | None, trigge
     text = (f"Before context compaction ({trigger}): modified {len(files)} file(s)"
             f"{': ' + _listing(files) if files else ''}; {failures} failed command(s)"
             f"{f' ({len(ev.fixed)} fixed)' if ev.fixed else ''}.")
-    result = service.store(MemoryIn(content=text, memory_type="episodic", scope="session", tags=["compaction"],
+    result = writing.store(core, MemoryIn(content=text, memory_type="episodic", scope="session", tags=["compaction"],
                                     importance=0.4, source="hook:PreCompact"), project=project, session=session)
     return result.memory

@@ -401,7 +401,8 @@ class ScopeStore:
         self.light: dict[str, Light] = {}
         self._by_hash: dict[str, str] = {}  # content_hash → key, for O(1) exact-duplicate checks
         self._emb_sums: dict[str, float] = {}  # key → sum of its stored vector: validates the snapshot at open
-        self._mirror_lock = threading.RLock()
+        # Held by every change to the mirror; a caller reading ``light`` whole holds it too (``mirror_lock``).
+        self.mirror_lock = self._mirror_lock = threading.RLock()
         # Bookkeeping a recall owes the database (access counts, its log row, co-activation), written after
         # the answer: see `defer`. Every other query on this store applies it first (read your writes).
         self._pending_access: dict[str, tuple[int, datetime]] = {}

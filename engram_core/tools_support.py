@@ -1,8 +1,7 @@
-"""Service methods behind MCP tools that the core service does not have: ``engram_explore`` and ``recall_skill``.
+"""API functions behind MCP tools that have no module of their own: ``engram_explore`` and ``recall_skill``.
 
-Module-level functions taking the service first, registered with the same ``@api`` decorator as the service's
-own methods (``call_api`` calls ``fn(service, **params)`` either way), so the daemon serves them by name.
-Loaded by the daemon at start (``daemon.load_extensions``).
+Module-level functions taking the core first, marked with the same ``@api`` decorator as the rest of the API;
+the service (service.py) declares them among the methods the daemon serves.
 """
 
 from __future__ import annotations
@@ -12,10 +11,14 @@ from typing import Any
 
 from pydantic import Field
 
+from .api import API_METHODS, EngramError, api
+from .console import run_query
+from .core import MemoryCore
 from .models import ExploredStore, ExploreResult, MemoryPatch, MemoryType, SkillMatch, SkillRecall, SkillRun
-from .service import API_METHODS, EngramError, EngramService, api
+from .recall import recall
 from .store import ScopeStore, plain
 from .vocabulary import SCOPES, ScopeOrAll
+from .writing import update
 
 ExploreScope = ScopeOrAll
 SKILL_TAG = "surql-skill"
@@ -43,12 +46,12 @@ def _strip(value: Any) -> Any:
 
 
 @api
-def engram_explore(service: EngramService, depth: int = Field(0, ge=0, le=3), scope: ExploreScope = "all",
+def engram_explore(core: MemoryCore, depth: int = Field(0, ge=0, le=3), scope: ExploreScope = "all",
                    table: str | None = None, sample_size: int = Field(3, ge=1, le=20),
                    project: str | None = None, session: str | None = None) -> ExploreResult:
     """Progressive manifest (seed 004 Phase 3): 0 counts per scope, 1 tables and row counts,
     2 one table's schema and indexes, 3 sample rows of one table."""
-    stores = service._stores(scope, project, session)
+    stores = core.scopes.stores(scope, project, session)
     scopes: list[ExploredStore] = []
     if depth >= 2 and not table:
         raise EngramError("depth 2 and 3 describe one table: give table (e.g. 'memory'); depth 1 lists them")
@@ -78,13 +81,13 @@ def engram_explore(service: EngramService, depth: int = Field(0, ge=0, le=3), sc
 
 
 @api
-def recall_skill(service: EngramService, task_description: str, execute: bool = False,
+def recall_skill(core: MemoryCore, task_description: str, execute: bool = False,
                  scope: ScopeOrAll = "all", project: str | None = None,
                  session: str | None = None, limit: int = Field(3, ge=1, le=10)) -> SkillRecall:
     """Find stored SurrealQL skills (procedural memories tagged surql-skill) for a task; optionally run the best."""
     if not task_description.strip():
         raise EngramError("describe the task the skill should do")
-    result = service.recall(task_description, project=project, session=session, limit=limit, scope=scope,
+    result = recall(core, task_description, project=project, session=session, limit=limit, scope=scope,
                             types=[MemoryType.procedural], tags=[SKILL_TAG], log=False)
     skills = []
     for hit in result.hits:
@@ -102,12 +105,12 @@ def recall_skill(service: EngramService, task_description: str, execute: bool = 
         best = skills[0]
         target = best.scope if best.scope in SCOPES else "project"
         t0 = time.perf_counter()
-        qr = service.run_query(best.surql, scope=target, allow_writes=False, project=project, session=session)
+        qr = run_query(core, best.surql, scope=target, allow_writes=False, project=project, session=session)
         count = best.execution_count + 1
         meta: dict[str, Any] = {"execution_count": count}
         if count >= SKILL_PROMOTE_AFTER:
             meta["promotion_candidate"] = True
-        service.update(best.id, MemoryPatch(metadata=meta), project=project, session=session)
+        update(core, best.id, MemoryPatch(metadata=meta), project=project, session=session)
         executed = SkillRun(id=best.id, result=qr, took_ms=(time.perf_counter() - t0) * 1000,
                             execution_count=count, promotion_candidate=count >= SKILL_PROMOTE_AFTER)
         return SkillRecall(task=task_description, skills=skills, executed=executed)

@@ -70,11 +70,11 @@ def test_spreading_surfaces_an_associated_memory(env: tuple[EngramService, str])
         return ids.index(linked) + 1 if linked in ids else None
 
     with_spread = rank()
-    svc.extra_rankers.remove(assoc.spread_ranker)
-    svc.boosters.remove(assoc.spread_booster)
+    svc.extensions.rankers.remove(assoc.spread_ranker)
+    svc.extensions.boosters.remove(assoc.spread_booster)
     without = rank()
-    svc.extra_rankers.append(assoc.spread_ranker)
-    svc.boosters.append(assoc.spread_booster)
+    svc.extensions.rankers.append(assoc.spread_ranker)
+    svc.extensions.boosters.append(assoc.spread_booster)
     assert with_spread is not None
     assert without is None or without > with_spread
 

@@ -31,7 +31,7 @@ def seed(svc: EngramService, p: str) -> str:
 
 def slow_bookkeeper(svc: EngramService) -> None:
     """Hold the background thread off so the queued state can be observed."""
-    svc._bookkeeper.idle_s = svc._bookkeeper.max_wait_s = 60.0  # noqa: SLF001
+    svc.bookkeeper.idle_s = svc.bookkeeper.max_wait_s = 60.0
 
 
 def test_recall_answers_before_the_write_and_the_next_query_sees_it(service: EngramService,
@@ -56,7 +56,7 @@ def test_background_thread_applies_it_when_the_caller_goes_quiet(service: Engram
     p = str(project_dir)
     key = seed(service, p)
     store = service.project_store(p)
-    service._bookkeeper.access_after_s = 0.5  # noqa: SLF001 - access counts wait 30 s by default
+    service.bookkeeper.access_after_s = 0.5  # access counts wait 30 s by default
     service.recall("which payment provider do we use?", project=p)
     service.recall("stripe idempotency keys", project=p)
     deadline = time.monotonic() + 10
@@ -152,7 +152,7 @@ def test_queue_waits_while_a_recall_is_running(service: EngramService, project_d
     p = str(project_dir)
     key = seed(service, p)
     store = service.project_store(p)
-    bk = service._bookkeeper  # noqa: SLF001
+    bk = service.bookkeeper
     bk.idle_s, bk.max_wait_s, bk.access_after_s = 0.0, 60.0, 0.0
     with bk.busy():  # as if another recall were running all along
         service.recall("which payment provider do we use?", project=p)
@@ -180,7 +180,7 @@ def test_a_script_that_never_closes_still_writes_its_queue(tmp_path: Path, embed
         "from engram_core.embeddings import NoEmbedder\n"
         "from engram_core.service import EngramService\n"
         "svc = EngramService(sys.argv[1], embedder=NoEmbedder(), recover_sessions=False)\n"
-        "svc._bookkeeper.idle_s = svc._bookkeeper.max_wait_s = 60.0\n"
+        "svc.bookkeeper.idle_s = svc.bookkeeper.max_wait_s = 60.0\n"
         "res = svc.recall('payment provider stripe', project=sys.argv[2])\n"
         "assert res.hits, res\n"
     )

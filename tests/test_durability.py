@@ -594,12 +594,12 @@ def test_a_failed_model_export_leaves_no_temp_file_and_is_not_retried_at_every_s
 
 def test_compaction_keeps_only_the_newest_retrieval_log_rows(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
     """retrieval_log is the one table that grows with recalls alone: compaction keeps its newest rows only."""
-    from engram_core import service as service_mod
+    from engram_core import maintenance
     from engram_core.models import MemoryIn
     from engram_core.service import EngramService
 
     monkeypatch.setenv("ENGRAM_EMBEDDING_PROVIDER", "none")
-    monkeypatch.setattr(service_mod, "RETRIEVAL_LOG_KEEP", 30)
+    monkeypatch.setattr(maintenance, "RETRIEVAL_LOG_KEEP", 30)
     proj = new_project(tmp_path, "logproj")
     svc = EngramService(tmp_path / "home")
     try:

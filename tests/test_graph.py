@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from engram_core.config import Settings
+from engram_core.core import Extensions
 from engram_core.models import EntityIn, MemoryIn
-from engram_core.organise import graph
+from engram_core.organise import graph, relations
 from engram_core.service import EngramService
 
 
@@ -64,7 +65,7 @@ def test_relation_strengthens_on_repeated_evidence(env: tuple[EngramService, str
     assert r2[0].confidence == pytest.approx(r1[0].confidence + 0.05)
     assert len(r2[0].evidence) == 2
     # The agent stating it too strengthens the same edge, it does not add one.
-    out = graph.relate_entities(svc, "auth.py", "TokenExpiredError", "causes", evidence=None, project=p)
+    out = relations.relate_entities(svc, "auth.py", "TokenExpiredError", "causes", evidence=None, project=p)
     assert out.strengthened and out.relation.weight == pytest.approx(r2[0].weight + 0.1)
 
 
@@ -72,7 +73,7 @@ def test_pruning_weak_entities_and_stale_edges(env: tuple[EngramService, str]) -
     svc, p = env
     graph.add_entities(svc, [EntityIn(name="flaky idea", entity_type="concept"),
                              EntityIn(name="solid idea", entity_type="concept")], project=p)
-    graph.relate_entities(svc, "flaky idea", "solid idea", "related_to", confidence=0.1, project=p)
+    relations.relate_entities(svc, "flaky idea", "solid idea", "related_to", confidence=0.1, project=p)
     pstore = svc.project_store(p)
     assert pstore is not None
     pstore.q("UPDATE entity SET confidence = 0.2 WHERE name = 'flaky idea'")
@@ -83,7 +84,7 @@ def test_pruning_weak_entities_and_stale_edges(env: tuple[EngramService, str]) -
     names = {e.name for e in graph.search_knowledge_graph(svc, "idea", project=p, include_invalid=True).entities}
     assert names == {"solid idea"}
     graph.add_entities(svc, [EntityIn(name="other idea", entity_type="concept")], project=p)
-    graph.relate_entities(svc, "other idea", "solid idea", "related_to", confidence=0.1, project=p)
+    relations.relate_entities(svc, "other idea", "solid idea", "related_to", confidence=0.1, project=p)
     assert graph.prune_graph(svc, pstore, now=later) == (0, 1)
     rels = graph.search_knowledge_graph(svc, "other idea", project=p, include_invalid=True).relations
     assert rels and all(r.invalid_at is not None for r in rels)
@@ -103,9 +104,9 @@ def test_graph_signal_surfaces_a_related_memory(env: tuple[EngramService, str]) 
         return ids.index(key) + 1 if key in ids else None
 
     with_graph = rank_of(target)
-    svc.extra_rankers.remove(graph.graph_ranker)
+    svc.extensions.rankers.remove(graph.graph_ranker)
     without = rank_of(target)
-    svc.extra_rankers.append(graph.graph_ranker)
+    svc.extensions.rankers.append(graph.graph_ranker)
     assert with_graph is not None, "the memory related through TokenExpiredError should surface"
     assert without is None or without > with_graph
 
@@ -151,8 +152,8 @@ def test_graph_mirror_stays_in_step_with_the_store(env: tuple[EngramService, str
     store(svc, p, "We switched from jest to vitest in packages/web; we use pytest for the API")
     graph.add_entities(svc, [EntityIn(name="flaky idea", entity_type="concept"),
                              EntityIn(name="solid idea", entity_type="concept")], project=p)
-    graph.relate_entities(svc, "flaky idea", "solid idea", "related_to", confidence=0.1, project=p)
-    graph.relate_entities(svc, "auth.py", "TokenExpiredError", "causes", project=p)
+    relations.relate_entities(svc, "flaky idea", "solid idea", "related_to", confidence=0.1, project=p)
+    relations.relate_entities(svc, "auth.py", "TokenExpiredError", "causes", project=p)
     assert graph.prune_graph(svc, pstore, now=svc.now() + timedelta(days=31))[1] >= 1  # ends the stale edge
     assert graph.mirror(svc, pstore) is kept, "a stale edge ending must not force a reload"
     assert any(w >= 0.6 for _a, _b, w in kept.rels.values()), "the repeated evidence strengthened an edge"
@@ -187,7 +188,7 @@ def test_organise_setting_off_leaves_the_write_and_recall_paths_plain(tmp_path: 
     svc = EngramService(home=tmp_path / "home", embedder=embedder, settings=Settings(organise=False),  # type: ignore[arg-type]
                         recover_sessions=False)
     try:
-        assert not svc.after_store and not svc.extra_rankers and not svc.boosters
+        assert svc.extensions == Extensions(), "nothing registered on the core"
         k = store(svc, str(proj), "auth.py raises TokenExpiredError when the JWT expires")
         assert svc.recall("auth.py", project=str(proj)).hits[0].memory.id == k
         assert graph.search_knowledge_graph(svc, "auth.py", project=str(proj)).entities == [], "no extraction ran"

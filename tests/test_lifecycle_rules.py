@@ -298,8 +298,8 @@ def test_dedup_keeps_the_higher_scope_unless_twice_as_strong(svc: EngramService,
 # ── sessions ──
 def test_a_session_whose_store_is_lost_is_abandoned(svc: EngramService, proj: str) -> None:
     sess = svc.start_session(project=proj, claude_session_id="c-lost")
-    lost = svc._sessions.pop(sess.session_key)  # the process died and its session store went with it
-    lost.store.drop_database()
+    lost = next(s for s in svc.scopes.live_sessions() if s.key == sess.session_key)
+    svc.scopes.drop_session(lost)  # the process died and its session store went with it
     kept = svc.start_session(project=proj, claude_session_id="c-alive")
     report = svc.maintain(project=proj)
     assert report.sessions_abandoned == 1

@@ -41,7 +41,7 @@ def _leaks_in_stores(svc: EngramService) -> list[str]:
     """Every row of every table of every open store, as the engine returns it."""
     svc.flush()
     hits = []
-    for store in svc._all_open_stores():  # noqa: SLF001 - the test looks at everything the engine holds
+    for store in svc.scopes.open_stores():  # everything the engine holds
         tables = store.q1("INFO FOR DB")["tables"]
         for table in tables:
             dump = json.dumps(store.q1(f"SELECT * FROM `{table}`"), default=str).lower()

@@ -237,7 +237,7 @@ def method_info() -> tuple[dict[str, str], dict[str, list[str]]]:
         except Exception:  # an annotation we cannot resolve: the client keeps plain JSON
             returns[name] = "Any"
         try:
-            params[name] = [p for p in inspect.signature(raw).parameters if p not in ("self", "service")]
+            params[name] = [p for p in inspect.signature(raw).parameters if p not in ("self", "service", "core")]
         except (TypeError, ValueError):
             params[name] = []
     return returns, params
@@ -626,7 +626,7 @@ class Daemon:
 
         with self.lock:
             if session_id:  # a hook may name a Claude session whose SessionStart we missed
-                self.service._session(session_id, project, create=True)
+                self.service.scopes.session(session_id, project, create=True)
             result = self.service.recall(redact_text(prompt)[:2000], project=project, session=session_id, limit=8,
                                          log=False)
         budget = settings.prompt_recall_token_budget
@@ -791,7 +791,7 @@ class Daemon:
             raise RuntimeError("service closed")
         if session and kind in ("memory", "checkpoint", "prompt", "command_ok"):
             with self.lock:  # a Claude session whose SessionStart we missed: hook events may start it
-                svc._session(session, project, create=True)
+                svc.scopes.session(session, project, create=True)
         if kind == "session_start":
             if session:
                 with self.lock:
@@ -829,14 +829,14 @@ class Daemon:
         elif kind == "stop":
             if session:
                 with self.lock, contextlib.suppress(LookupError):
-                    svc._touch_session(svc._session(session, project))
+                    svc.scopes.touch(svc.scopes.session(session, project))
             self._light_work(project)
         else:
             raise ValueError(f"unknown hook event kind {kind!r}")
 
     def _already_stored(self, eid: str, scope: str, project: str | None, session: str | None) -> bool:
         try:
-            stores = self.service._stores(scope, project, session)
+            stores = self.service.scopes.stores(scope, project, session)
         except Exception:
             return False
         for store in stores:

@@ -12,7 +12,7 @@ from typing import Any
 from ..models import Association
 from ..scoring import memory_strength
 from ..store import ScopeStore, key_of
-from .base import EngramService, api, locate, rid, short_hash, state
+from .base import MemoryCore, api, rid, short_hash, state
 
 COACTIVATION = 0.1
 DECAY_PER_DAY = 0.01
@@ -35,8 +35,8 @@ FOR $p IN $pairs {
 """
 
 
-def _adjacency(service: EngramService, store: ScopeStore) -> dict[str, dict[str, float]]:
-    st = state(service).of(store)
+def _adjacency(core: MemoryCore, store: ScopeStore) -> dict[str, dict[str, float]]:
+    st = state(core).of(store)
     if st.adjacency is None:
         adj: dict[str, dict[str, float]] = {}
         for r in store.q1("SELECT in, out, weight FROM associated_with") or []:
@@ -47,7 +47,7 @@ def _adjacency(service: EngramService, store: ScopeStore) -> dict[str, dict[str,
     return st.adjacency
 
 
-def coactivate(service: EngramService, store: ScopeStore, keys: Sequence[str], delta: float = COACTIVATION,
+def coactivate(core: MemoryCore, store: ScopeStore, keys: Sequence[str], delta: float = COACTIVATION,
                kind: str = "coactivation", *, defer: bool = False) -> int:
     keys = list(dict.fromkeys(keys))
     pairs = []
@@ -58,14 +58,14 @@ def coactivate(service: EngramService, store: ScopeStore, keys: Sequence[str], d
                           "b": rid("memory", hi), "lo": lo, "hi": hi})
     if not pairs:
         return 0
-    params = {"pairs": [{k: p[k] for k in ("id", "a", "b")} for p in pairs], "d": delta, "now": service.now(),
+    params = {"pairs": [{k: p[k] for k in ("id", "a", "b")} for p in pairs], "d": delta, "now": core.now(),
               "kind": kind}
     # After a recall the edges are written once the answer is out; the in-memory adjacency changes now.
     if defer:
         store.defer(_COACT, params, touches_memory=False)
     else:
         store.q(_COACT, params)
-    adj = _adjacency(service, store)
+    adj = _adjacency(core, store)
     for p in pairs:
         w = min(1.0, adj.get(p["lo"], {}).get(p["hi"], 0.0) + delta)
         adj.setdefault(p["lo"], {})[p["hi"]] = w
@@ -73,20 +73,20 @@ def coactivate(service: EngramService, store: ScopeStore, keys: Sequence[str], d
     return len(pairs)
 
 
-def after_recall(service: EngramService, result: Any, winners: Sequence[Any]) -> None:
+def after_recall(core: MemoryCore, result: Any, winners: Sequence[Any]) -> None:
     _spread.scores = {}  # this recall's activation must not leak into the next one
     by_store: dict[int, tuple[ScopeStore, list[str]]] = {}
     for c in list(winners)[:COACTIVATE_TOP]:
         by_store.setdefault(id(c.store), (c.store, []))[1].append(c.key)
     for store, keys in by_store.values():
         if len(keys) > 1:
-            coactivate(service, store, keys, defer=True)
+            coactivate(core, store, keys, defer=True)
 
 
-def decay(service: EngramService, store: ScopeStore, *, now: datetime | None = None,
+def decay(core: MemoryCore, store: ScopeStore, *, now: datetime | None = None,
           per_day: float = DECAY_PER_DAY, prune_below: float = PRUNE_BELOW, dry_run: bool = False) -> int:
     """Apply the daily decay since the last pass, then prune what fell below the threshold. Returns pruned."""
-    now = now or service.now()
+    now = now or core.now()
     if dry_run:
         rows = store.q1("SELECT VALUE weight - $pd * duration::secs($now - decayed_at) / 86400.0 FROM associated_with",
                         {"pd": per_day, "now": now}) or []
@@ -97,14 +97,14 @@ def decay(service: EngramService, store: ScopeStore, *, now: datetime | None = N
       LET $gone = (SELECT VALUE id FROM associated_with WHERE weight < $min);
       DELETE $gone;
       RETURN array::len($gone);""", {"pd": per_day, "now": now, "min": prune_below})
-    state(service).of(store).adjacency = None
+    state(core).of(store).adjacency = None
     return int(res[-1] or 0)
 
 
 _spread = threading.local()
 
 
-def spread_ranker(service: EngramService, stores: Sequence[ScopeStore], query: str, qvec: Any,
+def spread_ranker(core: MemoryCore, stores: Sequence[ScopeStore], query: str, qvec: Any,
                   filters: Any) -> list[tuple[str, float]]:
     """One step of spreading activation from the query's best direct matches along strong edges.
     The list joins the fusion (so a memory outside the candidate pool can enter it), and
@@ -113,7 +113,7 @@ def spread_ranker(service: EngramService, stores: Sequence[ScopeStore], query: s
     out: dict[str, float] = {}
     _spread.scores = out
     for store in stores:
-        adj = _adjacency(service, store)
+        adj = _adjacency(core, store)
         if not adj:
             continue
         seeds = store.index.vector(qvec, 5) if qvec is not None else store.index.bm25(query, 5)
@@ -129,29 +129,29 @@ def spread_ranker(service: EngramService, stores: Sequence[ScopeStore], query: s
     return sorted(out.items(), key=lambda t: (-t[1], t[0]))
 
 
-def spread_booster(service: EngramService, key: str, store: ScopeStore, light: Any,
+def spread_booster(core: MemoryCore, key: str, store: ScopeStore, light: Any,
                    context: dict[str, Any]) -> float:
     # Filled by spread_ranker in this same thread a moment earlier, for this recall.
     return 1.0 + getattr(_spread, "scores", {}).get(key, 0.0)
 
 
 @api
-def coactivate_memories(service: EngramService, memory_ids: list[str], project: str | None = None,
+def coactivate_memories(core: MemoryCore, memory_ids: list[str], project: str | None = None,
                         session: str | None = None) -> int:
     """Memories the agent used together: each pair in the same scope gains +0.1. Returns pairs touched."""
     groups: dict[int, tuple[ScopeStore, list[str]]] = {}
     for mid in memory_ids:
-        store, key = locate(service, mid, project, session)
+        store, key = core.scopes.locate(mid, project, session)
         groups.setdefault(id(store), (store, []))[1].append(key)
-    return sum(coactivate(service, s, ks) for s, ks in groups.values())
+    return sum(coactivate(core, s, ks) for s, ks in groups.values())
 
 
 @api
-def memory_associations(service: EngramService, memory_id: str, project: str | None = None,
+def memory_associations(core: MemoryCore, memory_id: str, project: str | None = None,
                         session: str | None = None, min_weight: float = 0.0) -> list[Association]:
     """The memories associated with one memory, strongest first: {id, weight, content}."""
-    store, key = locate(service, memory_id, project, session)
-    adj = _adjacency(service, store).get(key, {})
+    store, key = core.scopes.locate(memory_id, project, session)
+    adj = _adjacency(core, store).get(key, {})
     out = []
     for other, w in sorted(adj.items(), key=lambda t: -t[1]):
         if w >= min_weight:
@@ -160,26 +160,26 @@ def memory_associations(service: EngramService, memory_id: str, project: str | N
     return out
 
 
-def working_capacity(service: EngramService) -> int:
+def working_capacity(core: MemoryCore) -> int:
     lo, hi = WORKING_BOUNDS
-    return max(lo, min(hi, int(service.param("working_memory_capacity", WORKING_CAPACITY))))
+    return max(lo, min(hi, int(core.param("working_memory_capacity", WORKING_CAPACITY))))
 
 
-def enforce_working_capacity(service: EngramService, store: ScopeStore) -> list[str]:
+def enforce_working_capacity(core: MemoryCore, store: ScopeStore) -> list[str]:
     """Working memory holds at most 7 ± 2 items; the weakest spill to episodic memory."""
-    cap = working_capacity(service)
+    cap = working_capacity(core)
     working = [(k, lt) for k, lt in store.light.items()
                if lt.memory_type == "working" and lt.status in ("created", "active")]
     if len(working) <= cap:
         return []
-    now = service.now()
+    now = core.now()
     # Weakest first; the newest item never spills (it was just put there on purpose).
     newest = max(working, key=lambda t: (t[1].created_at, t[0]))[0]
     ranked = sorted((t for t in working if t[0] != newest),
                     key=lambda t: (memory_strength(t[1].importance, t[1].half_life_days, t[1].access_count,
                                                    t[1].last_accessed_at, now), t[1].created_at))
     spilled = []
-    half = float(service.half_lives()["episodic"])
+    half = float(core.half_lives()["episodic"])
     for k, _lt in ranked[: len(working) - cap]:
         row = store.get(k) or {}
         store.update_memory(k, {"memory_type": "episodic", "half_life_days": half,

@@ -1,36 +1,25 @@
-"""Plumbing shared by the organise modules: API registration, per-store state, store resolution."""
+"""Plumbing shared by the organise modules: the per-core and per-store state, row and id helpers."""
 
 from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Callable
+import weakref
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
-from pydantic import validate_call
 from surrealdb import RecordID
 
-from ..models import Memory, MemoryIn, Scope
-from ..service import API_METHODS, EngramError, EngramService, NotFound, counted
+from ..api import EngramError, NotFound, api
+from ..core import MemoryCore
+from ..models import Memory
 from ..store import ScopeStore, key_of, plain
 
 if TYPE_CHECKING:
     import numpy as np
 
-F = TypeVar("F", bound=Callable[..., Any])
-ORGANISE_API: dict[str, Callable[..., Any]] = {}
-
-__all__ = ["EngramError", "EngramService", "NotFound", "api"]
-
-
-def api(fn: F) -> F:
-    """Register a module-level function (service first) with the daemon, arguments validated by pydantic."""
-    checked = counted(validate_call(config={"arbitrary_types_allowed": True})(fn))
-    API_METHODS[fn.__name__] = checked
-    ORGANISE_API[fn.__name__] = checked
-    return checked  # type: ignore[return-value]
+__all__ = ["EngramError", "MemoryCore", "NotFound", "api"]
 
 
 def short_hash(*parts: str) -> str:
@@ -88,63 +77,24 @@ class OrganiseState:
             self.stores.pop((store.namespace, store.database), None)
 
 
-def state(service: EngramService) -> OrganiseState:
-    st = getattr(service, "_organise", None)
-    if st is None:
-        st = OrganiseState()
-        service._organise = st  # type: ignore[attr-defined]
-    return st
+# The organise layer's state of each core, held here rather than hung on the core.
+_STATES: weakref.WeakKeyDictionary[MemoryCore, OrganiseState] = weakref.WeakKeyDictionary()
+_STATES_LOCK = threading.Lock()
 
 
-def stores_for(service: EngramService, scope: str, project: str | None, session: str | None) -> list[ScopeStore]:
-    return service._stores(scope, project, session)
+def state(core: MemoryCore) -> OrganiseState:
+    with _STATES_LOCK:
+        st = _STATES.get(core)
+        if st is None:
+            st = _STATES[core] = OrganiseState()
+        return st
 
 
-def primary_store(service: EngramService, project: str | None, session: str | None = None,
-                  scope: str | None = None) -> ScopeStore:
-    """Where a scope-less request lands: the named scope, else the project, else the user store."""
-    if scope:
-        return service._target_store(Scope(scope), project, session)
-    if project:
-        store = service.project_store(project)
-        if store is not None:
-            return store
-    if session:
-        sess = service._session(session, project)
-        if sess is not None and sess.project_root:
-            store = service.project_store(sess.project_root)
-            if store is not None:
-                return store
-    return service.user
-
-
-def locate(service: EngramService, memory_id: str, project: str | None = None,
-           session: str | None = None) -> tuple[ScopeStore, str]:
-    return service.locate(memory_id, project, session)
-
-
-def to_memory(service: EngramService, store: ScopeStore, key: str) -> Memory:
+def to_memory(core: MemoryCore, store: ScopeStore, key: str) -> Memory:
     row = store.get(key)
     if row is None:
         raise NotFound(f"no memory with id {key!r}")
-    return service._to_memory(row, store)
-
-
-def session_key_of(service: EngramService, store: ScopeStore) -> str | None:
-    for s in service._sessions.values():
-        if s.store is store:
-            return s.key
-    return None
-
-
-def write_memory(service: EngramService, store: ScopeStore, mem: MemoryIn) -> Memory:
-    """Store a new memory into exactly this store through the core write path (redaction, embedding, hooks)."""
-    mem = mem.model_copy(update={"scope": store.scope})
-    project = service._project_root_of(store)
-    session = session_key_of(service, store)
-    with service._lock:
-        result = service._write_batch([mem], project, session)[0]
-    return result.memory
+    return core.to_memory(row, store)
 
 
 def memory_key(value: Any) -> str:

@@ -25,11 +25,13 @@ from ..models import (
     Proposal,
     ReflectionReport,
 )
+from ..promotion import promote
 from ..redaction import redact_text
 from ..scoring import days_between, memory_strength
 from ..store import ScopeStore, key_of, plain
-from . import associations, contradictions, graph
-from .base import EngramError, EngramService, NotFound, api, primary_store, rid, to_memory, write_memory
+from ..writing import write_into
+from . import associations, contradictions, evolution, graph
+from .base import EngramError, MemoryCore, NotFound, api, rid, to_memory
 
 REASONS = ("decay", "duplicate", "promotion", "merge", "scheduled", "episodic_to_semantic")
 BASE_RISK = {"duplicate": 0.1, "decay": 0.2, "promotion": 0.5, "merge": 0.6, "scheduled": 0.5,
@@ -40,9 +42,9 @@ MIN_EPISODES = 3
 LIVE = ("created", "active")
 
 
-def auto_approve_below(service: EngramService) -> float:
+def auto_approve_below(core: MemoryCore) -> float:
     """Risk under which items are applied without review (evolution_state key, configurable)."""
-    return float(service.param("consolidation_auto_approve_below", DEFAULT_AUTO_BELOW))
+    return float(core.param("consolidation_auto_approve_below", DEFAULT_AUTO_BELOW))
 
 
 def risk_for(reason: str, n_sources: int, agent_summary: bool = False) -> float:
@@ -51,21 +53,21 @@ def risk_for(reason: str, n_sources: int, agent_summary: bool = False) -> float:
     return round(min(1.0, max(0.0, risk)), 3)
 
 
-def replay_priority(service: EngramService, store: ScopeStore, key: str) -> float:
+def replay_priority(core: MemoryCore, store: ScopeStore, key: str) -> float:
     lt = store.light.get(key)
     if lt is None:
         return 0.0
-    recency = 0.5 ** (max(0.0, days_between(lt.last_accessed_at, service.now())) / 7.0)
-    assoc = min(1.0, sum(associations._adjacency(service, store).get(key, {}).values()))
+    recency = 0.5 ** (max(0.0, days_between(lt.last_accessed_at, core.now())) / 7.0)
+    assoc = min(1.0, sum(associations._adjacency(core, store).get(key, {}).values()))
     return 0.5 * lt.importance + 0.3 * recency + 0.2 * assoc
 
 
-def extractive(service: EngramService, store: ScopeStore, keys: list[str], reason: str,
+def extractive(core: MemoryCore, store: ScopeStore, keys: list[str], reason: str,
                topic: str | None = None) -> Proposal:
     rows = [r for r in (store.get_many(keys) or {}).values()]
     if not rows:
         raise NotFound("the sources of this item no longer exist")
-    now = service.now()
+    now = core.now()
     strongest = max(rows, key=lambda r: (memory_strength(r["importance"], r["half_life_days"], r["access_count"],
                                                          r["last_accessed_at"], now), r["access_count"], r["created_at"]))
     content = strongest["content"]
@@ -87,7 +89,7 @@ def extractive(service: EngramService, store: ScopeStore, keys: list[str], reaso
                     source="promotion" if reason == "promotion" else "extractive")
 
 
-def queue(service: EngramService, store: ScopeStore, reason: str, keys: list[str], *, priority: float,
+def queue(core: MemoryCore, store: ScopeStore, reason: str, keys: list[str], *, priority: float,
           topic: str | None = None, dry_run: bool = False) -> str | None:
     """Queue once: an item pending (or rejected) on the same set of memories is not queued again."""
     keys = sorted(set(keys))
@@ -96,11 +98,11 @@ def queue(service: EngramService, store: ScopeStore, reason: str, keys: list[str
                         {"r": reason, "ids": [rid("memory", k) for k in keys]})
     if existing or dry_run:
         return None
-    proposal = extractive(service, store, keys, reason, topic)
+    proposal = extractive(core, store, keys, reason, topic)
     row = store.create("consolidation_queue", {
         "memory_id": rid("memory", keys[0]), "memory_ids": [rid("memory", k) for k in keys], "reason": reason,
         "priority": round(priority, 4), "risk": risk_for(reason, len(keys)), "topic": topic,
-        "proposal": proposal.model_dump(), "created_at": service.now()})
+        "proposal": proposal.model_dump(), "created_at": core.now()})
     return key_of(row["id"])
 
 
@@ -111,10 +113,10 @@ def _live_keys(store: ScopeStore, types: Iterable[str] | None = None) -> list[st
             and lt.memory_type != "working"]
 
 
-def find_pairs(service: EngramService, store: ScopeStore, *, deadline: float, dry_run: bool) -> dict[str, int]:
+def find_pairs(core: MemoryCore, store: ScopeStore, *, deadline: float, dry_run: bool) -> dict[str, int]:
     """Near-duplicates (→ duplicate) and close but different statements of the same type (→ merge)."""
     found = {"duplicate": 0, "merge": 0}
-    keys = sorted(_live_keys(store), key=lambda k: -replay_priority(service, store, k))
+    keys = sorted(_live_keys(store), key=lambda k: -replay_priority(core, store, k))
     done: set[frozenset[str]] = set()
     for k in keys:
         if time.monotonic() > deadline:
@@ -138,12 +140,12 @@ def find_pairs(service: EngramService, store: ScopeStore, *, deadline: float, dr
                 reason = "merge"
             else:
                 continue  # updates are contradictions, not consolidations
-            if queue(service, store, reason, [k, other], priority=cos, dry_run=dry_run) or dry_run:
+            if queue(core, store, reason, [k, other], priority=cos, dry_run=dry_run) or dry_run:
                 found[reason] += 1
     return found
 
 
-def find_episodic_topics(service: EngramService, store: ScopeStore, *, dry_run: bool) -> int:
+def find_episodic_topics(core: MemoryCore, store: ScopeStore, *, dry_run: bool) -> int:
     """>= 3 episodic memories sharing a tag or an entity → one semantic memory proposal per topic."""
     eps = set(_live_keys(store, ["episodic"]))
     if len(eps) < MIN_EPISODES:
@@ -163,15 +165,15 @@ def find_episodic_topics(service: EngramService, store: ScopeStore, *, dry_run: 
         members -= claimed
         if len(members) < MIN_EPISODES:
             continue
-        pr = sum(replay_priority(service, store, k) for k in members) / len(members)
-        if queue(service, store, "episodic_to_semantic", sorted(members), priority=pr, topic=topic.split(":", 1)[1],
+        pr = sum(replay_priority(core, store, k) for k in members) / len(members)
+        if queue(core, store, "episodic_to_semantic", sorted(members), priority=pr, topic=topic.split(":", 1)[1],
                  dry_run=dry_run) or dry_run:
             n += 1
             claimed |= members
     return n
 
 
-def find_promotions(service: EngramService, store: ScopeStore, *, dry_run: bool) -> int:
+def find_promotions(core: MemoryCore, store: ScopeStore, *, dry_run: bool) -> int:
     """Strong project knowledge seen in one project only: the core will not promote it alone; ask."""
     if store.scope.value != "project":
         return 0
@@ -182,16 +184,16 @@ def find_promotions(service: EngramService, store: ScopeStore, *, dry_run: bool)
             row = store.get(k) or {}
             if row.get("metadata", {}).get("promoted_to_user"):
                 continue
-            if queue(service, store, "promotion", [k], priority=lt.importance, dry_run=dry_run) or dry_run:
+            if queue(core, store, "promotion", [k], priority=lt.importance, dry_run=dry_run) or dry_run:
                 n += 1
     return n
 
 
-def find_scheduled(service: EngramService, store: ScopeStore, *, dry_run: bool) -> int:
+def find_scheduled(core: MemoryCore, store: ScopeStore, *, dry_run: bool) -> int:
     """Closed episodes whose memories are all episodic and fading: one summary each."""
     rows = store.q1("SELECT id FROM episode WHERE ended_at IS NOT NONE AND memory_count >= 2 LIMIT 200") or []
     n = 0
-    now = service.now()
+    now = core.now()
     for r in rows:
         ep = key_of(r["id"])
         members = [k for k, lt in store.light.items() if lt.episode_id == ep and lt.status in LIVE]
@@ -203,13 +205,13 @@ def find_scheduled(service: EngramService, store: ScopeStore, *, dry_run: bool) 
         if max(memory_strength(lt.importance, lt.half_life_days, lt.access_count, lt.last_accessed_at, now)
                for lt in lts) >= 0.5:
             continue
-        if queue(service, store, "scheduled", members, priority=0.3, topic=f"episode {ep}", dry_run=dry_run) \
+        if queue(core, store, "scheduled", members, priority=0.3, topic=f"episode {ep}", dry_run=dry_run) \
                 or dry_run:
             n += 1
     return n
 
 
-def fill_proposals(service: EngramService, store: ScopeStore) -> int:
+def fill_proposals(core: MemoryCore, store: ScopeStore) -> int:
     """Items the core sweep queued (decay) carry no proposal yet."""
     rows = store.q1("SELECT id, reason, memory_ids, topic FROM consolidation_queue WHERE status = 'pending' "
                     "AND proposal IS NONE LIMIT 500") or []
@@ -217,7 +219,7 @@ def fill_proposals(service: EngramService, store: ScopeStore) -> int:
     for r in rows:
         keys = [key_of(m) for m in r.get("memory_ids") or []]
         try:
-            p = extractive(service, store, keys, r["reason"], r.get("topic"))
+            p = extractive(core, store, keys, r["reason"], r.get("topic"))
         except NotFound:
             store.q("UPDATE $id SET status = 'failed', note = 'sources gone'", {"id": r["id"]})
             continue
@@ -228,12 +230,12 @@ def fill_proposals(service: EngramService, store: ScopeStore) -> int:
 
 
 # ── API ──────────────────────────────────────────────────────
-def _item(service: EngramService, store: ScopeStore, row: dict[str, Any]) -> ConsolidationItem:
+def _item(core: MemoryCore, store: ScopeStore, row: dict[str, Any]) -> ConsolidationItem:
     row = plain(row)
     sources = []
     for m in row.get("memory_ids") or []:
         try:
-            sources.append(to_memory(service, store, key_of(m)))
+            sources.append(to_memory(core, store, key_of(m)))
         except NotFound:
             continue
     p = row.get("proposal")
@@ -242,24 +244,24 @@ def _item(service: EngramService, store: ScopeStore, row: dict[str, Any]) -> Con
         risk=float(row.get("risk") or 0.0), status=row["status"], created_at=row["created_at"],
         topic=row.get("topic"), scope=store.scope.value, sources=sources,
         proposal=Proposal(**p) if isinstance(p, dict) and p.get("content") else None,
-        needs_review=float(row.get("risk") or 0.0) >= auto_approve_below(service))
+        needs_review=float(row.get("risk") or 0.0) >= auto_approve_below(core))
 
 
 @api
-def list_consolidations(service: EngramService, project: str | None = None,
+def list_consolidations(core: MemoryCore, project: str | None = None,
                         status: Literal["pending", "completed", "rejected", "failed", "all"] = "pending",
                         limit: int = 100) -> list[ConsolidationItem]:
     """Queue items with their sources and proposed merged memory, highest priority first."""
-    store = primary_store(service, project)
-    fill_proposals(service, store)
+    store = core.scopes.primary(project)
+    fill_proposals(core, store)
     cond = "true" if status == "all" else "status = $s"
     rows = store.q1(f"SELECT * FROM consolidation_queue WHERE {cond} ORDER BY priority DESC LIMIT $n",
                     {"s": status, "n": max(1, min(limit, 1000))}) or []
-    return [_item(service, store, r) for r in rows]
+    return [_item(core, store, r) for r in rows]
 
 
-def _load(service: EngramService, item_id: str, project: str | None) -> tuple[ScopeStore, dict[str, Any]]:
-    store, row = contradictions._find_item(service, "consolidation_queue", item_id, project)
+def _load(core: MemoryCore, item_id: str, project: str | None) -> tuple[ScopeStore, dict[str, Any]]:
+    store, row = contradictions.find_item(core, "consolidation_queue", item_id, project)
     row["id"] = rid("consolidation_queue", key_of(row["id"]))  # plain() made it a string; queries need the id
     return store, row
 
@@ -269,12 +271,12 @@ def _log(store: ScopeStore, action: str, **fields: Any) -> None:
 
 
 @api
-def approve_consolidation(service: EngramService, item_id: str, project: str | None = None,
+def approve_consolidation(core: MemoryCore, item_id: str, project: str | None = None,
                           edited_content: str | None = None, decided_by: str = "user") -> ConsolidationOutcome:
     """Apply an item: write the merged memory (or promote), sources become `consolidated` with
     `consolidated_into`. `edited_content` replaces the proposal's text."""
     t0 = time.perf_counter()
-    store, row = _load(service, item_id, project)
+    store, row = _load(core, item_id, project)
     if row["status"] != "pending":
         raise EngramError(f"item {key_of(row['id'])} is {row['status']}, not pending")
     keys = [key_of(m) for m in row.get("memory_ids") or []]
@@ -283,14 +285,14 @@ def approve_consolidation(service: EngramService, item_id: str, project: str | N
         store.q("UPDATE $id SET status = 'failed', note = 'sources gone', processed_at = time::now()",
                 {"id": row["id"]})
         raise NotFound("the sources of this item no longer exist")
-    p = Proposal(**row["proposal"]) if row.get("proposal") else extractive(service, store, live, row["reason"],
+    p = Proposal(**row["proposal"]) if row.get("proposal") else extractive(core, store, live, row["reason"],
                                                                              row.get("topic"))
     if edited_content is not None and edited_content.strip():
         p.content, p.source = edited_content.strip(), "agent"
     out = ConsolidationOutcome(item_id=key_of(row["id"]), status="completed")
     result_id: str | None = None
     if row["reason"] == "promotion":
-        rep = service.promote(live[0], target_scope="user", project=service._project_root_of(store))
+        rep = promote(core, live[0], target_scope="user", project=core.scopes.root_of(store))
         result_id = (rep.promoted or rep.merged or [None])[0]
         src = store.get(live[0]) or {}
         store.update_memory(live[0], {"metadata": {**src.get("metadata", {}), "promoted_to_user": result_id}})
@@ -302,7 +304,7 @@ def approve_consolidation(service: EngramService, item_id: str, project: str | N
         out.sources = {live[0]: "consolidated"}
         out.message = "kept as consolidated (single source, no new memory)"
     else:
-        mem = write_memory(service, store, MemoryIn(
+        mem = write_into(core, store, MemoryIn(
             content=p.content, memory_type=MemoryType(p.memory_type), tags=p.tags, importance=p.importance,
             metadata={"consolidated_from": live, "consolidation_item": out.item_id, "summary_source": p.source},
             source="consolidation"))
@@ -323,7 +325,7 @@ def approve_consolidation(service: EngramService, item_id: str, project: str | N
             store.update_memory(k, {"status": "consolidated", "status_reason": f"consolidated into {mem.id}",
                                     "consolidated_into": mem.id})
             out.sources[k] = "consolidated"
-        out.memory = to_memory(service, store, mem.id)
+        out.memory = to_memory(core, store, mem.id)
         out.message = f"{len(live)} source(s) consolidated into {mem.id}"
     store.q("UPDATE $id SET status = 'completed', processed_at = time::now(), result_id = $r, decided_by = $d, "
             "proposal = $p", {"id": row["id"], "r": result_id, "d": decided_by, "p": p.model_dump()})
@@ -334,40 +336,40 @@ def approve_consolidation(service: EngramService, item_id: str, project: str | N
 
 
 @api
-def reject_consolidation(service: EngramService, item_id: str, project: str | None = None,
+def reject_consolidation(core: MemoryCore, item_id: str, project: str | None = None,
                          reason: str | None = None) -> ConsolidationItem:
-    store, row = _load(service, item_id, project)
+    store, row = _load(core, item_id, project)
     if row["status"] != "pending":
         raise EngramError(f"item {key_of(row['id'])} is {row['status']}, not pending")
     store.q("UPDATE $id SET status = 'rejected', processed_at = time::now(), note = $n, decided_by = 'user'",
             {"id": row["id"], "n": reason})
     _log(store, "reject", item_id=key_of(row["id"]), details={"reason": reason})
-    return _item(service, store, store.q1("SELECT * FROM ONLY $id", {"id": row["id"]}))
+    return _item(core, store, store.q1("SELECT * FROM ONLY $id", {"id": row["id"]}))
 
 
 @api
-def propose_consolidation_summary(service: EngramService, item_id: str, summary: str,
+def propose_consolidation_summary(core: MemoryCore, item_id: str, summary: str,
                                   project: str | None = None) -> ConsolidationItem:
     """The agent's own summary replaces the extractive proposal (it still needs approval unless low-risk)."""
     if not summary.strip():
         raise EngramError("the summary is empty")
-    store, row = _load(service, item_id, project)
+    store, row = _load(core, item_id, project)
     if row["status"] != "pending":
         raise EngramError(f"item {key_of(row['id'])} is {row['status']}, not pending")
     keys = [key_of(m) for m in row.get("memory_ids") or []]
-    p = Proposal(**row["proposal"]) if row.get("proposal") else extractive(service, store, keys, row["reason"])
+    p = Proposal(**row["proposal"]) if row.get("proposal") else extractive(core, store, keys, row["reason"])
     p.content, p.source = redact_text(summary).strip()[:20_000], "agent"  # whole, then cut
     if row["reason"] == "episodic_to_semantic":
         p.memory_type = "semantic"
     store.q("UPDATE $id SET proposal = $p, summary_source = 'agent', risk = $r",
             {"id": row["id"], "p": p.model_dump(), "r": risk_for(row["reason"], len(keys), agent_summary=True)})
     _log(store, "summary", item_id=key_of(row["id"]), details={"chars": len(summary)})
-    return _item(service, store, store.q1("SELECT * FROM ONLY $id", {"id": row["id"]}))
+    return _item(core, store, store.q1("SELECT * FROM ONLY $id", {"id": row["id"]}))
 
 
-def auto_approve(service: EngramService, store: ScopeStore, *, deadline: float) -> tuple[int, int]:
+def auto_approve(core: MemoryCore, store: ScopeStore, *, deadline: float) -> tuple[int, int]:
     """Apply pending items below the policy's risk; returns (applied, left for review)."""
-    threshold = auto_approve_below(service)
+    threshold = auto_approve_below(core)
     rows = store.q1("SELECT id, risk, priority FROM consolidation_queue WHERE status = 'pending' "
                     "ORDER BY priority DESC LIMIT 500") or []
     applied = review = 0
@@ -379,7 +381,7 @@ def auto_approve(service: EngramService, store: ScopeStore, *, deadline: float) 
             review += 1
             continue
         try:
-            approve_consolidation(service, key_of(r["id"]), project=service._project_root_of(store),
+            approve_consolidation(core, key_of(r["id"]), project=core.scopes.root_of(store),
                                   decided_by="policy")
             applied += 1
         except (NotFound, EngramError):
@@ -388,40 +390,38 @@ def auto_approve(service: EngramService, store: ScopeStore, *, deadline: float) 
 
 
 @api
-def reflect_and_consolidate(service: EngramService, project: str | None = None, dry_run: bool = False,
+def reflect_and_consolidate(core: MemoryCore, project: str | None = None, dry_run: bool = False,
                             budget_s: float | None = None,
                             level: Literal["auto", "light", "full", "reflection"] = "auto") -> ReflectionReport:
     """The session-end pass (seed 001 §9). `auto` follows the count of sessions that ended (end_session counts
     them): light every time, full consolidation + graph pruning once per 5 ended sessions, strategy analysis +
     self-reflection once per 20. The budget follows the heaviest level (30 s / 2 min / 5 min) unless given.
     `dry_run` reports what would be queued and changes nothing (not even which levels ran)."""
-    from . import evolution
-
     t0 = time.perf_counter()
-    store = primary_store(service, project)
-    count, levels = evolution.due_levels(service, store, dry_run=dry_run, level=level)
+    store = core.scopes.primary(project)
+    count, levels = evolution.due_levels(core, store, dry_run=dry_run, level=level)
     deadline = time.monotonic() + max(0.5, budget_s if budget_s is not None else evolution.budget_for(levels))
     rep = ReflectionReport(dry_run=dry_run, session_count=count, levels=levels)
     if not dry_run:
-        rep.entities_backfilled = graph.backfill(service, store)
-        fill_proposals(service, store)
-    rep.queued = find_pairs(service, store, deadline=deadline, dry_run=dry_run)
-    rep.queued["episodic_to_semantic"] = find_episodic_topics(service, store, dry_run=dry_run)
+        rep.entities_backfilled = graph.backfill(core, store)
+        fill_proposals(core, store)
+    rep.queued = find_pairs(core, store, deadline=deadline, dry_run=dry_run)
+    rep.queued["episodic_to_semantic"] = find_episodic_topics(core, store, dry_run=dry_run)
     if "full" in levels:
-        rep.queued["promotion"] = find_promotions(service, store, dry_run=dry_run)
-        rep.queued["scheduled"] = find_scheduled(service, store, dry_run=dry_run)
-        rep.entities_merged = graph.merge_similar_entities(service, store, dry_run=dry_run)
-        rep.entities_pruned, rep.edges_invalidated = graph.prune_graph(service, store, dry_run=dry_run)
-        rep.associations_pruned = associations.decay(service, store, dry_run=dry_run)
+        rep.queued["promotion"] = find_promotions(core, store, dry_run=dry_run)
+        rep.queued["scheduled"] = find_scheduled(core, store, dry_run=dry_run)
+        rep.entities_merged = graph.merge_similar_entities(core, store, dry_run=dry_run)
+        rep.entities_pruned, rep.edges_invalidated = graph.prune_graph(core, store, dry_run=dry_run)
+        rep.associations_pruned = associations.decay(core, store, dry_run=dry_run)
     if not dry_run:
-        rep.auto_approved, rep.pending_review = auto_approve(service, store, deadline=deadline)
+        rep.auto_approved, rep.pending_review = auto_approve(core, store, deadline=deadline)
     else:
         rows = store.q1("SELECT VALUE risk FROM consolidation_queue WHERE status = 'pending'") or []
         rep.pending_review = len(rows)
     if "reflection" in levels:
-        rep.evolution = evolution.evolve_memory_system(service, dry_run=dry_run, project=project)
-        rep.insights = evolution.reflect(service, store, dry_run=dry_run, evolution=rep.evolution)
-    rep.contradictions_open = contradictions.open_count(service, project)
+        rep.evolution = evolution.evolve_memory_system(core, dry_run=dry_run, project=project)
+        rep.insights = evolution.reflect(core, store, dry_run=dry_run, evolution=rep.evolution)
+    rep.contradictions_open = contradictions.open_count(core, project)
     rep.budget_exhausted = time.monotonic() > deadline
     rep.took_ms = (time.perf_counter() - t0) * 1000
     if not dry_run:
@@ -436,10 +436,10 @@ def reflect_and_consolidate(service: EngramService, project: str | None = None, 
 
 
 @api
-def maintain_organisation(service: EngramService, project: str | None = None) -> OrganiseMaintenance:
+def maintain_organisation(core: MemoryCore, project: str | None = None) -> OrganiseMaintenance:
     """The periodic light pass (the daemon's maintenance tick): association decay, proposals for the
     sweep's decay items, entity backfill. No consolidation is applied here."""
-    store = primary_store(service, project)
-    return OrganiseMaintenance(associations_pruned=associations.decay(service, store),
-                               proposals_filled=fill_proposals(service, store),
-                               entities_backfilled=graph.backfill(service, store, limit=200))
+    store = core.scopes.primary(project)
+    return OrganiseMaintenance(associations_pruned=associations.decay(core, store),
+                               proposals_filled=fill_proposals(core, store),
+                               entities_backfilled=graph.backfill(core, store, limit=200))

@@ -22,19 +22,18 @@ import numpy as np
 from ..models import Contradiction, ContradictionOutcome, MemoryIn, MemoryType
 from ..search_index import tokenize
 from ..store import ScopeStore, key_of, plain
+from ..writing import write_into
 from . import entities as ex
 from .base import (
     EngramError,
-    EngramService,
+    MemoryCore,
     NotFound,
     api,
     now_utc,
-    primary_store,
     rid,
-    stores_for,
     to_memory,
-    write_memory,
 )
+from .graph import end_relations, entity_key, relation_key
 
 TOPIC_COSINE = 0.80  # below this (and little word overlap) two memories are about different things
 TOPIC_OVERLAP = 0.6  # share of the longer memory's words the other also has
@@ -143,11 +142,9 @@ def _live_evidence(store: ScopeStore, evidence: list[str], exclude: str | None) 
     return None
 
 
-def check_relations(service: EngramService, store: ScopeStore, memory_key: str | None,
+def check_relations(core: MemoryCore, store: ScopeStore, memory_key: str | None,
                     new_rels: list[ex.ExtractedRelation], live: list[dict[str, Any]]) -> list[str]:
     """Compare the relations a memory just stated with live relations sharing an endpoint."""
-    from .graph import entity_key, relation_key
-
     if memory_key is None:
         return []
     queued: list[str] = []
@@ -186,7 +183,7 @@ def check_relations(service: EngramService, store: ScopeStore, memory_key: str |
     return queued
 
 
-def check_near(service: EngramService, store: ScopeStore, key: str, content: str,
+def check_near(core: MemoryCore, store: ScopeStore, key: str, content: str,
                vec: np.ndarray | None, *, k: int = 5, memory_type: str | None = None) -> list[str]:
     """Memories close in topic to the new one that differ in a value or in negation.
 
@@ -214,10 +211,10 @@ def check_near(service: EngramService, store: ScopeStore, key: str, content: str
 
 
 # ── API ──────────────────────────────────────────────────────
-def _to_contradiction(service: EngramService, store: ScopeStore, row: dict[str, Any]) -> Contradiction | None:
+def _to_contradiction(core: MemoryCore, store: ScopeStore, row: dict[str, Any]) -> Contradiction | None:
     try:
-        a = to_memory(service, store, row["memory_a"])
-        b = to_memory(service, store, row["memory_b"])
+        a = to_memory(core, store, row["memory_a"])
+        b = to_memory(core, store, row["memory_b"])
     except NotFound:
         return None
     return Contradiction(id=key_of(row["id"]), kind=row["kind"], a=a, b=b, evidence=row.get("evidence") or [],
@@ -226,26 +223,26 @@ def _to_contradiction(service: EngramService, store: ScopeStore, row: dict[str, 
 
 
 @api
-def list_contradictions(service: EngramService, project: str | None = None,
+def list_contradictions(core: MemoryCore, project: str | None = None,
                         status: Literal["open", "resolved", "all"] = "open", limit: int = 100,
                         session: str | None = None) -> list[Contradiction]:
     out: list[Contradiction] = []
-    for store in stores_for(service, "all", project, session):
+    for store in core.scopes.stores("all", project, session):
         cond = "true" if status == "all" else "status = $s"
         rows = store.q1(f"SELECT * FROM contradiction_queue WHERE {cond} ORDER BY detected_at DESC LIMIT $n",
                         {"s": status, "n": limit}) or []
         for r in rows:
-            c = _to_contradiction(service, store, plain(r))
+            c = _to_contradiction(core, store, plain(r))
             if c is not None:
                 out.append(c)
     out.sort(key=lambda c: c.detected_at, reverse=True)
     return out[:limit]
 
 
-def _find_item(service: EngramService, table: str, item_id: str, project: str | None,
+def find_item(core: MemoryCore, table: str, item_id: str, project: str | None,
                session: str | None = None) -> tuple[ScopeStore, dict[str, Any]]:
     key = key_of(item_id)
-    for store in stores_for(service, "all", project, session):  # the caller's project only (issue #13)
+    for store in core.scopes.stores("all", project, session):  # the caller's project only (issue #13)
         row = store.q1("SELECT * FROM ONLY $id", {"id": rid(table, key)})
         if row:
             return store, plain(row)
@@ -266,18 +263,18 @@ def supersede(store: ScopeStore, key: str, by: str, reason: str, when: datetime)
 
 
 @api
-def resolve_contradiction(service: EngramService, contradiction_id: str,
+def resolve_contradiction(core: MemoryCore, contradiction_id: str,
                           resolution: Literal["keep_a", "keep_b", "keep_both", "merge"],
                           merged_content: str | None = None, project: str | None = None,
                           session: str | None = None) -> ContradictionOutcome:
     """keep_a / keep_b: the other is superseded (kept for audit, hidden from recall, its relations end);
     keep_both: both hold (in different contexts) and the pair is not raised again; merge: one new memory
     replaces both (give `merged_content`, else the two statements are joined, newer first)."""
-    store, row = _find_item(service, "contradiction_queue", contradiction_id, project, session)
+    store, row = find_item(core, "contradiction_queue", contradiction_id, project, session)
     if row["status"] != "open":
         raise EngramError(f"contradiction {key_of(row['id'])} is already resolved ({row.get('resolution')})")
     a, b = row["memory_a"], row["memory_b"]
-    when = service.now()
+    when = core.now()
     out = ContradictionOutcome(id=key_of(row["id"]), resolution=resolution)
     merged_key = None
     ended: list[str] = []
@@ -300,7 +297,7 @@ def resolve_contradiction(service: EngramService, contradiction_id: str,
             raise NotFound("one of the two memories no longer exists")
         newer, older = (rb, ra) if rb["created_at"] >= ra["created_at"] else (ra, rb)
         content = (merged_content or "").strip() or f"{newer['content']} (previously: {older['content']})"
-        mem = write_memory(service, store, MemoryIn(
+        mem = write_into(core, store, MemoryIn(
             content=content, memory_type=MemoryType(newer["memory_type"] if newer["memory_type"] != "working"
                                                     else "episodic"),
             tags=sorted(set(ra.get("tags", [])) | set(rb.get("tags", []))),
@@ -315,18 +312,16 @@ def resolve_contradiction(service: EngramService, contradiction_id: str,
             ended += supersede(store, k, merged_key, f"contradiction {out.id}: merged into {merged_key}", when)
             store.update_memory(k, {"consolidated_into": merged_key})
         out.superseded = [a, b]
-        out.merged = to_memory(service, store, merged_key)
+        out.merged = to_memory(core, store, merged_key)
         out.message = f"merged into {merged_key}; both sources superseded"
     store.q("UPDATE $id SET status = 'resolved', resolution = $r, resolved_at = $t, merged_into = $m",
             {"id": rid("contradiction_queue", out.id), "r": resolution, "t": when, "m": merged_key})
     if ended:
-        from . import graph  # graph imports this module
-
-        graph.end_relations(service, store, ended)
+        end_relations(core, store, ended)
     return out
 
 
-def open_count(service: EngramService, project: str | None) -> int:
-    store = primary_store(service, project)
+def open_count(core: MemoryCore, project: str | None) -> int:
+    store = core.scopes.primary(project)
     rows = store.q1("SELECT count() AS n FROM contradiction_queue WHERE status = 'open' GROUP ALL")
     return int(rows[0]["n"]) if rows else 0

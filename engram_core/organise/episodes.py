@@ -19,7 +19,7 @@ from ..ids import ulid
 from ..models import EpisodeInfo
 from ..redaction import redact_text
 from ..store import Light, ScopeStore, key_of, plain
-from .base import EngramError, EngramService, OrganiseState, Stream, api, as_dt, rid, state
+from .base import EngramError, MemoryCore, OrganiseState, Stream, api, as_dt, rid, state
 
 TIME_GAP = timedelta(minutes=30)
 TOPIC_SHIFT_COSINE = 0.55  # on contextual vectors (memory + the one before): on-topic 0.70-0.91, shifts 0.34-0.52
@@ -63,14 +63,14 @@ def _open(store: ScopeStore, s: Stream, name: str, boundary: str, trigger: str |
     s.episode_id, s.last_at, s.centroid, s.count, s.pending = key, at, None, 0, None
 
 
-def assign(service: EngramService, store: ScopeStore, fields: dict[str, Any],
+def assign(core: MemoryCore, store: ScopeStore, fields: dict[str, Any],
            vec: np.ndarray | None) -> str | None:
     """The episode a new memory belongs to; opens a new one at a boundary. Cheap unless a boundary is crossed."""
     if fields.get("episode_id"):
         return None  # the writer chose the episode itself (imports, benchmarks)
-    st = state(service)
+    st = state(core)
     name = stream_of(store, fields)
-    at: datetime = fields.get("created_at") or service.now()
+    at: datetime = fields.get("created_at") or core.now()
     with st.lock:
         s = _stream(st, store, name)
         if s.pending is not None:
@@ -97,8 +97,8 @@ def assign(service: EngramService, store: ScopeStore, fields: dict[str, Any],
     return episode
 
 
-def current_episodes(service: EngramService, stores: list[ScopeStore], session_key: str | None) -> set[str]:
-    st = state(service)
+def current_episodes(core: MemoryCore, stores: list[ScopeStore], session_key: str | None) -> set[str]:
+    st = state(core)
     out: set[str] = set()
     with st.lock:
         for store in stores:
@@ -110,7 +110,7 @@ def current_episodes(service: EngramService, stores: list[ScopeStore], session_k
     return out
 
 
-def boundary_booster(service: EngramService, key: str, store: ScopeStore, light: Light,
+def boundary_booster(core: MemoryCore, key: str, store: ScopeStore, light: Light,
                      context: dict[str, Any]) -> float:
     """Inside a session, memories of another episode get the cross-boundary penalty."""
     session = context.get("session")
@@ -120,18 +120,18 @@ def boundary_booster(service: EngramService, key: str, store: ScopeStore, light:
     if cur is None:
         sess_key = None
         try:
-            sess = service._session(session, context.get("project"), create=False)
+            sess = core.scopes.session(session, context.get("project"), create=False)
             sess_key = sess.key if sess else None
         except Exception:
             sess_key = None
-        stores = [s.store for s in service._sessions.values() if s.key == sess_key] + [store]
-        cur = current_episodes(service, stores, sess_key)
+        stores = [s.store for s in core.scopes.live_sessions() if s.key == sess_key] + [store]
+        cur = current_episodes(core, stores, sess_key)
         # Re-used by the other candidates of this recall (the context dict lives for one recall).
         context["_episodes"] = cur
     if not cur or light.episode_id in cur:
         return 1.0
     if "_penalty" not in context:  # one database read per recall, not one per candidate
-        context["_penalty"] = float(service.param("episode_boundary_penalty", DEFAULT_PENALTY))
+        context["_penalty"] = float(core.param("episode_boundary_penalty", DEFAULT_PENALTY))
     return float(context["_penalty"])
 
 
@@ -144,20 +144,20 @@ def _info(r: dict[str, Any]) -> EpisodeInfo:
 
 
 @api
-def end_episode(service: EngramService, session: str, reason: str = "explicit",
+def end_episode(core: MemoryCore, session: str, reason: str = "explicit",
                 project: str | None = None) -> list[EpisodeInfo]:
     """An explicit boundary: the session's open episodes end now; its next memory starts a new one."""
     try:
-        sess = service._session(session, project, create=False)
+        sess = core.scopes.session(session, project, create=False)
     except Exception as exc:
         raise EngramError(f"no live session {session!r}") from exc
     assert sess is not None
-    st = state(service)
+    st = state(core)
     closed: list[EpisodeInfo] = []
-    now = service.now()
+    now = core.now()
     targets = [(sess.store, sess.key)]
-    pstore = service.project_store(sess.project_root) if sess.project_root else None
-    for store in [s for s in (pstore, service.user) if s is not None]:
+    pstore = core.project_store(sess.project_root) if sess.project_root else None
+    for store in [s for s in (pstore, core.user) if s is not None]:
         targets.append((store, f"store:{store.scope.value}"))
     with st.lock:
         for store, name in targets:
@@ -173,10 +173,10 @@ def end_episode(service: EngramService, session: str, reason: str = "explicit",
 
 
 @api
-def list_episodes(service: EngramService, project: str | None = None, session: str | None = None,
+def list_episodes(core: MemoryCore, project: str | None = None, session: str | None = None,
                   limit: int = 50) -> list[EpisodeInfo]:
     out: list[EpisodeInfo] = []
-    for store in service._stores("all", project, session):
+    for store in core.scopes.stores("all", project, session):
         rows = store.q1("SELECT * FROM episode ORDER BY started_at DESC LIMIT $n", {"n": limit}) or []
         out += [_info(r) for r in rows]
     out.sort(key=lambda e: e.started_at, reverse=True)

@@ -28,11 +28,12 @@ from datetime import datetime, timedelta
 from typing import Literal
 
 from .. import lifecycle, retrieval
+from ..api import EngramError
+from ..maintenance import plan_sweep
 from ..models import EvolutionChange, EvolutionReport, ParamProposal, RetrievalLogEntry, Rollback, UsageStat
 from ..scoring import DEFAULT_HALF_LIVES
-from ..service import EngramError
 from ..store import ScopeStore, key_of, plain
-from .base import EngramService, api, locate, primary_store
+from .base import MemoryCore, api
 
 MIN_LOG_ENTRIES = 50
 MIN_JUDGED = 5  # per scope/type before it may move anything
@@ -54,7 +55,7 @@ def session_count(store: ScopeStore) -> int:
     return lifecycle.sessions_ended(store)
 
 
-def due_levels(service: EngramService, store: ScopeStore, *, dry_run: bool = False,
+def due_levels(core: MemoryCore, store: ScopeStore, *, dry_run: bool = False,
                level: Literal["auto", "light", "full", "reflection"] = "auto") -> tuple[int, list[str]]:
     """(sessions ended, levels to run now). `auto`: full once each time the count passes a multiple of 5 since
     it last ran, reflection likewise for 20; recorded unless dry_run."""
@@ -86,42 +87,42 @@ def _bump(counts: dict[str, list[int]], key: str, useful: bool) -> None:
     c[1] += int(useful)
 
 
-def evolved_scope_weights(service: EngramService) -> dict[str, float]:
-    return {**retrieval.EVOLVED_DEFAULT, **service.param("scope_weights", retrieval.EVOLVED_DEFAULT)}
+def evolved_scope_weights(core: MemoryCore) -> dict[str, float]:
+    return {**retrieval.EVOLVED_DEFAULT, **core.param("scope_weights", retrieval.EVOLVED_DEFAULT)}
 
 
-def evolved_half_lives(service: EngramService) -> dict[str, float]:
-    return {**DEFAULT_HALF_LIVES, **service.param("decay_half_lives", DEFAULT_HALF_LIVES)}
+def evolved_half_lives(core: MemoryCore) -> dict[str, float]:
+    return {**DEFAULT_HALF_LIVES, **core.param("decay_half_lives", DEFAULT_HALF_LIVES)}
 
 
 def _clamp(value: float, default: float, span: tuple[float, float]) -> float:
     return min(default * span[1], max(default * span[0], value))
 
 
-def _last_applied_at(service: EngramService) -> datetime | None:
-    rows = service.user.q1("SELECT created_at FROM evolution_history ORDER BY created_at DESC LIMIT 1")
+def _last_applied_at(core: MemoryCore) -> datetime | None:
+    rows = core.user.q1("SELECT created_at FROM evolution_history ORDER BY created_at DESC LIMIT 1")
     return plain(rows[0]["created_at"]) if rows else None
 
 
-def sync_half_lives(service: EngramService) -> int:
+def sync_half_lives(core: MemoryCore) -> int:
     """Move every open store's memories to the current half-life of their type and scope; returns how many."""
     n = 0
-    for store in [*(s for _, s in service._projects.values()), service.user]:
-        plan = service._plan_sweep(store)
+    for store in [*(s for _, s in core.scopes.open_projects()), core.user]:
+        plan = plan_sweep(core, store)
         if plan.half_lives:
-            store.apply_sweep(service.now(), {}, plan.half_lives, [])
+            store.apply_sweep(core.now(), {}, plan.half_lives, [])
             n += len(plan.half_lives)
     return n
 
 
 @api
-def evolve_memory_system(service: EngramService, dry_run: bool = True, lookback_days: int = 30,
+def evolve_memory_system(core: MemoryCore, dry_run: bool = True, lookback_days: int = 30,
                          project: str | None = None) -> EvolutionReport:
     """Per-strategy, per-scope and per-type usefulness from the retrieval log rows not used by an earlier
     cycle, and the bounded parameter changes they justify. Applied only when dry_run is false, there is
     enough data and the cooldown since the last applied change is over."""
-    store = primary_store(service, project)
-    now = service.now()
+    store = core.scopes.primary(project)
+    now = core.now()
     since = now - timedelta(days=max(1, lookback_days))
     mark = lifecycle.state_value(store, WATERMARK, None)
     if mark:
@@ -148,8 +149,8 @@ def evolve_memory_system(service: EngramService, dry_run: bool = True, lookback_
         return rep
     overall = sum(v[1] for v in by_strategy.values()) / max(1, sum(v[0] for v in by_strategy.values()))
 
-    manual_scopes = bool(service.settings.scope_weights)
-    cur_w = evolved_scope_weights(service)
+    manual_scopes = bool(core.settings.scope_weights)
+    cur_w = evolved_scope_weights(core)
     new_w = dict(cur_w)
     why: list[str] = []
     for s in rep.scope_stats:
@@ -164,8 +165,8 @@ def evolve_memory_system(service: EngramService, dry_run: bool = True, lookback_
         rep.proposals.append(ParamProposal(key="scope_weights", current=cur_w, proposed=new_w, reason="; ".join(why),
                                            overridden_by_manual=manual_scopes))
 
-    manual_hl = service.settings.half_lives_days or {}
-    cur_h = evolved_half_lives(service)
+    manual_hl = core.settings.half_lives_days or {}
+    cur_h = evolved_half_lives(core)
     new_h = dict(cur_h)
     why = []
     for t in rep.type_stats:
@@ -185,7 +186,7 @@ def evolve_memory_system(service: EngramService, dry_run: bool = True, lookback_
     if dry_run:
         rep.message = f"{len(rep.proposals)} proposal(s); dry run, nothing applied"
         return rep
-    last = _last_applied_at(service)
+    last = _last_applied_at(core)
     if last is not None and now - last < COOLDOWN:
         rep.message = (f"{len(rep.proposals)} proposal(s) not applied: the last change was at {last:%Y-%m-%d %H:%M} "
                        f"UTC, the cooldown ends at {last + COOLDOWN:%Y-%m-%d %H:%M} UTC; the log rows stay unused")
@@ -194,8 +195,8 @@ def evolve_memory_system(service: EngramService, dry_run: bool = True, lookback_
         if p.overridden_by_manual:
             continue
         # A type a person set by hand keeps its value in the settings; the evolved value waits behind it.
-        service.set_param(p.key, p.proposed)
-        service.user.create("evolution_history", {"key": p.key, "old_value": {"v": p.current},
+        core.set_param(p.key, p.proposed)
+        core.user.create("evolution_history", {"key": p.key, "old_value": {"v": p.current},
                                                   "new_value": {"v": p.proposed}, "reason": p.reason,
                                                   "log_entries": len(logs), "created_at": now})
         rep.applied.append(p.key)
@@ -203,26 +204,26 @@ def evolve_memory_system(service: EngramService, dry_run: bool = True, lookback_
     newest = max(r["created_at"] for r in logs)
     lifecycle.set_state_value(store, WATERMARK, newest.isoformat())
     if "decay_half_lives" in rep.applied:
-        sync_half_lives(service)
+        sync_half_lives(core)
     rep.message = f"{len(rep.applied)} change(s) applied from {len(logs)} log rows (now used)" + (
         "; manual settings kept where they exist" if any(p.overridden_by_manual for p in rep.proposals) else "")
     return rep
 
 
 @api
-def evolution_history(service: EngramService, limit: int = 100) -> list[EvolutionChange]:
+def evolution_history(core: MemoryCore, limit: int = 100) -> list[EvolutionChange]:
     """Every applied change and rollback, newest first (append-only)."""
-    rows = service.user.q1("SELECT * FROM evolution_history ORDER BY created_at DESC LIMIT $n", {"n": limit})
+    rows = core.user.q1("SELECT * FROM evolution_history ORDER BY created_at DESC LIMIT $n", {"n": limit})
     return [EvolutionChange(**{**plain(r), "id": key_of(r["id"])}) for r in rows or []]
 
 
 @api
-def rollback_evolution(service: EngramService, steps: int = 1) -> list[Rollback]:
+def rollback_evolution(core: MemoryCore, steps: int = 1) -> list[Rollback]:
     """Undo the newest ``steps`` applied changes (not rollbacks, not already undone), newest first: each
     parameter goes back to its value before that change, and the rollback is recorded in the history."""
     if steps < 1:
         raise EngramError("steps must be at least 1")
-    rows = evolution_history(service, limit=10_000)
+    rows = evolution_history(core, limit=10_000)
     undone = {(r.new_value or {}).get("rollback_of") for r in rows}
     todo = [r for r in rows if not (r.new_value or {}).get("rollback_of") and r.id not in undone][:steps]
     if not todo:
@@ -230,18 +231,18 @@ def rollback_evolution(service: EngramService, steps: int = 1) -> list[Rollback]
     out = []
     for r in todo:
         old = (r.old_value or {}).get("v")
-        service.set_param(r.key, old)
-        service.user.create("evolution_history", {
+        core.set_param(r.key, old)
+        core.user.create("evolution_history", {
             "key": r.key, "old_value": r.new_value, "new_value": {"v": old, "rollback_of": r.id},
-            "reason": f"rollback of {r.id} ({r.reason})", "created_at": service.now()})
+            "reason": f"rollback of {r.id} ({r.reason})", "created_at": core.now()})
         out.append(Rollback(key=r.key, restored=old, undid=r.id))
     if any(r.key == "decay_half_lives" for r in todo):
-        sync_half_lives(service)
+        sync_half_lives(core)
     return out
 
 
 # ── self-reflection (meta-memories) ──────────────────────────
-def reflect(service: EngramService, store: ScopeStore, *, dry_run: bool = False,
+def reflect(core: MemoryCore, store: ScopeStore, *, dry_run: bool = False,
             evolution: EvolutionReport | None = None) -> list[str]:
     """Seed 001 §7.3 insights about the memory system itself, from counts alone."""
     insights: list[tuple[str, str, list[str]]] = []
@@ -268,7 +269,7 @@ def reflect(service: EngramService, store: ScopeStore, *, dry_run: bool = False,
     if total >= 20 and archived / total > 0.5:
         insights.append(("decay_anomaly", f"{archived} of {total} memories archived: half-lives may be too short", []))
     # The cycle that just ran (it has used its log rows), else a dry look at the rows not yet used.
-    rep = evolution or evolve_memory_system(service, dry_run=True, project=service._project_root_of(store))
+    rep = evolution or evolve_memory_system(core, dry_run=True, project=core.scopes.root_of(store))
     if rep.enough_data and rep.strategy_stats:
         best = max(rep.strategy_stats, key=lambda s: s.rate)
         insights.append(("retrieval_pattern", f"{best.key} recall was useful {best.rate:.0%} of "
@@ -280,12 +281,12 @@ def reflect(service: EngramService, store: ScopeStore, *, dry_run: bool = False,
 
 
 @api
-def retrieval_history(service: EngramService, memory_id: str, project: str | None = None,
+def retrieval_history(core: MemoryCore, memory_id: str, project: str | None = None,
                       limit: int = 50) -> list[RetrievalLogEntry]:
     """The recalls that returned this memory, newest first, with its rank and any feedback."""
-    store, key = locate(service, memory_id, project)
+    store, key = core.scopes.locate(memory_id, project)
     targets = [store] if store.scope.value != "session" else []
-    for s in (service.project_store(project) if project else None, service.user):
+    for s in (core.project_store(project) if project else None, core.user):
         if s is not None and s not in targets:
             targets.append(s)
     out: list[RetrievalLogEntry] = []

@@ -7,6 +7,7 @@ import math
 import re
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -28,16 +29,13 @@ from ..store import ScopeStore, key_of, plain
 from . import entities as ex
 from .base import (
     EngramError,
-    EngramService,
+    MemoryCore,
     api,
     as_dt,
-    locate,
     now_utc,
-    primary_store,
     rid,
     short_hash,
     state,
-    stores_for,
 )
 
 ENTITY_COSINE = 0.88  # seed 001 §5.1: same scope and type, cosine above this → the same entity
@@ -133,7 +131,7 @@ def _relation_row(r: ex.ExtractedRelation, scope: str, memory_key: str | None, n
     }
 
 
-def write_extraction(service: EngramService, store: ScopeStore, key: str, content: str,
+def write_extraction(core: MemoryCore, store: ScopeStore, key: str, content: str,
                      episode_id: str | None, *, episode_on_row: bool = False,
                      ) -> tuple[list[ex.ExtractedRelation], list[dict[str, Any]]]:
     """One round trip: episode id, entities, mentions, relations. Returns the relations written and any
@@ -163,7 +161,7 @@ def write_extraction(service: EngramService, store: ScopeStore, key: str, conten
         "check": [rid("entity", c) for c in check], "conflict_types": list(CONFLICT_TYPES),
     }
     result = store.q(_WRITE, params)
-    _remember(service, store, all_ents.values(), key, [key_of(m) for m in params["mentioned"]], result[-2] or [])
+    _remember(core, store, all_ents.values(), key, [key_of(m) for m in params["mentioned"]], result[-2] or [])
     live = result[-1] or []
     if isinstance(live, dict):  # the SDK hands back a one-row result of a RETURN as the row itself
         live = [live]
@@ -230,18 +228,18 @@ def _load_mirror(store: ScopeStore) -> GraphMirror:
     return g
 
 
-def mirror(service: EngramService, store: ScopeStore) -> GraphMirror:
-    st = state(service).of(store)
+def mirror(core: MemoryCore, store: ScopeStore) -> GraphMirror:
+    st = state(core).of(store)
     g = st.graph
     if g is None or g.version != store.graph_version:  # an erasure changed the graph under us
         g = st.graph = _load_mirror(store)
     return g
 
 
-def _remember(service: EngramService, store: ScopeStore, ents: Any, key: str | None = None,
+def _remember(core: MemoryCore, store: ScopeStore, ents: Any, key: str | None = None,
               mentioned: Sequence[str] = (), rels: Sequence[dict[str, Any]] = ()) -> None:
     """Apply what a write put in the database to the mirror (if loaded: otherwise the load will see it)."""
-    g = state(service).of(store).graph
+    g = state(core).of(store).graph
     if g is None:
         return
     with g.lock:
@@ -263,13 +261,13 @@ def _index_name(names: dict[str, set[str]], nkey: str, ekey: str, etype: str) ->
         names.setdefault(nkey.rsplit("/", 1)[-1], set()).add(ekey)
 
 
-def _names(service: EngramService, store: ScopeStore) -> dict[str, set[str]]:
-    return mirror(service, store).names
+def _names(core: MemoryCore, store: ScopeStore) -> dict[str, set[str]]:
+    return mirror(core, store).names
 
 
-def end_relations(service: EngramService, store: ScopeStore, keys: Sequence[str]) -> None:
+def end_relations(core: MemoryCore, store: ScopeStore, keys: Sequence[str]) -> None:
     """Relations just marked invalid in the database leave the mirror."""
-    g = state(service).of(store).graph
+    g = state(core).of(store).graph
     if g is None:
         return
     with g.lock:
@@ -279,15 +277,15 @@ def end_relations(service: EngramService, store: ScopeStore, keys: Sequence[str]
                 g.set_relation(k, r[0], r[1], r[2], False)
 
 
-def invalidate_names(service: EngramService, store: ScopeStore) -> None:
+def invalidate_names(core: MemoryCore, store: ScopeStore) -> None:
     """The graph changed wholesale (entities merged or pruned, relations ended): reload it when next needed."""
-    state(service).of(store).graph = None
+    state(core).of(store).graph = None
 
 
 # ── graph traversal as a recall signal ───────────────────────
-def query_seeds(service: EngramService, store: ScopeStore, query: str) -> set[str]:
+def query_seeds(core: MemoryCore, store: ScopeStore, query: str) -> set[str]:
     """Entities the query names: extracted ones, plus known entity names among its 1-3 word n-grams."""
-    names = _names(service, store)
+    names = _names(core, store)
     if not names:
         return set()
     seeds: set[str] = set()
@@ -303,12 +301,12 @@ def query_seeds(service: EngramService, store: ScopeStore, query: str) -> set[st
     return seeds
 
 
-def traverse(service: EngramService, store: ScopeStore, seeds: set[str]) -> dict[str, float]:
+def traverse(core: MemoryCore, store: ScopeStore, seeds: set[str]) -> dict[str, float]:
     """Memory key → graph score: 1 for a memory naming a query entity, edge weight × 0.5 one hop away.
     Read from the mirror: no database round trip."""
     if not seeds:
         return {}
-    g = mirror(service, store)
+    g = mirror(core, store)
     near: dict[str, float] = {}
     with g.lock:
         for s in seeds:
@@ -332,14 +330,14 @@ def traverse(service: EngramService, store: ScopeStore, seeds: set[str]) -> dict
     return {k: sum(v) / math.sqrt(len(v)) if len(v) > 1 else v[0] for k, v in per_mem.items()}
 
 
-def graph_ranker(service: EngramService, stores: Sequence[ScopeStore], query: str, qvec: Any,
+def graph_ranker(core: MemoryCore, stores: Sequence[ScopeStore], query: str, qvec: Any,
                  filters: Any) -> list[tuple[str, float]]:
     out: list[tuple[str, float]] = []
     for store in stores:
-        seeds = query_seeds(service, store, query)
+        seeds = query_seeds(core, store, query)
         if not seeds:
             continue
-        for k, s in traverse(service, store, seeds).items():
+        for k, s in traverse(core, store, seeds).items():
             lt = store.light.get(k)
             if lt is not None and filters.admits(lt):
                 out.append((k, s))
@@ -397,7 +395,7 @@ def _expand(store: ScopeStore, seeds: set[str], depth: int, limit: int,
 
 
 @api
-def search_knowledge_graph(service: EngramService, query: str, project: str | None = None,
+def search_knowledge_graph(core: MemoryCore, query: str, project: str | None = None,
                            session: str | None = None, depth: int = 1, limit: int = 20,
                            include_invalid: bool = False) -> GraphResult:
     """Entities whose name matches the query (or that the query names), their relations up to `depth` hops,
@@ -408,8 +406,8 @@ def search_knowledge_graph(service: EngramService, query: str, project: str | No
     limit = max(1, min(limit, 200))
     result = GraphResult(query=query)
     memory_ids: list[str] = []
-    for store in stores_for(service, "all", project, session):
-        seeds = query_seeds(service, store, query)
+    for store in core.scopes.stores("all", project, session):
+        seeds = query_seeds(core, store, query)
         needle = query.strip().lower()
         rows = store.q1("SELECT id, mention_count FROM entity WHERE string::contains(name_key, $n) "
                         "ORDER BY mention_count DESC LIMIT $lim", {"n": needle, "lim": limit})
@@ -428,10 +426,10 @@ def search_knowledge_graph(service: EngramService, query: str, project: str | No
 
 
 @api
-def memory_graph(service: EngramService, memory_id: str, project: str | None = None,
+def memory_graph(core: MemoryCore, memory_id: str, project: str | None = None,
                  session: str | None = None) -> GraphResult:
     """The entities one memory mentions and the relations among them and their neighbours (TUI detail pane)."""
-    store, key = locate(service, memory_id, project, session)
+    store, key = core.scopes.locate(memory_id, project, session)
     rows = store.q1("SELECT VALUE out FROM mentions WHERE in = $m", {"m": rid("memory", key)})
     seeds = {key_of(r) for r in rows or []}
     result = GraphResult(query=None)
@@ -446,8 +444,8 @@ def memory_graph(service: EngramService, memory_id: str, project: str | None = N
     return result
 
 
-def _embed_names(service: EngramService, texts: list[str]) -> np.ndarray | None:
-    vecs, _why = try_embed(service.embedder, texts) if getattr(service.embedder, "available", False) else (None, "")
+def _embed_names(core: MemoryCore, texts: list[str]) -> np.ndarray | None:
+    vecs, _why = try_embed(core.embedder, texts) if getattr(core.embedder, "available", False) else (None, "")
     return vecs
 
 
@@ -463,13 +461,13 @@ def _similar_entity(store: ScopeStore, vec: np.ndarray, entity_type: str) -> dic
 
 
 @api
-def add_entities(service: EngramService, entities: list[EntityIn], scope: str = "project",
+def add_entities(core: MemoryCore, entities: list[EntityIn], scope: str = "project",
                  project: str | None = None, session: str | None = None) -> AddEntitiesResult:
     """Entities the agent names explicitly. An existing entity (same name and type, or embedding cosine
     > 0.88 within the scope and type) is strengthened instead of duplicated."""
-    store = primary_store(service, project, session, scope)
+    store = core.scopes.primary(project, session, scope)
     out = AddEntitiesResult()
-    vecs = _embed_names(service, [f"{e.name} {e.description or ''}".strip() for e in entities])
+    vecs = _embed_names(core, [f"{e.name} {e.description or ''}".strip() for e in entities])
     now = now_utc()
     for i, e in enumerate(entities):
         x = ex.Extracted(e.name.strip(), e.entity_type)
@@ -494,7 +492,7 @@ def add_entities(service: EngramService, entities: list[EntityIn], scope: str = 
         if vecs is not None:
             row["embedding"] = [float(v) for v in vecs[i]]
         store.q("CREATE $id CONTENT $c RETURN NONE", {"id": row.pop("id"), "c": row})
-        _remember(service, store, [x])
+        _remember(core, store, [x])
         out.created.append(_get_entity(store, k))
     return out
 
@@ -504,7 +502,7 @@ def _get_entity(store: ScopeStore, key: str) -> GraphEntity:
     return _entities([row], store.scope.value, {})[0]
 
 
-def _resolve_entity(service: EngramService, store: ScopeStore, name: str) -> tuple[str, ex.Extracted]:
+def _resolve_entity(core: MemoryCore, store: ScopeStore, name: str) -> tuple[str, ex.Extracted]:
     """An entity by id or by name (any type, most mentioned first); unknown names become concepts."""
     name = name.strip()
     if name.startswith("entity:"):
@@ -519,24 +517,27 @@ def _resolve_entity(service: EngramService, store: ScopeStore, name: str) -> tup
         return key_of(r["id"]), ex.Extracted(r["name"], r["entity_type"], r.get("category"))
     guess = ex.extract_entities(name)
     x = guess[0] if guess and guess[0].key == ex.name_key(name) else ex.Extracted(name, "concept")
-    add_entities(service, [EntityIn(name=x.name, entity_type=x.entity_type)],  # type: ignore[arg-type]
-                 scope=store.scope.value, project=service._project_root_of(store))
+    add_entities(core, [EntityIn(name=x.name, entity_type=x.entity_type)],  # type: ignore[arg-type]
+                 scope=store.scope.value, project=core.scopes.root_of(store))
     return entity_key(x.key, x.entity_type), x
 
 
-@api
-def relate_entities(service: EngramService, source: str, target: str, relation_type: RelationType,
-                    evidence: str | None = None, confidence: float = 0.8, scope: str = "project",
-                    project: str | None = None, session: str | None = None) -> RelateResult:
-    """A relation the agent states. `evidence` is a memory id (linked) or free text (kept as given).
-    A repeated relation strengthens (weight +0.1, confidence +0.05) rather than duplicating."""
-    from . import contradictions
+@dataclass
+class StatedRelation:
+    """A relation written as stated, before it is checked against the live ones (relations.py does that)."""
 
-    if not 0.0 <= confidence <= 1.0:
-        raise EngramError("confidence must be between 0 and 1")
-    store = primary_store(service, project, session, scope)
-    src_key, src = _resolve_entity(service, store, source)
-    dst_key, dst = _resolve_entity(service, store, target)
+    result: RelateResult  # its contradictions not yet checked
+    relation: ex.ExtractedRelation
+    evidence_key: str | None  # the evidence, when it names a live memory of this store
+    live: list[dict[str, Any]]  # live relations sharing an endpoint with it
+
+
+def state_relation(core: MemoryCore, store: ScopeStore, source: str, target: str, relation_type: RelationType,
+                   evidence: str | None, confidence: float) -> StatedRelation:
+    """Write a relation between two entities (by id or name; unknown names become concepts). A repeated
+    relation strengthens (weight +0.1, confidence +0.05) rather than duplicating."""
+    src_key, src = _resolve_entity(core, store, source)
+    dst_key, dst = _resolve_entity(core, store, target)
     if src_key == dst_key:
         raise EngramError("an entity cannot relate to itself")
     ev = None
@@ -550,22 +551,21 @@ def relate_entities(service: EngramService, source: str, target: str, relation_t
     res = store.q(_WRITE, {"mem": rid("memory", "none"), "ep": None, "ep_on_row": False, "epr": None,
                            "inc": STRENGTHEN, "ents": [], "mentioned": [], "rels": [row], "check": [row["src"], row["dst"]],
                            "conflict_types": list(CONFLICT_TYPES)})
-    _remember(service, store, [], None, (), res[-2] or [])
-    found = contradictions.check_relations(service, store, ev if ev in store.light else None, [rel],
-                                           [plain(r) for r in (res[-1] or [])])
+    _remember(core, store, [], None, (), res[-2] or [])
     got = plain(store.q1("SELECT * FROM ONLY $id", {"id": row["id"]}))
     names = {src_key: src.name, dst_key: dst.name}
-    return RelateResult(relation=_relations([got], names, store.scope.value)[0], strengthened=existed,
-                        contradictions=found)
+    result = RelateResult(relation=_relations([got], names, store.scope.value)[0], strengthened=existed)
+    return StatedRelation(result=result, relation=rel, evidence_key=ev if ev in store.light else None,
+                          live=[plain(r) for r in (res[-1] or [])])
 
 
 # ── maintenance ──────────────────────────────────────────────
-def merge_similar_entities(service: EngramService, store: ScopeStore, *, dry_run: bool = False) -> int:
+def merge_similar_entities(core: MemoryCore, store: ScopeStore, *, dry_run: bool = False) -> int:
     """Seed 001 §5.1 by embedding: same scope and type, cosine > 0.88 → one entity. Runs in maintenance, not
     on the write path, because embedding each new name would cost ~15 ms per store."""
     missing = store.q1("SELECT id, name, description FROM entity WHERE embedding = NONE LIMIT 2000") or []
     if missing:
-        vecs = _embed_names(service, [f"{r['name']} {r.get('description') or ''}".strip() for r in missing])
+        vecs = _embed_names(core, [f"{r['name']} {r.get('description') or ''}".strip() for r in missing])
         if vecs is None:
             return 0
         if not dry_run:
@@ -596,7 +596,7 @@ def merge_similar_entities(service: EngramService, store: ScopeStore, *, dry_run
                 if not dry_run:
                     _merge_entity(store, key_of(group[j]["id"]), key_of(group[i]["id"]))
     if merged and not dry_run:
-        invalidate_names(service, store)
+        invalidate_names(core, store)
     return merged
 
 
@@ -623,11 +623,11 @@ def _merge_entity(store: ScopeStore, old: str, new: str) -> None:
             "last_seen = time::now() RETURN NONE; DELETE $o;", {"o": o, "n": n})
 
 
-def prune_graph(service: EngramService, store: ScopeStore, *, now: datetime | None = None,
+def prune_graph(core: MemoryCore, store: ScopeStore, *, now: datetime | None = None,
                 dry_run: bool = False) -> tuple[int, int]:
     """Seed 001 §5.4: delete weak entities (confidence < 0.3, < 2 mentions, unseen 30 days) with their edges;
     invalidate stale edges (confidence < 0.2, older than 30 days). Returns (entities pruned, edges invalidated)."""
-    cutoff = (now or service.now()) - timedelta(days=30)
+    cutoff = (now or core.now()) - timedelta(days=30)
     weak = store.q1("SELECT VALUE id FROM entity WHERE confidence < 0.3 AND mention_count < 2 AND last_seen < $c",
                     {"c": cutoff}) or []
     stale = store.q1("SELECT VALUE id FROM relates_to WHERE confidence < 0.2 AND valid_from < $c "
@@ -636,14 +636,14 @@ def prune_graph(service: EngramService, store: ScopeStore, *, now: datetime | No
         if weak:
             store.q("DELETE relates_to WHERE in IN $w OR out IN $w; DELETE mentions WHERE out IN $w; DELETE $w;",
                     {"w": weak})
-            invalidate_names(service, store)
+            invalidate_names(core, store)
         if stale:
-            store.q("UPDATE $s SET invalid_at = $n RETURN NONE", {"s": stale, "n": now or service.now()})
-            end_relations(service, store, [key_of(s) for s in stale])
+            store.q("UPDATE $s SET invalid_at = $n RETURN NONE", {"s": stale, "n": now or core.now()})
+            end_relations(core, store, [key_of(s) for s in stale])
     return len(weak), len(stale)
 
 
-def backfill(service: EngramService, store: ScopeStore, *, limit: int = 500, dry_run: bool = False) -> int:
+def backfill(core: MemoryCore, store: ScopeStore, *, limit: int = 500, dry_run: bool = False) -> int:
     """Memories that never went through the store hook (promoted from a session, imported by an older
     version) get their entities now."""
     rows = store.q1("SELECT id, content FROM memory WHERE status NOT IN ['forgotten', 'superseded'] "
@@ -654,7 +654,7 @@ def backfill(service: EngramService, store: ScopeStore, *, limit: int = 500, dry
         if dry_run:
             done += bool(ex.extract_entities(r["content"]))
             continue
-        _, _ = write_extraction(service, store, k, r["content"], None)
+        _, _ = write_extraction(core, store, k, r["content"], None)
         store.q("UPDATE $id SET metadata.graph_scanned = true RETURN NONE", {"id": r["id"]})
         done += 1
     return done

@@ -11,7 +11,7 @@ from ..models import AggregateInput, AggregateItem, Partition, PeekResult, PeekS
 from ..search_index import tokenize
 from ..store import ScopeStore, content_hash
 from ..vocabulary import ScopeOrAll
-from .base import EngramService, api, stores_for
+from .base import MemoryCore, api
 
 RRF_K = 60
 ScopeName = ScopeOrAll
@@ -24,12 +24,12 @@ def _sample(store: ScopeStore, key: str) -> PeekSample:
 
 
 @api
-def memory_peek(service: EngramService, scope: ScopeName = "all", sample_n: int = 5, focus: str | None = None,
+def memory_peek(core: MemoryCore, scope: ScopeName = "all", sample_n: int = 5, focus: str | None = None,
                 project: str | None = None, session: str | None = None) -> PeekResult:
     """Counts by type, status and scope, the top 20 tags, the date range, and `sample_n` samples spread
     across types and dates (or the best BM25 matches of `focus`)."""
     sample_n = max(1, min(sample_n, 50))
-    stores = stores_for(service, scope, project, session)
+    stores = core.scopes.stores(scope, project, session)
     by_type: Counter[str] = Counter()
     by_status: Counter[str] = Counter()
     by_scope: Counter[str] = Counter()
@@ -80,13 +80,13 @@ def _band(importance: float) -> str:
 
 
 @api
-def memory_partition(service: EngramService, partition_by: Literal["tag", "date", "type", "scope", "importance_band"],
+def memory_partition(core: MemoryCore, partition_by: Literal["tag", "date", "type", "scope", "importance_band"],
                      scope: ScopeName = "all", max_partitions: int = 20, project: str | None = None,
                      session: str | None = None) -> list[Partition]:
     """Partition descriptors (key, count, date range, mean importance), largest first; never full records.
     Dates partition by month; a memory with several tags counts in each."""
     acc: dict[str, list[Any]] = {}
-    for store in stores_for(service, scope, project, session):
+    for store in core.scopes.stores(scope, project, session):
         for _k, lt in store.light.items():
             if partition_by == "tag":
                 keys = lt.tags or ["(untagged)"]
@@ -130,7 +130,7 @@ def _similar(a: str, b: str) -> float:
 
 
 @api
-def memory_aggregate(service: EngramService, results: list[AggregateInput], final_limit: int = 10,
+def memory_aggregate(core: MemoryCore, results: list[AggregateInput], final_limit: int = 10,
                      dedup_threshold: float = 0.9) -> list[AggregateItem]:
     """Fuse ranked lists from several partitions: score(d) = Σ w / (60 + rank), with `local_score` as the
     list's weight (default 1). The same id, the same content hash, or token similarity above

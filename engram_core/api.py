@@ -1,0 +1,97 @@
+"""The API registry: what the daemon serves, how its arguments are checked, and the errors it answers with.
+
+A function marked ``@api`` (a service method, or an organise/tool function taking the core first) gets its
+arguments validated by pydantic from its type hints and bumps the change counter. It is served only once the
+facade declares it: ``@serve`` on ``EngramService`` puts every ``@api`` member of the class in ``API_METHODS``,
+so the set the daemon serves is written in one place (service.py), whatever else happens to be imported.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from pydantic import ValidationError, validate_call
+
+F = TypeVar("F", bound=Callable[..., Any])
+C = TypeVar("C", bound=type)
+
+API_METHODS: dict[str, Callable[..., Any]] = {}
+# Methods that take `service.api_lock` themselves around the parts touching shared state, so that the daemon
+# can call them without its request lock: a console query running for seconds must not hold other clients.
+UNLOCKED_API = frozenset({"run_query"})
+# Calls that never change memories: they leave the change counter alone.
+READ_ONLY_METHODS = frozenset({
+    "list_projects", "list_sessions", "get", "list_memories", "stats", "injection_context", "session_summary",
+    "export_memories", "health", "revision", "list_consolidations", "list_contradictions", "memory_graph",
+    "retrieval_history"})
+_MARK = "__engram_api__"
+
+
+class NotFound(LookupError):
+    """No memory (or session, or project) has that id."""
+
+
+class EngramError(ValueError):
+    """A request Engram refuses; the message says what was wrong and what to do."""
+
+
+def api(fn: F) -> F:
+    """Mark ``fn`` as an API method: arguments validated from its type hints, the change counter bumped."""
+    checked = counted(validate_call(config={"arbitrary_types_allowed": True})(fn))
+    setattr(checked, _MARK, True)
+    return checked
+
+
+def serve(cls: C) -> C:
+    """Serve every ``@api`` member of ``cls`` (its own and its bases') under its attribute name."""
+    for klass in reversed(cls.__mro__):
+        for name, member in vars(klass).items():
+            if getattr(member, _MARK, False):
+                API_METHODS[name] = member
+    return cls
+
+
+# A change counter: every API call that may change memories bumps it, so a front end can poll ``revision()``
+# (one cheap call) and reload only when something changed, whichever client made the change.
+_revision = 0
+_revision_lock = threading.Lock()
+
+
+def revision() -> int:
+    return _revision
+
+
+def counted(fn: F) -> F:
+    """Bump the change counter after ``fn`` runs, unless it only reads (a recall that does not strengthen)."""
+    if fn.__name__ in READ_ONLY_METHODS:
+        return fn
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        global _revision
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            if not (fn.__name__ == "recall" and kwargs.get("strengthen") is False):
+                with _revision_lock:
+                    _revision += 1
+
+    return wrapper  # type: ignore[return-value]
+
+
+def call_api(service: Any, method: str, params: dict[str, Any]) -> Any:
+    """Dispatch a daemon request to a served method (pydantic validates the arguments)."""
+    fn = API_METHODS.get(method)
+    if fn is None:
+        raise EngramError(f"unknown method {method!r}")
+    return fn(service, **params)
+
+
+def short_error(exc: BaseException) -> str:
+    """One line per problem of a refused record or argument."""
+    if isinstance(exc, ValidationError):
+        return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'line'}: {e['msg']}" for e in exc.errors())
+    return str(exc)

@@ -1,0 +1,95 @@
+"""Lossless backups: export every stored field of every memory, restore them with their ids."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from .api import EngramError, api, short_error
+from .core import MemoryCore
+from .ids import ulid
+from .models import ImportError_, MemoryRecord, RestoreReport, Scope
+from .redaction import redact_value
+from .store import ScopeStore, StoreError, content_hash, key_of
+
+
+def _export_stores(core: MemoryCore, scope: str, project: str | None) -> list[ScopeStore]:
+    """The stores of one project (its live sessions included, no other project's) and the user scope."""
+    root = core.scopes.project_root(project)[0] if project else None
+    sessions = [s.store for s in core.scopes.live_sessions() if s.project_root == root]
+    if scope == "session":
+        return sessions
+    stores = core.scopes.stores(scope, project, None)
+    if scope == "all":
+        stores = [*sessions, *stores]
+    return stores
+
+
+@api
+def export_memories(core: MemoryCore, scope: Literal["all", "session", "project", "user"] = "all",
+                    project: str | None = None) -> list[MemoryRecord]:
+    """Every memory of the scope(s) with every stored field (embedding included), oldest first."""
+    out: list[MemoryRecord] = []
+    for store in _export_stores(core, scope, project):
+        root = core.scopes.root_of(store) if store.scope == Scope.project else None
+        for row in store.export_rows():
+            row = {k: v for k, v in row.items() if k in MemoryRecord.model_fields and v is not None}
+            out.append(MemoryRecord(**{**row, "id": key_of(row["id"]), "scope": store.scope,
+                                       "database": store.database, "project_path": root}))
+    return out
+
+
+@api
+def restore_memories(core: MemoryCore, records: list[dict[str, Any]], project: str | None = None,
+                     first_line: int = 1, skip_bad: bool = False, dry_run: bool = False) -> RestoreReport:
+    """Write exported records back with their ids and every field. Every record is checked first: with a bad
+    one nothing is restored unless ``skip_bad`` (then the bad ones are left out); ``dry_run`` restores
+    nothing and reports the bad ones.
+
+    Project records go to ``project`` (or the project they were exported from); session records recreate
+    their session so that its promotion pass still runs."""
+    checked: list[tuple[int, MemoryRecord]] = []
+    failed: list[ImportError_] = []
+    for n, raw in enumerate(records, start=first_line):
+        try:
+            rec = MemoryRecord(**raw)
+            if rec.scope == Scope.project and not (project or rec.project_path):
+                raise EngramError("a project record needs --project DIR")
+            checked.append((n, rec))
+        except (ValidationError, EngramError, TypeError, ValueError) as exc:
+            failed.append(ImportError_(line=n, error=short_error(exc)))
+    if dry_run or (failed and not skip_bad):
+        return RestoreReport(restored=0, replaced=0, failed=failed)
+    restored = replaced = 0
+    for n, rec in checked:
+        try:
+            if rec.scope == Scope.session:
+                store = core.scopes.restore_session(rec.database or rec.session_id or "s_" + ulid(),
+                                                    project or rec.project_path)
+            elif rec.scope == Scope.project:
+                pstore = core.project_store(project or rec.project_path)
+                if pstore is None:
+                    raise EngramError("a project record needs --project DIR")
+                store = pstore
+            else:
+                store = core.user
+            fields = rec.model_dump(exclude={"engram_export", "id", "database", "project_path"},
+                                    exclude_none=True)
+            # A hand-edited or foreign file must not smuggle a secret in; on Engram's own exports this is
+            # a no-op (redaction is idempotent), so round trips stay exact.
+            embedding = fields.pop("embedding", None)
+            original = fields["content"]
+            fields = redact_value(fields)  # type: ignore[assignment]
+            if fields["content"] != original:
+                # the hash and the vector were of the text with the secret in it
+                fields["content_hash"] = content_hash(fields["content"])
+            elif embedding is not None:
+                fields["embedding"] = embedding
+            existed = store.get(rec.id) is not None
+            store.restore_row(rec.id, fields)
+            replaced += existed
+            restored += not existed
+        except (ValidationError, EngramError, StoreError, TypeError, ValueError) as exc:
+            failed.append(ImportError_(line=n, error=short_error(exc)))
+    return RestoreReport(restored=restored, replaced=replaced, failed=failed)

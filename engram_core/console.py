@@ -1,0 +1,87 @@
+"""The SurrealQL console (TUI) and ``engram_execute`` (MCP): a person's or the agent's own query, behind the
+validator, an engine role and one deadline (guarded_query.py)."""
+
+from __future__ import annotations
+
+import time
+from typing import Literal
+
+from . import guarded_query
+from .api import api
+from .core import MemoryCore
+from .models import QueryResult, QueryViolation, Scope
+from .redaction import redact, redact_text
+from .store import EngineRefused
+
+
+@api
+def run_query(core: MemoryCore, surql: str, scope: Literal["session", "project", "user"] = "project",
+              allow_writes: bool = False, project: str | None = None,
+              session: str | None = None) -> QueryResult:
+    """Run SurrealQL against one scope's database, behind the validator and an engine role.
+
+    Defence in depth: the validator refuses DDL, USE, INFO, transaction control, custom/network functions
+    and (unless allow_writes) any write; what it lets through runs, comments removed, as a database-level
+    VIEWER (EDITOR with writes) in an engine session of its own, pinned to that one database, under one
+    deadline for the whole query (see guarded_query); writes run in a transaction that rolls back if the
+    schema changed. At most QUERY_MAX_ROWS rows per statement come back. The engine part runs outside
+    ``api_lock``, so a long query never holds the daemon's other clients.
+    """
+    from .validator import validate  # tree-sitter loads with the first query, not with every process
+
+    role: Literal["VIEWER", "EDITOR"] = "EDITOR" if allow_writes else "VIEWER"
+    with core.api_lock:
+        store = core.scopes.target(Scope(scope), project, session)
+        tables = list((store.q1("INFO FOR DB") or {}).get("tables", {})) if allow_writes else []
+    verdict = validate(surql, allow_writes=allow_writes)
+    violations = [QueryViolation(statement_index=v.statement_index, statement=v.statement, rule=v.rule,
+                                 message=v.message) for v in verdict.violations]
+    if not verdict.ok:
+        return QueryResult(ok=False, scope=store.scope, database=store.database, role=role, statements=[],
+                           violations=violations, message=violations[0].message if violations else "refused")
+    if allow_writes:
+        refusal = _secret_in_write(verdict.statements)
+        if refusal is not None:
+            return QueryResult(ok=False, scope=store.scope, database=store.database, role=role, statements=[],
+                               violations=[refusal], message=refusal.message)
+    program = guarded_query.build(verdict.executable, allow_writes=allow_writes, tables=tables,
+                                  timeout_s=core.settings.query_timeout_s)
+    t0 = time.perf_counter()
+    try:
+        raw = store.conn.run_as(store.namespace, store.database, role, program.text)
+    except EngineRefused as exc:
+        return QueryResult(ok=False, scope=store.scope, database=store.database, role=role, statements=[],
+                           violations=violations, total_ms=(time.perf_counter() - t0) * 1000,
+                           message=guarded_query.refusal(str(exc), program, verdict.statements))
+    except Exception as exc:  # e.g. a value the SDK cannot carry back (a regex)
+        return QueryResult(ok=False, scope=store.scope, database=store.database, role=role, statements=[],
+                           violations=violations, total_ms=(time.perf_counter() - t0) * 1000,
+                           message=f"the engine ran the query but its answer could not be read: {exc}")
+    total = (time.perf_counter() - t0) * 1000
+    results = guarded_query.results(raw, program, verdict.statements, timeout_s=core.settings.query_timeout_s)
+    own = guarded_query.own_error(raw, program)
+    if allow_writes:
+        with core.api_lock:
+            core.forget_params()
+            for st in (s for s in core.scopes.open_stores() if s is store):
+                st.reload_mirror()
+    ok = own is None and all(r.ok for r in results)
+    errors = [r.error or "" for r in results if not r.ok]
+    # Statements a failed transaction skipped say only that: name the one that failed it.
+    message = "" if ok else own or next((e for e in errors if "not executed due to" not in e), errors[0])
+    return QueryResult(ok=ok, scope=store.scope, database=store.database, role=role, statements=results,
+                       total_ms=total, message=message)
+
+
+def _secret_in_write(statements: list[str]) -> QueryViolation | None:
+    """Console writes are SurrealQL the engine evaluates, so their values cannot be redacted on the way in
+    without changing the query: a write whose text holds a secret is refused whole, and nothing runs."""
+    for i, stmt in enumerate(statements):
+        found = redact(stmt)[1]
+        if found:
+            kinds = ", ".join(sorted({r.kind for r in found}))
+            return QueryViolation(
+                statement_index=i, statement=redact_text(stmt), rule="secret-in-write",
+                message=f"statement {i + 1} would write what looks like a secret ({kinds}); Engram never stores "
+                        "secrets: take it out of the query (reads may mention one)")
+    return None

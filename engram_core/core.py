@@ -1,0 +1,214 @@
+"""The memory core: the stores (scopes.py), the clock, the settings and tuned parameters, the embedder, and
+the extension points a layer on top (organise/) registers on.
+
+The core answers no request itself: the modules named for what they do (writing, recall, listing, promotion,
+sessions, maintenance, injection, console, backup, health) are functions of the core, and ``EngramService``
+(service.py) is the facade that serves them.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from . import retrieval
+from .api import EngramError
+from .bookkeeping import ACCESS_AFTER_S, Bookkeeper
+from .clock import Clock
+from .config import Settings, ensure_private_dir, load_settings
+from .embeddings import Embedder, make_embedder
+from .models import Memory, Scope
+from .paths import engram_home
+from .scopes import Scopes
+from .scoring import DEFAULT_HALF_LIVES, composite_importance, days_between, memory_strength
+from .store import Connection, ScopeStore, StoreError, key_of
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from .models import RecallResult
+    from .store import Light
+
+_UNSET = object()  # a cached "no such parameter"
+
+
+# ── extension points ─────────────────────────────────────────
+class BeforeStore(Protocol):
+    """May add fields to a new memory before it is written (each change after would rewrite the whole row)."""
+
+    def __call__(self, core: MemoryCore, store: ScopeStore, key: str, fields: dict[str, Any],
+                 vector: np.ndarray | None, /) -> None: ...
+
+
+class AfterStore(Protocol):
+    """Runs after a new memory is written (or promoted into a store)."""
+
+    def __call__(self, core: MemoryCore, store: ScopeStore, key: str, fields: dict[str, Any], /) -> None: ...
+
+
+class AfterRecall(Protocol):
+    """Runs after a recall has been answered, with the ranked candidates behind its hits."""
+
+    def __call__(self, core: MemoryCore, result: RecallResult, winners: Sequence[retrieval.Candidate], /) -> None: ...
+
+
+class Ranker(Protocol):
+    """One more ranked list of (memory key, score) for the fusion, beside BM25 and the vector list."""
+
+    def __call__(self, core: MemoryCore, stores: Sequence[ScopeStore], query: str, qvec: np.ndarray | None,
+                 filters: retrieval.Filters, /) -> list[tuple[str, float]]: ...
+
+
+class Booster(Protocol):
+    """A factor on a candidate's final score (1.0 leaves it as it is)."""
+
+    def __call__(self, core: MemoryCore, key: str, store: ScopeStore, light: Light, context: dict[str, Any],
+                 /) -> float: ...
+
+
+@dataclass
+class Extensions:
+    """What a layer on top of the core adds to writes and recalls, in the order it was registered."""
+
+    before_store: list[BeforeStore] = field(default_factory=list)
+    after_store: list[AfterStore] = field(default_factory=list)
+    after_recall: list[AfterRecall] = field(default_factory=list)
+    rankers: list[Ranker] = field(default_factory=list)
+    boosters: list[Booster] = field(default_factory=list)
+
+    def register(self, *, before_store: BeforeStore | None = None, after_store: AfterStore | None = None,
+                 after_recall: AfterRecall | None = None, rankers: Sequence[Ranker] = (),
+                 boosters: Sequence[Booster] = ()) -> None:
+        if before_store is not None:
+            self.before_store.append(before_store)
+        if after_store is not None:
+            self.after_store.append(after_store)
+        if after_recall is not None:
+            self.after_recall.append(after_recall)
+        self.rankers.extend(rankers)
+        self.boosters.extend(boosters)
+
+    def clear(self) -> None:
+        for hooks in (self.before_store, self.after_store, self.after_recall, self.rankers, self.boosters):
+            hooks.clear()
+
+
+class MemoryCore:
+    def __init__(
+        self,
+        home: Path | str | None = None,
+        *,
+        embedder: Embedder | None = None,
+        clock: Clock | None = None,
+        settings: Settings | None = None,
+    ) -> None:
+        # Everything this process creates (store files the engine writes later included) is owner-only.
+        os.umask(0o077)
+        try:
+            self.home = ensure_private_dir(engram_home(home))
+        except OSError as exc:
+            raise StoreError(f"Engram's data directory cannot be created or secured ({exc}). "
+                             "Point ENGRAM_HOME at a writable directory.") from exc
+        self.clock = clock or Clock()
+        self.settings = settings or load_settings()
+        self.embedder: Embedder = embedder or make_embedder(self.settings)
+        # Held around writes and changes to the set of open stores.
+        self.lock = threading.RLock()
+        self._closed = False
+        # Held around the service-state parts of methods in UNLOCKED_API (whose slow part runs without it); the
+        # daemon replaces it with its own request lock, which it does not take itself for those methods.
+        self.api_lock: Any = threading.RLock()
+        # ENGRAM_ACCESS_AFTER_S: how long access counts are held (bench/growth.py sets 0 for the old behaviour).
+        self.bookkeeper = Bookkeeper(access_after_s=float(os.environ.get("ENGRAM_ACCESS_AFTER_S") or ACCESS_AFTER_S))
+        self._param_cache: dict[str, Any] = {}  # see param()
+        self.scopes = Scopes(self.home, self.lock, self._open_store, self.now)
+        self.user = self.scopes.user
+        self.extensions = Extensions()
+
+    # ── lifecycle ────────────────────────────────────────────
+    def _open_store(self, conn: Connection, scope: Scope, database: str) -> ScopeStore:
+        store = ScopeStore(conn, scope, database)
+        store.on_defer = self.bookkeeper.notify
+        return store
+
+    def flush(self) -> None:
+        """Apply queued recall bookkeeping now (close and every other query on a store do it anyway)."""
+        self.bookkeeper.flush()
+
+    def close(self) -> None:
+        if self._closed:  # a second close (a test, then its fixture) must not query closed connections
+            return
+        self._closed = True
+        self.bookkeeper.close()
+        self.scopes.close()
+
+    def __enter__(self) -> MemoryCore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def now(self) -> datetime:
+        return self.clock.now()
+
+    def project_store(self, project: str | Path | None) -> ScopeStore | None:
+        """The project's store, opened on first use (scopes.Scopes.project_store)."""
+        return self.scopes.project_store(project)
+
+    # ── parameters (evolution_state in the user store; manual settings win) ──
+    def param(self, key: str, default: Any) -> Any:
+        # Read on every recall (scope weights): cached, and dropped by set_param and by console writes.
+        cache = self._param_cache
+        if key not in cache:
+            rows = self.user.q1("SELECT VALUE value FROM evolution_state WHERE key = $k", {"k": key})
+            cache[key] = rows[0]["v"] if rows and isinstance(rows[0], dict) and "v" in rows[0] else _UNSET
+        value = cache[key]
+        return default if value is _UNSET else copy.deepcopy(value)
+
+    def set_param(self, key: str, value: Any) -> None:
+        self._param_cache.pop(key, None)
+        self.user.q("UPSERT evolution_state SET key = $k, value = {v: $v}, updated_at = time::now() "
+                    "WHERE key = $k", {"k": key, "v": value})
+        if not self.user.q1("SELECT VALUE key FROM evolution_state WHERE key = $k", {"k": key}):
+            self.user.q("CREATE evolution_state SET key = $k, value = {v: $v}", {"k": key, "v": value})
+
+    def forget_params(self) -> None:
+        """Drop the cached parameters (a console write may have changed evolution_state)."""
+        self._param_cache.clear()
+
+    def half_lives(self) -> dict[str, float]:
+        evolved = self.param("decay_half_lives", DEFAULT_HALF_LIVES)
+        return {**DEFAULT_HALF_LIVES, **evolved, **(self.settings.half_lives_days or {})}
+
+    def scope_weights(self, profile: str | None = None) -> dict[str, float]:
+        if self.settings.scope_weights:
+            return {**retrieval.EVOLVED_DEFAULT, **self.settings.scope_weights}
+        name = profile or self.settings.scope_weight_profile
+        if name == "evolved":
+            return {**retrieval.EVOLVED_DEFAULT, **self.param("scope_weights", retrieval.EVOLVED_DEFAULT)}
+        if name not in retrieval.SCOPE_PROFILES:
+            raise EngramError(f"unknown scope-weight profile {name!r}; choose one of "
+                              f"{', '.join(['evolved', *retrieval.SCOPE_PROFILES])}")
+        return dict(retrieval.SCOPE_PROFILES[name])
+
+    # ── rows as memories ─────────────────────────────────────
+    def to_memory(self, row: dict[str, Any], store: ScopeStore) -> Memory:
+        """A stored row as the API returns it, with its strength and quality now."""
+        now = self.now()
+        strength = memory_strength(row["importance"], row["half_life_days"], row["access_count"],
+                                   row["last_accessed_at"], now)
+        quality = composite_importance(
+            days_since_update=days_between(row["updated_at"], now), access_count=row["access_count"],
+            relevance=row.get("relevance_score", 0.0), confidence=row.get("confidence", 0.7),
+            outcome_impact=row.get("outcome_impact", 0.0), user_feedback=row.get("user_feedback", 0.0),
+            memory_type=row["memory_type"])
+        data = {k: v for k, v in row.items() if k in Memory.model_fields and v is not None}
+        data.update(id=key_of(row["id"]), scope=store.scope.value, memory_strength=strength, quality=quality)
+        data.setdefault("metadata", {})
+        return Memory(**data)

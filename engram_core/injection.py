@@ -1,0 +1,49 @@
+"""Context injection: what a new session starts with (session_context.py builds it within the budget), and
+the weaker use that injection counts for the memories it showed."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from . import lifecycle, session_context
+from .api import api
+from .config import load_settings
+from .core import MemoryCore
+from .models import InjectionPreview
+from .store import ScopeStore
+
+
+@api
+def injection_context(core: MemoryCore, project: str | None = None, session: str | None = None,
+                      budget: int | None = None) -> InjectionPreview:
+    """What a new session starts with: the memory protocol, recent session summaries, instructions, fixes,
+    then the strongest project and user memories, within a token budget (session_context.py)."""
+    settings = load_settings(core.scopes.project_root(project)[0]) if project else core.settings
+    budget = settings.injection_token_budget if budget is None else budget
+    if settings.disabled:
+        return InjectionPreview(text="", tokens=0, budget=budget, items=[], disabled=True)
+    pstore = core.project_store(project) if project else None
+    stores = [pstore, core.user] if pstore is not None else [core.user]
+    return session_context.build(core, stores, budget, core.now())
+
+
+@api
+def note_injected(core: MemoryCore, ids: list[str], project: str | None = None) -> int:
+    """SessionStart injected these memories ("scope:key" or bare ids, as InjectionPreview.items give them):
+    a weaker use than a recall (lifecycle.INJECTION_WEIGHT). Returns how many were found."""
+    now = core.now()
+    per_store: dict[int, tuple[ScopeStore, dict[str, datetime]]] = {}
+    candidates = [s for s in (core.project_store(project) if project else None, core.user) if s is not None]
+    for raw in ids:
+        scope, _, key = raw.rpartition(":")
+        for store in candidates:
+            if scope and scope != store.scope.value:
+                continue
+            light = store.light.get(key)
+            if light is not None:
+                per_store.setdefault(id(store), (store, {}))[1][key] = lifecycle.injected_last_use(
+                    light.last_accessed_at, now)
+                break
+    for store, last_use in per_store.values():
+        store.note_injected(last_use, now)
+    return sum(len(v) for _, v in per_store.values())

@@ -1,0 +1,133 @@
+"""Maintenance: the sweep (lifecycle.py has the rules per scope), compaction of the store files, and
+redaction of what an older version stored."""
+
+from __future__ import annotations
+
+import time
+
+from . import lifecycle
+from .api import api
+from .core import MemoryCore
+from .models import CompactedStore, CompactReport, MaintenanceReport, Scope
+from .promotion import promote_project_to_user
+from .sessions import recover_stale_sessions
+from .store import ScopeStore, key_of
+from .stored_redaction import redact_store
+
+RETRIEVAL_LOG_KEEP = 5000  # newest retrieval_log rows kept per store (pruned when the store is compacted)
+
+
+@api
+def maintain(core: MemoryCore, project: str | None = None, all_projects: bool = False,
+             dry_run: bool = False) -> MaintenanceReport:
+    """The maintenance sweep (lifecycle.py has the rules per scope): decay transitions, the consolidation
+    queue, caps, half-lives following their current value, stale and abandoned sessions, promotion to user.
+    ``dry_run`` reports what the sweep would do and changes nothing."""
+    t0 = time.perf_counter()
+    open_projects(core, project, all_projects)
+    report = MaintenanceReport(transitions={}, queued_for_consolidation=0, sessions_recovered=0,
+                               promoted_to_user=0, took_ms=0.0, dry_run=dry_run)
+    for store in [*(s for _, s in core.scopes.open_projects()), core.user]:
+        plan = plan_sweep(core, store)
+        label = "user" if store.scope == Scope.user else f"project:{store.database}"
+        report.by_scope[label] = plan.counts()
+        for status, n in plan.counts().items():
+            report.transitions[status] = report.transitions.get(status, 0) + n
+        report.capped += plan.capped
+        report.awaiting_forget += plan.below_forget
+        report.half_lives_updated += len(plan.half_lives)
+        if dry_run:
+            report.queued_for_consolidation += len(plan.decay_queue)
+        else:
+            report.queued_for_consolidation += store.apply_sweep(core.now(), plan.moves, plan.half_lives,
+                                                                 plan.decay_queue)
+    if not dry_run:
+        report.sessions_recovered = recover_stale_sessions(core)
+        report.sessions_abandoned = _mark_abandoned_sessions(core)
+        report.promoted_to_user = sum(promote_project_to_user(core, s) for _, s in core.scopes.open_projects())
+    report.took_ms = (time.perf_counter() - t0) * 1000
+    return report
+
+
+def plan_sweep(core: MemoryCore, store: ScopeStore) -> lifecycle.Plan:
+    """What the sweep would do to this store now."""
+    cap = (core.settings.max_memories_user if store.scope == Scope.user
+           else core.settings.max_memories_project if store.scope == Scope.project else None)
+    rows = [lifecycle.Row(key=key_of(r["id"]), memory_type=r["memory_type"], status=r["status"],
+                          pinned=bool(r.get("pinned")), importance=float(r["importance"]),
+                          access_count=int(r.get("access_count") or 0), half_life_days=float(r["half_life_days"]),
+                          created_at=r["created_at"], last_accessed_at=r["last_accessed_at"],
+                          status_changed_at=r.get("status_changed_at"))
+            for r in store.lifecycle_rows()]
+    return lifecycle.plan_sweep(rows, store.scope.value, core.now(), core.half_lives(), cap=cap,
+                                queued=store.pending_queue_keys())
+
+
+def _mark_abandoned_sessions(core: MemoryCore) -> int:
+    """Seed 002 §3c: a session registered as active whose session store is gone (the process died before
+    its promotion pass and the store was lost) is marked abandoned; nothing of it can be promoted."""
+    live = {s.key for s in core.scopes.live_sessions()} | set(core.scopes.session_dbs_on_disk())
+    n = 0
+    for _root, pstore in core.scopes.open_projects():
+        keys = pstore.q1("SELECT VALUE session_key FROM session_registry WHERE status = 'active'") or []
+        lost = [k for k in keys if k not in live]
+        if lost:
+            pstore.q("UPDATE session_registry SET status = 'abandoned', ended_at = $t, "
+                     "end_reason = 'session store lost' WHERE session_key IN $k", {"t": core.now(), "k": lost})
+            n += len(lost)
+    return n
+
+
+def open_projects(core: MemoryCore, project: str | None, all_projects: bool) -> None:
+    """Open the given project's store, or every known project's that still exists, for a pass over all."""
+    if project:
+        core.project_store(project)
+    if all_projects:
+        core.scopes.open_all_projects()
+
+
+# ── compaction (store.Connection.compact says why it is ours) ──
+@api
+def compact(core: MemoryCore, project: str | None = None, only_due: bool = False) -> CompactReport:
+    """Rewrite store files with their live data only: text that forget erased, dropped sessions and the old
+    row versions every update leaves behind go from the disk. ``only_due``: just the stores that have erased
+    something or grew by half since their last compaction (the daemon runs this when idle)."""
+    wanted = core.project_store(project) if project else None
+    report = CompactReport()
+    with core.lock:
+        for conn, stores in core.scopes.connections():
+            if wanted is not None and wanted not in stores:
+                continue
+            if only_due and not conn.compaction_due():
+                continue
+            t0 = time.perf_counter()
+            for store in stores:
+                store.drain()
+                store.prune_retrieval_log(RETRIEVAL_LOG_KEEP)
+            before, after = conn.compact()
+            for store in stores:  # the cold-start snapshot holds text too: rewrite it from the mirror
+                if store.snapshot_path is not None and store.snapshot_path.exists():
+                    store.save_snapshot()
+            report.stores.append(CompactedStore(path=str(conn.path), before_bytes=before, after_bytes=after,
+                                                took_ms=(time.perf_counter() - t0) * 1000))
+    return report
+
+
+@api
+def redact_stored(core: MemoryCore, project: str | None = None, all_projects: bool = False,
+                  dry_run: bool = False) -> dict[str, dict[str, int]]:
+    """Redact what is already stored: every string field of every row of the user store, the project's (or
+    every known project's) and the live sessions', rewritten only where redaction changes it (rows written
+    by an older version, or before a newer rule); then the changed store files are compacted, so the old
+    row versions leave the disk too. Rows changed per store and table."""
+    open_projects(core, project, all_projects)
+    report: dict[str, dict[str, int]] = {}
+    with core.lock:
+        for store in core.scopes.open_stores():
+            label = "user" if store.scope == Scope.user else f"{store.scope.value}:{store.database}"
+            report[label] = redact_store(store, core.embedder, dry_run=dry_run)
+            if report[label] and not dry_run:
+                store.conn.erased = True  # the old row versions still hold the secrets: compact them away
+    if not dry_run:
+        compact(core, only_due=True)
+    return report

@@ -1,0 +1,147 @@
+"""Promotion: a memory copied up a scope (session → project → user), or merged into a near copy there.
+
+At session end the eligible session memories go up (``promote_session``), the maintenance sweep promotes
+project memories seen in two projects to the user scope, and ``promote`` does it on request."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+
+from . import lifecycle
+from .api import EngramError, NotFound, api
+from .core import MemoryCore
+from .ids import ulid
+from .models import PromotionReport, Scope
+from .scopes import Session
+from .store import ScopeStore
+
+PROMOTE_COSINE = 0.9
+USER_PROMOTE_COSINE = 0.85
+
+
+def copy_up(core: MemoryCore, source: ScopeStore, key: str, target: ScopeStore, reason: str,
+            threshold: float) -> tuple[str, str]:
+    """Promote or merge one memory into a higher scope; returns (action, target key)."""
+    row = source.get(key)
+    if row is None:
+        raise NotFound(f"no memory with id {key!r}")
+    source_ref = f"{source.scope.value}:{key}"
+    emb = source.get_embedding(key)
+    dup = target.find_by_hash(row["content_hash"])
+    if dup is None and emb:
+        near = target.index.vector(np.asarray(emb, dtype=np.float32), 1)
+        if near and near[0][1] > threshold and target.light.get(near[0][0]) is not None:
+            dup = near[0][0]
+    if dup is not None:
+        variants = {}
+        existing = target.get(dup) or {}
+        if existing.get("content_hash") != row["content_hash"]:
+            # Near, not identical: keep the other wording so an update is never silently lost.
+            variants = {"merged_variants": [*existing.get("metadata", {}).get("merged_variants", []),
+                                            {"from": source_ref, "content": row["content"]}]}
+        target.merge_into(dup, access_count=row["access_count"], importance=row["importance"],
+                          tags=row["tags"], merged_from=source_ref, metadata=variants)
+        action, target_key = "merged", dup
+    else:
+        target_key = ulid()
+        fields = {k: row[k] for k in ("content", "content_hash", "memory_type", "tags", "importance",
+                                      "confidence", "access_count", "relevance_score", "half_life_days",
+                                      "source", "episode_id", "metadata", "created_at", "last_accessed_at")
+                  if row.get(k) is not None}
+        fields["half_life_days"] = lifecycle.half_life_for(target.scope.value, row["memory_type"],
+                                                           core.half_lives())
+        fields.update(scope=target.scope.value, promoted_from=source_ref,
+                      promotion_chain=[*row.get("promotion_chain", []), source_ref],
+                      status="active", status_reason=f"promoted from {source.scope.value}",
+                      search_text=row["content"])
+        fields["metadata"] = {**row.get("metadata", {}), "promoted_at": core.now().isoformat()}
+        if emb:
+            fields["embedding"] = emb
+        if row["memory_type"] == "working":
+            raise EngramError("working memories are session scratch space and are never promoted")
+        target.create_memory(target_key, fields)
+        # In its new scope the memory gets what any new memory gets there: entities and relations in that
+        # scope's graph, an episode, contradiction checks against that scope's memories.
+        for after in core.extensions.after_store:
+            after(core, target, target_key, fields)
+        action = "promoted"
+    target.create("promotion_log", {"source_id": source_ref, "source_scope": source.scope.value,
+                                    "target_id": f"{target.scope.value}:{target_key}",
+                                    "target_scope": target.scope.value, "action": action, "reason": reason})
+    return action, target_key
+
+
+def promote_session(core: MemoryCore, sess: Session) -> PromotionReport:
+    """The session-end pass (seed 000 §5): what the session marked, used or rated high goes up a scope."""
+    report = PromotionReport(session_key=sess.key)
+    target = core.project_store(sess.project_root) or core.user
+    thresholds = core.param("promotion_thresholds", {"importance": 0.5, "access_count": 2})
+    for key, light in list(sess.store.light.items()):
+        row = sess.store.get(key)
+        if row is None:
+            continue
+        explicit = bool(row.get("metadata", {}).get("remember"))
+        eligible = light.memory_type != "working" and light.status not in ("forgotten", "superseded") and (
+            explicit or light.importance >= 0.85
+            or (light.importance >= thresholds["importance"] and light.access_count >= thresholds["access_count"]))
+        if not eligible:
+            report.skipped += 1
+            continue
+        action, tkey = copy_up(core, sess.store, key, target, "session end", PROMOTE_COSINE)
+        (report.promoted if action == "promoted" else report.merged).append(f"{target.scope.value}:{tkey}")
+    report.message = (f"{len(report.promoted)} promoted, {len(report.merged)} merged into existing memories, "
+                      f"{report.skipped} left to expire")
+    return report
+
+
+@api
+def promote(core: MemoryCore, memory_id: str, target_scope: Literal["project", "user"] | None = None,
+            project: str | None = None, session: str | None = None) -> PromotionReport:
+    """Explicit promotion, whatever the scores: session → project, project → user."""
+    store, key = core.scopes.locate(memory_id, project, session)
+    if store.scope == Scope.user:
+        raise EngramError("this memory is already in user scope, the highest")
+    target_name = target_scope or ("project" if store.scope == Scope.session else "user")
+    if target_name == "project":
+        if store.scope != Scope.session:
+            raise EngramError("only a session memory can be promoted to project scope")
+        owner = core.scopes.session_of(store)
+        target = core.project_store(project or (owner.project_root if owner else None))
+        if target is None:
+            raise EngramError("this session has no project; promote to user scope instead")
+    else:
+        target = core.user
+    action, tkey = copy_up(core, store, key, target, "explicit", PROMOTE_COSINE)
+    report = PromotionReport(message=f"{action} into {target.scope.value} scope as {tkey}")
+    (report.promoted if action == "promoted" else report.merged).append(f"{target.scope.value}:{tkey}")
+    return report
+
+
+def promote_project_to_user(core: MemoryCore, store: ScopeStore) -> int:
+    """Seed 000 §5: importance ≥ 0.7, access ≥ 5, semantic/procedural, seen in ≥ 2 projects."""
+    promoted = 0
+    others = [s for _root, s in core.scopes.open_projects() if s is not store]
+    for key, light in list(store.light.items()):
+        if (light.memory_type not in ("semantic", "procedural") or light.importance < 0.7
+                or light.access_count < 5 or light.status not in ("active", "created")):
+            continue
+        row = store.get(key)
+        if row is None or row.get("metadata", {}).get("promoted_to_user"):
+            continue
+        emb = store.index.embedding(key)
+        seen = 1
+        for other in others:
+            if other.find_by_hash(light.content_hash):
+                seen += 1
+            elif emb is not None:
+                near = other.index.vector(np.asarray(emb), 1)
+                if near and near[0][1] > USER_PROMOTE_COSINE:
+                    seen += 1
+        if seen < 2:
+            continue
+        action, tkey = copy_up(core, store, key, core.user, f"seen in {seen} projects", USER_PROMOTE_COSINE)
+        store.update_memory(key, {"metadata": {**row.get("metadata", {}), "promoted_to_user": f"user:{tkey}"}})
+        promoted += 1
+    return promoted

@@ -1,0 +1,313 @@
+"""Writing memories: store, store many, import JSONL, and change one (update, set its status, forget it).
+
+Every text field is redacted whole before anything is derived from it (hash, episode, search text,
+embedding); an exact duplicate in the same scope is merged into the memory already there.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, timedelta
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from . import lifecycle, ranking
+from .api import EngramError, NotFound, api, short_error
+from .core import MemoryCore
+from .embeddings import try_embed
+from .ids import ulid
+from .models import ImportError_, ImportReport, Memory, MemoryIn, MemoryPatch, Scope, Status, StoreResult
+from .redaction import redact, redact_text, redact_value
+from .scopes import Session
+from .store import ScopeStore, content_hash
+
+FUTURE_SKEW = timedelta(minutes=5)  # a created_at later than this is refused (decay cannot start in the future)
+IMPORT_CHUNK = 64
+
+
+def _previous_in_episode(store: ScopeStore, episode: str | None, session_id: str | None) -> list[str]:
+    group = episode or session_id
+    if not group:
+        return []
+    rows = store.q1(
+        "SELECT content, created_at FROM memory WHERE (episode_id = $g OR session_id = $g) "
+        "AND status != 'forgotten' ORDER BY created_at DESC LIMIT $n",
+        {"g": group, "n": max(1, ranking.DEFAULT_FUSION.context_prev)})
+    return [r["content"] for r in reversed(rows or [])]
+
+
+def _prepare(core: MemoryCore, mem: MemoryIn, store: ScopeStore, sess: Session | None,
+             age_dates: bool = False) -> tuple[dict[str, Any], list[str]]:
+    # Every text field, whole, before anything is derived from it (hash, episode, search text, embedding).
+    content, found = redact(mem.content)
+    kinds = [r.kind for r in found]
+    metadata: dict[str, Any] = redact_value(mem.metadata, kinds)  # type: ignore[assignment]
+    tags: list[str] = redact_value(mem.tags, kinds)  # type: ignore[assignment]
+    # MemoryIn already redacted its tags (before lower-casing them): report what it replaced
+    kinds += [k for t in tags for k in re.findall(r"\[redacted:([a-z0-9_]+)\]", t)]
+    source = redact_value(mem.source, kinds)
+    now = core.now()
+    created = mem.created_at or now
+    if created.tzinfo is None:
+        created = created.replace(tzinfo=UTC)
+    if created > now + FUTURE_SKEW:
+        raise EngramError(f"created_at {created.isoformat()} is in the future; give the time it was created")
+    episode = metadata.get("episode_id") if isinstance(metadata.get("episode_id"), str) else None
+    fields: dict[str, Any] = {
+        "content": content,
+        "content_hash": content_hash(content),
+        "memory_type": mem.memory_type.value,
+        "scope": store.scope.value,
+        "tags": tags,
+        "importance": mem.importance,
+        "confidence": mem.confidence,
+        "half_life_days": lifecycle.half_life_for(store.scope.value, mem.memory_type.value, core.half_lives()),
+        "metadata": metadata,
+        "source": source,
+        "session_id": sess.key if sess else None,
+        "episode_id": episode,
+        "created_at": created,
+        "updated_at": now,
+        # An imported memory keeps its creation date; its decay counts from now unless `age_dates` (then
+        # it is as old as it says, and the next sweep may archive it at once).
+        "last_accessed_at": created if age_dates and mem.created_at is not None else max(created, now),
+        "status": "created",
+        "status_reason": "stored",
+    }
+    if kinds:
+        fields["metadata"] = {**metadata, "redactions": kinds}
+    return fields, kinds
+
+
+def _search_text(store: ScopeStore, fields: dict[str, Any], pending: dict[str, list[str]]) -> str:
+    group = fields.get("episode_id") or fields.get("session_id")
+    prev = pending.get(group) if group else None
+    if prev is None:
+        prev = _previous_in_episode(store, fields.get("episode_id"), fields.get("session_id"))
+    text = ranking.contextual_text(fields["content"], prev)
+    if group:
+        pending[group] = [*(prev or []), fields["content"]][-max(1, ranking.DEFAULT_FUSION.context_prev):]
+    return text
+
+
+def write(core: MemoryCore, items: list[MemoryIn], project: str | None, session: str | None,
+          age_dates: bool = False) -> list[StoreResult]:
+    """Validate, redact, embed in one batch, then write each (or merge an exact duplicate). The caller holds
+    ``core.lock``."""
+    prepared = []
+    pending: dict[str, list[str]] = {}
+    for mem in items:
+        store = core.scopes.target(mem.scope, project, session)
+        sess = core.scopes.session(session, project) if mem.scope == Scope.session else None
+        fields, kinds = _prepare(core, mem, store, sess, age_dates)
+        search_text = _search_text(store, fields, pending)
+        prepared.append((mem, store, fields, kinds, search_text))
+    vecs, why = try_embed(core.embedder, [p[4] for p in prepared])
+    results = []
+    for i, (_mem, store, fields, kinds, search_text) in enumerate(prepared):
+        dup = store.find_by_hash(fields["content_hash"])
+        if dup is not None:
+            row = store.merge_into(dup, access_count=0, importance=fields["importance"], tags=fields["tags"],
+                                   merged_from="duplicate-store")
+            assert row is not None
+            results.append(StoreResult(
+                action="merged", memory=core.to_memory(row, store), redactions=kinds,
+                message=f"an identical memory already exists in {store.scope.value} scope; merged into {dup}"))
+            continue
+        fields["search_text"] = search_text
+        if vecs is not None:
+            fields["embedding"] = [float(x) for x in vecs[i]]
+        key = ulid()
+        for before in core.extensions.before_store:
+            before(core, store, key, fields, vecs[i] if vecs is not None else None)
+        row = store.create_memory(key, fields)
+        for after in core.extensions.after_store:
+            after(core, store, key, fields)
+        msg = f"stored in {store.scope.value} scope"
+        if why:
+            msg += f" without an embedding ({why}); BM25 will still find it"
+        if kinds:
+            msg += f"; redacted {len(kinds)} secret(s): {', '.join(sorted(set(kinds)))}"
+        results.append(StoreResult(action="created", memory=core.to_memory(row, store), redactions=kinds,
+                                   message=msg))
+    return results
+
+
+def write_into(core: MemoryCore, store: ScopeStore, mem: MemoryIn) -> Memory:
+    """Store a new memory into exactly this store through the write path (redaction, embedding, hooks)."""
+    mem = mem.model_copy(update={"scope": store.scope})
+    project = core.scopes.root_of(store)
+    sess = core.scopes.session_of(store)
+    with core.lock:
+        result = write(core, [mem], project, sess.key if sess else None)[0]
+    return result.memory
+
+
+@api
+def store(core: MemoryCore, memory: MemoryIn, project: str | None = None, session: str | None = None) -> StoreResult:
+    """Store one memory (secrets redacted first); an exact duplicate in the same scope is merged, and says so."""
+    if core.settings.disabled:
+        raise EngramError("Engram is disabled for this project (disabled: true in .claude/engram.local.md)")
+    with core.lock:
+        result = write(core, [memory], project, session)[0]
+    if session:
+        sess = core.scopes.session(session, project)
+        if sess:
+            core.scopes.touch(sess)
+    return result
+
+
+@api
+def store_many(core: MemoryCore, memories: list[MemoryIn], project: str | None = None,
+               session: str | None = None) -> list[StoreResult]:
+    with core.lock:
+        return write(core, memories, project, session)
+
+
+@api
+def import_lines(core: MemoryCore, lines: list[str], project: str | None = None, session: str | None = None,
+                 first_line: int = 1, dates: Literal["keep", "age"] = "keep",
+                 dry_run: bool = False, skip_bad: bool = False) -> ImportReport:
+    """JSONL import, validated whole first: a bad line is reported with its number and, unless ``skip_bad``,
+    nothing of the batch is stored.
+
+    ``dates``: "keep" (default) keeps each line's created_at and counts its decay from the import, so old
+    history is not forgotten wholesale; "age" treats it as last used when it was created. The report says
+    what the next sweep would do to these memories; ``dry_run`` stores nothing and reports only that (and
+    the bad lines: `engram import` checks the whole file this way before it stores anything)."""
+    good: list[MemoryIn] = []
+    failed: list[ImportError_] = []
+    for n, line in enumerate(lines, start=first_line):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+            if not isinstance(data, dict):
+                raise ValueError("each line must be a JSON object")
+            mem = MemoryIn(**data)
+            if mem.scope == Scope.session and not session:
+                raise EngramError("scope session needs --session (the id of a live session)")
+            created = mem.created_at.replace(tzinfo=mem.created_at.tzinfo or UTC) if mem.created_at else None
+            if created is not None and created > core.now() + FUTURE_SKEW:
+                raise ValueError(f"created_at {created.isoformat()} is in the future")
+            good.append(mem)
+        except (json.JSONDecodeError, ValueError, ValidationError, TypeError) as exc:
+            failed.append(ImportError_(line=n, error=short_error(exc)))
+    report = ImportReport(stored=0, merged=0, failed=failed, total_lines=sum(1 for x in lines if x.strip()),
+                          dates=dates, dry_run=dry_run, next_sweep=_import_preview(core, good, dates == "age"))
+    if dry_run or (failed and not skip_bad):
+        return report
+    for chunk_start in range(0, len(good), IMPORT_CHUNK):
+        try:
+            with core.lock:
+                results = write(core, good[chunk_start:chunk_start + IMPORT_CHUNK], project, session,
+                                age_dates=dates == "age")
+        except EngramError as exc:
+            raise EngramError(f"import stopped: {exc}") from exc
+        report.stored += sum(r.action == "created" for r in results)
+        report.merged += sum(r.action == "merged" for r in results)
+    return report
+
+
+def _import_preview(core: MemoryCore, memories: list[MemoryIn], age_dates: bool) -> dict[str, int]:
+    """What the next sweep would do to these memories, judged on their own dates and scores."""
+    now = core.now()
+    hl = core.half_lives()
+    out: dict[str, int] = {}
+    for scope in ("project", "user"):
+        rows = []
+        for i, m in enumerate(memories):
+            if m.scope.value != scope:
+                continue
+            created = m.created_at or now
+            if created.tzinfo is None:
+                created = created.replace(tzinfo=UTC)
+            rows.append(lifecycle.Row(
+                key=str(i), memory_type=m.memory_type.value, status="created", pinned=False,
+                importance=m.importance, access_count=0, half_life_days=lifecycle.half_life_for(
+                    scope, m.memory_type.value, hl), created_at=created,
+                last_accessed_at=created if age_dates and m.created_at is not None else max(created, now)))
+        plan = lifecycle.plan_sweep(rows, scope, now, hl)
+        for status, n in plan.counts().items():
+            out[status] = out.get(status, 0) + n
+        out["below_forget_threshold"] = out.get("below_forget_threshold", 0) + plan.below_forget
+        out["queued_for_consolidation"] = out.get("queued_for_consolidation", 0) + len(plan.decay_queue)
+    return {k: v for k, v in out.items() if v}
+
+
+# ── changing one memory ──────────────────────────────────────
+@api
+def update(core: MemoryCore, memory_id: str, patch: MemoryPatch, project: str | None = None,
+           session: str | None = None) -> Memory:
+    store, key = core.scopes.locate(memory_id, project, session)
+    changes = patch.model_dump(exclude_none=True)
+    if not changes:
+        raise EngramError("nothing to change: give content, tags, importance, confidence, type, pinned, "
+                          "metadata or user_feedback")
+    if "tags" in changes:
+        changes["tags"] = redact_value(changes["tags"])
+    if "content" in changes:
+        content, found = redact(changes["content"])
+        changes["content"] = content
+        changes["content_hash"] = content_hash(content)
+        changes["search_text"] = content
+        vecs, _ = try_embed(core.embedder, [content])
+        if vecs is not None:
+            changes["embedding"] = [float(x) for x in vecs[0]]
+    if "memory_type" in changes:
+        if changes["memory_type"] == "working" and store.scope != Scope.session:
+            raise EngramError("working memories are session-only")
+        changes["half_life_days"] = lifecycle.half_life_for(store.scope.value, changes["memory_type"],
+                                                            core.half_lives())
+    if "metadata" in changes:
+        current = store.get(key) or {}
+        changes["metadata"] = {**current.get("metadata", {}), **redact_value(changes["metadata"])}
+    row = store.update_memory(key, changes)
+    if row is None:
+        raise NotFound(f"no memory with id {key!r}")
+    return core.to_memory(row, store)
+
+
+@api
+def set_status(core: MemoryCore, memory_id: str, status: Status, reason: str = "set by user",
+               project: str | None = None, session: str | None = None) -> Memory:
+    """Move a memory to a lifecycle state (archive, restore to active…). Erasing (forgotten) is `forget` with
+    erase and confirm, never a status change by the way."""
+    if status == Status.forgotten:
+        raise EngramError("forgotten erases content and embedding: use forget with erase=true and confirm=true")
+    store, key = core.scopes.locate(memory_id, project, session)
+    row = store.set_status(key, status.value, redact_text(reason), at=core.now())
+    if row is None:
+        raise NotFound(f"no memory with id {key!r}")
+    return core.to_memory(row, store)
+
+
+@api
+def forget(core: MemoryCore, memory_id: str, project: str | None = None, session: str | None = None,
+           reason: str = "forgotten on request", erase: bool = False, confirm: bool = False) -> Memory:
+    """Forget = archive (seed 002 `/forget`: a soft delete). The memory leaves recall and injection but keeps
+    its content, so `set_status … active` brings it back. ``erase`` (with ``confirm``) is the separate, final
+    act: the skeleton stays for history; content, search text, hash, embedding, tags, source and metadata are
+    cleared (seed 000 §4 `forgotten`; docs/security.md says what the engine's files keep)."""
+    store, key = core.scopes.locate(memory_id, project, session)
+    reason = redact_text(reason)
+    if erase and not confirm:
+        raise EngramError("erasing clears this memory's content and embedding for good: "
+                          "confirm it (confirm=true, or --yes on the command line)")
+    if erase:
+        words = store.unique_words(key)
+        row = store.forget_memory(key, reason)
+        store.conn.erased = True  # the old bytes stay in the engine's files until the next compaction
+        # Recall logs live in project stores (else the user's): any may hold a recall that returned it.
+        if store.scope == Scope.user:
+            core.scopes.open_all_projects()
+        for log_store in core.scopes.open_stores():
+            if log_store.scope != Scope.session:
+                log_store.scrub_retrieval_log([key], words)
+    else:
+        row = store.set_status(key, Status.archived.value, f"{reason} (archived; restorable)", at=core.now())
+    if row is None:
+        raise NotFound(f"no memory with id {key!r}")
+    return core.to_memory(row, store)
