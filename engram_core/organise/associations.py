@@ -35,7 +35,7 @@ FOR $p IN $pairs {
 """
 
 
-def _adjacency(core: MemoryCore, store: ScopeStore) -> dict[str, dict[str, float]]:
+def adjacency(core: MemoryCore, store: ScopeStore) -> dict[str, dict[str, float]]:
     st = state(core).of(store)
     if st.adjacency is None:
         adj: dict[str, dict[str, float]] = {}
@@ -65,7 +65,7 @@ def coactivate(core: MemoryCore, store: ScopeStore, keys: Sequence[str], delta: 
         store.defer(_COACT, params, touches_memory=False)
     else:
         store.q(_COACT, params)
-    adj = _adjacency(core, store)
+    adj = adjacency(core, store)
     for p in pairs:
         w = min(1.0, adj.get(p["lo"], {}).get(p["hi"], 0.0) + delta)
         adj.setdefault(p["lo"], {})[p["hi"]] = w
@@ -113,7 +113,7 @@ def spread_ranker(core: MemoryCore, stores: Sequence[ScopeStore], query: str, qv
     out: dict[str, float] = {}
     _spread.scores = out
     for store in stores:
-        adj = _adjacency(core, store)
+        adj = adjacency(core, store)
         if not adj:
             continue
         seeds = store.index.vector(qvec, 5) if qvec is not None else store.index.bm25(query, 5)
@@ -151,7 +151,7 @@ def memory_associations(core: MemoryCore, memory_id: str, project: str | None = 
                         session: str | None = None, min_weight: float = 0.0) -> list[Association]:
     """The memories associated with one memory, strongest first: {id, weight, content}."""
     store, key = core.scopes.locate(memory_id, project, session)
-    adj = _adjacency(core, store).get(key, {})
+    adj = adjacency(core, store).get(key, {})
     out = []
     for other, w in sorted(adj.items(), key=lambda t: -t[1]):
         if w >= min_weight:

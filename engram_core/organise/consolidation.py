@@ -58,7 +58,7 @@ def replay_priority(core: MemoryCore, store: ScopeStore, key: str) -> float:
     if lt is None:
         return 0.0
     recency = 0.5 ** (max(0.0, days_between(lt.last_accessed_at, core.now())) / 7.0)
-    assoc = min(1.0, sum(associations._adjacency(core, store).get(key, {}).values()))
+    assoc = min(1.0, sum(associations.adjacency(core, store).get(key, {}).values()))
     return 0.5 * lt.importance + 0.3 * recency + 0.2 * assoc
 
 
