@@ -148,6 +148,10 @@ class MemoryCore:
         self.bookkeeper.close()
         self.scopes.close()
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
     def __enter__(self) -> MemoryCore:
         return self
 
