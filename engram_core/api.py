@@ -9,12 +9,14 @@ so the set the daemon serves is written in one place (service.py), whatever else
 from __future__ import annotations
 
 import functools
+import logging
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from pydantic import ValidationError, validate_call
 
+log = logging.getLogger(__name__)
 F = TypeVar("F", bound=Callable[..., Any])
 C = TypeVar("C", bound=type)
 
@@ -36,6 +38,13 @@ class NotFound(LookupError):
 
 class EngramError(ValueError):
     """A request Engram refuses; the message says what was wrong and what to do."""
+
+
+class UnknownMethod(LookupError):
+    """The daemon serves no method of that name."""
+
+    def __init__(self, method: str) -> None:
+        super().__init__(f"the daemon has no method {method!r} (not available in this version)")
 
 
 def api(fn: F) -> F:
@@ -95,3 +104,28 @@ def short_error(exc: BaseException) -> str:
     if isinstance(exc, ValidationError):
         return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'line'}: {e['msg']}" for e in exc.errors())
     return str(exc)
+
+
+def classify(exc: BaseException) -> tuple[str, str]:
+    """(error type, one-line message) for the wire: never a traceback."""
+    from .config import ConfigError
+    from .store import StoreError
+
+    if isinstance(exc, UnknownMethod):
+        return "NotFound", str(exc)
+    if isinstance(exc, NotFound):
+        return "NotFound", str(exc.args[0] if exc.args else exc)
+    if isinstance(exc, ValidationError):
+        parts = []
+        for e in exc.errors():
+            loc = ".".join(str(x) for x in e.get("loc", ()) if x != "memory") or "arguments"
+            parts.append(f"{loc}: {e.get('msg')}")
+        return "ValidationError", "; ".join(parts)
+    if isinstance(exc, EngramError | ConfigError):
+        return "EngramError", str(exc)
+    if isinstance(exc, StoreError):  # disk full, read-only store: the message already says what to do
+        return "EngramError", str(exc)
+    if isinstance(exc, TypeError):
+        return "ValidationError", str(exc)
+    log.exception("internal error")
+    return "Internal", f"{exc.__class__.__name__}: {exc}"

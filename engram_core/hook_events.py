@@ -9,6 +9,7 @@ Every call that touches the stores holds ``core.api_lock`` (the daemon's request
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -125,11 +126,8 @@ def apply(core: MemoryCore, eid: str, event: dict[str, Any]) -> LightWorkDue | N
                 session_learning.checkpoint(core, session, project, str(event.get("trigger") or "auto"))
     elif kind == "stop":
         if session:
-            with lock:
-                try:
-                    core.scopes.touch(core.scopes.session(session, project))  # type: ignore[arg-type]
-                except LookupError:
-                    pass
+            with lock, contextlib.suppress(LookupError):
+                core.scopes.touch(core.scopes.session(session, project))  # type: ignore[arg-type]
         return LightWorkDue(project)
     else:
         raise ValueError(f"unknown hook event kind {kind!r}")

@@ -17,7 +17,6 @@ import argparse
 import contextlib
 import fcntl
 import hashlib
-import importlib
 import inspect
 import json
 import logging
@@ -36,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from ..config import ConfigError, ensure_private_child, ensure_private_dir, find_project_root, load_settings
+from ..config import ensure_private_child, ensure_private_dir, find_project_root, load_settings
 from ..redaction import redact_text, redact_value
 from ..wire.protocol import (
     MAX_LINE,
@@ -57,11 +56,9 @@ JOURNAL_NAME = "journal.jsonl"
 SPOOL_DIR = "spool"
 KEEP_DONE_IDS = 50_000
 SPOOL_POLL_S = 2.0
-LIGHT_WORK_MIN_INTERVAL_S = 300.0
 # A new session's database (~0.1-0.4 s of work that holds the GIL for stretches) is created when its first other
 # event arrives or after this delay, not while Claude Code waits on its MCP server's `initialize` (m_hook_session_start).
 SESSION_REGISTER_DELAY_S = 2.0
-SESSION_END_BUDGET_S = 30.0
 # Socket bounds (see _Handler).
 MAX_CONNECTIONS = 64
 CONN_IDLE_S = 300.0
@@ -173,34 +170,6 @@ def event_id_of(line: bytes | str, event: dict[str, Any]) -> str:
     return "h_" + hashlib.sha256(raw.strip()).hexdigest()[:32]
 
 
-# Every kind `Daemon.apply_event` applies: a new kind goes here too, or the daemon refuses it before the journal.
-EVENT_KINDS = ("memory", "session_end", "checkpoint", "stop", "prompt", "command_ok")
-
-
-def check_event(event: Any) -> None:
-    """The shape `apply_event` needs, checked before an event is acknowledged (EngramError says what is wrong)."""
-    from pydantic import ValidationError
-
-    from ..models import MemoryIn
-    from ..service import EngramError
-
-    if not isinstance(event, dict):
-        raise EngramError("hook_event needs params.event, a JSON object")
-    kind = event.get("kind")
-    if kind not in EVENT_KINDS:
-        raise EngramError(f"hook_event: unknown kind {kind!r}; one of {', '.join(EVENT_KINDS)}")
-    for name in ("session_id", "cwd", "event_id", "reason", "trigger", "prompt", "command"):
-        if event.get(name) is not None and not isinstance(event[name], str):
-            raise EngramError(f"hook_event: {name} must be a string")
-    if kind == "memory":
-        if not isinstance(event.get("memory"), dict):
-            raise EngramError("hook_event: a memory event needs event.memory, a JSON object")
-        try:
-            MemoryIn(**event["memory"])
-        except (ValidationError, TypeError) as exc:
-            raise EngramError(f"hook_event: event.memory is not a valid memory: {exc}") from None
-
-
 # ── type names for clients (so RemoteService can rebuild pydantic results) ──
 def type_expr(tp: Any) -> str:
     """A small type expression over engram_core.models names, builtins and Any; anything else is Any."""
@@ -243,32 +212,6 @@ def method_info() -> tuple[dict[str, str], dict[str, list[str]]]:
     return returns, params
 
 
-def load_extensions(service: Any) -> list[str]:
-    """Import the modules that register extra API methods; call their install(service) if they have one."""
-    loaded = []
-    for name in ("engram_core.tools_support", "engram_core.organise"):
-        try:
-            mod = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name and name.startswith(exc.name):
-                continue
-            log.exception("extension %s failed to import", name)
-            continue
-        except Exception:
-            log.exception("extension %s failed to import", name)
-            continue
-        for hook in ("install", "attach"):
-            fn = getattr(mod, hook, None)
-            if callable(fn):
-                try:
-                    fn(service)
-                except Exception:
-                    log.exception("%s.%s(service) failed", name, hook)
-                break
-        loaded.append(name)
-    return loaded
-
-
 # ── the daemon ───────────────────────────────────────────────────────────────
 class Daemon:
     def __init__(self, home: Path, *, idle_timeout_s: float | None = None, warm_model: bool = True,
@@ -308,7 +251,7 @@ class Daemon:
         self.retry_delays = tuple(float(x) for x in raw.split(",") if x.strip()) or RETRY_DELAYS_S
         self._inflight = 0
         self._inflight_cv = threading.Condition()
-        self._last_light: dict[str, float] = {}
+        self.light_work: Any = None  # hook_events.LightWork, made at start (it imports the core)
         # `/clear` gives the hooks a new session id but keeps the MCP server (and its CLAUDE_CODE_SESSION_ID):
         # unmatched clear ends and starts, and the session that replaced each ended one (session_successor).
         self._clears: dict[str, list[tuple[str | None, str, float]]] = {"end": [], "start": []}
@@ -323,7 +266,6 @@ class Daemon:
         self.service: Any = None
         self.server: socketserver.ThreadingUnixStreamServer | None = None
         self.journal: Journal | None = None
-        self.extensions: list[str] = []
         self._returns: dict[str, str] = {}
         self._params: dict[str, list[str]] = {}
 
@@ -345,13 +287,14 @@ class Daemon:
         return fd
 
     def start(self) -> None:
+        from .. import hook_events
         from ..service import EngramService
 
         t0 = time.perf_counter()
         self.journal = Journal(self.home / JOURNAL_NAME)
         self.service = (self._service_factory or (lambda h: EngramService(h)))(self.home)
         self.service.api_lock = self.lock
-        self.extensions = load_extensions(self.service)
+        self.light_work = hook_events.LightWork()
         self._returns, self._params = method_info()
         self._write_launcher()
         # We hold the flock, so whatever socket file is there belongs to a dead daemon.
@@ -376,8 +319,8 @@ class Daemon:
         threading.Thread(target=self._background, name="engram-background", daemon=True).start()
         if self._warm_model:
             threading.Thread(target=self._warm, name="engram-warm", daemon=True).start()
-        log.info("engram daemon %s ready on %s in %.0f ms (pid %d, extensions %s)", __version__, self.sock_path,
-                 (time.perf_counter() - t0) * 1000, os.getpid(), ", ".join(self.extensions) or "none")
+        log.info("engram daemon %s ready on %s in %.0f ms (pid %d)", __version__, self.sock_path,
+                 (time.perf_counter() - t0) * 1000, os.getpid())
 
     def _write_launcher(self) -> None:
         """Hooks run under a bare python3 without our packages: tell them which interpreter starts the daemon."""
@@ -465,6 +408,8 @@ class Daemon:
             self.errors += 1
             return error(req_id, "ValidationError", redact_text(str(exc)))
         except Exception as exc:
+            from ..api import classify
+
             self.errors += 1
             # error messages quote their input (pydantic does), and callers log them (the hook's hooks.log)
             kind, message = classify(exc)
@@ -474,10 +419,11 @@ class Daemon:
         special = getattr(self, "m_" + method, None)
         if special is not None:
             return special(**params) if params else special()
+        from ..api import UnknownMethod
         from ..service import API_METHODS, UNLOCKED_API, call_api
 
         if method not in API_METHODS:
-            raise _Unknown(method)
+            raise UnknownMethod(method)
         if method in UNLOCKED_API:  # takes service.api_lock (our lock) itself, only around shared state
             service = self.service
             if service is None:
@@ -507,9 +453,9 @@ class Daemon:
             "spool_waiting": len(list(self.spool_dir.glob("*.jsonl"))),
             "journal_pending": len(self.journal.pending) if self.journal else 0,
             "events_parked": len(self.parked), "parked": list(self.parked.values())[:20],
-            "sessions_active": len(getattr(svc, "_sessions", {}) or {}),
-            "projects_open": len(getattr(svc, "_projects", {}) or {}),
-            "embedding": getattr(getattr(svc, "embedder", None), "name", None), "extensions": self.extensions,
+            "sessions_active": len(svc.scopes.live_sessions()) if svc is not None else 0,
+            "projects_open": len(svc.scopes.open_projects()) if svc is not None else 0,
+            "embedding": getattr(getattr(svc, "embedder", None), "name", None),
         }
 
     def m_shutdown(self, **_: Any) -> dict[str, Any]:
@@ -537,6 +483,8 @@ class Daemon:
 
             mcp_server.shared_server()
         except Exception as exc:
+            from ..api import classify
+
             self.errors += 1
             wfile.write(error(req_id, *classify(exc)))
             wfile.flush()
@@ -560,7 +508,9 @@ class Daemon:
 
     def m_hook_event(self, event: dict[str, Any] | None = None, **_: Any) -> dict[str, Any]:
         event = redact_value(event)  # type: ignore[assignment]  # whole, before an error message can quote it
-        check_event(event)  # before the journal: a malformed event is refused, never acknowledged then dropped
+        from .. import hook_events
+
+        hook_events.check(event)  # before the journal: a malformed event is refused, never acknowledged then dropped
         assert isinstance(event, dict)
         eid = event_id_of(json.dumps(event, sort_keys=True), event)
         accepted = self._accept(eid, event)
@@ -601,46 +551,20 @@ class Daemon:
         SESSION_REGISTER_DELAY_S), ahead of that event. Right after SessionStart, Claude Code waits for its MCP
         server's `initialize`, which that work would slow (it holds the GIL for stretches); the first prompt
         comes after that. An MCP server that joins first starts the session itself; starting is idempotent."""
-        project = str(find_project_root(cwd)) if cwd else None
-        with self.lock:
-            preview = self.service.injection_context(project=project, budget=budget)
-            # Being injected is a (weaker) use: it slows the decay of what the agent is shown every session.
-            self.service.note_injected([f"{i.scope.value}:{i.id}" for i in preview.items], project=project)
+        from .. import hook_events
+
+        answer = hook_events.session_start_context(self.service, session_id, cwd, budget)
         if session_id:
             self._accept("ss_" + os.urandom(16).hex(), {"kind": "session_start", "session_id": session_id,
                                                          "cwd": cwd, "source": source}, defer=True)
-        text = preview.text
-        if text and session_id:
-            text += f"\n\n(To stop Engram's capture for this session: `engram off --session {session_id}`.)"
-        return {"text": text, "tokens": preview.tokens, "items": len(preview.items),
-                "disabled": preview.disabled}
+        return answer
 
     def m_hook_prompt(self, prompt: str = "", session_id: str | None = None, cwd: str | None = None,
                       **_: Any) -> dict[str, Any]:
-        """UserPromptSubmit recall: off unless prompt_recall is set; a small budget of the best hits."""
-        project = str(find_project_root(cwd)) if cwd else None
-        settings = load_settings(project) if project else self.settings
-        if not settings.prompt_recall or settings.disabled or not prompt.strip():
-            return {"text": "", "enabled": False}
-        from ..scoring import estimate_tokens
+        """UserPromptSubmit recall (hook_events.prompt_context): off unless prompt_recall is set."""
+        from .. import hook_events
 
-        with self.lock:
-            if session_id:  # a hook may name a Claude session whose SessionStart we missed
-                self.service.scopes.session(session_id, project, create=True)
-            result = self.service.recall(redact_text(prompt)[:2000], project=project, session=session_id, limit=8,
-                                         log=False)
-        budget = settings.prompt_recall_token_budget
-        lines, used = [], estimate_tokens("# Engram: memories related to this prompt\n")
-        for hit in result.hits:
-            m = hit.memory
-            line = f"- [{m.scope.value}/{m.memory_type.value}] {m.content.strip()[:400]} (id {m.id})"
-            cost = estimate_tokens(line + "\n")
-            if used + cost > budget:
-                break
-            lines.append(line)
-            used += cost
-        text = "# Engram: memories related to this prompt\n" + "\n".join(lines) if lines else ""
-        return {"text": text, "enabled": True, "tokens": used if lines else 0}
+        return hook_events.prompt_context(self.service, prompt, session_id, cwd)
 
     # ── hook events: journal, queue, apply ───────────────────
     def _accept(self, eid: str, event: dict[str, Any], defer: bool = False) -> bool:
@@ -774,117 +698,22 @@ class Daemon:
         return n
 
     def apply_event(self, eid: str, event: dict[str, Any]) -> None:
-        from ..models import MemoryIn
+        """Apply one event (hook_events.apply says what it means); the light step it asks for runs aside."""
+        from .. import hook_events
 
-        kind = event.get("kind")
-        session = event.get("session_id") or None
-        cwd = event.get("cwd")
-        project = str(find_project_root(cwd)) if cwd else None
-        if project is not None:
-            try:
-                if load_settings(project).disabled:
-                    return
-            except ConfigError as exc:
-                log.warning("event %s: %s", eid, exc)
         svc = self.service
         if svc is None:
             raise RuntimeError("service closed")
-        if session and kind in ("memory", "checkpoint", "prompt", "command_ok"):
-            with self.lock:  # a Claude session whose SessionStart we missed: hook events may start it
-                svc.scopes.session(session, project, create=True)
-        if kind == "session_start":
-            if session:
-                with self.lock:
-                    svc.start_session(project=project, claude_session_id=session, source=event.get("source"))
-        elif kind == "memory":
-            data = dict(event.get("memory") or {})
-            data["metadata"] = {**(data.get("metadata") or {}), "hook_event_id": eid}
-            mem = MemoryIn(**data)
-            with self.lock:
-                if event.get("_replay") and self._already_stored(eid, mem.scope.value, project, session):
-                    return
-                svc.store(mem, project=project, session=session)
-        elif kind == "session_end":
-            if not session:
-                return
-            with self.lock:
-                try:
-                    report = svc.end_session(session, reason=str(event.get("reason") or "ended"))
-                except LookupError:
-                    return  # never started, or already ended: nothing to promote
-            log.info("session %s ended: %s", session, report.message)
-            self._light_work(project, force=True)
-        elif kind in ("prompt", "command_ok"):
-            if not session:
-                return
-            from .. import session_learning
-
-            with self.lock:
-                if kind == "prompt":
-                    session_learning.on_prompt(svc, str(event.get("prompt") or ""), project, session)
-                else:
-                    session_learning.on_command_ok(svc, str(event.get("command") or ""), project, session)
-        elif kind == "checkpoint":
-            self._checkpoint(session, project, str(event.get("trigger") or "auto"))
-        elif kind == "stop":
-            if session:
-                with self.lock, contextlib.suppress(LookupError):
-                    svc.scopes.touch(svc.scopes.session(session, project))
-            self._light_work(project)
-        else:
-            raise ValueError(f"unknown hook event kind {kind!r}")
-
-    def _already_stored(self, eid: str, scope: str, project: str | None, session: str | None) -> bool:
-        try:
-            stores = self.service.scopes.stores(scope, project, session)
-        except Exception:
-            return False
-        for store in stores:
-            if store.q1("SELECT VALUE id FROM memory WHERE metadata.hook_event_id = $e LIMIT 1", {"e": eid}):
-                return True
-        return False
-
-    def _checkpoint(self, session: str | None, project: str | None, trigger: str) -> None:
-        """PreCompact: the session is already on disk; leave a note of what it did so far for after compaction."""
-        if not session:
-            return
-        from .. import session_learning
-
-        with self.lock:
-            session_learning.checkpoint(self.service, session, project, trigger)
-
-    def _light_work(self, project: str | None, force: bool = False) -> None:
-        """Seed 001 §9: a light step after a turn or a session; heavier work stays in the periodic sweep."""
-        key = project or "-"
-        now = time.monotonic()
-        if not force and now - self._last_light.get(key, -1e9) < LIGHT_WORK_MIN_INTERVAL_S:
-            return
-        self._last_light[key] = now
-
-        def run() -> None:
-            t0 = time.perf_counter()
-            from ..service import API_METHODS, call_api
-
-            try:
-                with self.lock:
-                    if self.service is None:
-                        return
-                    self.service.maintain(project=project)
-                if "reflect_and_consolidate" in API_METHODS and time.perf_counter() - t0 < SESSION_END_BUDGET_S:
-                    with self.lock:
-                        if self.service is not None:
-                            call_api(self.service, "reflect_and_consolidate", {"project": project}
-                                     if "project" in inspect.signature(inspect.unwrap(
-                                         API_METHODS["reflect_and_consolidate"])).parameters else {})
-            except Exception:
-                log.exception("light consolidation for %s failed", key)
-            log.info("light consolidation for %s took %.0f ms", key, (time.perf_counter() - t0) * 1000)
-
-        threading.Thread(target=run, name="engram-light", daemon=True).start()
+        due = hook_events.apply(svc, eid, event)
+        if due is not None and self.light_work is not None and self.light_work.due(due):
+            threading.Thread(target=hook_events.LightWork.run, args=(svc, due.project), name="engram-light",
+                             daemon=True).start()
 
     # ── spool: events hooks could not deliver ────────────────
     def ingest_spool(self) -> int:
         """Rename-then-process each published spool file; event ids already journaled are skipped."""
+        from .. import hook_events
+
         n = 0
         for path in sorted(self.spool_dir.glob("*.jsonl")):
             claimed = path.with_name("ingesting-" + path.name) if not path.name.startswith("ingesting-") else path
@@ -908,7 +737,7 @@ class Daemon:
                         if event.get("kind") == "session_start":
                             continue  # its context could not be injected any more; the session starts lazily
                         try:
-                            check_event(event)
+                            hook_events.check(event)
                         except ValueError as exc:
                             log.warning("spool %s: an event was skipped: %s", claimed.name, exc)
                             continue
@@ -976,39 +805,6 @@ class Daemon:
                          st.took_ms)
         except Exception:
             log.exception("compaction failed")
-
-
-class _Unknown(LookupError):
-    def __init__(self, method: str) -> None:
-        super().__init__(f"the daemon has no method {method!r} (not available in this version)")
-
-
-def classify(exc: BaseException) -> tuple[str, str]:
-    """(error type, one-line message) for the wire: never a traceback."""
-    from pydantic import ValidationError
-
-    from ..service import EngramError, NotFound
-
-    if isinstance(exc, _Unknown):
-        return "NotFound", str(exc)
-    if isinstance(exc, NotFound):
-        return "NotFound", str(exc.args[0] if exc.args else exc)
-    if isinstance(exc, ValidationError):
-        parts = []
-        for e in exc.errors():
-            loc = ".".join(str(x) for x in e.get("loc", ()) if x != "memory") or "arguments"
-            parts.append(f"{loc}: {e.get('msg')}")
-        return "ValidationError", "; ".join(parts)
-    if isinstance(exc, EngramError | ConfigError):
-        return "EngramError", str(exc)
-    from ..store import StoreError
-
-    if isinstance(exc, StoreError):  # disk full, read-only store: the message already says what to do
-        return "EngramError", str(exc)
-    if isinstance(exc, TypeError):
-        return "ValidationError", str(exc)
-    log.exception("internal error")
-    return "Internal", f"{exc.__class__.__name__}: {exc}"
 
 
 class _Server(socketserver.ThreadingUnixStreamServer):

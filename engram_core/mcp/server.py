@@ -22,7 +22,7 @@ import contextvars
 import io
 import json
 import threading
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import Field
 
@@ -30,8 +30,15 @@ from ..models import EntityIn, RelationType
 from ..vocabulary import MemoryTypeName, PromotionTarget, ScopeName, ScopeOrAll
 from ..wire.protocol import _default
 
-if TYPE_CHECKING:
-    from ..daemon.server import Daemon
+
+class Daemon(Protocol):
+    """What the tools use of the daemon that serves them (daemon/server.py; not imported: it imports us)."""
+
+    _params: dict[str, list[str]]  # the API's parameter names, for passthrough
+
+    def dispatch(self, method: str, params: dict[str, Any]) -> Any: ...
+
+    def session_successor(self, session: str) -> str: ...
 
 INSTRUCTIONS = """Engram is your persistent memory across sessions, in three scopes: session (this conversation,
 promoted at its end if it proved useful), project (this repository) and user (everything you do for this person).
@@ -73,7 +80,7 @@ class EngramTools:
         """The daemon's method, in process; its result as the JSON a socket client would get."""
         from mcp.server.mcpserver.exceptions import ToolError
 
-        from ..daemon.server import classify
+        from ..api import classify
 
         params = {k: v for k, v in params.items() if v is not None}
         if self.session and not self.own_session:
