@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, Unpack
 
 from . import retrieval
 from .api import EngramError
@@ -99,15 +99,20 @@ class Extensions:
             hooks.clear()
 
 
+class CoreOptions(TypedDict, total=False):
+    """What a core may be given instead of what it would build: the embedder, the clock, the settings."""
+
+    embedder: Embedder | None
+    clock: Clock | None
+    settings: Settings | None
+
+
 class MemoryCore:
-    def __init__(
-        self,
-        home: Path | str | None = None,
-        *,
-        embedder: Embedder | None = None,
-        clock: Clock | None = None,
-        settings: Settings | None = None,
-    ) -> None:
+    def __init__(self, home: Path | str | None = None, **options: Unpack[CoreOptions]) -> None:
+        unknown = set(options) - set(CoreOptions.__annotations__)
+        if unknown:
+            raise TypeError(f"unexpected keyword argument(s): {', '.join(sorted(unknown))}")
+        embedder, clock, settings = options.get("embedder"), options.get("clock"), options.get("settings")
         # Everything this process creates (store files the engine writes later included) is owner-only.
         os.umask(0o077)
         try:

@@ -9,6 +9,7 @@ the API, declared here in one place. Every ``@api`` function listed in the class
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Unpack
 
 from . import (
     backup,
@@ -26,10 +27,8 @@ from . import (
 )
 from .api import API_METHODS, UNLOCKED_API, EngramError, NotFound, api, call_api, serve
 from .api import revision as _revision
-from .clock import Clock
-from .config import Settings
-from .core import MemoryCore
-from .embeddings import Embedder, EmbeddingError
+from .core import CoreOptions, MemoryCore
+from .embeddings import EmbeddingError
 from .organise import (
     associations,
     consolidation,
@@ -45,16 +44,9 @@ from .store import ScopeStore, StoreError
 
 @serve
 class EngramService(MemoryCore):
-    def __init__(
-        self,
-        home: Path | str | None = None,
-        *,
-        embedder: Embedder | None = None,
-        clock: Clock | None = None,
-        settings: Settings | None = None,
-        recover_sessions: bool = True,
-    ) -> None:
-        super().__init__(home, embedder=embedder, clock=clock, settings=settings)
+    def __init__(self, home: Path | str | None = None, *, recover_sessions: bool = True,
+                 **options: Unpack[CoreOptions]) -> None:
+        super().__init__(home, **options)
         organise.register(self)
         sessions.resume(self, recover=recover_sessions)
 
