@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 from uuid import UUID
 
 import numpy as np
@@ -122,6 +122,20 @@ def plain(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [plain(v) for v in value]
     return value
+
+
+def write_private(path: Path, write: Callable[[BinaryIO], Any]) -> None:
+    """Write a derived file beside a store: owner-only, and whole or not at all (a temporary file renamed)."""
+    tmp = path.with_name(path.name + ".tmp" + path.suffix)
+    try:
+        with open(tmp, "wb") as fh:
+            write(fh)
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
 
 
 def _io_error(exc: BaseException, where: str) -> StoreError | None:
@@ -414,6 +428,9 @@ class ScopeStore:
         self._rows: OrderedDict[str, dict[str, Any]] = OrderedDict()
         # Bumped when a write outside the organise layer changed the knowledge graph (erasure): its mirror reloads.
         self.graph_version = 0
+        # Other in-process mirrors of this store (the organise layer's graph) that save themselves with the
+        # vector snapshot, at close: name → writer.
+        self.snapshot_writers: dict[str, Callable[[], None]] = {}
         self.apply_schema()
         self.reload_mirror()
 
@@ -457,8 +474,23 @@ class ScopeStore:
             got = got[0] if isinstance(got, list) else got
         return f"{got['sid']}:{int(got.get('n') or 0)}"
 
+    def graph_generation(self) -> str:
+        """This database's identity and knowledge-graph change count (schema 005): what a graph snapshot is
+        valid for."""
+        ident = self._generation().split(":", 1)[0]
+        n = self.q1("RETURN (SELECT VALUE n FROM ONLY mirror_meta:graph)")
+        return f"{ident}:g{int(n or 0)}"
+
+    def side_snapshot_path(self, part: str) -> Path | None:
+        """Where a mirror kept by another module (``part``: the graph) is saved beside this store."""
+        path = self.conn.path
+        return None if path is None else path.parent / f"{path.name}.{self.namespace}.{self.database}.{part}.json"
+
     def reload_mirror(self) -> None:
         self._rows.clear()
+        # Whatever made this reload (a console write, a redaction pass) may have changed the graph too: the
+        # organise layer's graph mirror reloads from the database, and is not saved as a snapshot before.
+        self.graph_version += 1
         gen = self._generation()
         if self._load_full_snapshot(gen):
             return
@@ -569,18 +601,19 @@ class ScopeStore:
                       lt.pinned, lt.last_accessed_at.isoformat(), lt.created_at.isoformat(), lt.session_id,
                       lt.episode_id, lt.content_hash, lt.content, self.index.text(k)]
                      for k, lt in self.light.items()]
-        tmp = path.with_name(path.name + ".tmp.npz")
         try:
-            with open(tmp, "wb") as fh:
-                np.savez(fh, version=SNAPSHOT_VERSION, dim=self.index_dim, sums=sums, vecs=mat,
-                         keys=np.frombuffer("\n".join(keys).encode(), dtype=np.uint8), generation=np.frombuffer(gen.encode(), dtype=np.uint8),
-                         light=np.frombuffer(json.dumps(light, ensure_ascii=False).encode(), dtype=np.uint8))
-            os.chmod(tmp, 0o600)
-            os.replace(tmp, path)
+            write_private(path, lambda fh: np.savez(
+                fh, version=SNAPSHOT_VERSION, dim=self.index_dim, sums=sums, vecs=mat,
+                keys=np.frombuffer("\n".join(keys).encode(), dtype=np.uint8),
+                generation=np.frombuffer(gen.encode(), dtype=np.uint8),
+                light=np.frombuffer(json.dumps(light, ensure_ascii=False).encode(), dtype=np.uint8)))
         except OSError as exc:
             log.warning("vector snapshot %s not written: %s", path, exc)
-            with contextlib.suppress(OSError):
-                tmp.unlink()
+        for name, write in list(self.snapshot_writers.items()):
+            try:
+                write()
+            except Exception as exc:  # noqa: BLE001 - a snapshot not written only costs a slower start
+                log.warning("%s snapshot of %s/%s not written: %s", name, self.namespace, self.database, exc)
 
     @property
     def index_dim(self) -> int:

@@ -148,16 +148,30 @@ def test_graph_mirror_stays_in_step_with_the_store(env: tuple[EngramService, str
     pstore = svc.project_store(p)
     assert pstore is not None
     kept = graph.mirror(svc, pstore)  # loaded now: every write below must update it
+
+    def warm() -> None:  # fills the neighbour cache recall reads: each next write must invalidate what it changes
+        for e in list(kept.types):
+            kept.near(e)
+
+    warm()
     store(svc, p, "Again: auth.py raises TokenExpiredError after a deploy")  # strengthens the edge
+    warm()
     store(svc, p, "We switched from jest to vitest in packages/web; we use pytest for the API")
+    warm()
     graph.add_entities(svc, [EntityIn(name="flaky idea", entity_type="concept"),
                              EntityIn(name="solid idea", entity_type="concept")], project=p)
+    warm()
     relations.relate_entities(svc, "flaky idea", "solid idea", "related_to", confidence=0.1, project=p)
+    warm()
     relations.relate_entities(svc, "auth.py", "TokenExpiredError", "causes", project=p)
+    warm()
     assert graph.prune_graph(svc, pstore, now=svc.now() + timedelta(days=31))[1] >= 1  # ends the stale edge
     assert graph.mirror(svc, pstore) is kept, "a stale edge ending must not force a reload"
     assert any(w >= 0.6 for _a, _b, w in kept.rels.values()), "the repeated evidence strengthened an edge"
-    assert _snapshot(kept) == _snapshot(graph._load_mirror(pstore))
+    fresh = graph._load_mirror(pstore)
+    assert _snapshot(kept) == _snapshot(fresh)
+    assert {e: kept.near(e) for e in fresh.types} == {e: fresh.near(e) for e in fresh.types}
+    assert any(fresh.near(e) for e in fresh.types), "the comparison above must cover some neighbours"
 
 
 def test_recall_sends_no_graph_query(env: tuple[EngramService, str], monkeypatch: pytest.MonkeyPatch) -> None:
@@ -194,3 +208,55 @@ def test_organise_setting_off_leaves_the_write_and_recall_paths_plain(tmp_path: 
         assert graph.search_knowledge_graph(svc, "auth.py", project=str(proj)).entities == [], "no extraction ran"
     finally:
         svc.close()
+
+
+def test_graph_mirror_opens_from_its_snapshot_only_while_the_graph_is_unchanged(
+        env: tuple[EngramService, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The graph mirror is saved at close and read back at the next start instead of every edge, but only while
+    the graph's change counter (schema 005) still matches: a write it did not see makes it read the store."""
+    from engram_core.organise.base import state
+    from engram_core.store import Connection
+
+    svc, p = env
+    store(svc, p, "auth.py raises TokenExpiredError when the JWT expires")
+    store(svc, p, "We switched from jest to vitest in packages/web; we use pytest for the API")
+    home = svc.home
+    pstore = svc.project_store(p)
+    assert pstore is not None
+    before = _snapshot(graph.mirror(svc, pstore))
+    assert before[3], "the memories above must give relations to compare"
+    svc.close()
+
+    again = EngramService(home=home, embedder=svc.embedder, recover_sessions=False)
+    try:
+        pstore = again.project_store(p)
+        assert pstore is not None
+        sent: list[str] = []
+        real = Connection.run
+
+        def spy(self: Connection, ns: str, db: str, sql: str, params: object = None) -> list[object]:
+            sent.append(sql)
+            return real(self, ns, db, sql, params)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(Connection, "run", spy)
+        loaded = graph.mirror(again, pstore)
+        assert not [s for s in sent if "FROM relates_to" in s or "FROM mentions" in s], sent
+        assert _snapshot(loaded) == before == _snapshot(graph._load_mirror(pstore))
+
+        # A write the mirror does not follow (the SurrealQL console) moves the counter and keeps the mirror
+        # from being saved: the snapshot on disk no longer counts, and the next start reads the store.
+        graph.mirror(again, pstore)
+        res = again.run_query("UPDATE relates_to SET weight = 0.99", allow_writes=True, project=p)
+        assert res.ok, res.message
+        again.close()
+        third = EngramService(home=home, embedder=svc.embedder, recover_sessions=False)
+        try:
+            pstore = third.project_store(p)
+            assert pstore is not None
+            assert state(third).of(pstore).graph is None
+            weights = {w for _a, _b, w in graph.mirror(third, pstore).rels.values()}
+            assert weights == {0.99}
+        finally:
+            third.close()
+    finally:
+        again.close()

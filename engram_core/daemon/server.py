@@ -332,13 +332,9 @@ class Daemon:
         os.replace(tmp, path)
 
     def _warm(self) -> None:
-        # The MCP SDK too (~0.8 s to import), so that a bridge's `initialize` is answered at once.
-        try:
-            from ..mcp import server as mcp_server
-
-            mcp_server.shared_server()
-        except Exception:
-            log.exception("the MCP server could not be built")
+        # The model first: it loads mostly outside the GIL, beside the first request's store opening (the first
+        # recall otherwise waited for it). Built before it, the MCP server's imports held the GIL for ~1-2 s
+        # while that first recall ran.
         embedder = self.service.embedder
         self.model_state = "loading"
         try:
@@ -346,6 +342,13 @@ class Daemon:
             self.model_state = "ready" if ok_ else f"unavailable ({getattr(embedder, 'name', '?')})"
         except Exception as exc:
             self.model_state = f"error: {exc}"
+        # The MCP SDK too (~0.8 s to import), so that a bridge's `initialize` is answered at once.
+        try:
+            from ..mcp import server as mcp_server
+
+            mcp_server.shared_server()
+        except Exception:
+            log.exception("the MCP server could not be built")
 
     def serve_forever(self) -> None:
         assert self.server is not None

@@ -3,6 +3,10 @@ evidence, mentions from memories, pruning, and graph traversal as a recall signa
 
 from __future__ import annotations
 
+import functools
+import itertools
+import json
+import logging
 import math
 import re
 import threading
@@ -25,7 +29,7 @@ from ..models import (
 )
 from ..redaction import redact_text
 from ..search_index import tokenize
-from ..store import ScopeStore, key_of, plain
+from ..store import ScopeStore, key_of, plain, write_private
 from . import entities as ex
 from .base import (
     EngramError,
@@ -38,6 +42,7 @@ from .base import (
     state,
 )
 
+log = logging.getLogger(__name__)
 ENTITY_COSINE = 0.88  # seed 001 §5.1: same scope and type, cosine above this → the same entity
 TYPED_WEIGHT = 0.5
 CO_MENTION_WEIGHT = 0.3
@@ -47,6 +52,7 @@ TRAVERSE_MIN_WEIGHT = 0.2
 # the strongest neighbours only, and an entity's most recent mentions only. The fusion takes 100 at most.
 TRAVERSE_MAX_NEIGHBOURS = 12
 TRAVERSE_MAX_MENTIONS = 150
+GRAPH_LIST_MAX = 100  # how many graph-found memories join the fusion
 SUBJECT_TYPES = ("project", "person")  # "this project" / "user": hubs that would link everything
 CONFLICT_TYPES = ("uses", "replaces", "causes", "contradicts")
 
@@ -182,15 +188,39 @@ class GraphMirror:
         self.rels: dict[str, tuple[str, str, float]] = {}  # live relation key → (in, out, weight)
         self.touching: dict[str, set[str]] = {}  # entity key → live relation keys at either end
         self.version = 0  # the store's graph_version this was loaded at
+        # entity key → its traversal neighbours (other entity, 0.5 × weight), strongest first: a popular entity
+        # has thousands of relations, and recall would otherwise walk them all for every query naming it.
+        # Any change to entities or relations empties it (mentions do not enter it).
+        self._near: dict[str, list[tuple[str, float]]] = {}
 
     def add_entity(self, ekey: str, etype: str, nkey: str) -> None:
+        if self.types.get(ekey) != etype:
+            self._near.clear()
         self.types[ekey] = etype
         _index_name(self.names, nkey, ekey, etype)
+
+    def near(self, ekey: str) -> list[tuple[str, float]]:
+        """One hop from ``ekey`` along live relations of weight >= TRAVERSE_MIN_WEIGHT that touch no subject
+        hub: (other entity, 0.5 × weight), best first. Caller holds the lock."""
+        got = self._near.get(ekey)
+        if got is None:
+            best: dict[str, float] = {}
+            for rkey in self.touching.get(ekey, ()):
+                a, b, w = self.rels[rkey]
+                if w < TRAVERSE_MIN_WEIGHT or self.types.get(a) in SUBJECT_TYPES or \
+                        self.types.get(b) in SUBJECT_TYPES:
+                    continue
+                other = b if a == ekey else a
+                best[other] = max(best.get(other, 0.0), 0.5 * w)
+            got = self._near[ekey] = sorted(best.items(), key=lambda t: (-t[1], t[0]))
+        return got
 
     def add_mention(self, memory: str, ekey: str) -> None:
         self.mentioned_by.setdefault(ekey, {})[memory] = None
 
     def set_relation(self, rkey: str, a: str, b: str, weight: float, live: bool) -> None:
+        self._near.pop(a, None)
+        self._near.pop(b, None)
         if not live:
             self.rels.pop(rkey, None)
             for end in (a, b):
@@ -228,11 +258,56 @@ def _load_mirror(store: ScopeStore) -> GraphMirror:
     return g
 
 
+GRAPH_SNAPSHOT_VERSION = 1
+
+
+def _save_snapshot(core: MemoryCore, store: ScopeStore) -> None:
+    """Write the graph mirror beside the store (at close, with the vector snapshot), tagged with the graph's
+    change count: the next start reads it instead of every edge while the count still matches."""
+    g = state(core).of(store).graph
+    path = store.side_snapshot_path("graph")
+    if g is None or path is None or g.version != store.graph_version:
+        return  # dropped for a reload (merge, prune, erasure): the old file no longer matches the count
+    gen = store.graph_generation()
+    with g.lock:
+        data = {"version": GRAPH_SNAPSHOT_VERSION, "generation": gen, "types": g.types,
+                "names": {k: sorted(v) for k, v in g.names.items()},
+                "mentioned_by": {k: list(v) for k, v in g.mentioned_by.items()},
+                "rels": g.rels}
+        body = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode()
+    write_private(path, lambda fh: fh.write(body))
+
+
+def _read_snapshot(store: ScopeStore) -> GraphMirror | None:
+    path = store.side_snapshot_path("graph")
+    if path is None or not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_bytes())
+        if data.get("version") != GRAPH_SNAPSHOT_VERSION or data.get("generation") != store.graph_generation():
+            return None
+        g = GraphMirror()
+        g.version = store.graph_version
+        g.types = data["types"]
+        g.names = {k: set(v) for k, v in data["names"].items()}
+        g.mentioned_by = {k: dict.fromkeys(v) for k, v in data["mentioned_by"].items()}
+        g.rels = {rkey: (a, b, float(w)) for rkey, (a, b, w) in data["rels"].items()}
+        for rkey, (a, b, _w) in g.rels.items():  # what set_relation builds, without its per-call upkeep
+            g.touching.setdefault(a, set()).add(rkey)
+            g.touching.setdefault(b, set()).add(rkey)
+        return g
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        log.warning("graph snapshot %s unreadable, reading the store: %s", path, exc)
+        return None
+
+
 def mirror(core: MemoryCore, store: ScopeStore) -> GraphMirror:
     st = state(core).of(store)
     g = st.graph
     if g is None or g.version != store.graph_version:  # an erasure changed the graph under us
-        g = st.graph = _load_mirror(store)
+        g = None if st.graph is not None else _read_snapshot(store)
+        g = st.graph = g or _load_mirror(store)
+        store.snapshot_writers.setdefault("graph", functools.partial(_save_snapshot, core, store))
     return g
 
 
@@ -310,39 +385,54 @@ def traverse(core: MemoryCore, store: ScopeStore, seeds: set[str]) -> dict[str, 
     near: dict[str, float] = {}
     with g.lock:
         for s in seeds:
-            for rkey in g.touching.get(s, ()):
-                a, b, w = g.rels[rkey]
-                if w < TRAVERSE_MIN_WEIGHT or g.types.get(a) in SUBJECT_TYPES or g.types.get(b) in SUBJECT_TYPES:
+            # Only the strongest TRAVERSE_MAX_NEIGHBOURS of all seeds are kept, and the seeds themselves are
+            # skipped: one seed contributes at most that many plus one per other seed.
+            taken = 0
+            for other, score in g.near(s):
+                if other in seeds:
                     continue
-                other = b if a == s else a
-                if other not in seeds:
-                    near[other] = max(near.get(other, 0.0), 0.5 * w)
+                if score > near.get(other, 0.0):
+                    near[other] = score
+                taken += 1
+                if taken >= TRAVERSE_MAX_NEIGHBOURS:
+                    break
         ent_score: dict[str, float] = {s: 1.0 for s in seeds}
         ent_score.update(sorted(near.items(), key=lambda t: (-t[1], t[0]))[:TRAVERSE_MAX_NEIGHBOURS])
         # A memory's score sums its entities, dampened so a note listing twenty files does not dominate.
-        per_mem: dict[str, list[float]] = {}
+        total: dict[str, float] = {}
+        count: dict[str, int] = {}
         for ekey, score in ent_score.items():
             mems = g.mentioned_by.get(ekey)
             if not mems:
                 continue
-            for m in list(mems)[-TRAVERSE_MAX_MENTIONS:] if len(mems) > TRAVERSE_MAX_MENTIONS else mems:
-                per_mem.setdefault(m, []).append(score)
-    return {k: sum(v) / math.sqrt(len(v)) if len(v) > 1 else v[0] for k, v in per_mem.items()}
+            # The newest mentions (the dict keeps insertion order), without copying a popular entity's thousands.
+            for m in itertools.islice(reversed(mems), TRAVERSE_MAX_MENTIONS):
+                if m in total:
+                    total[m] += score
+                    count[m] += 1
+                else:
+                    total[m] = score
+                    count[m] = 1
+    return {k: v / math.sqrt(count[k]) if count[k] > 1 else v for k, v in total.items()}
 
 
 def graph_ranker(core: MemoryCore, stores: Sequence[ScopeStore], query: str, qvec: Any,
                  filters: Any) -> list[tuple[str, float]]:
-    out: list[tuple[str, float]] = []
+    scored: list[tuple[float, str, ScopeStore]] = []
     for store in stores:
         seeds = query_seeds(core, store, query)
-        if not seeds:
-            continue
-        for k, s in traverse(core, store, seeds).items():
-            lt = store.light.get(k)
-            if lt is not None and filters.admits(lt):
-                out.append((k, s))
-    out.sort(key=lambda t: (-t[1], t[0]))
-    return out[:100]
+        if seeds:
+            scored += [(-s, k, store) for k, s in traverse(core, store, seeds).items()]
+    # Best first, filtered only until GRAPH_LIST_MAX are kept: a popular entity names a thousand memories or more.
+    scored.sort(key=lambda t: (t[0], t[1]))
+    out: list[tuple[str, float]] = []
+    for neg, k, store in scored:
+        lt = store.light.get(k)
+        if lt is not None and filters.admits(lt):
+            out.append((k, -neg))
+            if len(out) >= GRAPH_LIST_MAX:
+                break
+    return out
 
 
 # ── reading ──────────────────────────────────────────────────
