@@ -174,11 +174,8 @@ def test_graph_mirror_stays_in_step_with_the_store(env: tuple[EngramService, str
     assert any(fresh.near(e) for e in fresh.types), "the comparison above must cover some neighbours"
 
 
-def test_recall_sends_no_graph_query(env: tuple[EngramService, str], monkeypatch: pytest.MonkeyPatch) -> None:
-    svc, p = env
-    store(svc, p, "auth.py raises TokenExpiredError when a session outlives its JWT")
-    target = store(svc, p, "Wrap refresh_token() in a retry so TokenExpiredError never reaches users")
-    svc.recall("warm up", project=p, strengthen=False, log=False)  # loads the mirrors
+def _record_queries(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every SurrealQL text sent to the engine from now on."""
     from engram_core.store import Connection
 
     sent: list[str] = []
@@ -189,6 +186,15 @@ def test_recall_sends_no_graph_query(env: tuple[EngramService, str], monkeypatch
         return real(self, ns, db, sql, params)  # type: ignore[arg-type]
 
     monkeypatch.setattr(Connection, "run", spy)
+    return sent
+
+
+def test_recall_sends_no_graph_query(env: tuple[EngramService, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    svc, p = env
+    store(svc, p, "auth.py raises TokenExpiredError when a session outlives its JWT")
+    target = store(svc, p, "Wrap refresh_token() in a retry so TokenExpiredError never reaches users")
+    svc.recall("warm up", project=p, strengthen=False, log=False)  # loads the mirrors
+    sent = _record_queries(monkeypatch)
     hits = svc.recall("problems in auth.py", project=p, strengthen=False, log=False).hits
     assert target in [h.memory.id for h in hits]
     assert not [s for s in sent if "relates_to" in s or "mentions" in s or "FROM entity" in s], sent
@@ -215,7 +221,6 @@ def test_graph_mirror_opens_from_its_snapshot_only_while_the_graph_is_unchanged(
     """The graph mirror is saved at close and read back at the next start instead of every edge, but only while
     the graph's change counter (schema 005) still matches: a write it did not see makes it read the store."""
     from engram_core.organise.base import state
-    from engram_core.store import Connection
 
     svc, p = env
     store(svc, p, "auth.py raises TokenExpiredError when the JWT expires")
@@ -231,14 +236,7 @@ def test_graph_mirror_opens_from_its_snapshot_only_while_the_graph_is_unchanged(
     try:
         pstore = again.project_store(p)
         assert pstore is not None
-        sent: list[str] = []
-        real = Connection.run
-
-        def spy(self: Connection, ns: str, db: str, sql: str, params: object = None) -> list[object]:
-            sent.append(sql)
-            return real(self, ns, db, sql, params)  # type: ignore[arg-type]
-
-        monkeypatch.setattr(Connection, "run", spy)
+        sent = _record_queries(monkeypatch)
         loaded = graph.mirror(again, pstore)
         assert not [s for s in sent if "FROM relates_to" in s or "FROM mentions" in s], sent
         assert _snapshot(loaded) == before == _snapshot(graph._load_mirror(pstore))
