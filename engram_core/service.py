@@ -3,7 +3,7 @@
 A thin facade: the memory core (core.py) with the organise layer registered on its extension points, and
 the API, declared here in one place. Every ``@api`` function listed in the class is what the daemon serves
 (``api.serve``); each lives in the module named for what it does. In process the service owns the stores
-(tests, and the daemon itself); ``client.RemoteService`` speaks the same methods over the daemon's socket.
+(tests, and the daemon itself); ``wire.client.RemoteService`` speaks the same methods over the daemon's socket.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from .organise import (
     recursive,
     relations,
 )
-from .store import ScopeStore, StoreError
+from .store import StoreError
 
 
 @serve
@@ -55,10 +55,6 @@ class EngramService(MemoryCore):
 
     def recover_stale_sessions(self, older_than_hours: float | None = None) -> int:
         return sessions.recover_stale_sessions(self, older_than_hours)
-
-    def locate(self, memory_id: str, project: str | None = None, session: str | None = None
-               ) -> tuple[ScopeStore, str]:
-        return self.scopes.locate(memory_id, project, session)
 
     # ── the API: what the daemon serves ──────────────────────
     # projects and sessions
