@@ -3,7 +3,9 @@ this module checks their shape, applies them, answers the two hooks that wait fo
 light maintenance step is due after a turn or a session.
 
 Kinds sent by hooks/engram_hook.py: ``memory`` (an edit, a failed command…), ``prompt``, ``command_ok``,
-``checkpoint`` (PreCompact), ``stop`` (end of a turn), ``session_end``; the daemon adds ``session_start``.
+``checkpoint`` (PreCompact), ``stop`` (end of a turn: hooks.json no longer registers Stop, whose work each turn's
+``prompt`` does; still accepted from older plugin copies and spools), ``session_end``; the daemon adds
+``session_start``.
 Every call that touches the stores holds ``core.api_lock`` (the daemon's request lock).
 """
 
@@ -119,6 +121,10 @@ def apply(core: MemoryCore, eid: str, event: dict[str, Any]) -> LightWorkDue | N
                 session_learning.on_prompt(core, str(event.get("prompt") or ""), project, session)
             else:
                 session_learning.on_command_ok(core, str(event.get("command") or ""), project, session)
+        if kind == "prompt":  # each turn starts with one: it carries what a Stop hook did (plugin has none)
+            with lock, contextlib.suppress(LookupError):
+                core.scopes.touch(core.scopes.session(session, project))  # type: ignore[arg-type]
+            return LightWorkDue(project)
     elif kind == "checkpoint":
         # PreCompact: the session is already on disk; leave a note of what it did so far for after compaction.
         if session:

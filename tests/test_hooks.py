@@ -525,6 +525,31 @@ def test_the_entry_answers_in_process_when_the_agent_needs_the_answer(daemon: Da
     assert "ops/deploy.sh" in json.loads(r.stdout)["hookSpecificOutput"]["additionalContext"]
 
 
+def test_each_prompt_does_what_a_stop_hook_did(daemon: DaemonProc, env: dict, tmp_path: Path) -> None:
+    """hooks.json registers no Stop or SubagentStop hook (one process fewer per turn): each turn's prompt touches
+    the session (what the stale-session pass reads) and schedules the light step instead."""
+    spec = json.loads((HOOK_ENTRY.parent / "hooks.json").read_text())
+    assert not {"Stop", "SubagentStop"} & set(spec["hooks"])
+    proj = new_project(tmp_path, "turns")
+    sid = "sess-turns"
+
+    def last_seen() -> str:
+        c = daemon.client()
+        try:
+            c.call("flush", timeout_s=60)
+            out = c.call("run_query", surql="SELECT VALUE last_seen_at FROM session_registry:self",
+                         scope="session", session=sid, project=str(proj))
+            return str(out["statements"][0]["rows"][0])
+        finally:
+            c.close()
+
+    run_hook("UserPromptSubmit", {**base(sid, proj, "UserPromptSubmit"), "prompt": "add a health check"}, env)
+    first = last_seen()
+    run_hook("UserPromptSubmit", {**base(sid, proj, "UserPromptSubmit"), "prompt": "now the docs"}, env)
+    assert last_seen() > first
+    run_hook("SessionEnd", {**base(sid, proj, "SessionEnd"), "reason": "other"}, env)
+
+
 # ── the hook script on old interpreters ──────────────────────────────────────
 HOOK_FILES = [HOOK_SCRIPT, HOOK_ENTRY, HOOK_SCRIPT.parent.parent / "engram_core" / "redaction.py"]
 
