@@ -79,6 +79,11 @@ def phase(name: str, env: dict[str, str], args: argparse.Namespace, recalls: int
     finally:
         d.stop()
     first = next((s for s in samples if s["recalls"] >= max(1, n // 10)), samples[0])  # after warm-up
+    steady = [s for s in samples if s["recalls"] >= first["recalls"]]
+
+    def spread(key: str) -> dict[str, float]:
+        lo, hi = min(s[key] for s in steady), max(s[key] for s in steady)
+        return {"min": lo, "max": hi, "spread_pct": round(100 * (hi - lo) / lo, 1) if lo else 0.0}
     last = samples[-1]
     per_k = 1000 / max(1, last["recalls"] - first["recalls"])
     return {
@@ -90,6 +95,8 @@ def phase(name: str, env: dict[str, str], args: argparse.Namespace, recalls: int
         "store_mb": {"after_warmup": first["store_mb"], "end": last["store_mb"],
                      "max": max(s["store_mb"] for s in samples),
                      "growth_per_1000_recalls": round((last["store_mb"] - first["store_mb"]) * per_k, 2)},
+        "after_warmup_range": {"from_recalls": first["recalls"], "rss_mb": spread("rss_mb"),
+                               "store_mb": spread("store_mb")},
         "compactions": status.get("compactions"), "samples": samples,
     }
 
@@ -107,7 +114,8 @@ def main() -> int:
     load = os.getloadavg()
     out: dict[str, Any] = {"load_avg_start": [round(x, 2) for x in load], "cores": os.cpu_count(),
                            "model": args.model, "memories": args.memories}
-    out["baseline"] = phase("baseline", {"ENGRAM_ACCESS_AFTER_S": "0", "ENGRAM_COMPACT_CHECK_S": "0"}, args,
+    out["baseline"] = phase("baseline", {"ENGRAM_ACCESS_AFTER_S": "0", "ENGRAM_LOG_AFTER_S": "0",
+                                         "ENGRAM_COMPACT_CHECK_S": "0"}, args,
                             args.baseline_recalls, args.seconds)
     out["current"] = phase("current", {}, args, args.recalls, args.seconds)
     out["load_avg_end"] = [round(x, 2) for x in os.getloadavg()]

@@ -6,12 +6,16 @@ scopes), so the stores queue them (`ScopeStore.defer`) and this thread applies t
 gone quiet for a moment (`idle_s`, 5 ms), or after `max_wait_s` (1 s) at the latest. Nothing is lost to
 ordering: any other query on a store applies that store's queue first, and `close` applies everything.
 
-Access counts are held longer (`access_after_s`, 30 s from the oldest): the engine rewrites a whole memory
-row for any UPDATE and keeps every version in its log until compaction (~8.5 KB a row, measured), so a
-store recalled continuously writes each memory's counters about twice a minute instead of at every recall.
+Access counts and co-activations are held longer (`access_after_s`, 60 s from the oldest) and written summed:
+the engine rewrites a whole row for any UPDATE and keeps every version in its files until compaction (~8.5 KB
+a memory row, measured), so a store recalled continuously writes each memory's counters once a minute instead
+of at every recall. Recall log rows (~1.3 KB each wherever they are written) are held until a query reads the
+table, the store is compacted (the daemon compacts a store holding them for `LOG_COMPACT_S`, 5 min: they are
+written into the compacted copy and leave nothing behind), or `log_after_s` (10 min) at the latest.
 
-What a crash can lose: the log rows of the recalls in the last `max_wait_s` and the access counts of the last
-`access_after_s`; never a memory or an edit (those are written before the call that made them returns).
+What a crash can lose: the recall log rows of the last `LOG_COMPACT_S` (`log_after_s` without a daemon) and
+the access counts and co-activations of the last `access_after_s`; never a memory or an edit (those are
+written before the call that made them returns).
 """
 
 from __future__ import annotations
@@ -26,15 +30,21 @@ from collections.abc import Iterator
 from .store import ScopeStore
 
 log = logging.getLogger(__name__)
-# Access counts (the only bookkeeping that rewrites memory rows) are written at most this often per store.
-ACCESS_AFTER_S = 30.0
+# Access counts and co-activations (bookkeeping that rewrites rows) are written at most this often per store.
+ACCESS_AFTER_S = 60.0
+# Recall log rows are held this long at most; the daemon compacts a store holding them for LOG_COMPACT_S (the
+# compaction writes them into the fresh copy), so this is the fallback of a process that does not compact.
+LOG_AFTER_S = 600.0
+LOG_COMPACT_S = 300.0
 
 
 class Bookkeeper:
-    def __init__(self, *, idle_s: float = 0.005, max_wait_s: float = 1.0, access_after_s: float = ACCESS_AFTER_S) -> None:
+    def __init__(self, *, idle_s: float = 0.005, max_wait_s: float = 1.0, access_after_s: float = ACCESS_AFTER_S,
+                 log_after_s: float = LOG_AFTER_S) -> None:
         self.idle_s = idle_s
         self.max_wait_s = max_wait_s
         self.access_after_s = access_after_s
+        self.log_after_s = log_after_s
         self._later: dict[int, tuple[float, ScopeStore]] = {}  # stores holding access counts: when they are due
         self._cond = threading.Condition()
         self._stores: dict[int, ScopeStore] = {}
@@ -106,7 +116,7 @@ class Bookkeeper:
                     self._later.pop(k, None)
             for k, store in stores.items():
                 try:
-                    wait = store.drain_due(self.access_after_s)
+                    wait = store.drain_due(self.access_after_s, self.log_after_s)
                 except Exception:  # noqa: BLE001 - a closed store at shutdown; the next query retries
                     log.exception("recall bookkeeping failed")
                     continue

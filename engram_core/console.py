@@ -48,6 +48,7 @@ def run_query(core: MemoryCore, surql: str, scope: Literal["session", "project",
                                   timeout_s=core.settings.query_timeout_s)
     t0 = time.perf_counter()
     try:
+        store.drain()  # held recall bookkeeping first: the console reads what recall did
         raw = store.conn.run_as(store.namespace, store.database, role, program.text)
     except EngineRefused as exc:
         return QueryResult(ok=False, scope=store.scope, database=store.database, role=role, statements=[],

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypedDict, Unpack
 
 from . import retrieval
 from .api import EngramError
-from .bookkeeping import ACCESS_AFTER_S, Bookkeeper
+from .bookkeeping import ACCESS_AFTER_S, LOG_AFTER_S, Bookkeeper
 from .clock import Clock
 from .config import Settings, ensure_private_dir, load_settings
 from .embeddings import Embedder, make_embedder
@@ -129,8 +129,10 @@ class MemoryCore:
         # Held around the service-state parts of methods in UNLOCKED_API (whose slow part runs without it); the
         # daemon replaces it with its own request lock, which it does not take itself for those methods.
         self.api_lock: Any = threading.RLock()
-        # ENGRAM_ACCESS_AFTER_S: how long access counts are held (bench/growth.py sets 0 for the old behaviour).
-        self.bookkeeper = Bookkeeper(access_after_s=float(os.environ.get("ENGRAM_ACCESS_AFTER_S") or ACCESS_AFTER_S))
+        # ENGRAM_ACCESS_AFTER_S / ENGRAM_LOG_AFTER_S: how long recall bookkeeping is held (bench/growth.py sets 0
+        # for the old behaviour).
+        self.bookkeeper = Bookkeeper(access_after_s=float(os.environ.get("ENGRAM_ACCESS_AFTER_S") or ACCESS_AFTER_S),
+                                     log_after_s=float(os.environ.get("ENGRAM_LOG_AFTER_S") or LOG_AFTER_S))
         self._param_cache: dict[str, Any] = {}  # see param()
         self.scopes = Scopes(self.home, self.lock, self._open_store, self.now)
         self.user = self.scopes.user

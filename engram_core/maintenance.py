@@ -7,6 +7,7 @@ import time
 
 from . import lifecycle
 from .api import api
+from .bookkeeping import LOG_COMPACT_S
 from .core import MemoryCore
 from .models import CompactedStore, CompactReport, MaintenanceReport, Scope
 from .promotion import promote_project_to_user
@@ -98,7 +99,8 @@ def compact(core: MemoryCore, project: str | None = None, only_due: bool = False
         for conn, stores in core.scopes.connections():
             if wanted is not None and wanted not in stores:
                 continue
-            if only_due and not conn.compaction_due():
+            # Held recall log rows are due too: the compaction writes them into the fresh copy.
+            if only_due and not (conn.compaction_due() or any(s.log_due(LOG_COMPACT_S) for s in stores)):
                 continue
             t0 = time.perf_counter()
             for store in stores:

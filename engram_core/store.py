@@ -22,7 +22,7 @@ import secrets
 import shutil
 import threading
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -43,8 +43,10 @@ from .search_index import SearchIndex
 log = logging.getLogger(__name__)
 ROW_CACHE_SIZE = 2048
 # A store is compacted when its files outgrow their size after the last compaction by half plus this much.
-COMPACT_GROWTH = 1.5
-COMPACT_SLACK = 4 * 1024 * 1024
+COMPACT_GROWTH = 1.1
+COMPACT_SLACK = 1024 * 1024
+# Recall log rows held in memory per store at most (as many as compaction keeps: service.RETRIEVAL_LOG_KEEP).
+HELD_LOG_MAX = 5000
 # A statement that may change rows (anything but a plain read) empties the row cache.
 _WRITES = re.compile(r"\b(?:UPDATE|UPSERT|CREATE|DELETE|INSERT|RELATE|REMOVE|DEFINE|ALTER|REBUILD)\b", re.IGNORECASE)
 
@@ -421,6 +423,11 @@ class ScopeStore:
         # the answer: see `defer`. Every other query on this store applies it first (read your writes).
         self._pending_access: dict[str, tuple[int, datetime]] = {}
         self._pending_sql: list[tuple[str, dict[str, Any], bool]] = []
+        # Co-activation edges a recall strengthened, summed per edge: {edge id: (strength, times, pair, last)}.
+        self._pending_coact: dict[str, tuple[float, int, Mapping[str, Any], datetime, str]] = {}
+        # Recall log rows, held newest-last (see `log_retrieval`), and when the oldest of them was logged.
+        self._held_log: deque[dict[str, Any]] = deque(maxlen=HELD_LOG_MAX)
+        self._log_since: float | None = None
         self._access_since: float | None = None  # monotonic time of the oldest access not yet written
         self.on_defer: Callable[[ScopeStore], None] | None = None
         # Full rows recall has fetched, so a memory recalled again costs no round trip. Any write query on
@@ -437,8 +444,9 @@ class ScopeStore:
     # ── plumbing ──────────────────────────────────────────────
     def q(self, sql: str, params: Mapping[str, Any] | None = None) -> list[Any]:
         with self.conn.lock:
-            if self._pending_access or self._pending_sql:
-                self._drain_locked()
+            reads_log = "retrieval_log" in sql  # held log rows are written only for a query that may read them
+            if self._pending_access or self._pending_sql or self._pending_coact or (self._held_log and reads_log):
+                self._drain_locked(keep_log=not reads_log)
             if self._rows and _WRITES.search(sql):
                 self._rows.clear()
             return self.conn.run(self.namespace, self.database, sql, params)
@@ -837,6 +845,23 @@ class ScopeStore:
                 self._access_since = time.monotonic()
         self._notify()
 
+    def coactivate(self, pairs: list[Mapping[str, Any]], delta: float, when: datetime, kind: str, *,
+                   hold: bool = False) -> None:
+        """Strengthen co-activation edges (``pairs``: {id, a, b} record ids) by ``delta`` each. ``hold`` (after a
+        recall): summed per edge and written with the access counts (`drain_due`), since the engine keeps every
+        version of a rewritten edge until compaction and a recall would otherwise rewrite three edges."""
+        if not hold:
+            self.q(query_file("coactivate.surql"), {"pairs": [{**p, "d": delta, "n": 1, "at": when, "kind": kind}
+                                                              for p in pairs]})
+            return
+        with self._mirror_lock:
+            for p in pairs:
+                d, n, _, _, _ = self._pending_coact.get(str(p["id"]), (0.0, 0, p, when, kind))
+                self._pending_coact[str(p["id"])] = (d + delta, n + 1, p, when, kind)
+            if self._access_since is None:
+                self._access_since = time.monotonic()
+        self._notify()
+
     def defer(self, sql: str, params: Mapping[str, Any] | None = None, *, touches_memory: bool = True) -> None:
         """Queue a write to apply after the current answer (before any other query on this store).
         ``touches_memory=False`` promises it writes no memory row (a log row, an edge), so cached rows stay."""
@@ -852,35 +877,59 @@ class ScopeStore:
 
     @property
     def has_pending(self) -> bool:
-        return bool(self._pending_access or self._pending_sql)
+        return bool(self._pending_access or self._pending_sql or self._pending_coact or self._held_log)
+
+    def log_due(self, after_s: float) -> bool:
+        """Recall log rows have been held for ``after_s``: a compaction would write them into the fresh copy."""
+        since = self._log_since
+        return since is not None and time.monotonic() - since >= after_s
 
     def drain(self) -> None:
         """Apply the pending bookkeeping now."""
         with self.conn.lock:
             self._drain_locked()
 
-    def drain_due(self, access_after_s: float) -> float | None:
-        """What the bookkeeping thread applies: the queued statements now, the access counts only once the oldest
-        is ``access_after_s`` old. The engine rewrites a whole row for any UPDATE (measured: ~8.5 KB a memory,
-        kept in its log until compaction), so a memory recalled a hundred times a minute is written once a
-        minute, not a hundred times. Returns the seconds until the held access counts are due, or None."""
+    def drain_due(self, access_after_s: float, log_after_s: float = 0.0) -> float | None:
+        """What the bookkeeping thread applies: the queued statements now, the access counts and co-activations
+        only once the oldest is ``access_after_s`` old, the recall log rows once the oldest is ``log_after_s``
+        old. The engine rewrites a whole row for any UPDATE (measured: ~8.5 KB a memory, kept in its log until
+        compaction), so a memory recalled a hundred times a minute is written once a minute, not a hundred
+        times; a log row costs ~1.3 KB whenever it is written, so held rows are best written by the compaction
+        (`Connection.compact` after `drain`), which the daemon runs before ``log_after_s``.
+        Returns the seconds until the next held piece is due, or None."""
         with self.conn.lock:
             with self._mirror_lock:
-                since = self._access_since
-                hold = bool(self._pending_access) and since is not None and \
-                    time.monotonic() - since < access_after_s
-            self._drain_locked(keep_access=hold)
-            return max(0.0, since + access_after_s - time.monotonic()) if hold and since is not None else None
+                now = time.monotonic()
+                since, log_since = self._access_since, self._log_since
+                hold = bool(self._pending_access or self._pending_coact) and since is not None and \
+                    now - since < access_after_s
+                hold_log = bool(self._held_log) and log_since is not None and now - log_since < log_after_s
+            self._drain_locked(keep_access=hold, keep_log=hold_log)
+            waits = ([since + access_after_s - now] if hold and since is not None else []) + \
+                ([log_since + log_after_s - now] if hold_log and log_since is not None else [])
+            return max(0.0, min(waits)) if waits else None
 
-    def _drain_locked(self, keep_access: bool = False) -> None:
+    def _drain_locked(self, keep_access: bool = False, keep_log: bool = False) -> None:
         with self._mirror_lock:
             access, stmts = ({} if keep_access else self._pending_access), self._pending_sql
+            coact = {} if keep_access else self._pending_coact
             if not keep_access:
-                self._pending_access, self._access_since = {}, None
+                self._pending_access, self._pending_coact, self._access_since = {}, {}, None
             self._pending_sql = []
+            held_log = [] if keep_log else list(self._held_log)
+            if not keep_log:
+                self._held_log.clear()
+                self._log_since = None
         # Each piece on its own: a failed one must neither fail the query that happened to come next nor take
         # the others with it.
         work = [lambda: self._write_access(access)] if access else []
+        if held_log:
+            work.append(functools.partial(self.conn.run, self.namespace, self.database,
+                                          "INSERT INTO retrieval_log $rows RETURN NONE", {"rows": held_log}))
+        if coact:
+            pairs = [{**p, "d": d, "n": n, "at": at, "kind": kind} for d, n, p, at, kind in coact.values()]
+            work.append(functools.partial(self.conn.run, self.namespace, self.database,
+                                          query_file("coactivate.surql"), {"pairs": pairs}))
         for sql, params, touches_memory in stmts:
             if touches_memory:
                 self._rows.clear()
@@ -1021,10 +1070,16 @@ class ScopeStore:
                    {"items": [{"id": record(k), "at": at} for k, at in last_use.items()], "now": now})
 
     def log_retrieval(self, fields: Mapping[str, Any]) -> str:
-        """Queue a retrieval_log row (see `defer`); its id is known at once."""
+        """Hold a retrieval_log row; its id is known at once. Held rows are written before any query that names
+        the table, at the next compaction (into the compacted copy: no old version left behind), at close, or by
+        the bookkeeping thread after `bookkeeping.LOG_AFTER_S`. At most `HELD_LOG_MAX` are held (the oldest
+        beyond would be pruned at the compaction anyway)."""
         key = ulid()
-        self.defer("CREATE $id CONTENT $f RETURN NONE", {"id": record(key, "retrieval_log"), "f": dict(fields)},
-                   touches_memory=False)
+        with self._mirror_lock:
+            self._held_log.append({"id": record(key, "retrieval_log"), **fields})
+            if self._log_since is None:
+                self._log_since = time.monotonic()
+        self._notify()
         return key
 
     def create(self, table: str, fields: Mapping[str, Any], key: str | None = None) -> dict[str, Any]:

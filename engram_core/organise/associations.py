@@ -22,17 +22,6 @@ COACTIVATE_TOP = 3  # the first few results of a recall are what the agent reads
 WORKING_CAPACITY = 7
 WORKING_BOUNDS = (5, 9)
 
-_COACT = """
-FOR $p IN $pairs {
-  IF record::exists($p.id) {
-    UPDATE $p.id SET weight = math::min([1.0, weight + $d]), coactivation_count += 1,
-      last_activated_at = $now RETURN NONE;
-  } ELSE {
-    RELATE ($p.a)->($p.id)->($p.b) CONTENT {weight: math::min([1.0, $d]), coactivation_count: 1,
-      last_activated_at: $now, decayed_at: $now, association_type: $kind} RETURN NONE;
-  };
-};
-"""
 
 
 def adjacency(core: MemoryCore, store: ScopeStore) -> dict[str, dict[str, float]]:
@@ -58,13 +47,9 @@ def coactivate(core: MemoryCore, store: ScopeStore, keys: Sequence[str], delta: 
                           "b": rid("memory", hi), "lo": lo, "hi": hi})
     if not pairs:
         return 0
-    params = {"pairs": [{k: p[k] for k in ("id", "a", "b")} for p in pairs], "d": delta, "now": core.now(),
-              "kind": kind}
-    # After a recall the edges are written once the answer is out; the in-memory adjacency changes now.
-    if defer:
-        store.defer(_COACT, params, touches_memory=False)
-    else:
-        store.q(_COACT, params)
+    # After a recall the edges are held and written summed with the access counts; the in-memory adjacency
+    # changes now.
+    store.coactivate([{k: p[k] for k in ("id", "a", "b")} for p in pairs], delta, core.now(), kind, hold=defer)
     adj = adjacency(core, store)
     for p in pairs:
         w = min(1.0, adj.get(p["lo"], {}).get(p["hi"], 0.0) + delta)
