@@ -10,6 +10,7 @@ of truth and the mirror is rebuilt from it at open and updated after every ackno
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import hashlib
@@ -31,7 +32,8 @@ from typing import Any, BinaryIO
 from uuid import UUID
 
 import numpy as np
-from surrealdb import RecordID, Surreal
+from surrealdb import AsyncSurreal, RecordID, Surreal
+from surrealdb.connections.async_ws import AsyncWsSurrealConnection
 from surrealdb.connections.blocking_ws import BlockingWsSurrealConnection
 
 from .config import ensure_private_dir, restrict_tree
@@ -150,6 +152,98 @@ def _io_error(exc: BaseException, where: str) -> StoreError | None:
     return None
 
 
+class _EngineThread:
+    """The embedded engine behind a synchronous face, driven through the SDK's asynchronous binding by one
+    event-loop thread; callers wait on a future.
+
+    The synchronous binding keeps Python's GIL for as long as the engine works on a request (measured: during a
+    3.5 s query another thread got ~30k loop turns instead of millions), so a long console query froze every thread
+    of the daemon however its locks were arranged. The asynchronous binding releases the GIL while the engine
+    works. Its cost: the process may abort in interpreter finalization (a Rust panic in the engine's runtime
+    threads, about one run in five even after a clean close), so only a process that ends with `os._exit` after
+    closing its stores may use it: the daemon (`use_engine_thread`, `daemon.server.serve`)."""
+
+    def __init__(self, url: str) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="engram-engine", daemon=True)
+        self._thread.start()
+        try:
+            self._db = AsyncSurreal(url)
+            self._wait(self._db.connect())
+        except BaseException:
+            self._stop()
+            raise
+
+    def _wait(self, coro: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+
+    async def _execute(self, sql: str, params: dict[str, Any]) -> Any:
+        return await self._db.query(sql, params).execute()
+
+    def query(self, sql: str, params: Mapping[str, Any] | None = None) -> _Pending:
+        """Like the synchronous SDK: ``engine.query(sql, params).execute()``."""
+        return _Pending(self, sql, dict(params or {}))
+
+    def query_raw(self, sql: str, session_id: UUID | None = None) -> dict[str, Any]:
+        return self._wait(self._db.query_raw(sql, session_id=session_id))
+
+    def use(self, ns: str, db: str) -> None:
+        self._wait(self._db.use(ns, db))
+
+    def signin(self, credentials: dict[str, Any], session_id: UUID | None = None) -> Any:
+        return self._wait(self._db.signin(credentials, session_id=session_id))
+
+    def attach(self) -> UUID:
+        return self._wait(AsyncWsSurrealConnection.attach(self._db))
+
+    def detach(self, session: UUID) -> None:
+        self._wait(AsyncWsSurrealConnection.detach(self._db, session))
+
+    def close(self) -> None:
+        try:
+            self._wait(self._db.close())
+        finally:
+            self._stop()
+
+    def _stop(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=10)
+        if not self._thread.is_alive():
+            self._loop.close()
+
+
+@dataclass
+class _Pending:
+    engine: _EngineThread
+    sql: str
+    params: dict[str, Any]
+
+    def execute(self) -> Any:
+        return self.engine._wait(self.engine._execute(self.sql, self.params))  # noqa: SLF001 - its own engine
+
+
+_engine_factory: Callable[[str], Any] = Surreal
+
+
+def use_engine_thread() -> None:
+    """Open every engine of this process through `_EngineThread`, so that a long query holds no other thread.
+    Only for a process that leaves with `os._exit` once its stores are closed (see `_EngineThread`)."""
+    global _engine_factory
+    _engine_factory = _EngineThread
+
+
+def _attach(db: Any) -> UUID:
+    # The SDK refuses attach() on embedded engines although the engine serves it: send the RPC directly.
+    return db.attach() if isinstance(db, _EngineThread) else BlockingWsSurrealConnection.attach(db)
+
+
+def _detach(db: Any, session: UUID) -> None:
+    if isinstance(db, _EngineThread):
+        db.detach(session)
+    else:
+        BlockingWsSurrealConnection.detach(db, session)
+
+
 class Connection:
     """One embedded SurrealDB engine over one store file (or memory), shared by the ScopeStores on it.
 
@@ -166,7 +260,7 @@ class Connection:
                     raise StoreError(f"{path} is a symbolic link: Engram does not open a store through a link. "
                                      "Remove it.")
                 _recover_compaction(path)
-            self._db = Surreal(url)
+            self._db = _engine_factory(url)
         except Exception as exc:  # the engine's message names the LOCK file when another process has it
             raise _io_error(exc, url) or StoreError(f"cannot open the store at {url}: {exc}") from exc
         self.lock = threading.RLock()
@@ -228,14 +322,13 @@ class Connection:
                 self._db.query(f"DEFINE USER OVERWRITE engram_{role.lower()} ON DATABASE PASSWORD '{password}' "
                                f"ROLES {role} DURATION FOR TOKEN 365d, FOR SESSION NONE").execute()
                 self._role_passwords[key] = password
-        # The SDK refuses attach() on embedded engines although the engine serves it: send the RPC directly.
-        session = BlockingWsSurrealConnection.attach(self._db)
+        session = _attach(self._db)
         try:
             self._db.signin({"namespace": ns, "database": db, "username": f"engram_{role.lower()}",
                              "password": password}, session_id=session)
         except Exception:
             with contextlib.suppress(Exception):
-                BlockingWsSurrealConnection.detach(self._db, session)
+                _detach(self._db, session)
             raise
         return session
 
@@ -251,7 +344,7 @@ class Connection:
             response = self._db.query_raw(sql, session_id=session)
         except Exception:
             with contextlib.suppress(Exception):
-                BlockingWsSurrealConnection.detach(self._db, session)
+                _detach(self._db, session)
             raise
         with self.lock:
             self._idle_sessions.setdefault((ns, db, role), []).append(session)
@@ -285,7 +378,7 @@ class Connection:
             before = self.disk_bytes()
             tmp = self.path.with_name(self.path.name + ".compact")
             shutil.rmtree(tmp, ignore_errors=True)
-            new = Surreal(f"surrealkv://{tmp}")
+            new = _engine_factory(f"surrealkv://{tmp}")
             try:
                 self._current = None
                 for ns in sorted((self._db.query("INFO FOR ROOT").execute()[-1] or {}).get("namespaces", {})):
@@ -311,7 +404,7 @@ class Connection:
             os.replace(self.path, old)
             os.replace(tmp, self.path)
             shutil.rmtree(old, ignore_errors=True)
-            self._db = Surreal(self.url)
+            self._db = _engine_factory(self.url)
             restrict_tree(self.path)
             self.baseline, self.erased = self.disk_bytes(), False
             return before, self.baseline
@@ -322,7 +415,7 @@ class Connection:
             for sessions in self._idle_sessions.values():
                 for session in sessions:
                     with contextlib.suppress(Exception):
-                        BlockingWsSurrealConnection.detach(self._db, session)
+                        _detach(self._db, session)
             self._idle_sessions.clear()
             with contextlib.suppress(Exception):
                 self._db.close()
@@ -354,7 +447,7 @@ def _without_none(value: Any) -> Any:
     return value
 
 
-def _copy_database(src: Surreal, dst: Surreal, batch: int = 500) -> None:
+def _copy_database(src: Any, dst: Any, batch: int = 500) -> None:
     """Schema and rows of the current database of ``src`` into ``dst``: definitions first, rows next, then the
     indexes (built over the copied rows) and events (which must not fire on the copy). Users are not copied."""
     info = src.query("INFO FOR DB").execute()[-1] or {}

@@ -613,3 +613,71 @@ def test_compaction_keeps_only_the_newest_retrieval_log_rows(tmp_path: Path, mon
         assert queries == [f"gradle daemon {i}" for i in range(50, 80)]
     finally:
         svc.close()
+
+
+# ── a long console query holds no other client ──────────────────────────────
+def test_a_console_query_running_to_its_deadline_holds_no_hook_or_store(tmp_path: Path) -> None:
+    """Through the real daemon: while a console query runs (a crypto::argon2 loop, stopped by its deadline), a
+    store, a SessionStart and a UserPromptSubmit recall are answered. The query is known to be in the daemon (its
+    request counter moved) before the others are sent. With the engine's synchronous binding (ENGRAM_ENGINE_THREAD=0)
+    each of them waited for the whole query: that binding keeps the GIL while the engine works."""
+    import threading
+
+    d = DaemonProc(tmp_path / "home", model=False,
+                   env={"ENGRAM_QUERY_TIMEOUT_S": "15", "ENGRAM_PROMPT_RECALL": "true"})
+    try:
+        d.start()
+        proj = str(new_project(tmp_path, "proj"))
+        setup = d.client()
+        setup.call("store", memory={"content": "a memory so that the project store exists"}, project=proj)
+        base = setup.call("status")["requests"]
+        answer: dict = {}
+        finished = threading.Event()
+
+        def long_query() -> None:
+            c = d.client()
+            try:
+                answer["result"] = c.call("run_query", project=proj,
+                                          surql="FOR $i IN 0..100000 { LET $x = crypto::argon2::generate('a'); }")
+            finally:
+                c.close()
+                finished.set()
+
+        worker = threading.Thread(target=long_query)
+        worker.start()
+        polls = 0
+        while True:  # wait (by polling the lock-free status call) until the daemon has received the query
+            polls += 1
+            if setup.call("status")["requests"] - base - polls >= 1:
+                break
+        stored = setup.call("store", memory={"content": "stored while the console query runs"}, project=proj)
+        assert not finished.is_set(), "the store waited for the console query"
+        started = setup.call("hook_session_start", session_id="sess-concurrent", cwd=proj)
+        assert not finished.is_set(), "SessionStart waited for the console query"
+        prompted = setup.call("hook_prompt", prompt="which memory exists?", session_id="sess-concurrent", cwd=proj)
+        assert not finished.is_set(), "the UserPromptSubmit recall waited for the console query"
+        assert stored["action"] == "created" and "text" in started and prompted["enabled"]
+        worker.join(60)
+        assert "deadline" in json.dumps(answer["result"])  # the query itself was stopped by its deadline
+        setup.close()
+    finally:
+        d.stop()
+
+
+def test_the_daemon_exits_cleanly_every_time(tmp_path: Path) -> None:
+    """The engine's asynchronous binding may abort a process in interpreter finalization (SIGABRT in about one run
+    in five, even after a clean close): the daemon leaves with os._exit once its stores are closed, so every stop
+    ends with exit status 0."""
+    d = DaemonProc(tmp_path / "home", model=False)
+    proj = str(new_project(tmp_path, "proj"))
+    codes = []
+    for i in range(6):
+        d.start()
+        c = d.client()
+        c.call("store", memory={"content": f"note {i} written before the stop"}, project=proj)
+        c.call("recall", query="note written", project=proj)
+        c.close()
+        proc = d.proc
+        d.stop()
+        codes.append(proc.returncode)
+    assert codes == [0] * 6
