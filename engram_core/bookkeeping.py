@@ -10,8 +10,9 @@ Access counts and co-activations are held longer (`access_after_s`, 60 s from th
 the engine rewrites a whole row for any UPDATE and keeps every version in its files until compaction (~8.5 KB
 a memory row, measured), so a store recalled continuously writes each memory's counters once a minute instead
 of at every recall. Recall log rows (~1.3 KB each wherever they are written) are held until a query reads the
-table, the store is compacted (the daemon compacts a store holding them for `LOG_COMPACT_S`, 5 min: they are
-written into the compacted copy and leave nothing behind), or `log_after_s` (10 min) at the latest.
+table, the store is compacted (when rows held for `LOG_COMPACT_S`, 5 min, would alone make the store due for
+compaction, the daemon compacts it and they are written into the compacted copy, leaving nothing behind), or
+`log_after_s` (10 min) at the latest, in place (a few rows are not worth copying a whole store).
 
 What a crash can lose: the recall log rows of the last `LOG_COMPACT_S` (`log_after_s` without a daemon) and
 the access counts and co-activations of the last `access_after_s`; never a memory or an edit (those are
@@ -32,8 +33,8 @@ from .store import ScopeStore
 log = logging.getLogger(__name__)
 # Access counts and co-activations (bookkeeping that rewrites rows) are written at most this often per store.
 ACCESS_AFTER_S = 60.0
-# Recall log rows are held this long at most; the daemon compacts a store holding them for LOG_COMPACT_S (the
-# compaction writes them into the fresh copy), so this is the fallback of a process that does not compact.
+# Recall log rows are held this long at most; the daemon compacts a store whose rows held for LOG_COMPACT_S would
+# alone make it due (the compaction writes them into the fresh copy); otherwise they are written in place then.
 LOG_AFTER_S = 600.0
 LOG_COMPACT_S = 300.0
 

@@ -99,8 +99,9 @@ def compact(core: MemoryCore, project: str | None = None, only_due: bool = False
         for conn, stores in core.scopes.connections():
             if wanted is not None and wanted not in stores:
                 continue
-            # Held recall log rows are due too: the compaction writes them into the fresh copy.
-            if only_due and not (conn.compaction_due() or any(s.log_due(LOG_COMPACT_S) for s in stores)):
+            # Held recall log rows count as written: if they alone make the store due, the compaction writes
+            # them into the fresh copy (and nothing of them is left behind).
+            if only_due and not conn.compaction_due(sum(s.held_log_bytes(LOG_COMPACT_S) for s in stores)):
                 continue
             t0 = time.perf_counter()
             for store in stores:

@@ -49,6 +49,7 @@ COMPACT_GROWTH = 1.1
 COMPACT_SLACK = 1024 * 1024
 # Recall log rows held in memory per store at most (as many as compaction keeps: service.RETRIEVAL_LOG_KEEP).
 HELD_LOG_MAX = 5000
+LOG_ROW_BYTES = 1300  # what one retrieval_log row adds to the engine's files (measured: ~1.3 KB, batched or not)
 # A statement that may change rows (anything but a plain read) empties the row cache.
 _WRITES = re.compile(r"\b(?:UPDATE|UPSERT|CREATE|DELETE|INSERT|RELATE|REMOVE|DEFINE|ALTER|REBUILD)\b", re.IGNORECASE)
 
@@ -364,10 +365,12 @@ class Connection:
             return 0
         return sum(f.stat().st_size for f in self.path.rglob("*") if f.is_file())
 
-    def compaction_due(self) -> bool:
+    def compaction_due(self, pending_bytes: int = 0) -> bool:
+        """Something was erased, or the files (plus ``pending_bytes`` about to be written) outgrew their size after
+        the last compaction by a tenth + 1 MiB."""
         if self.path is None:
             return False
-        return self.erased or self.disk_bytes() > self.baseline * COMPACT_GROWTH + COMPACT_SLACK
+        return self.erased or self.disk_bytes() + pending_bytes > self.baseline * COMPACT_GROWTH + COMPACT_SLACK
 
     def compact(self) -> tuple[int, int]:
         """Rewrite the store file with its live data only; returns (bytes before, bytes after).
@@ -972,10 +975,14 @@ class ScopeStore:
     def has_pending(self) -> bool:
         return bool(self._pending_access or self._pending_sql or self._pending_coact or self._held_log)
 
-    def log_due(self, after_s: float) -> bool:
-        """Recall log rows have been held for ``after_s``: a compaction would write them into the fresh copy."""
+    def held_log_bytes(self, after_s: float) -> int:
+        """About what writing the held recall log rows would add to the files, once the oldest has been held for
+        ``after_s`` (0 before). When that alone makes the store due, the compaction writes them into the fresh
+        copy instead; a few rows are written in place by the bookkeeping thread (`bookkeeping.LOG_AFTER_S`)."""
         since = self._log_since
-        return since is not None and time.monotonic() - since >= after_s
+        if since is None or time.monotonic() - since < after_s:
+            return 0
+        return len(self._held_log) * LOG_ROW_BYTES
 
     def drain(self) -> None:
         """Apply the pending bookkeeping now."""

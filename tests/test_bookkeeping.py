@@ -99,15 +99,30 @@ def test_recalls_write_nothing_until_the_compaction_writes_their_log_into_the_fr
     store = service.project_store(p)
     service.flush()
     before = store.conn.disk_bytes()
-    for i in range(200):
+    n = 1000  # ~1.3 MB of log rows: enough to make the store due once they are old enough
+    for i in range(n):
         service.recall(f"stripe idempotency keys {i}", project=p)
     assert store.conn.disk_bytes() == before  # nothing written: counts, edges and log rows are all held
     assert service.compact(only_due=True).stores == []  # not due yet: nothing erased, no growth, log rows young
     monkeypatch.setattr(service_mod, "LOG_COMPACT_S", 0.0)
     report = service.compact(only_due=True)
     assert [s.path for s in report.stores] == [str(store.conn.path)]
-    assert raw_log_count(store) == 200
-    assert store.conn.disk_bytes() < before + 200 * 1300  # the rows, not the rows plus their first copy
+    assert raw_log_count(store) == n
+    assert store.conn.disk_bytes() < before + n * 1300  # the rows, not the rows plus their first copy
+
+
+def test_a_few_held_log_rows_do_not_make_a_store_due(service: EngramService, project_dir: Path,
+                                                     monkeypatch: Any) -> None:
+    """Compacting copies the whole store: a few minutes of ordinary use (a few log rows) is written in place by
+    the bookkeeping thread instead, never worth a compaction of its own."""
+    from engram_core import maintenance as service_mod
+
+    p = str(project_dir)
+    seed(service, p)
+    monkeypatch.setattr(service_mod, "LOG_COMPACT_S", 0.0)
+    for i in range(20):
+        service.recall(f"stripe idempotency keys {i}", project=p)
+    assert service.compact(only_due=True).stores == []
 
 
 def test_close_applies_whatever_is_queued(tmp_path: Path, embedder: Any) -> None:
