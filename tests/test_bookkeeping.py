@@ -92,7 +92,7 @@ def test_recalls_write_nothing_until_the_compaction_writes_their_log_into_the_fr
     """Issue #13 (store size within 10 % over a long run): a log row costs ~1.3 KB of the engine's files wherever
     it is written and the engine never reclaims it, so recalls hold their rows and the daemon's compaction
     writes them into the compacted copy; the store's files do not grow with recalls in between."""
-    from engram_core import maintenance as service_mod
+    from engram_core import maintenance
 
     p = str(project_dir)
     seed(service, p)
@@ -104,7 +104,7 @@ def test_recalls_write_nothing_until_the_compaction_writes_their_log_into_the_fr
         service.recall(f"stripe idempotency keys {i}", project=p)
     assert store.conn.disk_bytes() == before  # nothing written: counts, edges and log rows are all held
     assert service.compact(only_due=True).stores == []  # not due yet: nothing erased, no growth, log rows young
-    monkeypatch.setattr(service_mod, "LOG_COMPACT_S", 0.0)
+    monkeypatch.setattr(maintenance, "LOG_COMPACT_S", 0.0)
     report = service.compact(only_due=True)
     assert [s.path for s in report.stores] == [str(store.conn.path)]
     assert raw_log_count(store) == n
@@ -115,11 +115,11 @@ def test_a_few_held_log_rows_do_not_make_a_store_due(service: EngramService, pro
                                                      monkeypatch: Any) -> None:
     """Compacting copies the whole store: a few minutes of ordinary use (a few log rows) is written in place by
     the bookkeeping thread instead, never worth a compaction of its own."""
-    from engram_core import maintenance as service_mod
+    from engram_core import maintenance
 
     p = str(project_dir)
     seed(service, p)
-    monkeypatch.setattr(service_mod, "LOG_COMPACT_S", 0.0)
+    monkeypatch.setattr(maintenance, "LOG_COMPACT_S", 0.0)
     for i in range(20):
         service.recall(f"stripe idempotency keys {i}", project=p)
     assert service.compact(only_due=True).stores == []
