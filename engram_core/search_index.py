@@ -11,13 +11,15 @@ import math
 import re
 import threading
 import unicodedata
+import zlib
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import Stemmer
 
-__all__ = ["STOPWORDS_EN", "SearchIndex", "rrf", "tokenize"]
+__all__ = ["STOPWORDS_EN", "Postings", "SearchIndex", "analyser_id", "rrf", "tokenize"]
 
 # The list bm25s uses for its English baseline; short on purpose: a longer list (e.g. dropping "when",
 # "what", pronouns) throws away words that matter in questions about people and time.
@@ -106,6 +108,38 @@ def tokenize(text: str, *, drop_stopwords: bool = True) -> list[str]:
     return [_stem(w) for w in words]
 
 
+# Bump when tokenize() changes in a way its pattern and stopwords do not show (the stemmer's rules, the folding):
+# postings saved by an older analyser are then rebuilt from the texts instead of being trusted.
+ANALYSER_VERSION = 1
+
+
+def analyser_id(drop_stopwords: bool = True) -> str:
+    """What saved postings were analysed with; they are loaded only by an index analysing the same way."""
+    return (f"v{ANALYSER_VERSION}:{_TOKEN_RE.pattern}:{int(drop_stopwords)}:{len(STOPWORDS_EN)}:"
+            f"{zlib.crc32(' '.join(sorted(STOPWORDS_EN)).encode())}:{getattr(Stemmer, '__version__', '?')}")
+
+
+@dataclass
+class Postings:
+    """An index's BM25 postings in compact form (for the store's snapshot): term i's documents are
+    ``slots[offsets[i]:offsets[i + 1]]`` (positions in the id list they were exported for), with their term
+    frequencies in ``tfs``; ``doc_len`` is each document's token count."""
+
+    analyser: str
+    terms: list[str]
+    offsets: np.ndarray
+    slots: np.ndarray
+    tfs: np.ndarray
+    doc_len: np.ndarray
+
+
+def _fits(p: Postings, n: int, drop_stopwords: bool) -> bool:
+    """Saved postings that belong to these n documents and this analyser (anything else is rebuilt)."""
+    return (p.analyser == analyser_id(drop_stopwords) and len(p.doc_len) == n and len(p.offsets) == len(p.terms) + 1
+            and int(p.offsets[-1]) == len(p.slots) == len(p.tfs)
+            and (len(p.slots) == 0 or (int(p.slots.min()) >= 0 and int(p.slots.max()) < n)))
+
+
 def _as_unit_vector(vec: np.ndarray | Sequence[float], dim: int) -> np.ndarray | None:
     arr = np.asarray(vec, dtype=np.float32).reshape(-1)
     if arr.shape[0] != dim:
@@ -147,6 +181,13 @@ class SearchIndex:
         # term -> {slot: term frequency}; the per-slot term counts let remove() undo exactly what upsert did.
         self._postings: dict[str, dict[int, int]] = {}
         self._doc_terms: dict[int, Counter[str]] = {}
+        # Postings read whole from a snapshot (load(..., postings=)): term -> (start, end) in the two arrays. A term
+        # moves into _postings the first time a write changes it; a slot loaded this way (in _lazy_docs) has its
+        # term counts computed from its text when first needed. Opening a 10k store then tokenises nothing.
+        self._base: dict[str, tuple[int, int]] = {}
+        self._base_slots = np.zeros(0, dtype=np.int64)
+        self._base_tfs = np.zeros(0, dtype=np.float32)
+        self._lazy_docs: set[int] = set()
         self._texts: dict[str, str] = {}
         # Posting lists as numpy arrays, built lazily per term and dropped when that term's postings change.
         self._posting_arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
@@ -178,12 +219,24 @@ class SearchIndex:
         self._high += 1
         return slot
 
-    def _clear_slot_text(self, slot: int) -> None:
+    def _plist(self, term: str) -> dict[int, int] | None:
+        """The postings a write may change (taken out of the loaded arrays first). Caller holds the lock."""
+        span = self._base.pop(term, None)
+        if span is not None:
+            a, b = span
+            self._postings[term] = dict(zip(self._base_slots[a:b].tolist(), self._base_tfs[a:b].astype(int).tolist(),
+                                            strict=True))
+        return self._postings.get(term)
+
+    def _clear_slot_text(self, slot: int, old_text: str) -> None:
         terms = self._doc_terms.pop(slot, None)
+        if terms is None and slot in self._lazy_docs:
+            self._lazy_docs.discard(slot)
+            terms = Counter(tokenize(old_text, drop_stopwords=self.drop_stopwords))
         if terms is None:
             return
         for term in terms:
-            plist = self._postings.get(term)
+            plist = self._plist(term)
             if plist is not None:
                 plist.pop(slot, None)
                 if not plist:
@@ -193,9 +246,11 @@ class SearchIndex:
         self._n_text_docs -= 1
         self._doc_len[slot] = 0.0
 
-    def load(self, ids: list[str], texts: list[str], vecs: np.ndarray, has_vec: np.ndarray) -> None:
+    def load(self, ids: list[str], texts: list[str], vecs: np.ndarray, has_vec: np.ndarray,
+             postings: Postings | None = None) -> None:
         """Fill an empty index in one go (store open): the same state as upserting each, without the per-document
-        locking and vector checks. ``vecs`` rows are already unit vectors (or zero where ``has_vec`` is false)."""
+        locking and vector checks. ``vecs`` rows are already unit vectors (or zero where ``has_vec`` is false).
+        ``postings`` (from `export_postings` with the same ids, same analyser) spares tokenising every text."""
         with self._lock:
             if self._slot_of:
                 raise ValueError("load() fills an empty index")
@@ -210,7 +265,10 @@ class SearchIndex:
             self._has_vec = np.zeros(cap, dtype=bool)
             self._has_vec[:n] = has_vec
             self._doc_len = np.zeros(cap, dtype=np.float32)
-            postings = self._postings
+            if postings is not None and _fits(postings, n, self.drop_stopwords):
+                self._load_postings(postings, n)
+                return
+            plists = self._postings
             for slot, text in enumerate(texts):
                 tokens = tokenize(text or "", drop_stopwords=self.drop_stopwords)
                 if not tokens:
@@ -218,9 +276,9 @@ class SearchIndex:
                 counts = Counter(tokens)
                 self._doc_terms[slot] = counts
                 for term, tf in counts.items():
-                    plist = postings.get(term)
+                    plist = plists.get(term)
                     if plist is None:
-                        postings[term] = {slot: tf}
+                        plists[term] = {slot: tf}
                     else:
                         plist[slot] = tf
                 self._doc_len[slot] = len(tokens)
@@ -228,25 +286,71 @@ class SearchIndex:
                 self._n_text_docs += 1
             self._version += 1
 
+    def _load_postings(self, p: Postings, n: int) -> None:
+        self._base = {t: (int(p.offsets[i]), int(p.offsets[i + 1])) for i, t in enumerate(p.terms)}
+        self._base_slots = np.asarray(p.slots, dtype=np.int64)
+        self._base_tfs = np.asarray(p.tfs, dtype=np.float32)
+        doc_len = np.asarray(p.doc_len, dtype=np.float32)
+        self._doc_len[:n] = doc_len
+        self._lazy_docs = set(np.flatnonzero(doc_len > 0).tolist())
+        self._n_text_docs = len(self._lazy_docs)
+        self._total_len = int(doc_len.sum())
+        self._version += 1
+
+    def export_postings(self, ids: list[str]) -> Postings:
+        """The BM25 postings with documents numbered by their position in ``ids`` (what `load` takes back)."""
+        with self._lock:
+            pos = np.full(max(1, self._high), -1, dtype=np.int64)
+            doc_len = np.zeros(len(ids), dtype=np.float32)
+            for i, d in enumerate(ids):
+                slot = self._slot_of.get(d)
+                if slot is not None:
+                    pos[slot] = i
+                    doc_len[i] = self._doc_len[slot]
+            terms: list[str] = []
+            offsets = [0]
+            slots: list[np.ndarray] = []
+            tfs: list[np.ndarray] = []
+            for term in sorted({*self._base, *self._postings}):
+                arr = self._postings_array(term)
+                if arr is None:
+                    continue
+                new = pos[arr[0]]
+                keep = new >= 0
+                if keep.any():
+                    terms.append(term)
+                    slots.append(new[keep])
+                    tfs.append(arr[1][keep])
+                    offsets.append(offsets[-1] + int(keep.sum()))
+            return Postings(analyser=analyser_id(self.drop_stopwords), terms=terms,
+                            offsets=np.asarray(offsets, dtype=np.int64),
+                            slots=np.concatenate(slots).astype(np.int32) if slots else np.zeros(0, np.int32),
+                            tfs=np.concatenate(tfs).astype(np.float32) if tfs else np.zeros(0, np.float32),
+                            doc_len=doc_len)
+
     def upsert(self, doc_id: str, text: str, embedding: np.ndarray | Sequence[float] | None) -> None:
         """Insert or replace a document; `embedding=None` leaves it findable by BM25 only."""
         tokens = tokenize(text or "", drop_stopwords=self.drop_stopwords)
         unit = None if embedding is None else _as_unit_vector(embedding, self.dim)
         with self._lock:
             self._version += 1
-            self._texts[doc_id] = text or ""
             slot = self._slot_of.get(doc_id)
             if slot is None:
                 slot = self._alloc_slot()
                 self._slot_of[doc_id] = slot
                 self._id_of[slot] = doc_id
             else:
-                self._clear_slot_text(slot)
+                self._clear_slot_text(slot, self._texts.get(doc_id, ""))
+            self._texts[doc_id] = text or ""
             if tokens:
                 counts = Counter(tokens)
                 self._doc_terms[slot] = counts
                 for term, tf in counts.items():
-                    self._postings.setdefault(term, {})[slot] = tf
+                    plist = self._plist(term)
+                    if plist is None:
+                        self._postings[term] = {slot: tf}
+                    else:
+                        plist[slot] = tf
                     self._posting_arrays.pop(term, None)
                 self._doc_len[slot] = len(tokens)
                 self._total_len += len(tokens)
@@ -261,11 +365,11 @@ class SearchIndex:
     def remove(self, doc_id: str) -> None:
         with self._lock:
             slot = self._slot_of.pop(doc_id, None)
-            self._texts.pop(doc_id, None)
+            old_text = self._texts.pop(doc_id, "")
             if slot is None:
                 return
             self._version += 1
-            self._clear_slot_text(slot)
+            self._clear_slot_text(slot, old_text)
             self._has_vec[slot] = False
             self._vecs[slot] = 0.0
             self._id_of[slot] = None
@@ -296,7 +400,13 @@ class SearchIndex:
         with self._lock:
             own = self._slot_of.get(doc_id)
             return {t for t in tokenize(text, drop_stopwords=self.drop_stopwords)
-                    if not any(slot != own for slot in self._postings.get(t, {}))}
+                    if not any(slot != own for slot in self._slots_of(t))}
+
+    def _slots_of(self, term: str) -> list[int]:
+        span = self._base.get(term)
+        if span is not None:
+            return self._base_slots[span[0]:span[1]].tolist()
+        return list(self._postings.get(term, {}))
 
     def embedding(self, doc_id: str) -> np.ndarray | None:
         with self._lock:
@@ -322,6 +432,11 @@ class SearchIndex:
         cached = self._posting_arrays.get(term)
         if cached is not None:
             return cached
+        span = self._base.get(term)
+        if span is not None:
+            arrs = self._base_slots[span[0]:span[1]], self._base_tfs[span[0]:span[1]]
+            self._posting_arrays[term] = arrs
+            return arrs
         plist = self._postings.get(term)
         if not plist:
             return None

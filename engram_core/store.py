@@ -40,7 +40,7 @@ from .config import ensure_private_dir, restrict_tree
 from .ids import ulid
 from .models import Scope
 from .redaction import redact_value
-from .search_index import SearchIndex
+from .search_index import Postings, SearchIndex
 
 log = logging.getLogger(__name__)
 ROW_CACHE_SIZE = 2048
@@ -127,6 +127,15 @@ def plain(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [plain(v) for v in value]
     return value
+
+
+def _read_postings(z: Any) -> Postings | None:
+    """The BM25 postings saved with the snapshot (absent in one written before they were), checked by the index."""
+    if "p_terms" not in z.files:
+        return None
+    raw = bytes(z["p_terms"]).decode()
+    return Postings(analyser=bytes(z["p_analyser"]).decode(), terms=raw.split("\n") if raw else [],
+                    offsets=z["p_offsets"], slots=z["p_slots"], tfs=z["p_tfs"], doc_len=z["p_doc_len"])
 
 
 def write_private(path: Path, write: Callable[[BinaryIO], Any]) -> None:
@@ -662,6 +671,7 @@ class ScopeStore:
                 keys = bytes(z["keys"]).decode().split("\n") if len(z["keys"]) else []
                 sums, mat = z["sums"], z["vecs"]
                 light = json.loads(bytes(z["light"]).decode())
+                postings = _read_postings(z)
         except Exception as exc:  # noqa: BLE001 - a bad snapshot only costs a slower start
             log.warning("mirror snapshot %s unreadable, reading the store: %s", path, exc)
             return False
@@ -673,7 +683,7 @@ class ScopeStore:
         if has.any():
             full[has] = mat[rows_of[has]]
         index = SearchIndex(self.index_dim)
-        index.load(order, [row[14] for row in light], full, has)
+        index.load(order, [row[14] for row in light], full, has, postings)
         with self._mirror_lock:
             self.index = index
             self.light.clear()
@@ -705,12 +715,16 @@ class ScopeStore:
                       lt.pinned, lt.last_accessed_at.isoformat(), lt.created_at.isoformat(), lt.session_id,
                       lt.episode_id, lt.content_hash, lt.content, self.index.text(k)]
                      for k, lt in self.light.items()]
+            postings = self.index.export_postings([row[0] for row in light])
         try:
             write_private(path, lambda fh: np.savez(
                 fh, version=SNAPSHOT_VERSION, dim=self.index_dim, sums=sums, vecs=mat,
                 keys=np.frombuffer("\n".join(keys).encode(), dtype=np.uint8),
                 generation=np.frombuffer(gen.encode(), dtype=np.uint8),
-                light=np.frombuffer(json.dumps(light, ensure_ascii=False).encode(), dtype=np.uint8)))
+                light=np.frombuffer(json.dumps(light, ensure_ascii=False).encode(), dtype=np.uint8),
+                p_analyser=np.frombuffer(postings.analyser.encode(), dtype=np.uint8),
+                p_terms=np.frombuffer("\n".join(postings.terms).encode(), dtype=np.uint8),
+                p_offsets=postings.offsets, p_slots=postings.slots, p_tfs=postings.tfs, p_doc_len=postings.doc_len))
         except OSError as exc:
             log.warning("vector snapshot %s not written: %s", path, exc)
         for name, write in list(self.snapshot_writers.items()):

@@ -86,10 +86,17 @@ def test_unchanged_store_opens_from_the_snapshot_alone(tmp_path: Path, monkeypat
         return real(self, ns, db, sql, params)
 
     monkeypatch.setattr(Connection, "run", spy)
+    import engram_core.search_index as si
+
+    tokenised: list[str] = []
+    real_tokenize = si.tokenize
+    monkeypatch.setattr(si, "tokenize", lambda text, **kw: tokenised.append(text) or real_tokenize(text, **kw))
     store.reload_mirror()
     assert not [s for s in sent if "FROM memory" in s], sent
+    assert tokenised == [], "the BM25 postings come from the snapshot too"
     assert {k: (lt.status, lt.access_count, lt.content, lt.last_accessed_at) for k, lt in store.light.items()} == before
     assert store.index.bm25("note 4", 3) == bm25
+    monkeypatch.setattr(si, "tokenize", real_tokenize)
 
     conn.run("project", "p", "UPDATE memory:k2 SET access_count = 5")  # a console write, not through the store
     store.reload_mirror()

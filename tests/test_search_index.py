@@ -256,3 +256,57 @@ def test_the_vector_scan_runs_on_one_blas_thread() -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[1]", out.stdout + out.stderr
+
+
+def test_postings_saved_and_loaded_score_like_tokenising_and_stay_so_through_writes(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A store opens its BM25 index from the postings saved in its snapshot instead of tokenising every text.
+    That index must score exactly like one built from the texts, also after writes replace and remove documents
+    loaded that way (their terms then come from their text), and must refuse postings of another analyser."""
+    import engram_core.search_index as si
+
+    docs = {**DOCS, "d7": "The deploy failed again: the migration of the database timed out twice",
+            "d8": "Melanie's race for mental health raised money for the charity"}
+    ids = list(docs)
+    built = SearchIndex(dim=4)
+    built.load(ids, [docs[i] for i in ids], np.zeros((len(ids), 4), np.float32), np.zeros(len(ids), bool))
+    saved = built.export_postings(ids)
+
+    calls = []
+    real = si.tokenize
+    monkeypatch.setattr(si, "tokenize", lambda text, **kw: calls.append(text) or real(text, **kw))
+    loaded = SearchIndex(dim=4)
+    loaded.load(ids, [docs[i] for i in ids], np.zeros((len(ids), 4), np.float32), np.zeros(len(ids), bool), saved)
+    assert calls == [], "loading saved postings must not tokenise the texts"
+    monkeypatch.setattr(si, "tokenize", real)
+
+    queries = ["database migration timed out", "charity race mental health", "deploy", "window cat", "nothing here"]
+
+    def same() -> None:
+        for q in queries:
+            assert loaded.bm25(q, 10) == built.bm25(q, 10), q
+            assert loaded.bm25_scores(q) == built.bm25_scores(q), q
+        for d in [*ids, "d9"]:
+            assert loaded.unique_terms(d, docs.get(d, "deploy database")) == \
+                built.unique_terms(d, docs.get(d, "deploy database"))
+
+    same()
+    for idx in (built, loaded):
+        idx.upsert("d1", "The deploy script now waits for the migration", None)  # replaces a loaded document
+        idx.remove("d7")  # removes one
+        idx.upsert("d9", "A new note on the database migration and the race", None)
+    same()
+    assert loaded.bm25("timed out twice", 10) == built.bm25("timed out twice", 10) == \
+        [(k, s) for k, s in built.bm25("timed out twice", 10) if k != "d7"]
+    again = SearchIndex(dim=4)
+    ids2 = loaded.ids()
+    again.load(ids2, [loaded.text(i) for i in ids2], np.zeros((len(ids2), 4), np.float32), np.zeros(len(ids2), bool),
+               loaded.export_postings(ids2))
+    for q in queries:
+        assert again.bm25_scores(q) == pytest.approx(built.bm25_scores(q))
+
+    other = SearchIndex(dim=4, drop_stopwords=False)  # another analyser: the saved postings are not used
+    other.load(ids, [docs[i] for i in ids], np.zeros((len(ids), 4), np.float32), np.zeros(len(ids), bool), saved)
+    plain = SearchIndex(dim=4, drop_stopwords=False)
+    plain.load(ids, [docs[i] for i in ids], np.zeros((len(ids), 4), np.float32), np.zeros(len(ids), bool))
+    assert other.bm25_scores("the deploy") == plain.bm25_scores("the deploy")
