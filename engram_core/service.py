@@ -95,6 +95,10 @@ class EngramService(MemoryCore):
         polls it and reloads only when it moved."""
         return _revision()
 
+    def has(self, method: str) -> bool:
+        """Does this service serve ``method``? The same question ``RemoteService.has`` answers for the daemon."""
+        return method in API_METHODS
+
     # the self-organising layer (organise/)
     search_knowledge_graph = graph.search_knowledge_graph
     memory_graph = graph.memory_graph

@@ -1,7 +1,8 @@
 """How the UI reaches Engram: an object with EngramService's methods, called from worker threads only.
 
 The TUI never imports the store and never builds SurrealQL: it takes an ``EngramService`` (in process, for tests
-and ``--demo``) or the daemon client ``RemoteService`` (same methods, same return types) in its constructor.
+and ``--demo``) or the daemon client ``RemoteService`` (same methods, the same pydantic return types: the client
+rebuilds each method's declared type from the daemon's JSON) in its constructor.
 Methods of the self-organising layer and the console may not exist yet in a given build; ``available`` says so,
 and the panes show "not available yet" instead of failing.
 """
@@ -37,27 +38,12 @@ class NotAvailable(RuntimeError):
 
 
 def available(service: Any, name: str) -> bool:
-    """Does this service offer ``name``? In process: it must be a registered API method; remote: the client says."""
-    # The daemon client's method table, as the daemon sent it at connect: read without a call, so the UI
-    # thread never waits on the client's lock (held for up to the request timeout while the daemon hangs).
-    info = service.__dict__.get("info") if hasattr(service, "__dict__") else None
-    if isinstance(info, dict) and info.get("methods"):
-        return name in info["methods"]
-    # The daemon client answers from the daemon's own method table (RemoteService.has).
-    probe = getattr(type(service), "has", None)
-    if callable(probe):
-        try:
-            return bool(probe(service, name))
-        except Exception:  # noqa: BLE001 - a failing probe means "cannot tell": try the call and report its error
-            return True
+    """Does this service offer ``name``? Both services answer ``has(name)``: in process from the API registry,
+    the daemon client from the method table the daemon sent when it connected."""
     try:
-        from engram_core.service import API_METHODS
-    except ImportError:  # pragma: no cover - engram_core always ships with the TUI
-        API_METHODS = {}
-    fn = getattr(service, name, None)
-    if not callable(fn):
-        return False
-    return name in API_METHODS or not hasattr(service, "_all_open_stores")
+        return bool(service.has(name))
+    except Exception:  # noqa: BLE001 - cannot tell (the daemon is unreachable): try the call and report its error
+        return True
 
 
 def call(service: Any, name: str, *args: Any, **kwargs: Any) -> Any:
@@ -79,15 +65,3 @@ def describe_error(exc: BaseException) -> str:
         return f"not available yet in the running daemon: {text}"
     return text if name in {"EngramError", "NotFound", "ValidationError", "ValueError", "RemoteNotFound",
                             "RemoteEngramError"} else f"{name}: {text}"
-
-
-def attr(obj: Any, name: str, default: Any = None) -> Any:
-    """Read a field from a pydantic model or a plain dict (the daemon may hand either)."""
-    if isinstance(obj, dict):
-        return obj.get(name, default)
-    return getattr(obj, name, default)
-
-
-def value_of(value: Any) -> Any:
-    """An enum's value, or the value itself (the daemon client hands enums as plain strings)."""
-    return getattr(value, "value", value)

@@ -2,25 +2,17 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from engram_core.models import Memory
 
 MASK = "··········"
 
 
-def as_datetime(value: datetime | str | None) -> datetime | None:
-    """Datetimes may arrive as ISO strings (the daemon client leaves untyped results as JSON)."""
-    if value is None or isinstance(value, datetime):
-        return value
-    try:
-        dt = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
-
-
-def age(dt: datetime | str | None, now: datetime) -> str:
+def age(dt: datetime | None, now: datetime) -> str:
     """'3.2 d ago' / 'in 5 h' relative to ``now`` (the service clock, frozen in tests)."""
-    dt = as_datetime(dt)
     if dt is None:
         return "—"
     secs = (now - dt).total_seconds()
@@ -44,8 +36,7 @@ def wall_age(dt: datetime | None, now: datetime, mask: bool) -> str:
     return MASK if mask and dt is not None else age(dt, now)
 
 
-def stamp(dt: datetime | str | None) -> str:
-    dt = as_datetime(dt)
+def stamp(dt: datetime | None) -> str:
     return "—" if dt is None else dt.strftime("%Y-%m-%d %H:%M")
 
 
@@ -69,7 +60,6 @@ def short(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def exempt_from_decay(m: object) -> bool:
+def exempt_from_decay(m: Memory) -> bool:
     """Pinned memories are never archived or forgotten by the sweep: no decay dates apply to them."""
-    pinned = m.get("pinned") if isinstance(m, dict) else getattr(m, "pinned", False)
-    return bool(pinned)
+    return m.pinned

@@ -10,7 +10,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import DataTable, Footer, Header, Static
 
-from ..backend import NotAvailable, attr, available
+from ..backend import NotAvailable, available
 from ..fmt import short, wall_age
 from ..messages import ServiceDone, ServiceFailed
 from ..safe import markup, plain, visible
@@ -94,14 +94,14 @@ class ConflictsScreen(ServiceScreen):
         table.clear()
         now = self.engram.now()
         self.items = {}
-        ordered = sorted(items or [], key=lambda c: (str(attr(c, "kind")), str(attr(attr(c, "a"), "id")),
-                                                     str(attr(attr(c, "b"), "id"))))
+        ordered = sorted(items or [], key=lambda c: (c.kind, c.a.id,
+                                                     str(c.b.id)))
         for c in ordered:
-            cid = str(attr(c, "id"))
+            cid = str(c.id)
             self.items[cid] = c
-            cells = (attr(c, "kind"), short(visible(attr(attr(c, "a"), "content") or ""), 50),
-                     short(visible(attr(attr(c, "b"), "content") or ""), 50),
-                     wall_age(attr(c, "detected_at"), now, self.engram.mask_db_times))
+            cells = (c.kind, short(visible(c.a.content), 50),
+                     short(visible(c.b.content), 50),
+                     wall_age(c.detected_at, now, self.engram.mask_db_times))
             table.add_row(*(plain(x) for x in cells), key=cid)
         self.query_one("#conflicts-status", Static).update(
             f"[b]{len(self.items)}[/] open contradiction(s) · A keep A · B keep B · K keep both · M merge "
@@ -124,10 +124,9 @@ class ConflictsScreen(ServiceScreen):
         c = self.items[cid]
         self.current = c
         now = self.engram.now()
-        self.query_one("#side-a-text", Static).update(memory_card(attr(c, "a"), now))
-        self.query_one("#side-b-text", Static).update(memory_card(attr(c, "b"), now))
-        evidence = attr(c, "evidence")
-        text = evidence if isinstance(evidence, str) else "\n".join(f"• {e}" for e in evidence or [])
+        self.query_one("#side-a-text", Static).update(memory_card(c.a, now))
+        self.query_one("#side-b-text", Static).update(memory_card(c.b, now))
+        text = "\n".join(f"• {e}" for e in c.evidence)
         self.query_one("#conflicts-evidence", Static).update(
             markup("$t", t=text) if str(text) else "[dim]no evidence recorded[/]")
 
@@ -136,7 +135,7 @@ class ConflictsScreen(ServiceScreen):
         if c is None:
             return
         if resolution == "merge":
-            seed = f"{attr(attr(c, 'a'), 'content')}\n{attr(attr(c, 'b'), 'content')}"
+            seed = f"{c.a.content}\n{c.b.content}"
 
             def merged(text: str | None) -> None:
                 if text:
@@ -150,7 +149,7 @@ class ConflictsScreen(ServiceScreen):
     def _confirm(self, c: Any, resolution: str, merged: str | None) -> None:
         def go(ok: bool | None) -> None:
             if ok:
-                self.call_service("resolved", "resolve_contradiction", attr(c, "id"), resolution,
+                self.call_service("resolved", "resolve_contradiction", c.id, resolution,
                                   merged_content=merged, project=self.engram.project, context=resolution)
 
         self.app.push_screen(ConfirmScreen(f"Resolve this contradiction: {RESOLUTIONS[resolution]}?",

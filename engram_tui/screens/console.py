@@ -14,7 +14,7 @@ from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.widgets import Footer, Header, Label, OptionList, Select, Static, Switch
 
-from ..backend import NotAvailable, attr, available
+from ..backend import NotAvailable, available
 from ..fmt import ms
 from ..messages import ServiceDone, ServiceFailed
 from ..safe import lines, markup, plain, visible
@@ -177,19 +177,16 @@ class ConsoleScreen(ServiceScreen):
                           project=self.engram.project, session=self.engram.session)
 
     def done_query(self, result: Any, _m: ServiceDone) -> None:
-        statements = list(attr(result, "statements") or [])
+        statements = list(result.statements)
         viewer = self.query_one("#console-results", ResultsViewer)
         viewer.show_results(statements, mask=self.engram.mask_db_times)
         # New tabs may take focus as they mount; keep it in the editor so the next edit is one keystroke away.
         self.call_after_refresh(self.query_one("#console-editor").focus)
-        total = sum(attr(s, "time_ms") or 0 for s in statements)
-        errors = sum(1 for s in statements if attr(s, "error"))
-        rows = sum(len(attr(s, "rows") or []) for s in statements)
+        total = sum(s.time_ms for s in statements)
+        errors = sum(1 for s in statements if s.error)
+        rows = sum(len(s.rows) for s in statements)
         viewer.border_title = (f"Results · {len(statements)} statement(s) · {rows} rows · {ms(total, self.engram.mask_db_times)}"
                                + (f" · [red]{errors} error(s)[/]" if errors else ""))
-        verdict = attr(result, "verdict")
-        if verdict is not None and not attr(verdict, "ok", True):
-            self.notify("The server's validator refused the query", severity="error")
 
     def failed_query(self, message: ServiceFailed) -> bool:
         self.query_one("#console-results").border_title = "Results"

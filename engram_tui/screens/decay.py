@@ -14,7 +14,6 @@ from textual_plotext import PlotextPlot
 
 from engram_core.scoring import THRESHOLDS, crossing_time, effective_half_life, memory_strength
 
-from ..backend import attr
 from ..fmt import age, exempt_from_decay, short, stamp
 from ..messages import ServiceDone
 from ..safe import lines, markup, visible
@@ -27,8 +26,8 @@ POINTS = 80  # curve samples; the plot is ~this many columns wide, so more would
 
 
 def _curve(m: Any, xs: list[float], now: datetime) -> list[float]:
-    imp, hl, acc, last = attr(m, "importance"), attr(m, "half_life_days"), attr(m, "access_count"), \
-        attr(m, "last_accessed_at")
+    imp, hl, acc, last = m.importance, m.half_life_days, m.access_count, \
+        m.last_accessed_at
     return [memory_strength(imp, hl, acc, last, now + timedelta(days=x)) for x in xs]
 
 
@@ -42,8 +41,7 @@ def aggregate(memories: list[Any], key: str, now: datetime, horizon_days: float)
     xs = _span(0.0, horizon_days)
     groups: dict[str, list[list[float]]] = {}
     for m in memories:
-        value = attr(m, key)
-        groups.setdefault(getattr(value, "value", value), []).append(_curve(m, xs, now))
+        groups.setdefault(getattr(m, key).value, []).append(_curve(m, xs, now))
     return {g: [sum(col) / len(curves) for col in zip(*curves, strict=True)] for g, curves in sorted(groups.items())}
 
 
@@ -117,8 +115,8 @@ class DecayScreen(ServiceScreen):
 
     def done_selected(self, m: Any, _m: ServiceDone) -> None:
         now = self.engram.now()
-        seen = (attr(m, "id"), attr(m, "access_count"), attr(m, "last_accessed_at"), attr(m, "importance"),
-                attr(m, "status"), now)
+        seen = (m.id, m.access_count, m.last_accessed_at, m.importance,
+                m.status, now)
         if seen == self._seen:
             return  # nothing moved: do not redraw (keeps the terminal quiet and snapshots stable)
         self._seen = seen
@@ -137,8 +135,8 @@ class DecayScreen(ServiceScreen):
                     continue
                 page = service.list_memories(scope=scope, project=project, session=session,
                                              order="last_accessed_at", descending=True, limit=AGG_SAMPLE)
-                mems += [m for m in attr(page, "items") or []
-                         if getattr(attr(m, "status"), "value", attr(m, "status")) not in ("forgotten", "superseded")]
+                mems += [m for m in page.items
+                         if m.status.value not in ("forgotten", "superseded")]
             return {"memories": mems, "now": now}
 
         self.run_in_thread("aggregates", fetch)
@@ -160,8 +158,8 @@ class DecayScreen(ServiceScreen):
             plot.refresh()
             return
         now = self.engram.now()
-        imp, hl, acc, last = attr(m, "importance"), attr(m, "half_life_days"), attr(m, "access_count"), \
-            attr(m, "last_accessed_at")
+        imp, hl, acc, last = m.importance, m.half_life_days, m.access_count, \
+            m.last_accessed_at
         crossings = {name: crossing_time(imp, hl, acc, last, t) for name, t in THRESHOLDS.items()}
         future = [(c - now).total_seconds() / 86400 for c in crossings.values() if c is not None and c > now]
         horizon = max([1.0, *future]) * 1.15 * self.zoom
@@ -173,13 +171,13 @@ class DecayScreen(ServiceScreen):
         plt.vline(0, "white")
         plt.ylim(0, max(1.0, imp))
         plt.xlabel("days from now (0 = now)")
-        plt.title(short(visible(attr(m, "content") or ""), 70))
+        plt.title(short(visible(m.content), 70))
         plot.refresh()
 
         out: list[Content | str] = [
-            markup("[b]$c[/]", c=short(attr(m, "content") or "", 120)), "",
+            markup("[b]$c[/]", c=short(m.content, 120)), "",
             f"[dim]now[/]          {stamp(now)}",
-            f"[dim]strength[/]     [b]{attr(m, 'memory_strength', 0):.3f}[/]",
+            f"[dim]strength[/]     [b]{m.memory_strength:.3f}[/]",
             f"[dim]importance[/]   {imp:.2f}",
             f"[dim]half-life[/]    {hl:.3g} d × (1 + 0.2 × {acc} accesses) = {effective_half_life(hl, acc):.3g} d",
             f"[dim]last access[/]  {stamp(last)} ({age(last, now)})", "",
@@ -216,7 +214,7 @@ class DecayScreen(ServiceScreen):
             colors = ["cyan", "green", "magenta", "yellow"]
             for i, (group, ys) in enumerate(curves.items()):
                 n = sum(1 for m in self.agg["memories"]
-                        if getattr(attr(m, key), "value", attr(m, key)) == group)
+                        if getattr(m, key).value == group)
                 plt.plot(xs, ys, label=f"{group} ({n})", color=colors[i % len(colors)], marker="hd")
             for name, value in THRESHOLDS.items():
                 plt.hline(value, THRESHOLD_COLORS[name])

@@ -10,7 +10,6 @@ from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.widgets import DataTable, Footer, Header, Static, TextArea
 
-from ..backend import attr, value_of
 from ..fmt import short
 from ..messages import ServiceDone
 from ..safe import markup, plain, visible
@@ -53,18 +52,18 @@ class InjectScreen(ServiceScreen):
         self.call_service("preview", "injection_context", project=self.engram.project, session=self.engram.session)
 
     def done_preview(self, p: Any, _m: ServiceDone) -> None:
-        items = list(attr(p, "items") or [])
-        tokens, budget = attr(p, "tokens"), attr(p, "budget")
+        items = list(p.items)
+        tokens, budget = p.tokens, p.budget
         status: Content | str = markup(
             f"SessionStart would inject [b]{tokens:,}[/] tokens of a {budget:,}-token budget "
             f"({len(items)} memories) for [b]$where[/] now", where=self.app.sub_title or "this project")
-        if attr(p, "disabled"):
+        if p.disabled:
             status = "[b yellow]Engram is disabled for this project[/]: nothing would be injected"
         self.query_one("#inject-status", Static).update(status)
-        self.query_one("#inject-text", TextArea).text = attr(p, "text") or "(nothing would be injected)"
+        self.query_one("#inject-text", TextArea).text = p.text or "(nothing would be injected)"
         table = self.query_one("#inject-items", DataTable)
         table.clear()
         for i, it in enumerate(items):
-            cells = (value_of(attr(it, "scope")), value_of(attr(it, "memory_type")), f"{attr(it, 'strength'):.2f}",
-                     attr(it, "tokens"), short(visible(attr(it, "content") or ""), 34))
-            table.add_row(*(plain(c) for c in cells), key=f"{attr(it, 'id')}#{i}")
+            cells = (it.scope.value, it.memory_type.value, f"{it.strength:.2f}",
+                     it.tokens, short(visible(it.content), 34))
+            table.add_row(*(plain(c) for c in cells), key=f"{it.id}#{i}")

@@ -16,7 +16,7 @@ from textual.reactive import var
 from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Header, Input, Static, Tree
 
-from ..backend import NotAvailable, attr, call, describe_error
+from ..backend import NotAvailable, call, describe_error
 from ..fmt import age, ms, short, strength_bar
 from ..messages import ServiceDone
 from ..safe import markup, plain, visible
@@ -152,7 +152,7 @@ class MemoriesScreen(ServiceScreen):
         for row_key in list(table.rows):
             m = self.rows.get(str(row_key.value).split("#", 1)[0])
             if m is not None:
-                table.update_cell(row_key, "last", plain(age(attr(m, "last_accessed_at"), now)))
+                table.update_cell(row_key, "last", plain(age(m.last_accessed_at, now)))
 
     def content_width(self, search: bool | None = None) -> int:
         """The content column takes what the others leave (each column has 2 cells of padding)."""
@@ -191,7 +191,7 @@ class MemoriesScreen(ServiceScreen):
     def _refill(self) -> None:
         if self.search_text:
             hits = list(self.hits.values())
-            self._fill([attr(h, "memory") for h in hits], hits=hits)
+            self._fill([h.memory for h in hits], hits=hits)
         else:
             self._fill(list(self.rows.values()), hits=None)
 
@@ -228,16 +228,16 @@ class MemoriesScreen(ServiceScreen):
             sessions = service.list_sessions()
             projects = service.list_projects()
             counts: dict[tuple[str, str | None, str | None], Any] = {}
-            for sc in attr(stats, "scopes") or []:
-                scope = getattr(attr(sc, "scope"), "value", attr(sc, "scope"))
+            for sc in stats.scopes:
+                scope = sc.scope.value
                 counts[(scope, project if scope == "project" else None,
                         session if scope == "session" else None)] = sc
             for s in sessions:
-                key = attr(s, "session_key")
+                key = s.session_key
                 if session is None or key != session:
                     st = service.stats(session=key)
-                    for sc in attr(st, "scopes") or []:
-                        if getattr(attr(sc, "scope"), "value", attr(sc, "scope")) == "session":
+                    for sc in st.scopes:
+                        if sc.scope.value == "session":
                             counts[("session", None, key)] = sc
             return {"projects": projects, "sessions": sessions, "counts": counts}
 
@@ -278,10 +278,10 @@ class MemoriesScreen(ServiceScreen):
     def done_page(self, page: Any, message: ServiceDone) -> None:
         if message.seq != self.page_seq or self.search_text:
             return  # a newer keystroke already asked for another page
-        self.total = attr(page, "total")
-        items = attr(page, "items") or []
+        self.total = page.total
+        items = page.items
         t_fill = time.perf_counter()
-        self.rows = {attr(m, "id"): m for m in items}
+        self.rows = {m.id: m for m in items}
         self._fill(items, hits=None)
         self._update_status()
         q = self.tq
@@ -310,30 +310,30 @@ class MemoriesScreen(ServiceScreen):
         now = self.engram.now()
         width = self._content_width
         for i, m in enumerate(items):
-            mid = attr(m, "id")
-            strength = float(attr(m, "memory_strength", 0.0))
-            status = getattr(attr(m, "status"), "value", attr(m, "status"))
-            mtype = getattr(attr(m, "memory_type"), "value", attr(m, "memory_type"))
-            scope = getattr(attr(m, "scope"), "value", attr(m, "scope"))
-            content = short(visible(attr(m, "content") or ""), width)
-            if attr(m, "pinned"):
-                content = "📌" + short(visible(attr(m, "content") or ""), width - 2)
+            mid = m.id
+            strength = float(m.memory_strength)
+            status = m.status.value
+            mtype = m.memory_type.value
+            scope = m.scope.value
+            content = short(visible(m.content), width)
+            if m.pinned:
+                content = "📌" + short(visible(m.content), width - 2)
             row: list[Any] = []
             if hits is not None:
-                sc = attr(hits[i], "scores")
-                row += [f"{attr(sc, 'final', 0):.3f}", f"{attr(sc, 'fused', 0):.3f}",
-                        str(attr(sc, "bm25_rank") or "—"), str(attr(sc, "vector_rank") or "—")]
+                sc = hits[i].scores
+                row += [f"{sc.final:.3f}", f"{sc.fused:.3f}",
+                        str(sc.bm25_rank or "—"), str(sc.vector_rank or "—")]
             row += [content, Text(f"{strength_bar(strength, 5)} {strength:.2f}", style=_strength_style(strength)),
                     Text(status, style=_status_style(status)), mtype, scope,
-                    f"{attr(m, 'importance'):.2f}", str(attr(m, "access_count")),
-                    age(attr(m, "last_accessed_at"), now)]
+                    f"{m.importance:.2f}", str(m.access_count),
+                    age(m.last_accessed_at, now)]
             key = mid if mid not in table.rows else f"{mid}#{i}"
             table.add_row(*(c if isinstance(c, Text) else plain(c) for c in row), key=key)
         if keep is not None and keep in table.rows:
             table.move_cursor(row=table.get_row_index(keep))
         elif items:
             table.move_cursor(row=0)
-            self._select(attr(items[0], "id"))
+            self._select(items[0].id)
         else:
             self._select(None)
 
@@ -423,8 +423,8 @@ class MemoriesScreen(ServiceScreen):
         service = self.engram.service
         if data.level == "type":
             def count() -> dict[str, int]:
-                return {st: attr(service.list_memories(scope=data.scope, project=data.project, session=data.session,
-                                                       memory_type=data.memory_type, status=st, limit=1), "total")
+                return {st: service.list_memories(scope=data.scope, project=data.project, session=data.session,
+                                                       memory_type=data.memory_type, status=st, limit=1).total
                         for st in STATUSES}
             self.run_in_thread("status_counts", count, context=data)
         elif data.level == "scope" and data.scope == "project" and data.project != self.engram.project:
@@ -436,8 +436,8 @@ class MemoriesScreen(ServiceScreen):
 
     def done_project_counts(self, stats: Any, message: ServiceDone) -> None:
         data: NodeData = message.context
-        for sc in attr(stats, "scopes") or []:
-            if getattr(attr(sc, "scope"), "value", attr(sc, "scope")) == "project":
+        for sc in stats.scopes:
+            if sc.scope.value == "project":
                 self.query_one(ScopeTree).set_scope_counts(("project", data.project, None), sc)
 
     # ── filter and search ───────────────────────────────────
@@ -479,17 +479,17 @@ class MemoriesScreen(ServiceScreen):
     def done_search(self, result: Any, _m: ServiceDone) -> None:
         if not self.search_text:
             return
-        hits = list(attr(result, "hits") or [])
-        self.hits = {attr(attr(h, "memory"), "id"): h for h in hits}
-        self.rows = {attr(attr(h, "memory"), "id"): attr(h, "memory") for h in hits}
+        hits = list(result.hits)
+        self.hits = {h.memory.id: h for h in hits}
+        self.rows = {h.memory.id: h.memory for h in hits}
         self._set_columns(search=True)
-        self._fill([attr(h, "memory") for h in hits], hits=hits)
-        degraded = attr(result, "degraded")
+        self._fill([h.memory for h in hits], hits=hits)
+        degraded = result.degraded
         self.query_one("#table-status", Static).update(markup(
             f"[b]recall[/] $q · {len(hits)} hits · $strategy · "
-            f"{ms(attr(result, 'took_ms'), self.engram.mask_db_times)} · ranks: BM25# and Vec# per list, Score = final"
+            f"{ms(result.took_ms, self.engram.mask_db_times)} · ranks: BM25# and Vec# per list, Score = final"
             + (" · [yellow]$degraded[/]" if degraded else "") + " · [dim]esc: back to the list[/]",
-            q=repr(self.search_text), strategy=attr(result, "strategy"), degraded=degraded))
+            q=repr(self.search_text), strategy=result.strategy, degraded=degraded))
 
     def _leave_search(self) -> None:
         if self.search_text:
@@ -566,15 +566,15 @@ class MemoriesScreen(ServiceScreen):
         self.app.push_screen(ConfirmScreen(question, title=title), answered)
 
     def _before(self, m: Any) -> dict[str, Any]:
-        return {"status": getattr(attr(m, "status"), "value", attr(m, "status")), "content": attr(m, "content"),
-                "tags": list(attr(m, "tags") or []), "metadata": dict(attr(m, "metadata") or {}),
-                "importance": attr(m, "importance"), "pinned": bool(attr(m, "pinned"))}
+        return {"status": m.status.value, "content": m.content,
+                "tags": list(m.tags), "metadata": dict(m.metadata),
+                "importance": m.importance, "pinned": bool(m.pinned)}
 
     def action_edit(self) -> None:
         m = self._need_current()
         if m is None:
             return
-        mid = attr(m, "id")
+        mid = m.id
         before = self._before(m)
 
         def edited(changes: dict[str, Any] | None) -> None:
@@ -585,8 +585,8 @@ class MemoriesScreen(ServiceScreen):
             entry = UndoEntry("edit", mid, "edit", before={k: before[k] for k in changes})
             self.call_service("mutate", "update", mid, MemoryPatch(**changes), context=entry)
 
-        self.app.push_screen(EditMemoryScreen(attr(m, "content"), list(attr(m, "tags") or []),
-                                              float(attr(m, "importance"))), edited)
+        self.app.push_screen(EditMemoryScreen(m.content, list(m.tags),
+                                              float(m.importance)), edited)
 
     def action_pin(self) -> None:
         m = self._need_current()
@@ -594,22 +594,22 @@ class MemoriesScreen(ServiceScreen):
             return
         from engram_core.models import MemoryPatch
 
-        pinned = bool(attr(m, "pinned"))
-        entry = UndoEntry("pin", attr(m, "id"), "unpin" if pinned else "pin", before={"pinned": pinned})
-        self.call_service("mutate", "update", attr(m, "id"), MemoryPatch(pinned=not pinned), context=entry)
+        pinned = bool(m.pinned)
+        entry = UndoEntry("pin", m.id, "unpin" if pinned else "pin", before={"pinned": pinned})
+        self.call_service("mutate", "update", m.id, MemoryPatch(pinned=not pinned), context=entry)
 
     def action_promote(self) -> None:
         m = self._need_current()
         if m is None:
             return
-        scope = getattr(attr(m, "scope"), "value", attr(m, "scope"))
+        scope = m.scope.value
         if scope == "user":
             self.notify("Already in user scope, the highest", severity="warning")
             return
         target = "project" if scope == "session" else "user"
-        entry = UndoEntry("promote", attr(m, "id"), f"promote to {target}")
-        self._ask(markup(f"Promote this {scope} memory to [b]{target}[/] scope?\n\n$c", c=short(attr(m, "content"), 200)),
-                  lambda: self.call_service("mutate", "promote", attr(m, "id"), target,
+        entry = UndoEntry("promote", m.id, f"promote to {target}")
+        self._ask(markup(f"Promote this {scope} memory to [b]{target}[/] scope?\n\n$c", c=short(m.content, 200)),
+                  lambda: self.call_service("mutate", "promote", m.id, target,
                                             project=self.tq.project, session=self.tq.session, context=entry),
                   title="Promote")
 
@@ -617,10 +617,10 @@ class MemoriesScreen(ServiceScreen):
         m = self._need_current()
         if m is None:
             return
-        entry = UndoEntry("archive", attr(m, "id"), "archive", before=self._before(m))
+        entry = UndoEntry("archive", m.id, "archive", before=self._before(m))
         self._ask(markup("Archive this memory? Recall will skip it until it is restored.\n\n$c",
-                         c=short(attr(m, "content"), 200)),
-                  lambda: self.call_service("mutate", "set_status", attr(m, "id"), "archived",
+                         c=short(m.content, 200)),
+                  lambda: self.call_service("mutate", "set_status", m.id, "archived",
                                             reason="archived in the TUI", context=entry),
                   title="Archive")
 
@@ -628,20 +628,20 @@ class MemoriesScreen(ServiceScreen):
         m = self._need_current()
         if m is None:
             return
-        entry = UndoEntry("forget", attr(m, "id"), "forget", before=self._before(m))
+        entry = UndoEntry("forget", m.id, "forget", before=self._before(m))
         self._ask(markup("Forget this memory? Recall and injection stop using it (it is archived and keeps its "
                          "text: u undoes it here, `engram restore` later).\n\n$c",
-                         c=short(attr(m, "content"), 200)),
-                  lambda: self.call_service("mutate", "forget", attr(m, "id"), reason="forgotten in the TUI",
+                         c=short(m.content, 200)),
+                  lambda: self.call_service("mutate", "forget", m.id, reason="forgotten in the TUI",
                                             context=entry),
                   title="Forget")
 
     def done_mutate(self, result: Any, message: ServiceDone) -> None:
         entry: UndoEntry = message.context
         if entry.action == "promote":
-            promoted = list(attr(result, "promoted") or [])
+            promoted = list(result.promoted or [])
             entry.created_id = promoted[0].split(":", 1)[-1] if promoted else None
-            note = attr(result, "message") or "promoted"
+            note = result.message or "promoted"
         else:
             note = f"{entry.label} done"
         self.undo.push(entry)

@@ -11,7 +11,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.widgets import DataTable, Footer, Header, Static, TextArea
 
-from ..backend import NotAvailable, attr, available, call, value_of
+from ..backend import NotAvailable, available, call
 from ..fmt import age, short, wall_age
 from ..messages import ServiceDone, ServiceFailed
 from ..safe import lines, markup, plain, visible
@@ -28,10 +28,10 @@ def memory_card(m: Any, now: Any) -> Content:
     return markup("[b]$content[/]\n\n[dim]id[/] $id\n[dim]type[/] $type  [dim]status[/] [b]$status[/]\n"
                   "[dim]strength[/] $strength  [dim]importance[/] $importance\n[dim]created[/] $created  "
                   "[dim]tags[/] $tags",
-                  content=attr(m, "content") or "", id=attr(m, "id"), type=value_of(attr(m, "memory_type")),
-                  status=value_of(attr(m, "status")), strength=f"{float(attr(m, 'memory_strength', 0) or 0):.3f}",
-                  importance=f"{float(attr(m, 'importance', 0) or 0):.2f}", created=age(attr(m, "created_at"), now),
-                  tags=", ".join(attr(m, "tags") or []))
+                  content=m.content, id=m.id, type=m.memory_type.value,
+                  status=m.status.value, strength=f"{m.memory_strength:.3f}",
+                  importance=f"{m.importance:.2f}", created=age(m.created_at, now),
+                  tags=", ".join(m.tags))
 
 
 class ReviewScreen(ServiceScreen):
@@ -108,22 +108,21 @@ class ReviewScreen(ServiceScreen):
         now = self.engram.now()
         self.items = {}
         # Highest priority first, ties in a stable order (the database does not promise one).
-        ordered = sorted(items or [], key=lambda it: (-float(attr(it, "priority") or 0), str(attr(it, "reason")),
-                                                       sorted(str(attr(m, "id")) for m in attr(it, "sources") or [])))
+        ordered = sorted(items or [], key=lambda it: (-it.priority, it.reason,
+                                                       sorted(str(m.id) for m in it.sources)))
         for it in ordered:
-            iid = str(attr(it, "id"))
+            iid = str(it.id)
             self.items[iid] = it
-            proposal = attr(it, "proposal") or {}
-            priority = attr(it, "priority")
-            cells = (attr(it, "reason"), f"{priority:.2f}" if isinstance(priority, float) else priority,
-                     attr(it, "risk"), len(attr(it, "sources") or []),
-                     short(visible(attr(proposal, "content") or ""), 78),
-                     wall_age(attr(it, "created_at"), now, self.engram.mask_db_times))
+            proposal = it.proposal
+            cells = (it.reason, f"{it.priority:.2f}",
+                     it.risk, len(it.sources),
+                     short(visible(proposal.content if proposal else ""), 78),
+                     wall_age(it.created_at, now, self.engram.mask_db_times))
             table.add_row(*(plain(c) for c in cells), key=iid)
         self.query_one("#review-status", Static).update(
             f"[b]{len(self.items)}[/] pending consolidation(s) · a approve · e edit then approve · r reject")
         if self.items:
-            keep = str(attr(self.current, "id")) if self.current is not None else None
+            keep = str(self.current.id) if self.current is not None else None
             iid = keep if keep in self.items else next(iter(self.items))
             table.move_cursor(row=list(self.items).index(iid))
             self._show(iid)
@@ -143,19 +142,22 @@ class ReviewScreen(ServiceScreen):
         self.current = it
         now = self.engram.now()
         # One scrollable list, however big the cluster (72 sources were 72 cards too narrow to read).
-        sources = list(attr(it, "sources") or [])
+        sources = list(it.sources)
         box = self.query_one("#review-sources", VerticalScroll)
         box.border_title = f"Source memories ({len(sources)})"
         box.remove_children()
         box.mount_all([Static(markup("[b]$n.[/] ", n=i + 1) + memory_card(m, now), classes="source")
                        for i, m in enumerate(sources)])
         box.scroll_home(animate=False)
-        proposal = attr(it, "proposal") or {}
-        self.query_one("#review-proposal", TextArea).text = attr(proposal, "content") or ""
+        proposal = it.proposal
+        self.query_one("#review-proposal", TextArea).text = proposal.content if proposal else ""
+        if proposal is None:
+            self._show_result(markup("[dim]risk[/] $risk", risk=it.risk))
+            return
         self._show_result(markup(
             "[dim]type[/] $type  [dim]importance[/] $importance\n[dim]tags[/] $tags\n[dim]risk[/] $risk",
-            type=value_of(attr(proposal, "memory_type")), importance=attr(proposal, "importance"),
-            tags=", ".join(attr(proposal, "tags") or []), risk=attr(it, "risk")))
+            type=proposal.memory_type, importance=proposal.importance,
+            tags=", ".join(proposal.tags), risk=it.risk))
 
     def _show_result(self, proposal_meta: Content | None = None) -> None:
         parts = [p for p in (self.outcome, proposal_meta) if p]
@@ -171,14 +173,14 @@ class ReviewScreen(ServiceScreen):
         it = self.current
         if it is None:
             return
-        original = attr(attr(it, "proposal") or {}, "content") or ""
+        original = it.proposal.content if it.proposal else ""
         text = self.query_one("#review-proposal", TextArea).text
         edited = text if text.strip() and text != original else None
-        n = len(attr(it, "sources") or [])
+        n = len(it.sources)
 
         def go(ok: bool | None) -> None:
             if ok:
-                self.call_service("approved", "approve_consolidation", attr(it, "id"), project=self.engram.project,
+                self.call_service("approved", "approve_consolidation", it.id, project=self.engram.project,
                                   edited_content=edited, context=it)
 
         self.app.push_screen(ConfirmScreen(
@@ -192,10 +194,10 @@ class ReviewScreen(ServiceScreen):
 
         def go(ok: bool | None) -> None:
             if ok:
-                self.call_service("rejected", "reject_consolidation", attr(it, "id"), project=self.engram.project,
+                self.call_service("rejected", "reject_consolidation", it.id, project=self.engram.project,
                                   reason="rejected in the TUI", context=it)
 
-        n = len(attr(it, "sources") or [])
+        n = len(it.sources)
         self.app.push_screen(ConfirmScreen(
             f"Reject this consolidation? The {n} source memories stay as they are and the proposal leaves the queue.",
             title="Reject consolidation"), go)
@@ -205,18 +207,18 @@ class ReviewScreen(ServiceScreen):
         service = self.engram.service
 
         def statuses() -> tuple[Any, list[Any]]:
-            return result, [call(service, "get", attr(m, "id")) for m in attr(it, "sources") or []]
+            return result, [call(service, "get", m.id) for m in it.sources]
 
         self.run_in_thread("after_approve", statuses)
 
     def done_after_approve(self, data: tuple[Any, list[Any]], _m: ServiceDone) -> None:
         result, sources = data
         now = self.engram.now()
-        made = attr(result, "memory") or result
+        made = result.memory  # None when the outcome wrote no memory
         out: list[Content | str] = ["[b green]Approved.[/]", "", "[b]New memory[/]"]
-        out.append(memory_card(made, now) if attr(made, "content") else markup("$r", r=str(result)[:400]))
+        out.append(memory_card(made, now) if made is not None else markup("$r", r=str(result)[:400]))
         out += ["", "[b]Originals now[/]"]
-        out += [markup("  $id: [b]$status[/]", id=attr(m, "id"), status=value_of(attr(m, "status"))) for m in sources]
+        out += [markup("  $id: [b]$status[/]", id=m.id, status=m.status.value) for m in sources]
         self.notify("Consolidation approved", title="Engram")
         self.outcome = lines(*out)
         self._show_result()

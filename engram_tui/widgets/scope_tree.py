@@ -9,7 +9,6 @@ from rich.text import Text
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
-from ..backend import attr
 from ..fmt import short
 from ..safe import plain
 
@@ -55,17 +54,17 @@ class ScopeTree(Tree[NodeData]):
         selected = self.cursor_node.data if self.cursor_node is not None else None
         self.clear()
         self._scope_nodes.clear()
-        sess_for_project = [s for s in sessions if attr(s, "project_root") in (current_project, None)]
+        sess_for_project = [s for s in sessions if s.project_root in (current_project, None)]
         if sess_for_project:
             group = self.root.add(Text("sessions", style="bold"), expand=True, allow_expand=True)
             for s in sess_for_project:
-                key = attr(s, "session_key")
-                name = attr(s, "claude_session_id") or key[-6:]
+                key = s.session_key
+                name = s.claude_session_id or key[-6:]
                 self._add_scope(group, "session", f"session {short(name, 18)}", None, key, counts, current=False)
         group = self.root.add(Text("projects", style="bold"), expand=True)
         for p in projects:
-            path = attr(p, "project_path")
-            self._add_scope(group, "project", attr(p, "project_name"), path, None, counts,
+            path = p.project_path
+            self._add_scope(group, "project", p.project_name, path, None, counts,
                             current=path == current_project)
         self._add_scope(self.root, "user", "user", None, None, counts, current=False, bold=True)
         for node in self._walk():
@@ -78,12 +77,12 @@ class ScopeTree(Tree[NodeData]):
                    session: str | None, counts: dict[tuple[str, str | None, str | None], Any],
                    current: bool, bold: bool = False) -> None:
         stat = counts.get((scope, project, session))
-        total = attr(stat, "total") if stat is not None else None
+        total = stat.total if stat is not None else None
         data = NodeData(scope, project, session)
         node = parent.add(_label(name, total, current, bold), data=data, expand=current or scope == "session")
         self._scope_nodes[(scope, project, session)] = node
         self._names[(scope, project, session)] = (name, current or bold)
-        by_type = attr(stat, "by_type", {}) if stat is not None else {}
+        by_type = stat.by_type if stat is not None else {}
         for t in TYPES:
             if scope != "session" and t == "working":
                 continue
@@ -98,8 +97,8 @@ class ScopeTree(Tree[NodeData]):
         if node is None or stat is None:
             return
         name, current = self._names[key]
-        node.set_label(_label(name, attr(stat, "total"), current))
-        by_type = attr(stat, "by_type", {}) or {}
+        node.set_label(_label(name, stat.total, current))
+        by_type = stat.by_type
         for child in node.children:
             if child.data is not None and child.data.memory_type:
                 child.set_label(_label(child.data.memory_type, by_type.get(child.data.memory_type, 0)))

@@ -9,7 +9,6 @@ from typing import Any
 
 from textual.widgets import Static, TabbedContent, TabPane, TextArea
 
-from ..backend import attr
 from ..fmt import ms
 from ..safe import markup, visible
 
@@ -60,13 +59,13 @@ class ResultsViewer(TabbedContent):
         self.runs += 1
         panes: list[TabPane] = []
         for i, st in enumerate(statements, start=1):
-            error = attr(st, "error")
-            rows = attr(st, "rows") or []
-            cols = list(attr(st, "columns") or [])
-            took = attr(st, "time_ms")
+            error = st.error
+            rows = st.rows
+            cols = list(st.columns)
+            took = st.time_ms
             label = f"{i}: {'error' if error else f'{len(rows)} rows'}" + f" · {ms(took, mask)}"
             if error:
-                body: Any = Static(markup("[b red]$error[/]\n\n[dim]$sql[/]", error=error, sql=attr(st, "sql") or ""),
+                body: Any = Static(markup("[b red]$error[/]\n\n[dim]$sql[/]", error=error, sql=st.sql),
                                    classes="result-error")
             elif rows:
                 if not cols:
