@@ -102,7 +102,7 @@ def main() -> int:
     if args.no_model:
         env["ENGRAM_EMBEDDING_PROVIDER"] = "none"
     os.environ.update(env)
-    remote = connect(home, timeout=120, typed=False)
+    remote = connect(home, timeout=120)
     remote.call("store", memory={"content": "bench warm-up", "scope": "user"})
 
     def event(i: int) -> bytes:

@@ -39,7 +39,7 @@ def worker(kind: str, wid: int, out: Path, deadline: float, project: str) -> Non
 
     log = open(out, "a", buffering=1)  # noqa: SIM115 - one line per acknowledged operation, flushed
     n = 0
-    remote = RemoteService(start=False, typed=False) if kind == "client" else None
+    remote = RemoteService(start=False) if kind == "client" else None
     python3 = os.environ.get("SOAK_HOOK_PYTHON", "python3")
     while time.time() < deadline:
         n += 1
@@ -119,7 +119,7 @@ def run(procs: int = 8, seconds: float = 60.0, kill_at: float | None = None, mod
     if not model:
         env["ENGRAM_EMBEDDING_PROVIDER"] = "none"
     _start_daemon(home, env)
-    warm = RemoteService(home, start=False, typed=False).connect()
+    warm = RemoteService(home, start=False).connect()
     warm.call("store", memory={"content": "soak warm-up", "scope": "user"})  # loads the model before the clock
     warm.close()
     start = time.time()
@@ -148,7 +148,7 @@ def run(procs: int = 8, seconds: float = 60.0, kill_at: float | None = None, mod
     for c in children:
         c.wait()
     elapsed = time.time() - start
-    remote = RemoteService(home, start=True, typed=False).connect()
+    remote = RemoteService(home, start=True).connect()
     flush = remote.call("flush", timeout_s=120)
     records = [json.loads(line) for out in outs if out.exists() for line in out.read_text().splitlines()
                if line.strip()]

@@ -87,10 +87,10 @@ class DaemonProc:
         except (DaemonUnavailable, OSError):
             return False
 
-    def client(self, typed: bool = False):  # noqa: ANN201
+    def client(self):  # noqa: ANN201
         from engram_core.wire.client import RemoteService
 
-        return RemoteService(self.home, start=False, typed=typed).connect()
+        return RemoteService(self.home, start=False).connect()
 
     def stop(self, timeout: float = 20.0) -> None:
         import signal

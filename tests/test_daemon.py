@@ -55,7 +55,7 @@ def test_client_starts_daemon_on_demand_and_stop(tmp_path: Path, monkeypatch: py
     home = tmp_path / "home"
     monkeypatch.setenv("ENGRAM_EMBEDDING_PROVIDER", "none")
     monkeypatch.setenv("ENGRAM_DAEMON_IDLE_TIMEOUT_S", "0")
-    remote = connect(home, start=True, timeout=60, typed=True)
+    remote = connect(home, start=True, timeout=60)
     try:
         assert remote.started_daemon
         assert remote.info["protocol"] == 1 and remote.info["pid"] > 0

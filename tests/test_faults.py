@@ -24,7 +24,7 @@ def test_kill9_mid_stream_keeps_every_acknowledged_write(tmp_path: Path) -> None
     stop = threading.Event()
 
     def writer(n: int) -> None:
-        remote = RemoteService(d.home, start=False, typed=False)
+        remote = RemoteService(d.home, start=False)
         i = 0
         while not stop.is_set():
             i += 1

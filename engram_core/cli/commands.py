@@ -44,7 +44,7 @@ def _emit(data: Any) -> None:
 def _client(args: argparse.Namespace, *, start: bool = True) -> Any:
     from ..wire.client import connect
 
-    return connect(getattr(args, "home", None), start=start, typed=False)
+    return connect(getattr(args, "home", None), start=start)
 
 
 def _project(args: argparse.Namespace) -> str:

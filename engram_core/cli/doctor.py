@@ -44,7 +44,7 @@ def run_checks(home: str | None, project: str, *, agents: bool = True,
         mode = stat.S_IMODE(os.stat(sock).st_mode)
         checks.append(_check("socket", mode & 0o077 == 0, f"{sock} ({oct(mode)})", f"chmod 600 {sock}"))
     try:
-        client = connect(home, start=True, typed=False)
+        client = connect(home, start=True)
         report = client.call("health")
         checks.append(_check("daemon", True, "answering"))
         checks.extend(_check(c["name"], c["ok"], c["detail"], c.get("fix")) for c in report["checks"])

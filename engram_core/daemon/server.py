@@ -28,7 +28,6 @@ import socketserver
 import sys
 import threading
 import time
-import types
 import typing
 from collections.abc import Callable
 from pathlib import Path
@@ -49,6 +48,7 @@ from ..wire.protocol import (
     private_open,
     socket_path,
 )
+from ..wire.types import WireTypeError, type_expr
 
 log = logging.getLogger("engram.daemon")
 
@@ -170,45 +170,24 @@ def event_id_of(line: bytes | str, event: dict[str, Any]) -> str:
     return "h_" + hashlib.sha256(raw.strip()).hexdigest()[:32]
 
 
-# ── type names for clients (so RemoteService can rebuild pydantic results) ──
-def type_expr(tp: Any) -> str:
-    """A small type expression over engram_core.models names, builtins and Any; anything else is Any."""
-    from .. import models
-
-    if tp is type(None) or tp is None:
-        return "None"
-    if tp in (int, float, str, bool):
-        return tp.__name__
-    if tp is typing.Any:
-        return "Any"
-    origin = typing.get_origin(tp)
-    args = typing.get_args(tp)
-    if origin in (typing.Union, types.UnionType):
-        return " | ".join(type_expr(a) for a in args)
-    if origin in (list, dict, tuple):
-        inner = ", ".join(type_expr(a) for a in args) if args else "Any"
-        return f"{origin.__name__}[{inner}]"
-    if isinstance(tp, type) and getattr(models, tp.__name__, None) is tp:
-        return tp.__name__
-    return "Any"
-
-
+# ── what the client needs to rebuild results (wire/types.py) ─────────────────
 def method_info() -> tuple[dict[str, str], dict[str, list[str]]]:
-    """Per API method: its return type expression and its parameter names (after self/service)."""
+    """Per API method: its return type as an expression over engram_core.models names, and its parameter names
+    (after self/service). A method without a return type the client can rebuild stops the daemon at start."""
     from ..service import API_METHODS
 
     returns: dict[str, str] = {}
     params: dict[str, list[str]] = {}
     for name, fn in API_METHODS.items():
         raw = inspect.unwrap(fn)
+        hints = typing.get_type_hints(raw)
+        if "return" not in hints:
+            raise WireTypeError(f"API method {name} declares no return type: the client could not rebuild it")
         try:
-            returns[name] = type_expr(typing.get_type_hints(raw).get("return", typing.Any))
-        except Exception:  # an annotation we cannot resolve: the client keeps plain JSON
-            returns[name] = "Any"
-        try:
-            params[name] = [p for p in inspect.signature(raw).parameters if p not in ("self", "service", "core")]
-        except (TypeError, ValueError):
-            params[name] = []
+            returns[name] = type_expr(hints["return"])
+        except WireTypeError as exc:
+            raise WireTypeError(f"API method {name}: {exc}") from None
+        params[name] = [p for p in inspect.signature(raw).parameters if p not in ("self", "service", "core")]
     return returns, params
 
 

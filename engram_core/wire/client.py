@@ -1,18 +1,19 @@
 """A client of the daemon with the same methods as :class:`engram_core.service.EngramService`.
 
 ``connect()`` finds the daemon of this data root (starting it, detached, when none answers) and returns a
-:class:`RemoteService`; ``remote.recall(query, project=…)`` sends the call and rebuilds the pydantic result,
-so front-end code works the same against the in-process service or the daemon.
+:class:`RemoteService`; ``remote.recall(query, project=…)`` sends the call and returns the method's declared
+result type, rebuilt from the JSON (a ``RecallResult``, as in process), so front-end code works the same against
+the in-process service or the daemon. ``call(method, …)`` is the raw form: the daemon's JSON as it came (the CLI
+prints it).
 
-Kept light on purpose: standard library plus, lazily and only when a typed result is wanted, pydantic and
-``engram_core.models``. Never surrealdb, torch or numpy: those belong to the daemon (a test holds this).
-The daemon tells us, in its ``hello``, each method's parameter names and return type as a small type
-expression over ``engram_core.models`` names; that is how results are rebuilt without importing the service.
+Kept light on purpose: standard library plus, lazily, pydantic and ``engram_core.models``. Never surrealdb, torch
+or numpy: those belong to the daemon (a test holds this). The daemon tells us, in its ``hello``, each method's
+parameter names and return type (``wire/types.py``); that is how results are rebuilt without importing the
+service.
 """
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import errno
 import itertools
@@ -37,6 +38,7 @@ from .protocol import (
     request,
     socket_path,
 )
+from .types import WireTypeError, type_from_expr
 
 DEFAULT_START_TIMEOUT = 60.0
 DEFAULT_REQUEST_TIMEOUT = 600.0
@@ -76,48 +78,16 @@ def _raise_for(err: dict[str, Any]) -> None:
 
 
 
-# ── result types, rebuilt from the daemon's type expressions ─────────────────
-_ALLOWED_NODES = (ast.Expression, ast.Name, ast.Subscript, ast.Tuple, ast.BinOp, ast.BitOr, ast.Load,
-                  ast.Constant, ast.Index if hasattr(ast, "Index") else ast.Name)
-
-
-def _type_from_expr(expr: str) -> Any:
-    """Evaluate 'list[Memory] | None' over engram_core.models names; anything unexpected → None (plain JSON)."""
-    from typing import Any as _Any
-
-    from .. import models
-
-    try:
-        tree = ast.parse(expr, mode="eval")
-    except SyntaxError:
-        return None
-    if not all(isinstance(n, _ALLOWED_NODES) for n in ast.walk(tree)):
-        return None
-    names: dict[str, Any] = {"list": list, "dict": dict, "tuple": tuple, "Any": _Any, "None": None,
-                             "int": int, "float": float, "str": str, "bool": bool}
-    for n in ast.walk(tree):
-        if isinstance(n, ast.Name) and n.id not in names:
-            value = getattr(models, n.id, None)
-            if not isinstance(value, type):
-                return None
-            names[n.id] = value
-    try:
-        return eval(compile(tree, "<type>", "eval"), {"__builtins__": {}}, names)  # noqa: S307 - checked AST
-    except Exception:
-        return None
-
-
 class RemoteService:
     """The daemon's API as methods; thread-safe (one request at a time on one connection)."""
 
     def __init__(self, home: Path | str | None = None, *, start: bool = True,
                  start_timeout: float = DEFAULT_START_TIMEOUT, request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
-                 typed: bool = True) -> None:
+                 ) -> None:
         self.home = engram_home(home)
         self.start = start
         self.start_timeout = start_timeout
         self.request_timeout = request_timeout
-        self.typed = typed
         self._sock: socket.socket | None = None
         self._buf = b""
         self._ids = itertools.count(1)
@@ -253,18 +223,25 @@ class RemoteService:
         return dict(self.info.get("methods") or {})
 
     def has(self, method: str) -> bool:
-        return method in self.methods()
+        """Does the daemon serve ``method``? Once connected, answered from the table its hello sent, without a
+        request or the connection's lock (a UI thread asking never waits behind a long call)."""
+        if not self.info:
+            self.connect()
+        return method in (self.info.get("methods") or {})
 
     def _adapter(self, method: str) -> Any:
+        """A pydantic TypeAdapter of ``method``'s declared return type, built once from the daemon's hello."""
         if method not in self._adapters:
-            expr = (self.info.get("methods") or {}).get(method, "Any")
-            tp = _type_from_expr(expr)
-            adapter = None
-            if tp is not None and expr != "Any":
-                from pydantic import TypeAdapter
+            from pydantic import TypeAdapter
 
-                adapter = TypeAdapter(tp)
-            self._adapters[method] = adapter
+            expr = self.methods().get(method)
+            if expr is None:
+                raise RemoteNotFound("NotFound", f"the Engram daemon has no method {method!r}")
+            try:
+                self._adapters[method] = TypeAdapter(type_from_expr(expr))
+            except WireTypeError as exc:
+                raise ProtocolMismatch(f"{exc}: run `engram stop` and retry (the next command starts a daemon "
+                                       f"of this version)") from None
         return self._adapters[method]
 
     def invoke(self, method: str, *args: Any, **kwargs: Any) -> Any:
@@ -276,11 +253,8 @@ class RemoteService:
             if names is None or len(args) > len(names):
                 raise TypeError(f"{method}() takes keyword arguments over the daemon; got {len(args)} positional")
             kwargs = {**dict(zip(names, args, strict=False)), **kwargs}
-        result = self.call(method, **kwargs)
-        if not self.typed:
-            return result
         adapter = self._adapter(method)
-        return adapter.validate_python(result) if adapter is not None else result
+        return adapter.validate_python(self.call(method, **kwargs))
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):
@@ -304,9 +278,9 @@ class RemoteService:
 
 
 def connect(home: Path | str | None = None, *, start: bool = True, timeout: float = DEFAULT_START_TIMEOUT,
-            typed: bool = True) -> RemoteService:
+            ) -> RemoteService:
     """A connected client of this data root's daemon, starting it when allowed and needed."""
-    return RemoteService(home, start=start, start_timeout=timeout, typed=typed).connect()
+    return RemoteService(home, start=start, start_timeout=timeout).connect()
 
 
 def daemon_pid(home: Path | str | None = None) -> int | None:
