@@ -180,7 +180,6 @@ def scenario(call: Callable[..., Any], project: str) -> dict[str, Any]:
 def test_every_declared_result_type_travels_as_an_expression() -> None:
     """Without a daemon: each method declares a return type, written and read back as the same type, and none
     hides a plain dict behind Any (a result with open keys is a model with those keys as fields)."""
-    import engram_core.tools_support  # noqa: F401 - registers its methods, as the daemon does
     from engram_core.service import API_METHODS
     from engram_core.wire.types import type_expr, type_from_expr
 
@@ -203,8 +202,7 @@ def test_an_unknown_result_type_is_an_error_not_a_dict() -> None:
 
 def test_every_api_method_answers_the_same_types_in_process_and_over_the_socket(
         tmp_path: Path, embedder: Any, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN401
-    import engram_core.tools_support  # noqa: F401 - registers its methods, as the daemon does
-    from engram_core.service import API_METHODS, EngramService, call_api
+    from engram_core.service import API_METHODS, EngramService
 
     monkeypatch.setenv("HOME", str(tmp_path))
     projects = []
@@ -214,7 +212,7 @@ def test_every_api_method_answers_the_same_types_in_process_and_over_the_socket(
 
     svc = EngramService(home=tmp_path / "home-local", embedder=embedder, recover_sessions=False)
     try:
-        local = scenario(lambda name, **params: call_api(svc, name, params), projects[0])
+        local = scenario(lambda name, **params: getattr(svc, name)(**params), projects[0])
     finally:
         svc.close()
 
