@@ -95,6 +95,7 @@ def baseline_plugin(tmp: Path, commit: str) -> Path:
     import subprocess
 
     dst = mcp_only_plugin(tmp, f"baseline-{commit}")
+    shutil.rmtree(dst / "hooks")  # only that commit's hook files
     paths = subprocess.run(["git", "-C", str(REPO), "ls-tree", "-r", "--name-only", commit, "hooks", ".mcp.json",
                             "engram_core/mcp_bridge.py", "engram_core/mcp/bridge.py"],
                            capture_output=True, text=True, check=True).stdout.split()
@@ -104,6 +105,59 @@ def baseline_plugin(tmp: Path, commit: str) -> Path:
         (dst / rel).parent.mkdir(parents=True, exist_ok=True)
         (dst / rel).write_bytes(blob)
     return dst
+
+
+def process_cpu(plugin: Path, python: str, home: Path, project: Path, runs: int = 20) -> dict[str, float]:
+    """CPU ms (user + sys, median) of the processes Claude Code waits for, which the machine's load inflates far
+    less than wall times: a PostToolUse hook (Write) until it exits, and the MCP server from its start to the
+    `initialize` answer. A detached child is not counted: Claude Code does not wait for it."""
+    import resource
+    import subprocess
+
+    entry = plugin / "hooks" / ("run_hook.py" if (plugin / "hooks" / "run_hook.py").exists() else "engram_hook.py")
+    mcp = json.loads((plugin / ".mcp.json").read_text())["mcpServers"]["engram"]["args"][-1]
+    bridge = mcp.replace("${CLAUDE_PLUGIN_ROOT}", str(plugin))
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPATH")}
+    env.update(ENGRAM_HOME=str(home), CLAUDE_PROJECT_DIR=str(project))
+    event = json.dumps({"session_id": "bench-cpu", "transcript_path": "/dev/null", "cwd": str(project),
+                        "hook_event_name": "PostToolUse", "tool_name": "Write",
+                        "tool_input": {"file_path": str(project / "cpu.txt"), "content": "x\n"},
+                        "tool_response": {"type": "create", "filePath": str(project / "cpu.txt")}}).encode()
+    init = (json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                                   "clientInfo": {"name": "bench", "version": "0"}}}) + "\n").encode()
+
+    def cpu(run: Any) -> float:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        run()
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000
+
+    def hook() -> None:
+        subprocess.run([python, "-S", str(entry), "PostToolUse"], input=event, env=env, capture_output=True,
+                       timeout=30)
+
+    def server() -> None:
+        proc = subprocess.Popen([python, "-S", bridge], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, env=env, cwd=str(project))
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(init)
+        proc.stdin.flush()
+        proc.stdout.readline()
+        proc.stdin.close()
+        proc.wait(10)
+
+    def bare() -> None:
+        subprocess.run([python, "-S", "-c", "pass"], env=env, timeout=30)
+
+    hook()  # bytecode caches written
+    server()
+    out: dict[str, list[float]] = {"bare_python": [], "post_tool_use_hook": [], "mcp_server_to_initialize": []}
+    for _ in range(runs):
+        out["bare_python"].append(cpu(bare))
+        out["post_tool_use_hook"].append(cpu(hook))
+        out["mcp_server_to_initialize"].append(cpu(server))
+    return {k: round(statistics.median(v), 1) for k, v in out.items()}
 
 
 MCP_LOG: list[dict[str, float]] = []  # per run with the plugin: Claude Code's own MCP timings (debug log)
@@ -212,6 +266,10 @@ def main() -> int:
                 tools_first_turn.append(ok)
                 if baseline is not None:
                     base_s.append(run_once(cc, baseline, env, "baseline", daemon)[0])
+            cpu_ms = {"this checkout": process_cpu(REPO, args.python, tmp / "engram-home", cc.project)}
+            if baseline is not None:
+                cpu_ms[f"baseline {args.baseline}"] = process_cpu(baseline, args.python, tmp / "engram-home",
+                                                                  cc.project)
             log = tmp / "hook-times.jsonl"
             run_once(cc, timed_plugin(tmp, log), env)
             hooks: dict[str, list[float]] = {}
@@ -222,7 +280,8 @@ def main() -> int:
             daemon.stop()
     out = {
         "bench": "plugin_overhead", "pairs": args.pairs, "python": args.python,
-        "loadavg_1_5_15_at_start": load_at_start, "loadavg_1_5_15": [round(x, 2) for x in os.getloadavg()], "cpus": os.cpu_count(), "nice": os.nice(0),
+        "loadavg_1_5_15_at_start": load_at_start, "loadavg_1_5_15": [round(x, 2) for x in os.getloadavg()],
+        "cpus": os.cpu_count(), "nice": os.nice(0),
         "claude_code": str(binary),
         "seconds": {"with_plugin": [round(x, 3) for x in with_s], "without_plugin": [round(x, 3) for x in without_s],
                     "with_plugin_median": round(statistics.median(with_s), 3),
@@ -241,6 +300,7 @@ def main() -> int:
             v: {k: round(statistics.median(p[k] for p in runs if k in p), 3) for k in ("startup_s", "shutdown_s")}
             for v, runs in PHASES.items() if v != "warm-up" and all(runs)},
         "hook_ms": hooks,
+        "cpu_ms_of_what_claude_code_waits_for": cpu_ms,
     }
     emit(out, args.out)
     return 0
