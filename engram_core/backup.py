@@ -8,7 +8,6 @@ from pydantic import ValidationError
 
 from .api import EngramError, api, short_error
 from .core import MemoryCore
-from .ids import ulid
 from .models import ImportError_, MemoryRecord, RestoreReport, Scope
 from .redaction import redact_value
 from .store import ScopeStore, StoreError, content_hash, key_of
@@ -65,7 +64,7 @@ def restore_memories(core: MemoryCore, records: list[dict[str, Any]], project: s
     for n, rec in checked:
         try:
             if rec.scope == Scope.session:
-                store = core.scopes.restore_session(rec.database or rec.session_id or "s_" + ulid(),
+                store = core.scopes.restore_session(rec.database or rec.session_id or "s_" + core.new_id(),
                                                     project or rec.project_path)
             elif rec.scope == Scope.project:
                 pstore = core.project_store(project or rec.project_path)

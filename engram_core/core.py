@@ -23,6 +23,7 @@ from .bookkeeping import ACCESS_AFTER_S, LOG_AFTER_S, Bookkeeper
 from .clock import Clock
 from .config import Settings, ensure_private_dir, load_settings
 from .embeddings import Embedder, make_embedder
+from .ids import IdSource, ulid
 from .models import Memory, Scope
 from .paths import engram_home
 from .scopes import Scopes
@@ -100,10 +101,13 @@ class Extensions:
 
 
 class CoreOptions(TypedDict, total=False):
-    """What a core may be given instead of what it would build: the embedder, the clock, the settings."""
+    """What a core may be given instead of what it would build: the embedder, the clock, the id source, the
+    settings. Time and new ids come from the clock and the id source only (stores and organise included): a
+    FrozenClock and ids.SequentialIds make a whole build reproducible without patching any module."""
 
     embedder: Embedder | None
     clock: Clock | None
+    ids: IdSource | None
     settings: Settings | None
 
 
@@ -121,6 +125,7 @@ class MemoryCore:
             raise StoreError(f"Engram's data directory cannot be created or secured ({exc}). "
                              "Point ENGRAM_HOME at a writable directory.") from exc
         self.clock = clock or Clock()
+        self.new_id: IdSource = options.get("ids") or ulid
         self.settings = settings or load_settings()
         self.embedder: Embedder = embedder or make_embedder(self.settings)
         # Held around writes and changes to the set of open stores.
@@ -134,13 +139,13 @@ class MemoryCore:
         self.bookkeeper = Bookkeeper(access_after_s=float(os.environ.get("ENGRAM_ACCESS_AFTER_S") or ACCESS_AFTER_S),
                                      log_after_s=float(os.environ.get("ENGRAM_LOG_AFTER_S") or LOG_AFTER_S))
         self._param_cache: dict[str, Any] = {}  # see param()
-        self.scopes = Scopes(self.home, self.lock, self._open_store, self.now)
+        self.scopes = Scopes(self.home, self.lock, self._open_store, self.now, self.new_id)
         self.user = self.scopes.user
         self.extensions = Extensions()
 
     # ── lifecycle ────────────────────────────────────────────
     def _open_store(self, conn: Connection, scope: Scope, database: str) -> ScopeStore:
-        store = ScopeStore(conn, scope, database)
+        store = ScopeStore(conn, scope, database, clock=self.clock, new_id=self.new_id)
         store.on_defer = self.bookkeeper.notify
         return store
 

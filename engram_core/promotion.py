@@ -12,7 +12,6 @@ import numpy as np
 from . import lifecycle
 from .api import EngramError, NotFound, api
 from .core import MemoryCore
-from .ids import ulid
 from .models import PromotionReport, Scope
 from .scopes import Session
 from .store import ScopeStore
@@ -45,7 +44,7 @@ def copy_up(core: MemoryCore, source: ScopeStore, key: str, target: ScopeStore, 
                           tags=row["tags"], merged_from=source_ref, metadata=variants)
         action, target_key = "merged", dup
     else:
-        target_key = ulid()
+        target_key = core.new_id()
         fields = {k: row[k] for k in ("content", "content_hash", "memory_type", "tags", "importance",
                                       "confidence", "access_count", "relevance_score", "half_life_days",
                                       "source", "episode_id", "metadata", "created_at", "last_accessed_at")

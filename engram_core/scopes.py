@@ -26,7 +26,7 @@ from pathlib import Path
 
 from .api import EngramError, NotFound
 from .config import find_project_root, project_db_name, project_store_dir
-from .ids import ulid
+from .ids import IdSource, ulid
 from .models import Scope
 from .redaction import redact_text
 from .store import Connection, ScopeStore, key_of
@@ -50,10 +50,12 @@ class Session:
 
 class Scopes:
     def __init__(self, home: Path, lock: threading.RLock,
-                 open_store: Callable[[Connection, Scope, str], ScopeStore], now: Callable[[], datetime]) -> None:
+                 open_store: Callable[[Connection, Scope, str], ScopeStore], now: Callable[[], datetime],
+                 new_id: IdSource = ulid) -> None:
         self._lock = lock
         self._open_store = open_store
         self._now = now
+        self._new_id = new_id
         self._roots: dict[str, tuple[float, str, str]] = {}  # see project_root()
         self.user_conn = Connection.file(home / "user.db")
         self.user = open_store(self.user_conn, Scope.user, "default")
@@ -206,7 +208,7 @@ class Scopes:
                     if s.claude_id == claude_session_id:
                         self.touch(s)
                         return s, True
-            key = "s_" + ulid()
+            key = "s_" + self._new_id()
             root = self.project_root(project)[0] if project else None
             store = self._open_store(self.sessions_conn, Scope.session, key)
             now = self._now()
@@ -227,7 +229,7 @@ class Scopes:
             if key in self._sessions:
                 return self._sessions[key].store
             if not key.startswith("s_"):
-                key = "s_" + ulid()
+                key = "s_" + self._new_id()
             store = self._open_store(self.sessions_conn, Scope.session, key)
             root = self.project_root(project)[0] if project else None
             store.q("UPSERT session_registry:self SET session_key = $k, project_root = $p, last_seen_at = time::now()",

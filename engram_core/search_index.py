@@ -447,7 +447,8 @@ class SearchIndex:
 
     def _bm25_array(self, query: str) -> np.ndarray | None:
         """Scores over slots [0, _high); None when no query term is in the index. Caller holds the lock."""
-        terms = set(tokenize(query, drop_stopwords=self.drop_stopwords))
+        # Sorted: float32 sums depend on the order of the terms, and a set's order on PYTHONHASHSEED.
+        terms = sorted(set(tokenize(query, drop_stopwords=self.drop_stopwords)))
         n = self._n_text_docs
         if not terms or n == 0:
             return None

@@ -36,8 +36,9 @@ from surrealdb import AsyncSurreal, RecordID, Surreal
 from surrealdb.connections.async_ws import AsyncWsSurrealConnection
 from surrealdb.connections.blocking_ws import BlockingWsSurrealConnection
 
+from .clock import Clock
 from .config import ensure_private_dir, restrict_tree
-from .ids import ulid
+from .ids import IdSource, ulid
 from .models import Scope
 from .redaction import redact_value
 from .search_index import Postings, SearchIndex
@@ -513,8 +514,11 @@ class Light:
 class ScopeStore:
     """One scope's database (namespace + database) on a Connection, with its in-process mirror."""
 
-    def __init__(self, conn: Connection, scope: Scope, database: str, *, dim: int = 384) -> None:
+    def __init__(self, conn: Connection, scope: Scope, database: str, *, dim: int = 384,
+                 clock: Clock | None = None, new_id: IdSource | None = None) -> None:
         self.conn = conn
+        self.clock = clock or Clock()  # the service's: stamps written from Python (status history, updated_at)
+        self.new_id: IdSource = new_id or ulid
         self.scope = scope
         self.namespace = scope.value
         self.database = database
@@ -791,7 +795,7 @@ class ScopeStore:
         # A projection on CREATE trips the engine over the COMPUTED field (3.2.4): read it back instead.
         content = dict(fields)
         if not content.get("status_history"):  # written with the row: the history event would rewrite it
-            entry = {"to": content.get("status", "created"), "at": datetime.now(UTC)}
+            entry = {"to": content.get("status", "created"), "at": self.clock.now()}
             if content.get("status_reason"):
                 entry["reason"] = content["status_reason"]
             content["status_history"] = [entry]
@@ -855,7 +859,7 @@ class ScopeStore:
     def update_memory(self, key: str, changes: Mapping[str, Any]) -> dict[str, Any] | None:
         rows = self.q1(
             f"UPDATE $id MERGE $changes RETURN {MEMORY_FIELDS}",
-            {"id": record(key), "changes": {**changes, "updated_at": datetime.now(UTC)}},
+            {"id": record(key), "changes": {**changes, "updated_at": self.clock.now()}},
         )
         self.refresh([key])
         return plain(rows[0]) if rows else None
@@ -932,7 +936,7 @@ class ScopeStore:
     def set_status(self, key: str, status: str, reason: str, at: datetime | None = None,
                    **extra: Any) -> dict[str, Any] | None:
         return self.update_memory(key, {"status": status, "status_reason": reason,
-                                        "status_changed_at": at or datetime.now(UTC), **extra})
+                                        "status_changed_at": at or self.clock.now(), **extra})
 
     def strengthen(self, keys: list[str], when: datetime | None = None) -> None:
         """Seed 000 §6.3: each retrieval counts an access and nudges relevance up (events may revive).
@@ -942,7 +946,7 @@ class ScopeStore:
         (first retrieval, revival) reach the mirror when it is applied."""
         if not keys:
             return
-        when = when or datetime.now(UTC)
+        when = when or self.clock.now()
         with self._mirror_lock:
             for key in keys:
                 light = self.light.get(key)
@@ -1188,7 +1192,7 @@ class ScopeStore:
         the table, at the next compaction (into the compacted copy: no old version left behind), at close, or by
         the bookkeeping thread after `bookkeeping.LOG_AFTER_S`. At most `HELD_LOG_MAX` are held (the oldest
         beyond would be pruned at the compaction anyway)."""
-        key = ulid()
+        key = self.new_id()
         with self._mirror_lock:
             self._held_log.append({"id": record(key, "retrieval_log"), **fields})
             if self._log_since is None:
@@ -1197,11 +1201,9 @@ class ScopeStore:
         return key
 
     def create(self, table: str, fields: Mapping[str, Any], key: str | None = None) -> dict[str, Any]:
-        target = record(key, table) if key else None
-        if target is not None:
-            rows = self.q1("CREATE $t CONTENT $f", {"t": target, "f": dict(fields)})
-        else:
-            rows = self.q1("CREATE type::table($tb) CONTENT $f", {"tb": table, "f": dict(fields)})
+        # The id from the service's id source, not the engine's random one: queue items and logs are shown and
+        # listed by id, and a build on SequentialIds must give the same ones every time.
+        rows = self.q1("CREATE $t CONTENT $f", {"t": record(key or self.new_id(), table), "f": dict(fields)})
         return plain(rows[0])
 
     def prune_retrieval_log(self, keep: int) -> None:

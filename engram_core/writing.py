@@ -17,7 +17,6 @@ from . import lifecycle, ranking
 from .api import EngramError, NotFound, api, short_error
 from .core import MemoryCore
 from .embeddings import try_embed
-from .ids import ulid
 from .models import ImportError_, ImportReport, Memory, MemoryIn, MemoryPatch, Scope, Status, StoreResult
 from .redaction import redact, redact_text, redact_value
 from .scopes import Session
@@ -119,7 +118,7 @@ def write(core: MemoryCore, items: list[MemoryIn], project: str | None, session:
         fields["search_text"] = search_text
         if vecs is not None:
             fields["embedding"] = [float(x) for x in vecs[i]]
-        key = ulid()
+        key = core.new_id()
         for before in core.extensions.before_store:
             before(core, store, key, fields, vecs[i] if vecs is not None else None)
         row = store.create_memory(key, fields)

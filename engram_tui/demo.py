@@ -6,9 +6,9 @@ once and reopened as it was on every later load (``demo.json`` records when; the
 and ``remove_demo`` deletes it (``engram tui --remove-demo``).
 
 ``engram tui --demo`` loads it so a newcomer sees every pane alive in one command; the TUI tests and the
-screenshots build it on a FrozenClock so the result is identical on every run. Everything is relative to
-``now`` and drawn from a seeded RNG: same seed, same ``now`` (and deterministic ids, which the tests patch)
-→ same store.
+screenshots build it on a service given a FrozenClock and SequentialIds (``engram_core.ids``), so the result is
+identical on every run, whatever PYTHONHASHSEED is. Everything is relative to ``now`` and drawn from a seeded
+RNG: same seed, same ``now``, same id source → same store.
 
 The ``service`` argument is anything with the EngramService methods (the in-process service or the daemon
 client), so the demo never opens a store itself.
@@ -16,7 +16,7 @@ client), so the demo never opens a store itself.
 Known limits of "through the API only" (they are the service's, on purpose):
 - access counts cannot be set, only earned by recall, and a recall stamps ``last_accessed_at`` with the
   database's wall clock, so the demo does not recall: every access count starts at 0;
-- status history timestamps come from the database's ``time::now()``, not the service clock.
+- status history timestamps after the first come from a database event (``time::now()``), not the service clock.
 """
 
 from __future__ import annotations

@@ -71,6 +71,43 @@ def test_client_starts_daemon_on_demand_and_stop(tmp_path: Path, monkeypatch: py
     assert not (home / "engram.sock").exists()
 
 
+def _proc_state(pid: int) -> str | None:
+    """The state letter of a process in /proc ('Z' for a zombie), None once it is gone (reaped)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
+
+
+def test_the_daemon_a_client_started_is_reaped_when_it_exits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """This process is the daemon's parent: unless the client waits for it, a daemon that shuts down (or exits
+    idle) stays a zombie for as long as the client's process lives (a TUI, an MCP server, a test session)."""
+    from engram_core.wire.client import connect
+
+    monkeypatch.setenv("ENGRAM_EMBEDDING_PROVIDER", "none")
+    remote = connect(tmp_path / "home", start=True, timeout=60, typed=False)
+    pid = remote.info["pid"]
+    assert remote.started_daemon and remote.daemon_process is not None and remote.daemon_process.pid == pid
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    assert int(stat.rsplit(")", 1)[1].split()[1]) == os.getpid()  # our child: ours to reap
+    remote.call("shutdown")
+    remote.close()
+    # A pidfd turns readable when the daemon has exited (zombie or not): the barrier for "it exited".
+    fd = os.pidfd_open(pid)
+    try:
+        import select
+
+        assert select.select([fd], [], [], 60)[0], "the daemon did not exit after shutdown"
+    finally:
+        os.close(fd)
+    # Exited; the client's reaper thread collects it at once. A zombie would stay 'Z' for good.
+    deadline = time.monotonic() + 10
+    while (state := _proc_state(pid)) is not None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert state is None, f"daemon {pid} left as a zombie (state {state})"
+    assert remote.daemon_process.wait(timeout=10) == 0
+
+
 def test_second_serve_refuses_and_first_keeps_serving(light_daemon: DaemonProc) -> None:
     light_daemon.start()
     second = subprocess.run([sys.executable, "-m", "engram_core.daemon", "--home", str(light_daemon.home)],
@@ -215,15 +252,37 @@ def test_client_module_stays_light() -> None:
     assert out.returncode == 0 and out.stdout.strip() == "", out.stdout + out.stderr
 
 
-def test_status_answers_while_model_loads(tmp_path: Path) -> None:
-    d = DaemonProc(tmp_path / "home", model=True)
-    t0 = time.monotonic()
-    d.start()
+def test_status_answers_while_model_loads(tmp_path: Path, embedder, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
+    """The model file is a FIFO the test holds shut: the loader blocks opening it (a real barrier, not a race
+    against a fast load), and status must answer "loading" meanwhile; once the bytes flow, "ready"."""
+    from engram_core.embeddings import onnx_model_path
+    from engram_core.wire.client import RemoteService
+
+    real = onnx_model_path()  # the `embedder` fixture loaded (and if need be exported) the real model
+    assert real.exists()
+    cache = tmp_path / "models"
+    cache.mkdir()
+    monkeypatch.setenv("ENGRAM_MODEL_CACHE", str(cache))
+    fifo = onnx_model_path()
+    os.mkfifo(fifo)
+    d = DaemonProc(tmp_path / "home", model=True,
+                   env={"ENGRAM_MODEL_CACHE": str(cache), "ENGRAM_EMBEDDING_BACKEND": "onnx"}).start()
     try:
-        c = d.client()
-        st_ = c.call("status")
-        assert st_["model"] in ("loading", "ready", "not loaded")
-        assert time.monotonic() - t0 < 30
+        c = RemoteService(d.home, start=False, typed=False, request_timeout=10).connect()
+        states = [c.call("status")["model"]]
+        deadline = time.monotonic() + 60
+        while states[-1] == "not loaded" and time.monotonic() < deadline:  # the MCP server is built first
+            time.sleep(0.05)
+            states.append(c.call("status")["model"])
+        assert states[-1] == "loading", states
+        # Still blocked on the FIFO: every answer in between says so, and none waits for the model.
+        assert [c.call("status")["model"] for _ in range(3)] == ["loading"] * 3
+        with open(fifo, "wb") as fh:  # noqa: PTH123 - opens once the loader has: then the model streams in
+            fh.write(real.read_bytes())
+        while states[-1] == "loading" and time.monotonic() < deadline:
+            time.sleep(0.05)
+            states.append(c.call("status")["model"])
+        assert states[-1] == "ready", states
         c.close()
     finally:
         d.stop()

@@ -6,7 +6,7 @@ import hashlib
 import threading
 import weakref
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from surrealdb import RecordID
@@ -28,10 +28,6 @@ def short_hash(*parts: str) -> str:
 
 def rid(table: str, key: str) -> RecordID:
     return RecordID(table, key)
-
-
-def now_utc() -> datetime:
-    return datetime.now(UTC)
 
 
 def as_dt(value: Any) -> datetime | None:

@@ -12,6 +12,7 @@ recency and association strength.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Iterable
 from typing import Any, Literal
@@ -147,7 +148,7 @@ def find_pairs(core: MemoryCore, store: ScopeStore, *, deadline: float, dry_run:
 
 def find_episodic_topics(core: MemoryCore, store: ScopeStore, *, dry_run: bool) -> int:
     """>= 3 episodic memories sharing a tag or an entity → one semantic memory proposal per topic."""
-    eps = set(_live_keys(store, ["episodic"]))
+    eps = sorted(set(_live_keys(store, ["episodic"])))
     if len(eps) < MIN_EPISODES:
         return 0
     topics: dict[str, set[str]] = {}
@@ -161,11 +162,12 @@ def find_episodic_topics(core: MemoryCore, store: ScopeStore, *, dry_run: bool) 
             topics.setdefault(f"entity:{r['name']}", set()).add(key_of(r["in"]))
     n = 0
     claimed: set[str] = set()
-    for topic, members in sorted(topics.items(), key=lambda t: -len(t[1])):
+    # Largest topic first, ties by name: which topic claims a memory must not depend on set or row order.
+    for topic, members in sorted(topics.items(), key=lambda t: (-len(t[1]), t[0])):
         members -= claimed
         if len(members) < MIN_EPISODES:
             continue
-        pr = sum(replay_priority(core, store, k) for k in members) / len(members)
+        pr = math.fsum(replay_priority(core, store, k) for k in members) / len(members)
         if queue(core, store, "episodic_to_semantic", sorted(members), priority=pr, topic=topic.split(":", 1)[1],
                  dry_run=dry_run) or dry_run:
             n += 1
@@ -255,7 +257,9 @@ def list_consolidations(core: MemoryCore, project: str | None = None,
     store = core.scopes.primary(project)
     fill_proposals(core, store)
     cond = "true" if status == "all" else "status = $s"
-    rows = store.q1(f"SELECT * FROM consolidation_queue WHERE {cond} ORDER BY priority DESC LIMIT $n",
+    # Ties (every scheduled summary has priority 0.3) by age and first memory, not by the random row id.
+    rows = store.q1(f"SELECT * FROM consolidation_queue WHERE {cond} "
+                    "ORDER BY priority DESC, created_at, memory_id, reason LIMIT $n",
                     {"s": status, "n": max(1, min(limit, 1000))}) or []
     return [_item(core, store, r) for r in rows]
 
@@ -282,8 +286,8 @@ def approve_consolidation(core: MemoryCore, item_id: str, project: str | None = 
     keys = [key_of(m) for m in row.get("memory_ids") or []]
     live = [k for k in keys if store.get(k) is not None]
     if not live:
-        store.q("UPDATE $id SET status = 'failed', note = 'sources gone', processed_at = time::now()",
-                {"id": row["id"]})
+        store.q("UPDATE $id SET status = 'failed', note = 'sources gone', processed_at = $now",
+                {"id": row["id"], "now": core.now()})
         raise NotFound("the sources of this item no longer exist")
     p = Proposal(**row["proposal"]) if row.get("proposal") else extractive(core, store, live, row["reason"],
                                                                              row.get("topic"))
@@ -327,8 +331,9 @@ def approve_consolidation(core: MemoryCore, item_id: str, project: str | None = 
             out.sources[k] = "consolidated"
         out.memory = to_memory(core, store, mem.id)
         out.message = f"{len(live)} source(s) consolidated into {mem.id}"
-    store.q("UPDATE $id SET status = 'completed', processed_at = time::now(), result_id = $r, decided_by = $d, "
-            "proposal = $p", {"id": row["id"], "r": result_id, "d": decided_by, "p": p.model_dump()})
+    store.q("UPDATE $id SET status = 'completed', processed_at = $now, result_id = $r, decided_by = $d, "
+            "proposal = $p", {"id": row["id"], "r": result_id, "d": decided_by, "p": p.model_dump(),
+                              "now": core.now()})
     _log(store, "approve", item_id=out.item_id, result_id=result_id,
          details={"reason": row["reason"], "sources": live, "decided_by": decided_by},
          took_ms=(time.perf_counter() - t0) * 1000)
@@ -341,8 +346,8 @@ def reject_consolidation(core: MemoryCore, item_id: str, project: str | None = N
     store, row = _load(core, item_id, project)
     if row["status"] != "pending":
         raise EngramError(f"item {key_of(row['id'])} is {row['status']}, not pending")
-    store.q("UPDATE $id SET status = 'rejected', processed_at = time::now(), note = $n, decided_by = 'user'",
-            {"id": row["id"], "n": reason})
+    store.q("UPDATE $id SET status = 'rejected', processed_at = $now, note = $n, decided_by = 'user'",
+            {"id": row["id"], "n": reason, "now": core.now()})
     _log(store, "reject", item_id=key_of(row["id"]), details={"reason": reason})
     return _item(core, store, store.q1("SELECT * FROM ONLY $id", {"id": row["id"]}))
 

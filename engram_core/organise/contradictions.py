@@ -29,7 +29,6 @@ from .base import (
     MemoryCore,
     NotFound,
     api,
-    now_utc,
     rid,
     to_memory,
 )
@@ -118,7 +117,7 @@ def classify_pair(a: str, b: str, cosine: float) -> tuple[PairClass, str]:
 
 
 # ── queueing ─────────────────────────────────────────────────
-def _queue(store: ScopeStore, kind: str, a: str, b: str, evidence: list[str],
+def _queue(store: ScopeStore, kind: str, a: str, b: str, evidence: list[str], at: datetime,
            relation_a: str | None = None, relation_b: str | None = None) -> str | None:
     """Queue once per memory pair, whatever its state: a pair resolved or dismissed is not raised again."""
     if a == b:
@@ -131,7 +130,7 @@ def _queue(store: ScopeStore, kind: str, a: str, b: str, evidence: list[str],
         return None
     row = store.create("contradiction_queue", {"kind": kind, "memory_a": a, "memory_b": b, "evidence": evidence,
                                                "relation_a": relation_a, "relation_b": relation_b,
-                                               "detected_at": now_utc()})
+                                               "detected_at": at})
     return key_of(row["id"])
 
 
@@ -176,7 +175,7 @@ def check_relations(core: MemoryCore, store: ScopeStore, memory_key: str | None,
             other = _live_evidence(store, old.get("evidence") or [], memory_key)
             if other is None:
                 continue
-            q = _queue(store, kind, other, memory_key, [reason or kind], key_of(old["id"]),
+            q = _queue(store, kind, other, memory_key, [reason or kind], core.now(), key_of(old["id"]),
                        relation_key(src, r.relation_type, dst))
             if q:
                 queued.append(q)
@@ -204,7 +203,7 @@ def check_near(core: MemoryCore, store: ScopeStore, key: str, content: str,
         if cls != "update":
             continue
         kind = "negation" if "negat" in why else "value"
-        q = _queue(store, kind, other, key, [why])
+        q = _queue(store, kind, other, key, [why], core.now())
         if q:
             queued.append(q)
     return queued
@@ -229,13 +228,15 @@ def list_contradictions(core: MemoryCore, project: str | None = None,
     out: list[Contradiction] = []
     for store in core.scopes.stores("all", project, session):
         cond = "true" if status == "all" else "status = $s"
-        rows = store.q1(f"SELECT * FROM contradiction_queue WHERE {cond} ORDER BY detected_at DESC LIMIT $n",
+        rows = store.q1(f"SELECT * FROM contradiction_queue WHERE {cond} "
+                        "ORDER BY detected_at DESC, memory_b DESC, memory_a DESC LIMIT $n",
                         {"s": status, "n": limit}) or []
         for r in rows:
             c = _to_contradiction(core, store, plain(r))
             if c is not None:
                 out.append(c)
-    out.sort(key=lambda c: c.detected_at, reverse=True)
+    # Newest first; pairs detected at the same instant by their newer memory (ids are ULIDs), not row ids.
+    out.sort(key=lambda c: (c.detected_at, c.b.id, c.a.id), reverse=True)
     return out[:limit]
 
 

@@ -15,7 +15,6 @@ from typing import Any
 
 import numpy as np
 
-from ..ids import ulid
 from ..models import EpisodeInfo
 from ..redaction import redact_text
 from ..store import Light, ScopeStore, key_of, plain
@@ -56,7 +55,7 @@ def _open(store: ScopeStore, s: Stream, name: str, boundary: str, trigger: str |
     if s.episode_id:
         store.q("UPDATE $id SET ended_at = ended_at ?? $t, end_reason = end_reason ?? $r RETURN NONE",
                 {"id": rid("episode", s.episode_id), "t": at, "r": boundary})
-    key = "ep_" + ulid()
+    key = "ep_" + store.new_id()
     store.q("CREATE $id CONTENT $c RETURN NONE", {"id": rid("episode", key), "c": {
         "stream": name, "started_at": at, "last_at": at, "boundary_type": boundary,
         "boundary_trigger": redact_text(trigger or "")[:300] or None}})  # whole, then cut

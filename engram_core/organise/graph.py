@@ -36,7 +36,6 @@ from .base import (
     MemoryCore,
     api,
     as_dt,
-    now_utc,
     rid,
     short_hash,
     state,
@@ -73,12 +72,12 @@ def subject_for(store: ScopeStore) -> ex.Extracted:
 _WRITE = """
 IF $ep != NONE {
   IF !$ep_on_row { UPDATE $mem SET episode_id = $ep RETURN NONE; };
-  UPDATE $epr SET memory_count += 1, last_at = time::now() RETURN NONE;
+  UPDATE $epr SET memory_count += 1, last_at = $now RETURN NONE;
 };
 IF array::len($ents) > 0 {
   -- Only `+=` sees the stored value inside ON DUPLICATE KEY UPDATE (3.2.4), hence the clamp after.
-  INSERT INTO entity $ents ON DUPLICATE KEY UPDATE mention_count += 1, last_seen = time::now(),
-    updated_at = time::now(), confidence += 0.02 RETURN NONE;
+  INSERT INTO entity $ents ON DUPLICATE KEY UPDATE mention_count += 1, last_seen = $now,
+    updated_at = $now, confidence += 0.02 RETURN NONE;
   UPDATE $mentioned SET confidence = 1.0 WHERE confidence > 1.0 RETURN NONE;
 };
 IF array::len($mentioned) > 0 { RELATE $mem->mentions->$mentioned RETURN NONE; };
@@ -88,7 +87,7 @@ FOR $r IN $rels {
     IF $r.ev = NONE OR $r.ev NOT IN $cur {
       UPDATE $r.id SET weight = math::min([1.0, weight + $inc]), confidence = math::min([1.0, confidence + 0.05]),
         evidence = IF $r.ev = NONE THEN $cur ELSE array::slice(array::append($cur, $r.ev), -50) END,
-        invalid_at = NONE, updated_at = time::now() RETURN NONE;
+        invalid_at = NONE, updated_at = $now RETURN NONE;
     };
   } ELSE {
     RELATE ($r.src)->($r.id)->($r.dst) CONTENT $r.fields RETURN NONE;
@@ -145,7 +144,7 @@ def write_extraction(core: MemoryCore, store: ScopeStore, key: str, content: str
     ents = ex.extract_entities(content)
     subject = subject_for(store)
     rels = ex.extract_relations(content, ents, subject) if ents else []
-    now = now_utc()
+    now = core.now()
     scope = store.scope.value
     all_ents = {(e.key, e.entity_type): e for e in ents}
     for r in rels:
@@ -159,12 +158,12 @@ def write_extraction(core: MemoryCore, store: ScopeStore, key: str, content: str
             check.add(entity_key(r.source.key, r.source.entity_type))
             check.add(entity_key(r.target.key, r.target.entity_type))
     params = {
-        "mem": rid("memory", key), "ep": episode_id, "ep_on_row": episode_on_row, "inc": STRENGTHEN,
+        "now": now, "mem": rid("memory", key), "ep": episode_id, "ep_on_row": episode_on_row, "inc": STRENGTHEN,
         "epr": rid("episode", episode_id) if episode_id else None,
         "ents": [_entity_row(e, scope, now) for e in all_ents.values()],
         "mentioned": [rid("entity", entity_key(e.key, e.entity_type)) for e in ents],
         "rels": [_relation_row(r, scope, key, now) for r in rels],
-        "check": [rid("entity", c) for c in check], "conflict_types": list(CONFLICT_TYPES),
+        "check": [rid("entity", c) for c in sorted(check)], "conflict_types": sorted(CONFLICT_TYPES),
     }
     result = store.q(_WRITE, params)
     _remember(core, store, all_ents.values(), key, [key_of(m) for m in params["mentioned"]], result[-2] or [])
@@ -247,7 +246,9 @@ def _load_mirror(store: ScopeStore) -> GraphMirror:
         parts = line.split(" ", 2)
         if len(parts) == 3:
             g.add_entity(parts[0], parts[1], parts[2])
-    for line in (got.get("m") or "").split("\n"):
+    # Sorted by memory id (a ULID), so "oldest first" holds after a reload too: the rows come in the order of
+    # their random record ids, and traversal keeps the newest TRAVERSE_MAX_MENTIONS of a busy entity.
+    for line in sorted((got.get("m") or "").split("\n")):
         parts = line.split(" ")
         if len(parts) == 2:
             g.add_mention(parts[0], parts[1])
@@ -384,7 +385,8 @@ def traverse(core: MemoryCore, store: ScopeStore, seeds: set[str]) -> dict[str, 
     g = mirror(core, store)
     near: dict[str, float] = {}
     with g.lock:
-        for s in seeds:
+        # Seeds in sorted order: the running sums below must not depend on a set's (hash) order.
+        for s in sorted(seeds):
             # Only the strongest TRAVERSE_MAX_NEIGHBOURS of all seeds are kept, and the seeds themselves are
             # skipped: one seed contributes at most that many plus one per other seed.
             taken = 0
@@ -396,7 +398,7 @@ def traverse(core: MemoryCore, store: ScopeStore, seeds: set[str]) -> dict[str, 
                 taken += 1
                 if taken >= TRAVERSE_MAX_NEIGHBOURS:
                     break
-        ent_score: dict[str, float] = {s: 1.0 for s in seeds}
+        ent_score: dict[str, float] = {s: 1.0 for s in sorted(seeds)}
         ent_score.update(sorted(near.items(), key=lambda t: (-t[1], t[0]))[:TRAVERSE_MAX_NEIGHBOURS])
         # A memory's score sums its entities, dampened so a note listing twenty files does not dominate.
         total: dict[str, float] = {}
@@ -461,13 +463,15 @@ def _relations(rows: list[dict[str, Any]], names: dict[str, str], scope: str) ->
 def _expand(store: ScopeStore, seeds: set[str], depth: int, limit: int,
             include_invalid: bool) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, list[str]]]:
     frontier, seen = set(seeds), set(seeds)
+    # Sets are walked sorted: the entities, edges and memories returned (and which ones `limit` keeps) must not
+    # depend on string hashing (PYTHONHASHSEED).
     edges: dict[str, dict[str, Any]] = {}
     cond = "" if include_invalid else " AND invalid_at IS NONE"
     for _ in range(max(0, depth)):
         if not frontier:
             break
         rows = store.q1(f"SELECT * FROM relates_to WHERE (in IN $f OR out IN $f){cond} ORDER BY weight DESC "
-                        "LIMIT $lim", {"f": [rid("entity", k) for k in frontier], "lim": limit * 5})
+                        "LIMIT $lim", {"f": [rid("entity", k) for k in sorted(frontier)], "lim": limit * 5})
         nxt: set[str] = set()
         for r in rows or []:
             edges[key_of(r["id"])] = plain(r)
@@ -476,11 +480,14 @@ def _expand(store: ScopeStore, seeds: set[str], depth: int, limit: int,
                     seen.add(end)
                     nxt.add(end)
         frontier = nxt
-    ents = plain(store.q1("SELECT * OMIT embedding FROM $ids", {"ids": [rid("entity", k) for k in seen]})) or []
-    mrows = store.q1("SELECT in, out FROM mentions WHERE out IN $ids", {"ids": [rid("entity", k) for k in seen]})
+    ids = [rid("entity", k) for k in sorted(seen)]
+    ents = plain(store.q1("SELECT * OMIT embedding FROM $ids", {"ids": ids})) or []
+    mrows = store.q1("SELECT in, out FROM mentions WHERE out IN $ids", {"ids": ids})
     mentions: dict[str, list[str]] = {}
     for m in mrows or []:
         mentions.setdefault(key_of(m["out"]), []).append(key_of(m["in"]))
+    for ms in mentions.values():
+        ms.sort()  # memory ids are ULIDs: oldest first, whatever order the mention rows were stored in
     return ents, list(edges.values()), mentions
 
 
@@ -497,20 +504,21 @@ def search_knowledge_graph(core: MemoryCore, query: str, project: str | None = N
     result = GraphResult(query=query)
     memory_ids: list[str] = []
     for store in core.scopes.stores("all", project, session):
-        seeds = query_seeds(core, store, query)
+        named = sorted(query_seeds(core, store, query))
         needle = query.strip().lower()
         rows = store.q1("SELECT id, mention_count FROM entity WHERE string::contains(name_key, $n) "
-                        "ORDER BY mention_count DESC LIMIT $lim", {"n": needle, "lim": limit})
-        seeds |= {key_of(r["id"]) for r in rows or []}
+                        "ORDER BY mention_count DESC, id LIMIT $lim", {"n": needle, "lim": limit})
+        # The entities the query names first, then those whose name contains it, most mentioned first.
+        seeds = list(dict.fromkeys([*named, *(key_of(r["id"]) for r in rows or [])]))[:limit]
         if not seeds:
             continue
-        ents, edges, mentions = _expand(store, set(list(seeds)[:limit]), depth, limit, include_invalid)
+        ents, edges, mentions = _expand(store, set(seeds), depth, limit, include_invalid)
         names = {key_of(e["id"]): e["name"] for e in ents}
         result.entities += _entities(ents, store.scope.value, mentions)
         result.relations += _relations(edges, names, store.scope.value)
-        for ms in mentions.values():
-            memory_ids += [m for m in ms if m not in memory_ids]
-    result.entities.sort(key=lambda e: -e.mention_count)
+        for e in ents:
+            memory_ids += [m for m in mentions.get(key_of(e["id"]), []) if m not in memory_ids]
+    result.entities.sort(key=lambda e: (-e.mention_count, e.name, e.id))
     result.memory_ids = memory_ids[: limit * 5]
     return result
 
@@ -558,7 +566,7 @@ def add_entities(core: MemoryCore, entities: list[EntityIn], scope: str = "proje
     store = core.scopes.primary(project, session, scope)
     out = AddEntitiesResult()
     vecs = _embed_names(core, [f"{e.name} {e.description or ''}".strip() for e in entities])
-    now = now_utc()
+    now = core.now()
     for i, e in enumerate(entities):
         x = ex.Extracted(e.name.strip(), e.entity_type)
         k = entity_key(x.key, x.entity_type)
@@ -568,10 +576,10 @@ def add_entities(core: MemoryCore, entities: list[EntityIn], scope: str = "proje
             if similar is not None:
                 k, existing = key_of(similar["id"]), similar
         if existing:
-            store.q("UPDATE $id SET mention_count += 1, last_seen = time::now(), "
+            store.q("UPDATE $id SET mention_count += 1, last_seen = $now, "
                     "confidence = math::min([1.0, confidence + 0.05]), "
                     "description = IF $d != NONE AND description = '' THEN $d ELSE description END",
-                    {"id": rid("entity", k), "d": e.description})
+                    {"id": rid("entity", k), "d": e.description, "now": now})
             out.merged.append(_get_entity(store, k))
             continue
         row = _entity_row(x, store.scope.value, now, source="agent", description=e.description)
@@ -634,11 +642,12 @@ def state_relation(core: MemoryCore, store: ScopeStore, source: str, target: str
     if evidence:
         ev = key_of(evidence) if key_of(evidence) in store.light or store.get(key_of(evidence)) else redact_text(evidence)[:500]
     rel = ex.ExtractedRelation(src, relation_type, dst, confidence)
-    row = _relation_row(rel, store.scope.value, ev, now_utc(), source="agent")
+    now = core.now()
+    row = _relation_row(rel, store.scope.value, ev, now, source="agent")
     row["src"], row["dst"] = rid("entity", src_key), rid("entity", dst_key)
     row["id"] = rid("relates_to", relation_key(src_key, relation_type, dst_key))
     existed = bool(store.q1("SELECT VALUE id FROM ONLY $id", {"id": row["id"]}))
-    res = store.q(_WRITE, {"mem": rid("memory", "none"), "ep": None, "ep_on_row": False, "epr": None,
+    res = store.q(_WRITE, {"now": now, "mem": rid("memory", "none"), "ep": None, "ep_on_row": False, "epr": None,
                            "inc": STRENGTHEN, "ents": [], "mentioned": [], "rels": [row], "check": [row["src"], row["dst"]],
                            "conflict_types": list(CONFLICT_TYPES)})
     _remember(core, store, [], None, (), res[-2] or [])
@@ -710,7 +719,7 @@ def _merge_entity(store: ScopeStore, old: str, new: str) -> None:
         store.q("RELATE $a->relates_to->$b CONTENT $f RETURN NONE", {"a": a, "b": b, "f": fields})
     store.q("LET $c = (SELECT VALUE mention_count FROM ONLY $o) ?? 0; "
             "UPDATE $n SET mention_count += $c, confidence = math::min([1.0, confidence + 0.05]), "
-            "last_seen = time::now() RETURN NONE; DELETE $o;", {"o": o, "n": n})
+            "last_seen = $now RETURN NONE; DELETE $o;", {"o": o, "n": n, "now": store.clock.now()})
 
 
 def prune_graph(core: MemoryCore, store: ScopeStore, *, now: datetime | None = None,

@@ -95,6 +95,9 @@ class RemoteService:
         self._adapters: dict[str, Any] = {}
         self.info: dict[str, Any] = {}
         self.started_daemon = False
+        # The daemon this client started, if any: reaped by a thread of ours when it exits, so that a shutdown
+        # or an idle exit does not leave a zombie for as long as this process lives (init reaps it after us).
+        self.daemon_process: subprocess.Popen[bytes] | None = None
 
     # ── connection ───────────────────────────────────────────
     @property
@@ -153,6 +156,8 @@ class RemoteService:
                                 env=env, close_fds=True)
         os.close(fd)
         self.started_daemon = True
+        self.daemon_process = proc
+        threading.Thread(target=proc.wait, name="engram-daemon-reaper", daemon=True).start()
         deadline = time.monotonic() + self.start_timeout
         last: OSError | None = None
         while time.monotonic() < deadline:

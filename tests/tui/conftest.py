@@ -1,19 +1,15 @@
 """TUI fixtures: the demo set built once per test session on a frozen clock, restored fresh for each test.
 
-Building the demo costs ~40 s (a few hundred real embeddings plus the self-organising layer), so it is built
-once into ``<tmp>/live`` (by ``build_demo_fixture.py``, in a child process with deterministic ids and a fixed
-hash seed), copied aside, and every test gets the pristine copy back at the same absolute path (the project
-registry stores absolute paths), so snapshots are byte-stable.
+Building the demo costs a few seconds (a few hundred real embeddings plus the self-organising layer), so it is
+built once into ``<tmp>/live`` (on a FrozenClock and SequentialIds given to the service: nothing is patched),
+copied aside, and every test gets the pristine copy back at the same absolute path (the project registry stores
+absolute paths), so snapshots are byte-stable.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
-import os
 import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -37,21 +33,25 @@ class DemoEnv:
 
 
 @pytest.fixture(scope="session")
-def demo_template(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, DemoEnv]]:
+def demo_template(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Iterator[tuple[Path, DemoEnv]]:
+    from engram_core.clock import FrozenClock
+    from engram_core.ids import SequentialIds
+    from engram_core.service import EngramService
+    from engram_tui.demo import build_demo
+
     root = tmp_path_factory.mktemp("tui-demo")
     live = root / "live"
-    env = {**os.environ, "PYTHONHASHSEED": "0", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    env.pop("ENGRAM_HOME", None)
-    out = subprocess.run([sys.executable, str(Path(__file__).with_name("build_demo_fixture.py")), str(live)],
-                         env=env, capture_output=True, text=True, timeout=900, cwd=str(REPO_ROOT))
-    assert out.returncode == 0, out.stderr[-3000:]
-    report = json.loads(out.stdout.strip().splitlines()[-1])
-    # Without vectors the organise layer finds other duplicates and contradictions: not the frozen demo.
-    assert report["embedder"].startswith("local:"), (report, out.stderr[-3000:])
+    # A frozen clock and sequential ids: the same store (ids, organise output, recall scores) on every run,
+    # whatever PYTHONHASHSEED is. Nothing is patched.
+    svc = EngramService(live / "home", embedder=embedder, clock=FrozenClock(FROZEN_NOW), ids=SequentialIds(FROZEN_NOW))
+    try:
+        report = build_demo(svc, live / "projects", FROZEN_NOW)
+    finally:
+        svc.close()
     shutil.copytree(live, root / "pristine")
-    yield root, DemoEnv(root=live, home=live / "home", project=report["project"],
-                        other_project=report["other_project"], session=report["session"],
-                        organise=report["organise"])
+    yield root, DemoEnv(root=live, home=live / "home", project=report.project_root,
+                        other_project=report.other_project_root, session=report.session_key,
+                        organise=report.organise)
 
 
 def restore(template: tuple[Path, DemoEnv]) -> DemoEnv:

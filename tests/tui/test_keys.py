@@ -5,7 +5,6 @@ from __future__ import annotations
 import random
 from typing import Any
 
-import pytest
 from conftest import DemoEnv, make_app, open_pane, settle
 from textual.widgets import DataTable, Input, TextArea
 
@@ -122,8 +121,7 @@ async def test_tree_toggles_and_zoom_maximises(demo_service: Any, demo_env: Demo
 
 
 async def test_review_editor_has_an_escape_and_reject_asks(demo_service: Any, demo_env: DemoEnv) -> None:
-    if not demo_service.list_consolidations(project=demo_env.project):
-        pytest.skip("the demo has no pending consolidation")
+    assert demo_service.list_consolidations(project=demo_env.project), "the demo must queue consolidations"
     app = make_app(demo_service, demo_env)
     async with app.run_test(size=SIZE) as pilot:
         await open_pane(pilot, "3")
