@@ -85,7 +85,7 @@ def test_the_daemon_a_client_started_is_reaped_when_it_exits(tmp_path: Path, mon
     from engram_core.wire.client import connect
 
     monkeypatch.setenv("ENGRAM_EMBEDDING_PROVIDER", "none")
-    remote = connect(tmp_path / "home", start=True, timeout=60, typed=False)
+    remote = connect(tmp_path / "home", start=True, timeout=60)
     pid = remote.info["pid"]
     assert remote.started_daemon and remote.daemon_process is not None and remote.daemon_process.pid == pid
     stat = Path(f"/proc/{pid}/stat").read_text()
@@ -268,7 +268,7 @@ def test_status_answers_while_model_loads(tmp_path: Path, embedder, monkeypatch:
     d = DaemonProc(tmp_path / "home", model=True,
                    env={"ENGRAM_MODEL_CACHE": str(cache), "ENGRAM_EMBEDDING_BACKEND": "onnx"}).start()
     try:
-        c = RemoteService(d.home, start=False, typed=False, request_timeout=10).connect()
+        c = RemoteService(d.home, start=False, request_timeout=10).connect()
         states = [c.call("status")["model"]]
         deadline = time.monotonic() + 60
         while states[-1] == "not loaded" and time.monotonic() < deadline:  # the MCP server is built first
