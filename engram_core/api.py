@@ -9,6 +9,7 @@ so the set the daemon serves is written in one place (service.py), whatever else
 from __future__ import annotations
 
 import functools
+import inspect
 import logging
 import threading
 from collections.abc import Callable
@@ -97,6 +98,14 @@ def call_api(service: Any, method: str, params: dict[str, Any]) -> Any:
     if fn is None:
         raise EngramError(f"unknown method {method!r}")
     return fn(service, **params)
+
+
+def parameter_names(method: str) -> list[str]:
+    """The arguments a served method takes, after the service or core it is given."""
+    fn = API_METHODS.get(method)
+    if fn is None:
+        raise UnknownMethod(method)
+    return [p for p in inspect.signature(inspect.unwrap(fn)).parameters if p not in ("self", "service", "core")]
 
 
 def short_error(exc: BaseException) -> str:

@@ -174,6 +174,7 @@ def event_id_of(line: bytes | str, event: dict[str, Any]) -> str:
 def method_info() -> tuple[dict[str, str], dict[str, list[str]]]:
     """Per API method: its return type as an expression over engram_core.models names, and its parameter names
     (after self/service). A method without a return type the client can rebuild stops the daemon at start."""
+    from ..api import parameter_names
     from ..service import API_METHODS
 
     returns: dict[str, str] = {}
@@ -187,7 +188,7 @@ def method_info() -> tuple[dict[str, str], dict[str, list[str]]]:
             returns[name] = type_expr(hints["return"])
         except WireTypeError as exc:
             raise WireTypeError(f"API method {name}: {exc}") from None
-        params[name] = [p for p in inspect.signature(raw).parameters if p not in ("self", "service", "core")]
+        params[name] = parameter_names(name)
     return returns, params
 
 

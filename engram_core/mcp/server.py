@@ -34,8 +34,6 @@ from ..wire.protocol import _default
 class Daemon(Protocol):
     """What the tools use of the daemon that serves them (daemon/server.py; not imported: it imports us)."""
 
-    _params: dict[str, list[str]]  # the API's parameter names, for passthrough
-
     def dispatch(self, method: str, params: dict[str, Any]) -> Any: ...
 
     def session_successor(self, session: str) -> str: ...
@@ -104,13 +102,11 @@ class EngramTools:
             raise ToolError(message) from None
         return json.loads(json.dumps(result, default=_default))
 
-    def passthrough(self, method: str, **params: Any) -> Any:
-        """Call a method another module provides, passing only the arguments it declares."""
-        from mcp.server.mcpserver.exceptions import ToolError
+    def call_in_context(self, method: str, **params: Any) -> Any:
+        """Call ``method`` with this connection's project and session added where the method takes them."""
+        from ..api import parameter_names
 
-        names = self.daemon._params.get(method)
-        if names is None:
-            raise ToolError(f"{method} is not available in this Engram daemon")
+        names = parameter_names(method)
         ctx = {"project": self.project, "session": self.session}
         args = {k: v for k, v in {**ctx, **params}.items() if k in names and v is not None}
         return self.call(method, **args)
@@ -245,58 +241,58 @@ def build_server() -> Any:
     def engram_explore(depth: Annotated[int, Field(ge=0, le=3)] = 0, scope: AnyScopeArg = "all",
                        table: str | None = None,
                        sample_size: Annotated[int, Field(ge=1, le=20)] = 3) -> dict[str, Any]:
-        return t.passthrough("engram_explore", depth=depth, scope=scope, table=table, sample_size=sample_size)
+        return t.call_in_context("engram_explore", depth=depth, scope=scope, table=table, sample_size=sample_size)
 
     @mcp.tool(description="Run SurrealQL against one scope's database (read-only unless allow_writes). A validator "
               "refuses schema changes, namespace switches and other unsafe statements, and the engine runs it "
               "as a VIEWER (or EDITOR with allow_writes). Returns rows per statement with timing.")
     def engram_execute(surql: Annotated[str, Field(min_length=1, max_length=20_000)],
                        scope: ScopeArg = "project", allow_writes: bool = False) -> dict[str, Any]:
-        return t.passthrough("run_query", surql=surql, scope=scope, allow_writes=allow_writes)
+        return t.call_in_context("run_query", surql=surql, scope=scope, allow_writes=allow_writes)
 
     @mcp.tool(description="Find a stored SurrealQL skill (procedural memory tagged surql-skill) for a task; "
               "execute=true runs the best one read-only and counts the use.")
     def recall_skill(task_description: Annotated[str, Field(min_length=1)], execute: bool = False,
                      scope: AnyScopeArg = "all") -> dict[str, Any]:
-        return t.passthrough("recall_skill", task_description=task_description, execute=execute, scope=scope)
+        return t.call_in_context("recall_skill", task_description=task_description, execute=execute, scope=scope)
 
     @mcp.tool(description="Search the knowledge graph of entities (files, functions, libraries, concepts) and "
               "their relations extracted from memories.")
     def search_knowledge_graph(query: Annotated[str, Field(min_length=1)],
                                limit: Annotated[int, Field(ge=1, le=100)] = 10) -> Any:
-        return t.passthrough("search_knowledge_graph", query=query, limit=limit)
+        return t.call_in_context("search_knowledge_graph", query=query, limit=limit)
 
     @mcp.tool(description="Consolidate: summarise related episodes into lasting memories, archive noise, promote "
               "what proved useful. dry_run shows the plan without changing anything.")
     def reflect_and_consolidate(dry_run: bool = True) -> Any:
-        return t.passthrough("reflect_and_consolidate", dry_run=dry_run)
+        return t.call_in_context("reflect_and_consolidate", dry_run=dry_run)
 
     @mcp.tool(description="A statistical peek at a large memory store without loading it: counts by type and "
               "status, top tags, date range and a few representative samples (near `focus` if given).")
     def memory_peek(scope: AnyScopeArg = "all", sample_n: Annotated[int, Field(ge=1, le=50)] = 5,
                     focus: str | None = None) -> Any:
-        return t.passthrough("memory_peek", scope=scope, sample_n=sample_n, focus=focus)
+        return t.call_in_context("memory_peek", scope=scope, sample_n=sample_n, focus=focus)
 
     @mcp.tool(description="Split the store into partitions (by tag, date, type, scope or importance band) "
               "described by counts and ranges, to query one at a time.")
     def memory_partition(partition_by: Literal["tag", "date", "type", "scope", "importance_band"],
                          scope: AnyScopeArg = "all",
                          max_partitions: Annotated[int, Field(ge=1, le=100)] = 10) -> Any:
-        return t.passthrough("memory_partition", partition_by=partition_by, scope=scope,
+        return t.call_in_context("memory_partition", partition_by=partition_by, scope=scope,
                              max_partitions=max_partitions)
 
     @mcp.tool(description="Fuse several ranked result lists (from partitions) with reciprocal rank fusion (k=60), "
               "dropping duplicates and keeping where each result came from.")
     def memory_aggregate(results: list[dict[str, Any]], final_limit: Annotated[int, Field(ge=1, le=100)] = 10,
                          dedup_threshold: Annotated[float, Field(ge=0.0, le=1.0)] = 0.9) -> Any:
-        return t.passthrough("memory_aggregate", results=results, final_limit=final_limit,
+        return t.call_in_context("memory_aggregate", results=results, final_limit=final_limit,
                              dedup_threshold=dedup_threshold)
 
     @mcp.tool(description="Let the memory system tune itself from its retrieval log (scope weights, half-lives, "
               "promotion thresholds), within bounded steps. dry_run previews the changes.")
     def evolve_memory_system(dry_run: bool = True,
                              lookback_days: Annotated[int, Field(ge=1, le=365)] = 30) -> Any:
-        return t.passthrough("evolve_memory_system", dry_run=dry_run, lookback_days=lookback_days)
+        return t.call_in_context("evolve_memory_system", dry_run=dry_run, lookback_days=lookback_days)
 
     # ── review: the consolidation queue, contradictions, the graph, episodes (seed 002; the agent decides) ──
     @mcp.tool(description="List the consolidation queue: groups of related or duplicate memories with a proposed "
@@ -304,14 +300,14 @@ def build_server() -> Any:
               "with approve_consolidation, reject_consolidation or propose_consolidation_summary.")
     def list_consolidations(status: Literal["pending", "completed", "rejected", "failed", "all"] = "pending",
                             limit: Annotated[int, Field(ge=1, le=200)] = 20) -> Any:
-        items = t.passthrough("list_consolidations", status=status, limit=limit)
+        items = t.call_in_context("list_consolidations", status=status, limit=limit)
         return {"count": len(items), "items": items}
 
     @mcp.tool(description="Replace a pending consolidation item's proposed text with your own summary of its "
               "sources (one self-contained memory). It still needs approve_consolidation.")
     def propose_consolidation_summary(item_id: Annotated[str, Field(min_length=1)],
                                       summary: Annotated[str, Field(min_length=1, max_length=20_000)]) -> Any:
-        return t.passthrough("propose_consolidation_summary", item_id=item_id, summary=summary)
+        return t.call_in_context("propose_consolidation_summary", item_id=item_id, summary=summary)
 
     @mcp.tool(description="Apply a pending consolidation item: its merged memory is written and the sources "
               "become 'consolidated' (kept for history, hidden from recall). edited_content replaces the "
@@ -319,18 +315,18 @@ def build_server() -> Any:
     def approve_consolidation(item_id: Annotated[str, Field(min_length=1)],
                               edited_content: Annotated[str | None, Field(min_length=1, max_length=20_000)] = None
                               ) -> Any:
-        return t.passthrough("approve_consolidation", item_id=item_id, edited_content=edited_content,
+        return t.call_in_context("approve_consolidation", item_id=item_id, edited_content=edited_content,
                              decided_by="agent")
 
     @mcp.tool(description="Reject a pending consolidation item: its sources stay as they are. Give a reason.")
     def reject_consolidation(item_id: Annotated[str, Field(min_length=1)], reason: str | None = None) -> Any:
-        return t.passthrough("reject_consolidation", item_id=item_id, reason=reason)
+        return t.call_in_context("reject_consolidation", item_id=item_id, reason=reason)
 
     @mcp.tool(description="List contradictions found between memories (two statements that cannot both hold), "
               "newest first, with both memories' text. Settle each with resolve_contradiction.")
     def list_contradictions(status: Literal["open", "resolved", "all"] = "open",
                             limit: Annotated[int, Field(ge=1, le=200)] = 20) -> Any:
-        found = t.passthrough("list_contradictions", status=status, limit=limit)
+        found = t.call_in_context("list_contradictions", status=status, limit=limit)
         return {"count": len(found), "contradictions": found}
 
     @mcp.tool(description="Settle a contradiction: keep_a or keep_b (the other is superseded: hidden from recall, "
@@ -340,14 +336,14 @@ def build_server() -> Any:
                               resolution: Literal["keep_a", "keep_b", "keep_both", "merge"],
                               merged_content: Annotated[str | None, Field(min_length=1, max_length=20_000)] = None
                               ) -> Any:
-        return t.passthrough("resolve_contradiction", contradiction_id=contradiction_id, resolution=resolution,
+        return t.call_in_context("resolve_contradiction", contradiction_id=contradiction_id, resolution=resolution,
                              merged_content=merged_content)
 
     @mcp.tool(description="Add entities (files, libraries, functions, concepts, decisions…) to the knowledge "
               "graph by name; an existing entity of the same name and type is strengthened, not duplicated.")
     def add_entities(entities: Annotated[list[EntityIn], Field(min_length=1, max_length=100)],
                      scope: ScopeArg = "project") -> Any:
-        return t.passthrough("add_entities", entities=[e.model_dump() for e in entities], scope=scope)
+        return t.call_in_context("add_entities", entities=[e.model_dump() for e in entities], scope=scope)
 
     @mcp.tool(description="State a relation between two entities (by name or id; unknown names become concepts), "
               "e.g. source='api.py' relation_type='depends_on' target='httpx'. evidence: a memory id or a short "
@@ -357,13 +353,13 @@ def build_server() -> Any:
                         relation_type: RelationType, evidence: str | None = None,
                         confidence: Annotated[float, Field(ge=0.0, le=1.0)] = 0.8,
                         scope: ScopeArg = "project") -> Any:
-        return t.passthrough("relate_entities", source=source, target=target, relation_type=relation_type,
+        return t.call_in_context("relate_entities", source=source, target=target, relation_type=relation_type,
                              evidence=evidence, confidence=confidence, scope=scope)
 
     @mcp.tool(description="Mark a boundary in this session: the current episode (a stretch of related work) ends "
               "now and the next memory starts a new one. Use when switching to an unrelated task.")
     def end_episode(reason: Annotated[str, Field(min_length=1, max_length=500)] = "explicit") -> Any:
-        closed = t.passthrough("end_episode", session=t.ensure_session(), reason=reason)
+        closed = t.call_in_context("end_episode", session=t.ensure_session(), reason=reason)
         return {"closed": closed, "message": f"{len(closed)} episode(s) ended; the next memory starts a new one"}
 
     @mcp.tool(description="Write this session's summary now (goal, what changed, decisions, fixes, what is left), "
