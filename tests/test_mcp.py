@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -316,6 +317,43 @@ def test_bridge_carries_on_after_the_daemon_is_killed(light_daemon: DaemonProc, 
         assert json.loads(got["result"]["content"][0]["text"])["content"] == "written before the daemon was killed"
         listed = bridge.rpc("tools/list", {})
         assert len(listed["result"]["tools"]) == len(EXPECTED_TOOLS)
+    finally:
+        bridge.close()
+
+
+def test_bridge_reaps_the_daemon_it_started(light_daemon: DaemonProc, tmp_path: Path) -> None:
+    """A daemon the bridge (re)started is its child: once it exits (here: shut down) it must not stay a zombie
+    for the rest of the agent's session."""
+    import select
+    import time
+
+    from engram_core.wire.client import RemoteService, daemon_pid
+
+    light_daemon.start()
+    bridge = RawBridge({**light_daemon.env, "CLAUDE_CODE_SESSION_ID": "cc-reap-0001"}, new_project(tmp_path, "reap"))
+    try:
+        light_daemon.kill9()
+        got = bridge.tool("memory_stats", {})
+        if "error" in got:  # the call met the dead connection; the next one goes to the restarted daemon
+            got = bridge.tool("memory_stats", {})
+        assert not got["result"].get("isError"), got
+        pid = daemon_pid(light_daemon.home)
+        assert pid is not None
+        ppid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        assert ppid == bridge.proc.pid, "the bridge started this daemon"
+        fd = os.pidfd_open(pid)
+        try:
+            c = RemoteService(light_daemon.home, start=False).connect()
+            c.call("shutdown")
+            c.close()
+            assert select.select([fd], [], [], 60)[0], "the daemon did not exit"
+        finally:
+            os.close(fd)
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert not Path(f"/proc/{pid}").exists(), f"daemon {pid} left as a zombie of the bridge"
+        assert bridge.proc.poll() is None  # while the bridge lives on
     finally:
         bridge.close()
 

@@ -101,6 +101,9 @@ def connect(h: str, timeout: float = START_TIMEOUT_S) -> socket.socket:
         raise BridgeError(f"cannot start the Engram daemon ({' '.join(cmd)}): {exc}") from None
     finally:
         os.close(fd)
+    # Reaped when it exits (engram stop, a crash): the bridge lives as long as the agent's session, and an
+    # unwaited child would stay a zombie that long.
+    threading.Thread(target=proc.wait, name="engram-daemon-reaper", daemon=True).start()
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
