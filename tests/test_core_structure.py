@@ -11,9 +11,6 @@ import grimp
 import engram_core
 
 ROOT = Path(engram_core.__file__).resolve().parent
-# Front ends whose private plumbing is their owners' to remove (the MCP server's passthrough of the daemon's
-# parameter table); checked for circles like every module.
-PRIVATE_NAMES_EXEMPT = ("engram_core.mcp",)
 
 
 def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
@@ -90,8 +87,6 @@ def test_no_private_names_used_across_modules() -> None:
     everywhere = set().union(*defined.values())
     offenders = []
     for name, tree in trees.items():
-        if name.startswith(PRIVATE_NAMES_EXEMPT):
-            continue
         for node in ast.walk(tree):
             used: list[str] = []
             if isinstance(node, ast.ImportFrom):

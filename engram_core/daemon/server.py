@@ -246,8 +246,8 @@ class Daemon:
         self.service: Any = None
         self.server: socketserver.ThreadingUnixStreamServer | None = None
         self.journal: Journal | None = None
-        self._returns: dict[str, str] = {}
-        self._params: dict[str, list[str]] = {}
+        self.api_returns: dict[str, str] = {}
+        self.api_params: dict[str, list[str]] = {}
 
     # lock file: flock held for the daemon's life, so a crash releases it by itself
     def _acquire_lock(self) -> int:
@@ -275,7 +275,7 @@ class Daemon:
         self.service = (self._service_factory or (lambda h: EngramService(h)))(self.home)
         self.service.api_lock = self.lock
         self.light_work = hook_events.LightWork()
-        self._returns, self._params = method_info()
+        self.api_returns, self.api_params = method_info()
         self._write_launcher()
         # We hold the flock, so whatever socket file is there belongs to a dead daemon.
         if self.sock_path.exists() or self.sock_path.is_symlink():
@@ -419,7 +419,7 @@ class Daemon:
 
     def m_hello(self, **_: Any) -> dict[str, Any]:
         return {"protocol": PROTOCOL_VERSION, "pid": os.getpid(), "version": __version__, "home": str(self.home),
-                "methods": self._returns, "params": self._params, "model": self.model_state}
+                "methods": self.api_returns, "params": self.api_params, "model": self.model_state}
 
     def m_ping(self, **_: Any) -> str:
         return "pong"

@@ -28,7 +28,7 @@ from pydantic import Field
 
 from ..models import EntityIn, RelationType
 from ..vocabulary import MemoryTypeName, PromotionTarget, ScopeName, ScopeOrAll
-from ..wire.protocol import _default
+from ..wire.protocol import json_default
 
 
 class Daemon(Protocol):
@@ -100,7 +100,7 @@ class EngramTools:
             if type_ == "NotFound" and "has no method" in message:
                 raise ToolError(f"{method} is not available in this Engram daemon") from None
             raise ToolError(message) from None
-        return json.loads(json.dumps(result, default=_default))
+        return json.loads(json.dumps(result, default=json_default))
 
     def call_in_context(self, method: str, **params: Any) -> Any:
         """Call ``method`` with this connection's project and session added where the method takes them."""

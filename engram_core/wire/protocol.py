@@ -54,7 +54,7 @@ def mismatch_message(daemon_v: object, client_v: object = PROTOCOL_VERSION) -> s
             "run `engram stop` and retry (the next command starts a matching daemon)")
 
 
-def _default(value: Any) -> Any:
+def json_default(value: Any) -> Any:
     if isinstance(value, datetime | date):
         return value.isoformat()
     if isinstance(value, Enum):
@@ -71,7 +71,7 @@ def _default(value: Any) -> Any:
 
 
 def encode(message: dict[str, Any]) -> bytes:
-    line = json.dumps(message, default=_default, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    line = json.dumps(message, default=json_default, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     return line + b"\n"
 
 
