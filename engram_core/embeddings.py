@@ -145,6 +145,7 @@ def export_failed_recently(dest: Path) -> str | None:
 
 
 SMALL_BATCH = 4  # up to this many texts (a query, a single store) run single-threaded
+RECENT_QUERIES = 256  # single texts whose vectors are kept (~1.5 KB each): a repeated query skips the model
 
 
 class _OnnxModel:
@@ -219,6 +220,7 @@ class LocalEmbedder:
         self._kind: str | None = None
         self._lock = threading.Lock()
         self._error: str | None = None
+        self._recent: dict[str, np.ndarray] = {}  # the last RECENT_QUERIES single texts and their vectors
 
     @property
     def name(self) -> str:
@@ -271,12 +273,22 @@ class LocalEmbedder:
     def embed(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
+        if len(texts) == 1:  # a query: the same prompt is often recalled twice (the hook, then the agent)
+            hit = self._recent.get(texts[0])
+            if hit is not None:
+                return hit.copy()[None, :]
         model = self._load()
         if self._kind == "onnx":
-            return normalise(model.encode(texts), self.dim)
-        vecs = model.encode(texts, batch_size=64, convert_to_numpy=True, normalize_embeddings=True,
-                            show_progress_bar=False)
-        return normalise(vecs, self.dim)
+            out = normalise(model.encode(texts), self.dim)
+        else:
+            out = normalise(model.encode(texts, batch_size=64, convert_to_numpy=True, normalize_embeddings=True,
+                                         show_progress_bar=False), self.dim)
+        if len(texts) == 1:
+            with self._lock:
+                self._recent[texts[0]] = out[0].copy()
+                while len(self._recent) > RECENT_QUERIES:
+                    self._recent.pop(next(iter(self._recent)))
+        return out
 
 
 class ApiEmbedder:

@@ -153,3 +153,21 @@ def test_unknown_backend_is_refused() -> None:
 
     with pytest.raises(EmbeddingError, match="backend"):
         LocalEmbedder("tpu")
+
+
+def test_a_repeated_query_is_embedded_once(embedder, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
+    """The hook recalls the prompt and the agent often asks the same words again: the second costs no model run,
+    and gives the same vector (a copy: a caller changing it must not change the next answer)."""
+    model = embedder._load()
+    runs: list[list[str]] = []
+    real = model.encode
+    monkeypatch.setattr(model, "encode", lambda texts, *a, **kw: runs.append(list(texts)) or real(texts, *a, **kw))
+    first = embedder.embed(["why does the upload retry fail [x] \\\\ 🚀"])
+    first_copy = first.copy()
+    first[0, 0] = 99.0
+    again = embedder.embed(["why does the upload retry fail [x] \\\\ 🚀"])
+    assert runs == [["why does the upload retry fail [x] \\\\ 🚀"]]
+    assert np.array_equal(again, first_copy)
+    embedder.embed(["something else"])
+    embedder.embed(["why does the upload retry fail [x] \\\\ 🚀", "something else"])  # batches always run
+    assert len(runs) == 3
