@@ -883,11 +883,11 @@ class ScopeStore:
                  importance = math::max([importance, $importance]),
                  tags = array::union(tags, $tags),
                  metadata.merged_from = array::union(metadata.merged_from ?? [], [$from]),
-                 updated_at = time::now();
+                 updated_at = $now;
                UPDATE $id MERGE { metadata: $meta };
                SELECT """ + MEMORY_FIELDS + " FROM $id",
             {"id": record(key), "acc": access_count, "importance": importance, "tags": tags,
-             "from": merged_from, "meta": dict(metadata or {})},
+             "from": merged_from, "meta": dict(metadata or {}), "now": self.clock.now()},
         )
         self.refresh([key])
         return plain(rows[0]) if rows else None
@@ -897,11 +897,11 @@ class ScopeStore:
         and the full-text index entry with it, and so do its traces elsewhere in this store (`erase_traces`).
         (The engine's files keep old bytes until `Connection.compact`.)"""
         rows = self.q1(
-            "UPDATE $id SET status = 'forgotten', status_reason = $r, status_changed_at = time::now(), "
-            "updated_at = time::now(), content = '[forgotten]', content_hash = '', search_text = NONE, "
+            "UPDATE $id SET status = 'forgotten', status_reason = $r, status_changed_at = $now, "
+            "updated_at = $now, content = '[forgotten]', content_hash = '', search_text = NONE, "
             "embedding = NONE, metadata = {}, tags = [], source = NONE RETURN NONE; "
             f"SELECT {MEMORY_FIELDS} FROM $id",
-            {"id": record(key), "r": reason},
+            {"id": record(key), "r": reason, "now": self.clock.now()},
         )
         if rows:
             self.erase_traces([key])

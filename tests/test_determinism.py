@@ -47,12 +47,20 @@ def test_the_service_writes_with_the_clock_and_ids_it_is_given(tmp_path: Path) -
         clock.advance(days=2)
         svc.set_status(mem.id, "archived", reason="test", project=str(proj))
         got = svc.get(mem.id, project=str(proj))
+        other = svc.store(MemoryIn(content="Deploys go out from the release branch"), project=str(proj)).memory
+        clock.advance(days=1)
+        merged = svc.store(MemoryIn(content="Deploys go out from the release branch"), project=str(proj))
+        clock.advance(days=1)
+        gone = svc.forget(other.id, project=str(proj), reason="test", erase=True, confirm=True)
     assert sess.session_key == "s_" + given[0]
     assert mem.id in given
     assert got.created_at == T0
     assert got.updated_at == T0 + timedelta(days=2)
     # The first history entry is written from Python; later ones by a database event on its own clock.
     assert got.status_history[0].at == T0
+    assert other.id in given and merged.action == "merged" and merged.memory.id == other.id
+    assert merged.memory.updated_at == T0 + timedelta(days=3)
+    assert gone.updated_at == T0 + timedelta(days=4)
 
 
 # Built twice in child processes with different hash seeds: everything a user sees must be the same, to the bit.
