@@ -232,3 +232,25 @@ def test_every_api_method_answers_the_same_types_in_process_and_over_the_socket(
         assert_typed(local[name], tp, f"{name}() in process")
         assert_typed(remote[name], tp, f"{name}() over the socket")
         assert type(remote[name]) is type(local[name]), name
+
+
+def test_the_daemons_own_methods_are_typed_and_status_keeps_its_json(light_daemon: DaemonProc) -> None:
+    """status, flush and shutdown come back as their models; the raw status (what `engram status --json` prints)
+    has exactly the keys it always had, and the hello table types every method the daemon serves."""
+    from engram_core.daemon.server import Daemon
+    from engram_core.models import DaemonStatus, FlushReport, ShutdownAck
+
+    light_daemon.start()
+    client = light_daemon.client()
+    try:
+        own = {name[2:] for name in vars(Daemon) if name.startswith("m_")}
+        assert own <= set(client.methods()), "every method the daemon serves has a result type in hello"
+        status = client.status()
+        assert_typed(status, DaemonStatus, "status()")
+        raw = client.call("status")
+        assert list(raw) == list(status.model_dump(mode="json"))
+        assert {"protocol", "pid", "uptime_s", "events_parked", "parked", "sessions_active"} <= set(raw)
+        assert_typed(client.flush(timeout_s=5), FlushReport, "flush()")
+        assert_typed(client.shutdown(), ShutdownAck, "shutdown()")
+    finally:
+        client.close()

@@ -466,7 +466,7 @@ def cmd_stop(args: argparse.Namespace) -> int:
             print(f"no Engram daemon is running for {engram_home(args.home)}")
         return EXIT_OK
     pid = client.info.get("pid") or daemon_pid(args.home)
-    client.shutdown()
+    client.call("shutdown")
     client.close()
     sock = client.socket_path
     deadline = time.monotonic() + args.timeout
@@ -494,7 +494,7 @@ def cmd_status(args: argparse.Namespace) -> int:
             print(f"no Engram daemon is running for {engram_home(args.home)} (any engram command starts one)")
         return EXIT_ERROR
     status = client.call("flush", timeout_s=args.flush_timeout) if args.flush else None
-    info = client.status()
+    info = client.call("status")  # printed as the daemon sent it
     info["running"] = True
     if status is not None:
         info["flush"] = status

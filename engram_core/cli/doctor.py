@@ -48,7 +48,7 @@ def run_checks(home: str | None, project: str, *, agents: bool = True,
         report = client.call("health")
         checks.append(_check("daemon", True, "answering"))
         checks.extend(_check(c["name"], c["ok"], c["detail"], c.get("fix")) for c in report["checks"])
-        parked = client.status().get("parked", [])
+        parked = client.call("status").get("parked", [])
         checks.append(_check("hook events", not parked,
                              f"{len(parked)} parked: " + "; ".join(p["error"] for p in parked[:3]) if parked
                              else "none waiting for a retry",

@@ -35,6 +35,7 @@ from typing import Any
 
 from .. import __version__
 from ..config import ensure_private_child, ensure_private_dir, find_project_root, load_settings
+from ..models import CompactReport, DaemonStatus, FlushReport, ShutdownAck
 from ..redaction import redact_text, redact_value
 from ..wire.protocol import (
     MAX_LINE,
@@ -189,6 +190,11 @@ def method_info() -> tuple[dict[str, str], dict[str, list[str]]]:
         except WireTypeError as exc:
             raise WireTypeError(f"API method {name}: {exc}") from None
         params[name] = parameter_names(name)
+    for name, fn in inspect.getmembers(Daemon, inspect.isfunction):  # its own: m_status answers "status"
+        if name.startswith("m_"):
+            returns[name[2:]] = type_expr(typing.get_type_hints(fn)["return"])
+            params.setdefault(name[2:], [p.name for p in inspect.signature(fn).parameters.values()
+                                         if p.name != "self" and p.kind is p.POSITIONAL_OR_KEYWORD])
     return returns, params
 
 
@@ -424,9 +430,9 @@ class Daemon:
     def m_ping(self, **_: Any) -> str:
         return "pong"
 
-    def m_status(self, **_: Any) -> dict[str, Any]:
+    def m_status(self, **_: Any) -> DaemonStatus:
         svc = self.service
-        return {
+        return DaemonStatus(**{
             **self.m_hello(), "uptime_s": round(time.time() - self.started, 1),
             "socket": str(self.sock_path), "idle_timeout_s": self.idle_timeout_s,
             "requests": self.requests, "errors": self.errors, "connections": self.connections,
@@ -439,21 +445,21 @@ class Daemon:
             "sessions_active": len(svc.scopes.live_sessions()) if svc is not None else 0,
             "projects_open": len(svc.scopes.open_projects()) if svc is not None else 0,
             "embedding": getattr(getattr(svc, "embedder", None), "name", None),
-        }
+        })
 
-    def m_shutdown(self, **_: Any) -> dict[str, Any]:
+    def m_shutdown(self, **_: Any) -> ShutdownAck:
         self.request_stop()
-        return {"stopping": True, "pid": os.getpid()}
+        return ShutdownAck(stopping=True, pid=os.getpid())
 
-    def m_flush(self, timeout_s: float = 30.0) -> dict[str, Any]:
+    def m_flush(self, timeout_s: float = 30.0) -> FlushReport:
         """Wait until every acknowledged hook event has been applied (tests, `engram status --flush`)."""
         self.ingest_spool()
         self.retry_now()
         for session in list(self._pending_starts):
             self._release_start(session)
         drained = self.wait_drained(float(timeout_s))
-        return {"drained": drained, "queued": self.queue.qsize(), "applied": self.events_applied,
-                "parked": len(self.parked)}
+        return FlushReport(drained=drained, queued=self.queue.qsize(), applied=self.events_applied,
+                           parked=len(self.parked))
 
     def attach_mcp(self, line: bytes, conn: socket.socket, rfile: Any, wfile: Any) -> None:
         """`mcp_attach`: answer this one request, then serve MCP JSON-RPC on the connection (the bridge's)."""
@@ -477,7 +483,7 @@ class Daemon:
         wfile.flush()
         mcp_server.serve_connection(self, rfile, wfile, params)
 
-    def m_compact(self, **params: Any) -> Any:
+    def m_compact(self, **params: Any) -> CompactReport:
         """The service's compact, then the journal loses the text of applied events (see Journal.rewrite)."""
         from ..service import call_api
 

@@ -4,10 +4,17 @@ JSON on the daemon's socket, and rebuilt from it by the client (``engram_core.wi
 memory.py    memories and what the core service answers (store, recall, lists, stats, maintenance, console, health)
 organise.py  the self-organising layer (graph, consolidation, contradictions, evolution, episodes, associations)
 tools.py     the agent's exploration tools (engram_explore, recall_skill)
+daemon.py    what the daemon answers for itself (status, flush, shutdown)
 """
 
 from __future__ import annotations
 
+from .daemon import (
+    DaemonStatus,
+    FlushReport,
+    ParkedEvent,
+    ShutdownAck,
+)
 from .memory import (
     DEFAULT_RECALL_STATUSES,
     MAX_CONTENT_CHARS,
@@ -89,6 +96,10 @@ from .tools import (
 )
 
 __all__ = [
+    "DaemonStatus",
+    "FlushReport",
+    "ParkedEvent",
+    "ShutdownAck",
     "AddEntitiesResult",
     "AggregateInput",
     "AggregateItem",

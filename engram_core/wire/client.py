@@ -24,7 +24,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..paths import engram_home
 from .protocol import (
@@ -39,6 +39,9 @@ from .protocol import (
     socket_path,
 )
 from .types import WireTypeError, type_from_expr
+
+if TYPE_CHECKING:
+    from ..models import DaemonStatus, FlushReport, ShutdownAck
 
 DEFAULT_START_TIMEOUT = 60.0
 DEFAULT_REQUEST_TIMEOUT = 600.0
@@ -271,15 +274,15 @@ class RemoteService:
         method.__name__ = name
         return method
 
-    # daemon-only methods, named so that editors and readers find them
-    def status(self) -> dict[str, Any]:
-        return self.call("status")
+    # the daemon's own methods, named so that editors and readers find them (typed like the rest)
+    def status(self) -> DaemonStatus:
+        return self.invoke("status")
 
-    def shutdown(self) -> dict[str, Any]:
-        return self.call("shutdown")
+    def shutdown(self) -> ShutdownAck:
+        return self.invoke("shutdown")
 
-    def flush(self, timeout_s: float = 30.0) -> dict[str, Any]:
-        return self.call("flush", timeout_s=timeout_s)
+    def flush(self, timeout_s: float = 30.0) -> FlushReport:
+        return self.invoke("flush", timeout_s=timeout_s)
 
 
 def connect(home: Path | str | None = None, *, start: bool = True, timeout: float = DEFAULT_START_TIMEOUT,
