@@ -77,8 +77,8 @@ class EngramApp(App[None]):
         self.service = service
         self.project: str | None = str(project) if project else None
         self.session = session
-        # A daemon client answers any attribute with a remote method: only a real Clock counts.
-        own = getattr(service, "__dict__", {}).get("clock")
+        # The in-process service's clock (a daemon client has none); only a real Clock counts.
+        own = getattr(service, "clock", None)
         self.clock = clock or (own if isinstance(own, Clock) else Clock())
         self.offer_demo = offer_demo
         self.demo_root = demo_root

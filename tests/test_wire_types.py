@@ -254,3 +254,14 @@ def test_the_daemons_own_methods_are_typed_and_status_keeps_its_json(light_daemo
         assert_typed(client.shutdown(), ShutdownAck, "shutdown()")
     finally:
         client.close()
+
+
+def test_a_connected_client_has_only_the_methods_the_daemon_serves(light_daemon: DaemonProc) -> None:
+    light_daemon.start()
+    client = light_daemon.client()
+    try:
+        assert client.has("recall") and callable(client.recall)
+        assert getattr(client, "clock", None) is None  # what the TUI asks of its service
+        assert not client.has("clock")
+    finally:
+        client.close()

@@ -267,6 +267,9 @@ class RemoteService:
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):
             raise AttributeError(name)
+        # Once connected, only what the daemon serves is a method: getattr(remote, "clock", None) is None.
+        if self.info and name not in (self.info.get("methods") or {}):
+            raise AttributeError(f"the Engram daemon serves no method {name!r}")
 
         def method(*args: Any, **kwargs: Any) -> Any:
             return self.invoke(name, *args, **kwargs)
