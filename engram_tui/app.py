@@ -13,10 +13,12 @@ import os
 import sys
 import threading
 import time
+from collections import deque
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from textual import events
 from textual.app import App
 from textual.binding import Binding
 from textual.reactive import var
@@ -41,6 +43,7 @@ SHORT_ROWS = 32
 REVISION_POLL_S = 2.0  # how often the shown pane asks whether anything changed (one cheap call)
 BUSY_AFTER_S = 0.4  # a call slower than this shows the busy sign
 REQUEST_TIMEOUT_S = 15.0  # a daemon that does not answer within this is reported, not waited for
+KEY_SETTLE_S = 1.0  # a key whose handling never finishes (its widget went away) holds the next one at most this long
 MODE_KEYS = {"1": "memories", "2": "decay", "3": "review", "4": "conflicts", "5": "console", "6": "inject"}
 EMPTY_HELP = ("No memories here yet. They arrive when:\n"
               "  • Claude Code stores them as you work: engram setup claude-code (hooks + MCP), then start claude\n"
@@ -96,6 +99,8 @@ class EngramApp(App[None]):
         self.revision_seen: int | None = None
         self._polling = False
         self._outage = False
+        self._keys: deque[events.Key] = deque()
+        self._key_turn: object | None = None  # the key being handled, until it has passed every queue it goes through
 
     def now(self) -> datetime:
         return self.clock.now()
@@ -104,6 +109,51 @@ class EngramApp(App[None]):
                markup: bool = True) -> None:
         """Every notification is plain text: messages quote memories, queries and errors (see safe.py)."""
         super().notify(visible(message), title=visible(title), severity=severity, timeout=timeout, markup=False)
+
+    # ── keys, one at a time ─────────────────────────────────
+    async def on_event(self, event: events.Event) -> None:
+        """Hand each key to the widget focused once the key before it has been handled.
+
+        Textual forwards a key to the widget focused when the key arrives; that widget handles it in its own queue,
+        later. Keys that come together (typed while the UI thread was busy, e.g. just after a tree click loads a page
+        and the status counts) all went to the old focus: after `/` the text for the filter reached the tree and
+        its bindings (`e` opened the editor), after `2` the next key reached the pane just left.
+        """
+        if isinstance(event, events.Key) and not event.is_forwarded:
+            self._keys.append(event)
+            if self._key_turn is None:
+                await self._next_key()
+            return
+        await super().on_event(event)
+
+    async def _next_key(self) -> None:
+        while self._keys and self._key_turn is None:
+            event = self._keys.popleft()
+            target = self.focused or self.screen
+            turn = self._key_turn = object()
+            await super().on_event(event)
+            # The key travels up from the target to the app (each node's own queue) and may switch or push a
+            # screen, which takes its focus as it resumes: a callback sent the same way arrives after all that.
+            # (None: the screen shown by then.)
+            chain: list[Any] = [*target.ancestors_with_self, None, self]
+            self._pass_along(chain, 0, turn)
+            self.set_timer(KEY_SETTLE_S, lambda turn=turn: self._key_done(turn))
+
+    def _pass_along(self, chain: list[Any], index: int, turn: object) -> None:
+        if self._key_turn is not turn:
+            return
+        if index == len(chain):
+            self._key_done(turn)
+            return
+        node = chain[index] or (self.screen if self.screen_stack else self)
+        if not node.call_later(self._pass_along, chain, index + 1, turn):
+            self._pass_along(chain, index + 1, turn)  # that node is closed: nothing more will come from it
+
+    def _key_done(self, turn: object) -> None:
+        if self._key_turn is turn:
+            self._key_turn = None
+            if self._keys:
+                self.call_later(self._next_key)
 
     def on_mount(self) -> None:
         self.sub_title = f"{Path(self.project).name if self.project else 'no project'}" + (

@@ -9,7 +9,8 @@ from conftest import DemoEnv, make_app, open_pane, settle
 from textual.widgets import DataTable, Input, TextArea
 
 from engram_tui.app import EngramApp
-from engram_tui.screens.dialogs import ConfirmScreen
+from engram_tui.screens.console import EXAMPLE, ConsoleScreen
+from engram_tui.screens.dialogs import ConfirmScreen, EditMemoryScreen
 from engram_tui.screens.review import ReviewScreen
 
 SIZE = (160, 48)
@@ -118,6 +119,37 @@ async def test_tree_toggles_and_zoom_maximises(demo_service: Any, demo_env: Demo
             if key.value == "strength":
                 assert x + col.get_render_width(t) <= t.size.width, "strength is on screen at 120 columns"
             x += col.get_render_width(t)
+
+
+def burst(app: Any, keys: str) -> None:
+    """Keys that arrive together, as a terminal delivers them after the UI thread was busy (a tree click loads a
+    page, the detail and the status counts): each is posted before the one before it has been handled."""
+    from textual import events
+
+    names = {"/": "slash", " ": "space", "+": "plus"}
+    for ch in keys:
+        app.post_message(events.Key(names.get(ch, ch), ch))
+
+
+async def test_keys_right_after_a_tree_click_reach_where_the_key_before_sent_them(
+        demo_service: Any, demo_env: DemoEnv) -> None:
+    app = make_app(demo_service, demo_env)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        tree = app.screen.query_one("#scope-tree")
+        await pilot.click("#scope-tree", offset=(8, 3))
+        assert app.focused is tree
+        burst(app, "/redis")  # "/" moves the focus to the filter; "redis" was delivered to the tree (r, e: edit)
+        await settle(pilot)
+        assert app.screen is not None and not isinstance(app.screen, EditMemoryScreen), "e opened the edit dialog"
+        assert app.screen.query_one("#filter", Input).value == "redis"
+        await pilot.press("escape")
+        await settle(pilot)
+        await pilot.click("#scope-tree", offset=(8, 4))
+        burst(app, "5SELECT")  # a pane switch, then text for the console's editor (the left pane's tree had it)
+        await settle(pilot)
+        assert isinstance(app.screen, ConsoleScreen)
+        assert app.screen.query_one("#console-editor", TextArea).text == "SELECT" + EXAMPLE
 
 
 async def test_review_editor_has_an_escape_and_reject_asks(demo_service: Any, demo_env: DemoEnv) -> None:
