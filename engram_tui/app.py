@@ -165,10 +165,11 @@ class EngramApp(App[None]):
         self.set_interval(REVISION_POLL_S, self.poll_revision)
         self.call_after_refresh(self.poll_revision)  # the baseline, taken as the first page loads
 
-    def on_resize(self) -> None:
+    def on_resize(self, event: events.Resize) -> None:
         # Small terminals (80×24): panes drop secondary columns and shrink editors (engram.tcss: .narrow, .short).
-        self.set_class(self.size.width < NARROW_COLUMNS, "narrow")
-        self.set_class(self.size.height < SHORT_ROWS, "short")
+        # The event's size: self.size still says the old one while a live resize is being handled.
+        self.set_class(event.size.width < NARROW_COLUMNS, "narrow")
+        self.set_class(event.size.height < SHORT_ROWS, "short")
 
     # ── background calls: busy sign, change polling ─────────
     def call_started(self, tag: str) -> int:

@@ -127,7 +127,6 @@ class MemoriesScreen(ServiceScreen):
 
     def on_mount(self) -> None:
         self.query_one("#scope-tree").border_title = "Scopes"
-        self.query_one("#memory-table").border_title = "Memories"
         self._set_columns(search=False)
         self.tq = TableQuery(project=self.engram.project)
         # The tree loads after the first page: a daemon client answers one request at a time, and the
@@ -162,8 +161,17 @@ class MemoriesScreen(ServiceScreen):
         others = sum(WIDTHS.values()) + 2 * (len(WIDTHS) + 1) + (4 * 8 if search else 0)
         return max(CONTENT_MIN, min(CONTENT_MAX, avail - others))
 
+    def sort_title(self, search: bool) -> str:
+        """The table's title says the order: the sorted column may be off-screen (80 columns) or not shown at all
+        (Created), and the header mark alone would then say nothing."""
+        if search:
+            return "Memories · ranked by recall score"
+        label = next(label for label, order in COLUMNS.values() if order == self.tq.order)
+        return f"Memories · sorted by {label} {'↓' if self.tq.descending else '↑'}"
+
     def _set_columns(self, search: bool) -> None:
         table = self.query_one("#memory-table", DataTable)
+        table.border_title = self.sort_title(search)
         table.clear(columns=True)
         self._content_width = self.content_width(search)
         if search:
@@ -344,13 +352,12 @@ class MemoriesScreen(ServiceScreen):
             where.append(q.memory_type)
         if q.status:
             where.append(q.status)
-        label = COLUMNS[next(k for k, v in COLUMNS.items() if v[1] == q.order)][0]
         first = q.offset + 1 if self.total else 0
         last = min(q.offset + PAGE_SIZE, self.total)
         pages = max(1, -(-self.total // PAGE_SIZE))
         self.query_one("#table-status", Static).update(markup(
             f"[b]$where[/] · {first:,}–{last:,} of [b]{self.total:,}[/] · page "
-            f"{q.offset // PAGE_SIZE + 1}/{pages} · sorted by {label} {'↓' if q.descending else '↑'}"
+            f"{q.offset // PAGE_SIZE + 1}/{pages}"
             + (" · filter [b]$filt[/]" if q.text else "")
             + (f" · [dim]{len(self.undo)} undoable[/]" if len(self.undo) else ""),
             where=" / ".join(where), filt=repr(q.text)))

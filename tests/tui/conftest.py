@@ -109,3 +109,8 @@ async def open_pane(pilot: Any, key: str) -> None:
     await settle(pilot)
     await pilot.press(key)
     await settle(pilot)
+
+
+def screen_lines(app: Any) -> list[str]:
+    """The text on the terminal now, one string per row (what a person sees, cut where the screen cuts it)."""
+    return ["".join(segment.text for segment in strip) for strip in app.screen._compositor.render_strips()]

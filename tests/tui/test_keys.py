@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from conftest import DemoEnv, make_app, open_pane, settle
+from conftest import DemoEnv, make_app, open_pane, screen_lines, settle
 from textual.widgets import DataTable, Input, TextArea
 
 from engram_tui.app import EngramApp
@@ -48,6 +48,37 @@ async def test_sort_goes_to_the_top_and_marks_the_column(demo_service: Any, demo
         assert any(lbl.endswith(("↓", "↑")) for lbl in labels), labels
         sorted_label = next(lbl for lbl in labels if lbl.endswith(("↓", "↑")))
         assert sorted_label.startswith("Content"), "o moved the sort from Created to the next column"
+
+
+async def test_a_sort_on_a_column_off_screen_is_shown(demo_service: Any, demo_env: DemoEnv) -> None:
+    from dataclasses import replace
+
+    app = make_app(demo_service, demo_env)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+
+        async def shown(text: str) -> bool:
+            await pilot.pause()  # painted
+            return any(text in line for line in screen_lines(app))
+
+        # Created has no column at all; Last access is off-screen at 80 columns. A deep tree selection makes the
+        # status line long (where it used to say the order, cut off at 80 columns).
+        app.screen.tq = replace(app.screen.tq, memory_type="episodic", status="consolidated")
+        await settle(pilot)
+        assert await shown("sorted by Created ↓")
+        await pilot.press("O")
+        await settle(pilot)
+        assert await shown("sorted by Created ↑")
+        for _ in range(7):  # created → content → strength → status → type → importance → access → last
+            await pilot.press("o")
+        await settle(pilot)
+        assert app.screen.tq.order == "last_accessed_at"
+        header = next(line for line in screen_lines(app) if "Content" in line and "Strength" in line)
+        assert "Last" not in header, "the column is off-screen at 80 columns (else this test proves nothing)"
+        assert await shown("sorted by Last access ↑")
+        await pilot.press("s", *"deploy", "enter")
+        await settle(pilot)
+        assert await shown("ranked by recall score")
 
 
 async def test_escape_clears_the_filter(demo_service: Any, demo_env: DemoEnv) -> None:
@@ -150,6 +181,23 @@ async def test_keys_right_after_a_tree_click_reach_where_the_key_before_sent_the
         await settle(pilot)
         assert isinstance(app.screen, ConsoleScreen)
         assert app.screen.query_one("#console-editor", TextArea).text == "SELECT" + EXAMPLE
+
+
+async def test_a_terminal_shrunk_to_80_columns_folds_as_one_started_there(demo_service: Any,
+                                                                            demo_env: DemoEnv) -> None:
+    app = make_app(demo_service, demo_env)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        history = app.screen.query_one("#detail-history")
+        assert history.display and history.region.width
+        await pilot.resize_terminal(80, 24)
+        await settle(pilot)
+        assert app.has_class("narrow", "short")
+        assert not app.screen.query_one("#scope-tree").display
+        assert history.region.width == 0, "the detail keeps only the memory's own fields at 80 columns"
+        await pilot.resize_terminal(*SIZE)
+        await settle(pilot)
+        assert not app.has_class("narrow") and history.region.width
 
 
 async def test_review_editor_has_an_escape_and_reject_asks(demo_service: Any, demo_env: DemoEnv) -> None:
