@@ -43,7 +43,7 @@ SHORT_ROWS = 32
 REVISION_POLL_S = 2.0  # how often the shown pane asks whether anything changed (one cheap call)
 BUSY_AFTER_S = 0.4  # a call slower than this shows the busy sign
 REQUEST_TIMEOUT_S = 15.0  # a daemon that does not answer within this is reported, not waited for
-KEY_SETTLE_S = 1.0  # a key whose handling never finishes (its widget went away) holds the next one at most this long
+KEY_SETTLE_S = 2.0  # a key whose handling never finishes (its widget went away) holds the next one at most this long
 MODE_KEYS = {"1": "memories", "2": "decay", "3": "review", "4": "conflicts", "5": "console", "6": "inject"}
 EMPTY_HELP = ("No memories here yet. They arrive when:\n"
               "  • Claude Code stores them as you work: engram setup claude-code (hooks + MCP), then start claude\n"
@@ -125,6 +125,11 @@ class EngramApp(App[None]):
                 await self._next_key()
             return
         await super().on_event(event)
+
+    @property
+    def keys_pending(self) -> int:
+        """Keys received and not yet handled to the end (tests wait for none)."""
+        return len(self._keys) + (self._key_turn is not None)
 
     async def _next_key(self) -> None:
         while self._keys and self._key_turn is None:

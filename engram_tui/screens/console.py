@@ -29,6 +29,8 @@ SCOPES = [("project", "project"), ("user", "user"), ("session", "session")]
 
 
 class ConsoleScreen(ServiceScreen):
+    # Focused as the screen is composed (not later, by on_mount): keys typed right after opening it land there.
+    AUTO_FOCUS = "#console-editor"
     BINDINGS = [
         Binding("ctrl+r,f5", "run", "Run", id="console.run", tooltip="Run the statements (each gets a tab)"),
         # priority: the editor (a TextArea) binds f6/f7 to select line/all, which would swallow them there.
@@ -72,7 +74,6 @@ class ConsoleScreen(ServiceScreen):
         self._show_history()
         self._update_mode()
         self._validate()
-        self.query_one("#console-editor").focus()
 
     # ── verdict as you type ─────────────────────────────────
     @on(SurqlEditor.Changed, "#console-editor")

@@ -20,6 +20,8 @@ class ConfirmScreen(ModalScreen[bool]):
 
     ``message`` is Content (user text in it built with ``safe.markup``) or our own markup string.
     """
+    # Focused as the screen is composed (not later, by on_mount): keys typed right after opening it land there.
+    AUTO_FOCUS = "#yes"
 
     BINDINGS = [
         Binding("y", "answer(True)", "Yes", id="confirm.yes"),
@@ -45,9 +47,6 @@ class ConfirmScreen(ModalScreen[bool]):
                              variant="error" if self.danger else "primary")
                 yield Button(Content("No [n/esc]"), id="no")
 
-    def on_mount(self) -> None:
-        self.query_one("#yes", Button).focus()
-
     @on(Button.Pressed, "#yes")
     def _yes(self) -> None:
         self.dismiss(True)
@@ -62,6 +61,8 @@ class ConfirmScreen(ModalScreen[bool]):
 
 class EditMemoryScreen(ModalScreen[dict[str, Any] | None]):
     """Edit content, tags and importance; returns only the fields that changed (None when cancelled)."""
+    # Focused as the screen is composed (not later, by on_mount): keys typed right after opening it land there.
+    AUTO_FOCUS = "#edit-content"
 
     BINDINGS = [
         Binding("ctrl+s", "save", "Save", id="edit.save"),
@@ -85,9 +86,6 @@ class EditMemoryScreen(ModalScreen[dict[str, Any] | None]):
             with Horizontal(classes="dialog-buttons"):
                 yield Button(Content("Save [ctrl+s]"), id="save", variant="primary")
                 yield Button(Content("Cancel [esc]"), id="cancel")
-
-    def on_mount(self) -> None:
-        self.query_one("#edit-content", TextArea).focus()
 
     def changes(self) -> dict[str, Any]:
         content = self.query_one("#edit-content", TextArea).text
@@ -126,6 +124,8 @@ class EditMemoryScreen(ModalScreen[dict[str, Any] | None]):
 
 class TextPromptScreen(ModalScreen[str | None]):
     """Ask for a longer text (a merged statement, an edited proposal); None when cancelled."""
+    # Focused as the screen is composed (not later, by on_mount): keys typed right after opening it land there.
+    AUTO_FOCUS = "#prompt-text"
 
     BINDINGS = [
         Binding("ctrl+s", "save", "Done", id="prompt.save"),
@@ -148,9 +148,6 @@ class TextPromptScreen(ModalScreen[str | None]):
             with Horizontal(classes="dialog-buttons"):
                 yield Button(Content("Done [ctrl+s]"), id="save", variant="primary")
                 yield Button(Content("Cancel [esc]"), id="cancel")
-
-    def on_mount(self) -> None:
-        self.query_one("#prompt-text", TextArea).focus()
 
     @on(Button.Pressed, "#save")
     def action_save(self) -> None:

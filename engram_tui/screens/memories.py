@@ -67,6 +67,8 @@ class TableQuery:
 
 
 class MemoriesScreen(ServiceScreen):
+    # Focused as the screen is composed (not later, by on_mount): keys typed right after opening it land there.
+    AUTO_FOCUS = "#memory-table"
     BINDINGS = [
         Binding("slash", "focus_filter", "Filter", id="memories.filter", tooltip="Filter the table as you type"),
         Binding("s", "focus_search", "Search", id="memories.search", tooltip="Hybrid recall, scores shown"),
@@ -131,7 +133,6 @@ class MemoriesScreen(ServiceScreen):
         self.tq = TableQuery(project=self.engram.project)
         # The tree loads after the first page: a daemon client answers one request at a time, and the
         # table is what a person looks at first.
-        self.query_one("#memory-table", DataTable).focus()
         self.set_interval(AGE_TICK_S, self._tick_ages)
 
     def on_screen_resume(self) -> None:

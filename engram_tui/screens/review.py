@@ -35,6 +35,8 @@ def memory_card(m: Any, now: Any) -> Content:
 
 
 class ReviewScreen(ServiceScreen):
+    # Focused as the screen is composed (not later, by on_mount): keys typed right after opening it land there.
+    AUTO_FOCUS = "#review-queue"
     BINDINGS = [
         Binding("a", "approve", "Approve", id="review.approve", tooltip="Approve the proposal (uses your edits)"),
         Binding("r", "reject", "Reject", id="review.reject", tooltip="Reject the proposal (asks first)"),
@@ -71,7 +73,6 @@ class ReviewScreen(ServiceScreen):
             table.add_column(label, key=key, width=width)
         self.query_one("#review-sources").border_title = "Source memories"
         self.query_one("#review-proposal").border_title = "Proposed merged memory (e edits · esc done)"
-        self.query_one("#review-queue", DataTable).focus()
         self.query_one("#review-result").border_title = "Result"
 
     def on_screen_resume(self) -> None:

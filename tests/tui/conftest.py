@@ -98,7 +98,7 @@ async def settle(pilot: Any, rounds: int = 3) -> None:
             await pilot.app.workers.wait_for_complete()
         await pilot.pause(0.05)
         busy = any(w.state in (WorkerState.PENDING, WorkerState.RUNNING) for w in pilot.app.workers) or bool(
-            getattr(pilot.app, "inflight", 0))
+            getattr(pilot.app, "inflight", 0)) or bool(getattr(pilot.app, "keys_pending", 0))
         quiet = 0 if busy else quiet + 1
         if quiet >= rounds:
             return
