@@ -218,7 +218,7 @@ class EngramApp(App[None]):
 
     def poll_revision(self) -> None:
         """Ask the service's change counter (one cheap call, only while a pane is shown); reload on a change."""
-        from .backend import available, describe_error
+        from .backend import describe_error
         from .screens.base import ServiceScreen
 
         if self._polling or not self.screen_stack or not isinstance(self.screen, ServiceScreen):
@@ -229,7 +229,7 @@ class EngramApp(App[None]):
         def ask() -> None:
             error = None
             try:
-                rev = int(service.revision()) if available(service, "revision") else None
+                rev = int(service.revision())
             except Exception as exc:  # noqa: BLE001 - reported once per outage, below
                 rev, error = None, describe_error(exc)
             # A message, not call_from_thread: after the app quit (a daemon that hung) it is dropped quietly.

@@ -185,16 +185,6 @@ def demo_project_dirs(base: Path) -> tuple[Path, Path]:
     return main, other
 
 
-def _has(service: Any, name: str) -> bool:
-    """Does this service offer ``name``? The daemon client asks the daemon; in process, the API registry."""
-    probe = getattr(type(service), "has", None)
-    if callable(probe):
-        return bool(probe(service, name))
-    from engram_core.service import API_METHODS  # local: keeps this module importable on its own
-
-    return name in API_METHODS and callable(getattr(service, name, None))
-
-
 def build_demo(service: Any, base: Path | str, now: datetime, *, seed: int = 7) -> DemoReport:
     """Fill a demo project (and the user scope) under ``base`` through the service API; returns what it made."""
     rng = random.Random(seed)
@@ -307,18 +297,15 @@ def build_demo(service: Any, base: Path | str, now: datetime, *, seed: int = 7) 
     # (CONTRADICTIONS above); a full reflection pass queues consolidations (NEAR_DUPLICATES, episode clusters)
     # and applies only the low-risk ones, so the rest wait for review. No `maintain()` here: its decay sweep
     # runs on the database's wall clock, which would age a demo built on a frozen clock by months.
-    if _has(service, "reflect_and_consolidate"):
-        try:
-            rep = service.reflect_and_consolidate(project=project, level="full")
-        except Exception as exc:  # noqa: BLE001 - the demo still shows everything else; say what failed
-            rep = None
-            report.organise = f"reflection pass failed ({type(exc).__name__}: {str(exc)[:120]}); "
-        pending = len(service.list_consolidations(project=project))
-        conflicts = len(service.list_contradictions(project=project))
-        report.organise += (f"{pending} consolidations waiting for review ({getattr(rep, 'auto_approved', 0)} "
-                           f"applied automatically), {conflicts} open contradictions")
-    else:
-        report.organise = "organise layer not available yet: no entities, consolidation queue or contradictions"
+    try:
+        rep = service.reflect_and_consolidate(project=project, level="full")
+    except Exception as exc:  # noqa: BLE001 - the demo still shows everything else; say what failed
+        rep = None
+        report.organise = f"reflection pass failed ({type(exc).__name__}: {str(exc)[:120]}); "
+    pending = len(service.list_consolidations(project=project))
+    conflicts = len(service.list_contradictions(project=project))
+    report.organise += (f"{pending} consolidations waiting for review ({getattr(rep, 'auto_approved', 0)} "
+                       f"applied automatically), {conflicts} open contradictions")
 
     report.counts = {
         "project": len(project_mems),

@@ -16,7 +16,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, OptionList, Tree
 
-from ..backend import call, describe_error
+from ..backend import describe_error
 from ..messages import ServiceDone, ServiceFailed
 
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ class ServiceScreen(Screen[None]):
     def call_service(self, tag: str, method: str, *args: Any, context: Any = None, exclusive: bool = True,
                      **kwargs: Any) -> int:
         service = self.engram.service
-        return self.run_in_thread(tag, lambda: call(service, method, *args, **kwargs), context=context,
+        return self.run_in_thread(tag, lambda: getattr(service, method)(*args, **kwargs), context=context,
                                   exclusive=exclusive)
 
     def run_in_thread(self, tag: str, fn: Callable[..., Any], *args: Any, context: Any = None,

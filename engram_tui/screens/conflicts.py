@@ -10,7 +10,6 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import DataTable, Footer, Header, Static
 
-from ..backend import NotAvailable, available
 from ..fmt import short, wall_age
 from ..messages import ServiceDone, ServiceFailed
 from ..safe import markup, plain, visible
@@ -19,9 +18,6 @@ from .base import ServiceScreen
 from .dialogs import ConfirmScreen, TextPromptScreen
 from .review import memory_card
 
-NOT_YET = ("[b]Contradiction resolution is not available yet.[/]\n\nThe self-organising layer "
-           "(engram_core/organise: list_contradictions / resolve_contradiction) has not landed in this build "
-           "or in the running daemon.")
 RESOLUTIONS = {"keep_a": "keep A (B is invalidated)", "keep_b": "keep B (A is invalidated)",
                "keep_both": "keep both (they do not really conflict)", "merge": "replace both by a merged statement"}
 
@@ -73,23 +69,12 @@ class ConflictsScreen(ServiceScreen):
         self.load()
 
     def load(self) -> None:
-        if not available(self.engram.service, "list_contradictions"):
-            self._not_available()
-            return
         self.call_service("list", "list_contradictions", project=self.engram.project, status="open")
 
-    def _not_available(self) -> None:
-        self.query_one("#conflicts-status", Static).update(NOT_YET)
-        self.add_class("unavailable")
-
     def failed_list(self, message: ServiceFailed) -> bool:
-        if isinstance(message.error, NotAvailable) or "unknown method" in message.text:
-            self._not_available()
-            return True
         return False
 
     def done_list(self, items: list[Any], _m: ServiceDone) -> None:
-        self.remove_class("unavailable")
         table = self.query_one("#conflicts-list", DataTable)
         table.clear()
         now = self.engram.now()

@@ -14,7 +14,6 @@ from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.widgets import Footer, Header, Label, OptionList, Select, Static, Switch
 
-from ..backend import NotAvailable, available
 from ..fmt import ms
 from ..messages import ServiceDone, ServiceFailed
 from ..safe import lines, markup, plain, visible
@@ -157,11 +156,6 @@ class ConsoleScreen(ServiceScreen):
             self.notify(f"Refused: statement {v.statement_index + 1} breaks rule {v.rule}: {v.message}"
                         + self._write_hint(text), title="Validator", severity="error")
             return
-        if not available(self.engram.service, "run_query"):
-            self.query_one("#console-verdict", Static).update(
-                "[b yellow]run_query is not available yet in this Engram build[/] "
-                "(the verdict above is computed locally).")
-            return
         if verdict is not None and verdict.has_writes:
             def answered(ok: bool | None) -> None:
                 if ok:
@@ -191,9 +185,6 @@ class ConsoleScreen(ServiceScreen):
 
     def failed_query(self, message: ServiceFailed) -> bool:
         self.query_one("#console-results").border_title = "Results"
-        if isinstance(message.error, NotAvailable):
-            self.query_one("#console-verdict", Static).update(markup("[b yellow]$e[/]", e=message.text))
-            return True
         self.query_one("#console-verdict", Static).update(markup("[b red]query failed:[/] $e", e=message.text))
         return False
 

@@ -16,12 +16,12 @@ from textual.reactive import var
 from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Header, Input, Static, Tree
 
-from ..backend import NotAvailable, call, describe_error
+from ..backend import describe_error
 from ..fmt import age, ms, short, strength_bar
 from ..messages import ServiceDone
 from ..safe import markup, plain, visible
 from ..undo import UndoEntry, UndoStack, undo_plan
-from ..widgets.detail import NOT_YET, DetailPane
+from ..widgets.detail import DetailPane
 from ..widgets.modebar import ModeBar
 from ..widgets.scope_tree import STATUSES, NodeData, ScopeTree
 from .base import ServiceScreen
@@ -392,9 +392,7 @@ class MemoriesScreen(ServiceScreen):
             out: dict[str, Any] = {"memory": service.get(memory_id)}
             for name in ("memory_graph", "retrieval_history"):
                 try:
-                    out[name] = call(service, name, memory_id)
-                except NotAvailable:
-                    out[name + "_error"] = NOT_YET
+                    out[name] = getattr(service, name)(memory_id)
                 except Exception as exc:  # noqa: BLE001 - shown in the pane, the rest of the detail still works
                     out[name + "_error"] = markup("[red]$e[/]", e=describe_error(exc))
             return out
@@ -666,7 +664,7 @@ class MemoriesScreen(ServiceScreen):
 
         def apply() -> UndoEntry:
             for name, args, kwargs in undo_plan(entry):
-                call(service, name, *args, **kwargs)
+                getattr(service, name)(*args, **kwargs)
             return entry
 
         self.run_in_thread("undone", apply)

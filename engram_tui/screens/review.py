@@ -11,17 +11,12 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.widgets import DataTable, Footer, Header, Static, TextArea
 
-from ..backend import NotAvailable, available, call
 from ..fmt import age, short, wall_age
 from ..messages import ServiceDone, ServiceFailed
 from ..safe import lines, markup, plain, visible
 from ..widgets.modebar import ModeBar
 from .base import ServiceScreen
 from .dialogs import ConfirmScreen
-
-NOT_YET = ("[b]Consolidation review is not available yet.[/]\n\nThe self-organising layer "
-           "(engram_core/organise: list_consolidations / approve_consolidation / reject_consolidation) "
-           "has not landed in this build or in the running daemon.")
 
 
 def memory_card(m: Any, now: Any) -> Content:
@@ -86,24 +81,13 @@ class ReviewScreen(ServiceScreen):
             self.load()
 
     def load(self) -> None:
-        if not available(self.engram.service, "list_consolidations"):
-            self._not_available()
-            return
         self.call_service("queue", "list_consolidations", project=self.engram.project, status="pending")
 
-    def _not_available(self) -> None:
-        self.query_one("#review-status", Static).update(NOT_YET)
-        self.add_class("unavailable")
-
     def failed_queue(self, message: ServiceFailed) -> bool:
-        if isinstance(message.error, NotAvailable) or "unknown method" in message.text:
-            self._not_available()
-            return True
         self.query_one("#review-status", Static).update(markup("[b red]$e[/]", e=message.text))
         return False
 
     def done_queue(self, items: list[Any], _m: ServiceDone) -> None:
-        self.remove_class("unavailable")
         table = self.query_one("#review-queue", DataTable)
         table.clear()
         now = self.engram.now()
@@ -208,7 +192,7 @@ class ReviewScreen(ServiceScreen):
         service = self.engram.service
 
         def statuses() -> tuple[Any, list[Any]]:
-            return result, [call(service, "get", m.id) for m in it.sources]
+            return result, [service.get(m.id) for m in it.sources]
 
         self.run_in_thread("after_approve", statuses)
 

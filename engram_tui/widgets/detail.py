@@ -13,7 +13,6 @@ from textual.widgets import Static
 from ..fmt import age, stamp, strength_bar, wall_stamp
 from ..safe import lines, markup
 
-NOT_YET = "[dim]not available yet (the self-organising layer has not landed in this build)[/]"
 SELECT = "[dim]Select a memory in the table.[/]"
 
 
