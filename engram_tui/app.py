@@ -26,40 +26,39 @@ from textual.reactive import var
 from engram_core.clock import Clock
 
 from .commands import EngramCommands
+from .layout import NARROW_COLUMNS, SHORT_ROWS
 from .messages import RevisionAnswer
 from .safe import visible
-from .screens.conflicts import ConflictsScreen
 from .screens.console import ConsoleScreen
+from .screens.consolidation import ConsolidationScreen
+from .screens.contradictions import ContradictionsScreen
 from .screens.decay import DecayScreen
 from .screens.dialogs import ConfirmScreen
 from .screens.help import HelpScreen
-from .screens.inject import InjectScreen
+from .screens.injection import InjectionScreen
 from .screens.memories import MemoriesScreen
-from .screens.review import ReviewScreen
 from .widgets.modebar import ModeBar
 
-NARROW_COLUMNS = 110
-SHORT_ROWS = 32
 REVISION_POLL_S = 2.0  # how often the shown pane asks whether anything changed (one cheap call)
 BUSY_AFTER_S = 0.4  # a call slower than this shows the busy sign
 REQUEST_TIMEOUT_S = 15.0  # a daemon that does not answer within this is reported, not waited for
 KEY_SETTLE_S = 2.0  # a key whose handling never finishes (its widget went away) holds the next one at most this long
-MODE_KEYS = {"1": "memories", "2": "decay", "3": "review", "4": "conflicts", "5": "console", "6": "inject"}
+MODE_KEYS = {"1": "memories", "2": "decay", "3": "consolidation", "4": "contradictions", "5": "console", "6": "injection"}
 EMPTY_HELP = ("No memories here yet. They arrive when:\n"
               "  • Claude Code stores them as you work: engram setup claude-code (hooks + MCP), then start claude\n"
               "  • you store one: engram store \"The API listens on port 8000\"\n"
               "  • you import them: engram import FILE.jsonl  (one memory per line, e.g. from engram export)\n\n"
               "The demo (D) is a sample project in its own data root: it never mixes with your memories.")
-MODE_TITLES = {"memories": "Memories", "decay": "Decay", "review": "Consolidation review",
-               "conflicts": "Contradictions", "console": "SurrealQL console", "inject": "Injection preview"}
+MODE_TITLES = {"memories": "Memories", "decay": "Decay", "consolidation": "Consolidation review",
+               "contradictions": "Contradictions", "console": "SurrealQL console", "injection": "Injection preview"}
 
 
 class EngramApp(App[None]):
     CSS_PATH = Path(__file__).with_name("engram.tcss")  # absolute: subclasses may live anywhere
     TITLE = "Engram"
     COMMANDS = App.COMMANDS | {EngramCommands}
-    MODES = {"memories": MemoriesScreen, "decay": DecayScreen, "review": ReviewScreen,
-             "conflicts": ConflictsScreen, "console": ConsoleScreen, "inject": InjectScreen}
+    MODES = {"memories": MemoriesScreen, "decay": DecayScreen, "consolidation": ConsolidationScreen,
+             "contradictions": ContradictionsScreen, "console": ConsoleScreen, "injection": InjectionScreen}
     BINDINGS = [
         *(Binding(k, f"mode('{m}')", MODE_TITLES[m].split()[0], id=f"app.mode.{m}", show=False,
                   tooltip=f"Show the {MODE_TITLES[m]} pane") for k, m in MODE_KEYS.items()),

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from engram_core.models import Memory
 
+from rich.cells import cell_len, set_cell_size
+
 MASK = "··········"
 
 
@@ -56,8 +58,11 @@ def strength_bar(value: float, width: int = 6) -> str:
 
 
 def short(text: str, width: int) -> str:
+    """One line of at most ``width`` terminal cells (emoji and CJK take two), cut with "…"."""
     text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
+    if cell_len(text) <= width:
+        return text
+    return set_cell_size(text, width - 1) + "…"
 
 
 def exempt_from_decay(m: Memory) -> bool:

@@ -12,11 +12,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
-from textual.widgets import Footer, Header, Label, OptionList, Select, Static, Switch
+from textual.widgets import Header, Label, OptionList, Select, Static, Switch
 
 from ..fmt import ms
 from ..messages import ServiceDone, ServiceFailed
 from ..safe import lines, markup, plain, visible
+from ..widgets.footer import PaneFooter
 from ..widgets.modebar import ModeBar
 from ..widgets.surql import ResultsViewer, SurqlEditor
 from .base import ServiceScreen
@@ -63,7 +64,7 @@ class ConsoleScreen(ServiceScreen):
                 yield Static("", id="console-verdict")
                 yield ResultsViewer(id="console-results")
             yield OptionList(id="console-history")
-        yield Footer()
+        yield PaneFooter()
 
     def on_mount(self) -> None:
         self.query_one("#console-editor").border_title = "SurrealQL  (ctrl+r / F5 runs)"

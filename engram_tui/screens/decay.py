@@ -9,7 +9,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
-from textual.widgets import Footer, Header, Static
+from textual.widgets import Header, Static
 from textual_plotext import PlotextPlot
 
 from engram_core.scoring import THRESHOLDS, crossing_time, effective_half_life, memory_strength
@@ -17,6 +17,7 @@ from engram_core.scoring import THRESHOLDS, crossing_time, effective_half_life, 
 from ..fmt import age, exempt_from_decay, short, stamp
 from ..messages import ServiceDone
 from ..safe import lines, markup, visible
+from ..widgets.footer import PaneFooter
 from ..widgets.modebar import ModeBar
 from .base import ServiceScreen
 
@@ -69,7 +70,7 @@ class DecayScreen(ServiceScreen):
             with Horizontal(id="decay-bottom"):
                 yield PlotextPlot(id="decay-types")
                 yield PlotextPlot(id="decay-scopes")
-        yield Footer()
+        yield PaneFooter()
 
     def on_mount(self) -> None:
         self.query_one("#decay-memory").border_title = "Selected memory: strength over time"
@@ -174,14 +175,8 @@ class DecayScreen(ServiceScreen):
         plt.title(short(visible(m.content), 70))
         plot.refresh()
 
-        out: list[Content | str] = [
-            markup("[b]$c[/]", c=short(m.content, 120)), "",
-            f"[dim]now[/]          {stamp(now)}",
-            f"[dim]strength[/]     [b]{m.memory_strength:.3f}[/]",
-            f"[dim]importance[/]   {imp:.2f}",
-            f"[dim]half-life[/]    {hl:.3g} d × (1 + 0.2 × {acc} accesses) = {effective_half_life(hl, acc):.3g} d",
-            f"[dim]last access[/]  {stamp(last)} ({age(last, now)})", "",
-        ]
+        # The crossings first: at 80×24 this box shows only its first few lines (the plot's title names the memory).
+        out: list[Content | str] = []
         pinned = exempt_from_decay(m)
         for name, value in THRESHOLDS.items():
             when = crossings[name]
@@ -195,7 +190,15 @@ class DecayScreen(ServiceScreen):
             else:
                 text = f"{stamp(when)} ({age(when, now)})"
             out.append(f"[{color}]━━[/] [b]{name}[/] < {value:g}: {text}")
-        out += ["", "[dim]Recall strengthens a memory (+1 access, clock reset); the curve follows live.[/]",
+        out += [
+            "",
+            f"[dim]now[/]          {stamp(now)}",
+            f"[dim]strength[/]     [b]{m.memory_strength:.3f}[/]",
+            f"[dim]importance[/]   {imp:.2f}",
+            f"[dim]half-life[/]    {hl:.3g} d × (1 + 0.2 × {acc} accesses) = {effective_half_life(hl, acc):.3g} d",
+            f"[dim]last access[/]  {stamp(last)} ({age(last, now)})",
+            "", markup("$c", c=short(m.content, 240)),
+            "", "[dim]Recall strengthens a memory (+1 access, clock reset); the curve follows live.[/]",
                 "[dim]+/- zoom the time axis.[/]"]
         info.update(lines(*out))
 

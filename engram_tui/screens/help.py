@@ -22,16 +22,16 @@ def _key(b: Binding) -> str:
 
 def binding_table() -> list[tuple[str, list[tuple[str, str]]]]:
     from ..app import EngramApp
-    from .conflicts import ConflictsScreen
     from .console import ConsoleScreen
+    from .consolidation import ConsolidationScreen
+    from .contradictions import ContradictionsScreen
     from .decay import DecayScreen
-    from .inject import InjectScreen
+    from .injection import InjectionScreen
     from .memories import MemoriesScreen
-    from .review import ReviewScreen
 
     groups = [("Everywhere", EngramApp), ("1 Memories", MemoriesScreen), ("2 Decay", DecayScreen),
-              ("3 Consolidation review", ReviewScreen), ("4 Contradictions", ConflictsScreen),
-              ("5 SurrealQL console", ConsoleScreen), ("6 Injection preview", InjectScreen)]
+              ("3 Consolidation review", ConsolidationScreen), ("4 Contradictions", ContradictionsScreen),
+              ("5 SurrealQL console", ConsoleScreen), ("6 Injection preview", InjectionScreen)]
     out = []
     for title, cls in groups:
         rows = []

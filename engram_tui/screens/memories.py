@@ -14,14 +14,16 @@ from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.reactive import var
 from textual.timer import Timer
-from textual.widgets import DataTable, Footer, Header, Input, Static, Tree
+from textual.widgets import DataTable, Header, Input, Static, Tree
 
 from ..backend import describe_error
 from ..fmt import age, ms, short, strength_bar
+from ..layout import NARROW_COLUMNS
 from ..messages import ServiceDone
 from ..safe import markup, plain, visible
 from ..undo import UndoEntry, UndoStack, undo_plan
 from ..widgets.detail import DetailPane
+from ..widgets.footer import PaneFooter
 from ..widgets.modebar import ModeBar
 from ..widgets.scope_tree import STATUSES, NodeData, ScopeTree
 from .base import ServiceScreen
@@ -46,7 +48,6 @@ COLUMNS: dict[str, tuple[str, str | None]] = {
 }
 WIDTHS = {"strength": 11, "status": 12, "type": 10, "scope": 7, "importance": 4, "access": 3, "last": 11}
 CONTENT_MIN, CONTENT_MAX = 24, 90
-NARROW = 110  # below this many columns the scope tree starts hidden (t shows it)
 SORTABLE = [k for k, (_, order) in COLUMNS.items() if order]
 SEARCH_COLUMNS = {"score": "Score", "fused": "Fused", "bm25": "BM25#", "vector": "Vec#"}
 
@@ -73,7 +74,7 @@ class MemoriesScreen(ServiceScreen):
         Binding("slash", "focus_filter", "Filter", id="memories.filter", tooltip="Filter the table as you type"),
         Binding("s", "focus_search", "Search", id="memories.search", tooltip="Hybrid recall, scores shown"),
         Binding("e", "edit", "Edit", id="memories.edit", tooltip="Edit content, tags, importance"),
-        Binding("p", "pin", "Pin", id="memories.pin", tooltip="Pin or unpin"),
+        Binding("p", "pin", "Pin", show=False, id="memories.pin", tooltip="Pin or unpin (exempt from decay)"),
         Binding("P", "promote", "Promote", show=False, id="memories.promote", tooltip="Promote to the next scope up"),
         Binding("a", "archive", "Archive", id="memories.archive", tooltip="Archive (asks first)"),
         Binding("d,delete", "forget", "Forget", id="memories.forget", tooltip="Forget (asks first)"),
@@ -125,7 +126,7 @@ class MemoriesScreen(ServiceScreen):
                 yield Static("", id="table-status")
                 yield DataTable(id="memory-table", cursor_type="row", zebra_stripes=True)
                 yield DetailPane(id="detail")
-        yield Footer()
+        yield PaneFooter()
 
     def on_mount(self) -> None:
         self.query_one("#scope-tree").border_title = "Scopes"
@@ -186,7 +187,7 @@ class MemoriesScreen(ServiceScreen):
             table.add_column(label, key=key, width=self._content_width if key == "content" else WIDTHS[key])
 
     def on_resize(self) -> None:
-        narrow = self.app.size.width < NARROW
+        narrow = self.app.size.width < NARROW_COLUMNS
         if narrow != self._narrow:
             self._narrow = narrow
             self.query_one("#scope-tree").display = not narrow

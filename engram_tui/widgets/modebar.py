@@ -5,10 +5,13 @@ from __future__ import annotations
 from textual.content import Content
 from textual.widgets import Static
 
-PANES = [("1", "memories", "Memories"), ("2", "decay", "Decay"), ("3", "review", "Consolidation"),
-         ("4", "conflicts", "Contradictions"), ("5", "console", "SurrealQL"), ("6", "inject", "Injection")]
-SHORT = {"memories": "Mem", "decay": "Decay", "review": "Review", "conflicts": "Conflicts", "console": "SQL",
-         "inject": "Inject"}
+from ..layout import NARROW_COLUMNS
+
+PANES = [("1", "memories", "Memories"), ("2", "decay", "Decay"), ("3", "consolidation", "Consolidation"),
+         ("4", "contradictions", "Contradictions"), ("5", "console", "SurrealQL"), ("6", "injection", "Injection")]
+# At 80 columns: the start of each pane's name (the core's names: consolidation, contradictions, injection).
+SHORT = {"memories": "Mem", "decay": "Decay", "consolidation": "Consol", "contradictions": "Contra", "console": "SQL",
+         "injection": "Inject"}
 HINT = "   [dim]1–6 or alt+1–6 switch · ? help · ctrl+p commands[/]"
 
 
@@ -31,7 +34,7 @@ class ModeBar(Static):
 
     def _render_bar(self) -> None:
         parts = []
-        narrow = self.app.size.width < 110
+        narrow = self.app.size.width < NARROW_COLUMNS
         for key, mode, label in PANES:
             text = f" {key} {SHORT[mode] if narrow else label} "
             if mode == self.current:

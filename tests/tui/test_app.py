@@ -8,14 +8,14 @@ import pytest
 from conftest import DemoEnv, make_app, open_pane, settle
 from textual.widgets import DataTable, Input, Static
 
-from engram_tui.screens.conflicts import ConflictsScreen
 from engram_tui.screens.console import ConsoleScreen
+from engram_tui.screens.consolidation import ConsolidationScreen
+from engram_tui.screens.contradictions import ContradictionsScreen
 from engram_tui.screens.decay import DecayScreen
 from engram_tui.screens.dialogs import ConfirmScreen, EditMemoryScreen
 from engram_tui.screens.help import HelpScreen
-from engram_tui.screens.inject import InjectScreen
+from engram_tui.screens.injection import InjectionScreen
 from engram_tui.screens.memories import PAGE_SIZE, MemoriesScreen
-from engram_tui.screens.review import ReviewScreen
 from engram_tui.widgets.scope_tree import ScopeTree
 
 SIZE = (160, 50)
@@ -48,8 +48,8 @@ async def test_navigation_between_every_pane_and_help(demo_service: Any, demo_en
     app = make_app(demo_service, demo_env)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        for key, cls in (("2", DecayScreen), ("3", ReviewScreen), ("4", ConflictsScreen), ("5", ConsoleScreen),
-                         ("alt+6", InjectScreen), ("1", MemoriesScreen)):
+        for key, cls in (("2", DecayScreen), ("3", ConsolidationScreen), ("4", ContradictionsScreen), ("5", ConsoleScreen),
+                         ("alt+6", InjectionScreen), ("1", MemoriesScreen)):
             await pilot.press(key)
             await settle(pilot)
             assert isinstance(app.screen, cls), key
@@ -203,7 +203,7 @@ async def test_approve_a_consolidation(demo_service: Any, demo_env: DemoEnv) -> 
         assert app.last_error is None, app.last_error
         pending = {i.id for i in demo_service.list_consolidations(project=demo_env.project)}
         assert first.id not in pending
-        result = str(app.screen.query_one("#review-result", Static).render())
+        result = str(app.screen.query_one("#consolidation-result", Static).render())
         assert "Approved" in result and "Originals now" in result
 
 
@@ -288,8 +288,8 @@ async def test_injection_preview_matches_the_service(demo_service: Any, demo_env
     async with app.run_test(size=SIZE) as pilot:
         await open_pane(pilot, "6")
         expected = demo_service.injection_context(project=demo_env.project, session=demo_env.session)
-        assert app.screen.query_one("#inject-text").text == expected.text
-        assert f"{expected.tokens:,}" in text_of(app, "#inject-status")
+        assert app.screen.query_one("#injection-text").text == expected.text
+        assert f"{expected.tokens:,}" in text_of(app, "#injection-status")
 
 
 async def test_palette_lists_every_pane_action(demo_service: Any, demo_env: DemoEnv) -> None:
@@ -299,8 +299,8 @@ async def test_palette_lists_every_pane_action(demo_service: Any, demo_env: Demo
         if action is None:
             continue
         base = action.split("(")[0]
-        screen_cls = {"memories": MemoriesScreen, "decay": DecayScreen, "review": ReviewScreen,
-                      "conflicts": ConflictsScreen, "console": ConsoleScreen, "inject": InjectScreen}[_mode]
+        screen_cls = {"memories": MemoriesScreen, "decay": DecayScreen, "consolidation": ConsolidationScreen,
+                      "contradictions": ContradictionsScreen, "console": ConsoleScreen, "injection": InjectionScreen}[_mode]
         assert hasattr(screen_cls, f"action_{base}"), name
 
 

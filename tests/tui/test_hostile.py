@@ -43,7 +43,7 @@ def test_cards_and_details_show_any_text(text: str) -> None:
     from datetime import UTC, datetime
 
     from engram_core.models import Memory
-    from engram_tui.screens.review import memory_card
+    from engram_tui.widgets.cards import memory_card
 
     now = datetime(2025, 1, 1, tzinfo=UTC)
     m = Memory(id="01J", content=text, memory_type="semantic", scope="project", status="active", tags=[text[:20]],
@@ -102,7 +102,7 @@ async def test_every_pane_on_the_hostile_store(hostile_store: Any) -> None:
     app = EngramApp(svc, project=project, offer_demo=False)
     async with app.run_test(size=(160, 48)) as pilot:
         await _walk_every_pane(app, pilot, stored)
-        # The review and contradiction panes show hostile sources too.
+        # The consolidation and contradiction panes show hostile sources too.
         await pilot.press("escape", "4")
         await settle(pilot)
         if svc.list_contradictions(project=project):

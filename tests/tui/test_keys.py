@@ -10,8 +10,8 @@ from textual.widgets import DataTable, Input, TextArea
 
 from engram_tui.app import EngramApp
 from engram_tui.screens.console import EXAMPLE, ConsoleScreen
+from engram_tui.screens.consolidation import ConsolidationScreen
 from engram_tui.screens.dialogs import ConfirmScreen, EditMemoryScreen
-from engram_tui.screens.review import ReviewScreen
 
 SIZE = (160, 48)
 
@@ -200,12 +200,12 @@ async def test_a_terminal_shrunk_to_80_columns_folds_as_one_started_there(demo_s
         assert not app.has_class("narrow") and history.region.width
 
 
-async def test_review_editor_has_an_escape_and_reject_asks(demo_service: Any, demo_env: DemoEnv) -> None:
+async def test_consolidation_editor_has_an_escape_and_reject_asks(demo_service: Any, demo_env: DemoEnv) -> None:
     assert demo_service.list_consolidations(project=demo_env.project), "the demo must queue consolidations"
     app = make_app(demo_service, demo_env)
     async with app.run_test(size=SIZE) as pilot:
         await open_pane(pilot, "3")
-        assert isinstance(app.screen, ReviewScreen)
+        assert isinstance(app.screen, ConsolidationScreen)
         first = app.screen.current.id
         await pilot.press("e")
         assert isinstance(app.focused, TextArea)

@@ -92,11 +92,11 @@ CASES: dict[str, Steps] = {
     "forget_confirm": keys("d"),
     "edit_dialog": keys("e"),
     "decay": keys("2"),
-    "review": keys("3"),
-    "conflicts": keys("4"),
+    "consolidation": keys("3"),
+    "contradictions": keys("4"),
     "console": _console_run,
     "console_refused": _refused,
-    "inject": keys("6"),
+    "injection": keys("6"),
     "help": keys("question_mark"),
 }
 
@@ -108,7 +108,7 @@ def test_snapshot(name: str, snap_compare: Any, demo_service: Any, demo_env: Dem
 
 
 # The same panes at 80×24: every part keeps a usable height, nothing essential is cut.
-SMALL_CASES = ["memories", "forget_confirm", "edit_dialog", "decay", "review", "conflicts", "console"]
+SMALL_CASES = ["memories", "forget_confirm", "edit_dialog", "decay", "consolidation", "contradictions", "console"]
 
 
 @pytest.mark.parametrize("name", SMALL_CASES)

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from engram_tui.fmt import age, ms, wall_stamp
+from engram_tui.fmt import age, ms, short, wall_stamp
 from engram_tui.undo import UndoEntry, UndoStack, undo_plan
 
 
@@ -20,6 +20,16 @@ def test_undo_forget_restores_status_before_content() -> None:
     assert plan[0][1] == ("m1", "active")
     patch = plan[1][1][1]
     assert (patch.content, patch.tags, patch.metadata) == ("x", ["a"], {"k": 1})
+
+
+@pytest.mark.parametrize("text", ["emoji 🎉 backslash \\\\ and [bold red]x[/] more words", "漢字" * 20, "plain " * 20,
+                                  "🚀" * 30])
+def test_short_fits_the_cells_and_says_it_was_cut(text: str) -> None:
+    from rich.cells import cell_len
+
+    cut = short(text, 24)
+    assert cell_len(cut) <= 24 and cut.endswith("…"), cut  # wide characters counted twice, as the terminal does
+    assert short("fits", 24) == "fits"
 
 
 def test_undo_other_actions() -> None:

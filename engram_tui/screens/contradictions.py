@@ -8,27 +8,28 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import DataTable, Header, Static
 
 from ..fmt import short, wall_age
 from ..messages import ServiceDone, ServiceFailed
 from ..safe import markup, plain, visible
+from ..widgets.cards import memory_card
+from ..widgets.footer import PaneFooter
 from ..widgets.modebar import ModeBar
 from .base import ServiceScreen
 from .dialogs import ConfirmScreen, TextPromptScreen
-from .review import memory_card
 
 RESOLUTIONS = {"keep_a": "keep A (B is invalidated)", "keep_b": "keep B (A is invalidated)",
                "keep_both": "keep both (they do not really conflict)", "merge": "replace both by a merged statement"}
 
 
-class ConflictsScreen(ServiceScreen):
+class ContradictionsScreen(ServiceScreen):
     BINDINGS = [
-        Binding("A", "resolve('keep_a')", "Keep A", id="conflicts.keep_a"),
-        Binding("B", "resolve('keep_b')", "Keep B", id="conflicts.keep_b"),
-        Binding("K", "resolve('keep_both')", "Keep both", id="conflicts.keep_both"),
-        Binding("M", "resolve('merge')", "Merge…", id="conflicts.merge"),
-        Binding("R", "refresh", "Refresh", id="conflicts.refresh"),
+        Binding("A", "resolve('keep_a')", "Keep A", id="contradictions.keep_a"),
+        Binding("B", "resolve('keep_b')", "Keep B", id="contradictions.keep_b"),
+        Binding("K", "resolve('keep_both')", "Keep both", id="contradictions.keep_both"),
+        Binding("M", "resolve('merge')", "Merge…", id="contradictions.merge"),
+        Binding("R", "refresh", "Refresh", id="contradictions.refresh"),
     ]
 
     def __init__(self) -> None:
@@ -38,26 +39,26 @@ class ConflictsScreen(ServiceScreen):
 
     def compose(self) -> ComposeResult:
         yield Header()
-        yield ModeBar("conflicts")
-        with Vertical(id="conflicts"):
-            yield Static("", id="conflicts-status")
-            yield DataTable(id="conflicts-list", cursor_type="row")
-            with Horizontal(id="conflicts-sides"):
+        yield ModeBar("contradictions")
+        with Vertical(id="contradictions"):
+            yield Static("", id="contradictions-status")
+            yield DataTable(id="contradictions-list", cursor_type="row")
+            with Horizontal(id="contradictions-sides"):
                 with VerticalScroll(id="side-a", classes="card"):
                     yield Static("", id="side-a-text")
                 with VerticalScroll(id="side-b", classes="card"):
                     yield Static("", id="side-b-text")
-            yield Static("", id="conflicts-evidence")
-        yield Footer()
+            yield Static("", id="contradictions-evidence")
+        yield PaneFooter()
 
     def on_mount(self) -> None:
-        table = self.query_one("#conflicts-list", DataTable)
+        table = self.query_one("#contradictions-list", DataTable)
         table.border_title = "Open contradictions"
         for key, label, width in (("kind", "Kind", 14), ("a", "A", 52), ("b", "B", 52), ("detected", "Detected", 12)):
             table.add_column(label, key=key, width=width)
         self.query_one("#side-a").border_title = "A"
         self.query_one("#side-b").border_title = "B"
-        self.query_one("#conflicts-evidence").border_title = "Evidence"
+        self.query_one("#contradictions-evidence").border_title = "Evidence"
 
     def on_screen_resume(self) -> None:
         self.load()
@@ -75,7 +76,7 @@ class ConflictsScreen(ServiceScreen):
         return False
 
     def done_list(self, items: list[Any], _m: ServiceDone) -> None:
-        table = self.query_one("#conflicts-list", DataTable)
+        table = self.query_one("#contradictions-list", DataTable)
         table.clear()
         now = self.engram.now()
         self.items = {}
@@ -88,7 +89,7 @@ class ConflictsScreen(ServiceScreen):
                      short(visible(c.b.content), 50),
                      wall_age(c.detected_at, now, self.engram.mask_db_times))
             table.add_row(*(plain(x) for x in cells), key=cid)
-        self.query_one("#conflicts-status", Static).update(
+        self.query_one("#contradictions-status", Static).update(
             f"[b]{len(self.items)}[/] open contradiction(s) · A keep A · B keep B · K keep both · M merge "
             "· [dim]the loser is invalidated with a timestamp, never deleted[/]")
         if self.items:
@@ -98,9 +99,9 @@ class ConflictsScreen(ServiceScreen):
             self.current = None
             for side in ("a", "b"):
                 self.query_one(f"#side-{side}-text", Static).update("")
-            self.query_one("#conflicts-evidence", Static).update("")
+            self.query_one("#contradictions-evidence", Static).update("")
 
-    @on(DataTable.RowHighlighted, "#conflicts-list")
+    @on(DataTable.RowHighlighted, "#contradictions-list")
     def _highlight(self, event: DataTable.RowHighlighted) -> None:
         if event.row_key is not None and event.row_key.value in self.items:
             self._show(event.row_key.value)
@@ -112,7 +113,7 @@ class ConflictsScreen(ServiceScreen):
         self.query_one("#side-a-text", Static).update(memory_card(c.a, now))
         self.query_one("#side-b-text", Static).update(memory_card(c.b, now))
         text = "\n".join(f"• {e}" for e in c.evidence)
-        self.query_one("#conflicts-evidence", Static).update(
+        self.query_one("#contradictions-evidence", Static).update(
             markup("$t", t=text) if str(text) else "[dim]no evidence recorded[/]")
 
     def action_resolve(self, resolution: str) -> None:

@@ -9,36 +9,28 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
-from textual.widgets import DataTable, Footer, Header, Static, TextArea
+from textual.widgets import DataTable, Header, Static, TextArea
 
-from ..fmt import age, short, wall_age
+from ..fmt import short, wall_age
 from ..messages import ServiceDone, ServiceFailed
 from ..safe import lines, markup, plain, visible
+from ..widgets.cards import memory_card
+from ..widgets.footer import PaneFooter
 from ..widgets.modebar import ModeBar
 from .base import ServiceScreen
 from .dialogs import ConfirmScreen
 
 
-def memory_card(m: Any, now: Any) -> Content:
-    return markup("[b]$content[/]\n\n[dim]id[/] $id\n[dim]type[/] $type  [dim]status[/] [b]$status[/]\n"
-                  "[dim]strength[/] $strength  [dim]importance[/] $importance\n[dim]created[/] $created  "
-                  "[dim]tags[/] $tags",
-                  content=m.content, id=m.id, type=m.memory_type.value,
-                  status=m.status.value, strength=f"{m.memory_strength:.3f}",
-                  importance=f"{m.importance:.2f}", created=age(m.created_at, now),
-                  tags=", ".join(m.tags))
-
-
-class ReviewScreen(ServiceScreen):
+class ConsolidationScreen(ServiceScreen):
     # Focused as the screen is composed (not later, by on_mount): keys typed right after opening it land there.
-    AUTO_FOCUS = "#review-queue"
+    AUTO_FOCUS = "#consolidation-queue"
     BINDINGS = [
-        Binding("a", "approve", "Approve", id="review.approve", tooltip="Approve the proposal (uses your edits)"),
-        Binding("r", "reject", "Reject", id="review.reject", tooltip="Reject the proposal (asks first)"),
-        Binding("e", "edit", "Edit proposal", id="review.edit", tooltip="Edit the merged text (esc: done), then a"),
-        Binding("escape", "leave_editor", "Done editing", show=False, id="review.leave",
+        Binding("a", "approve", "Approve", id="consolidation.approve", tooltip="Approve the proposal (uses your edits)"),
+        Binding("r", "reject", "Reject", id="consolidation.reject", tooltip="Reject the proposal (asks first)"),
+        Binding("e", "edit", "Edit proposal", id="consolidation.edit", tooltip="Edit the merged text (esc: done), then a"),
+        Binding("escape", "leave_editor", "Done editing", show=False, id="consolidation.leave",
                 tooltip="Leave the proposal editor (your text is kept for the approval)"),
-        Binding("R", "refresh", "Refresh", id="review.refresh"),
+        Binding("R", "refresh", "Refresh", id="consolidation.refresh"),
     ]
 
     def __init__(self) -> None:
@@ -49,26 +41,26 @@ class ReviewScreen(ServiceScreen):
 
     def compose(self) -> ComposeResult:
         yield Header()
-        yield ModeBar("review")
-        with Vertical(id="review"):
-            yield Static("", id="review-status")
-            yield DataTable(id="review-queue", cursor_type="row")
-            yield VerticalScroll(id="review-sources")
-            with Horizontal(id="review-proposal-row"):
-                yield TextArea("", id="review-proposal", soft_wrap=True)
-                yield Static("", id="review-result")
-        yield Footer()
+        yield ModeBar("consolidation")
+        with Vertical(id="consolidation"):
+            yield Static("", id="consolidation-status")
+            yield DataTable(id="consolidation-queue", cursor_type="row")
+            yield VerticalScroll(id="consolidation-sources")
+            with Horizontal(id="consolidation-proposal-row"):
+                yield TextArea("", id="consolidation-proposal", soft_wrap=True)
+                yield Static("", id="consolidation-result")
+        yield PaneFooter()
 
     def on_mount(self) -> None:
-        table = self.query_one("#review-queue", DataTable)
+        table = self.query_one("#consolidation-queue", DataTable)
         table.border_title = "Queue"
         for key, label, width in (("reason", "Reason", 14), ("priority", "Priority", 8), ("risk", "Risk", 6),
                                   ("sources", "Sources", 7), ("proposal", "Proposed memory", 80),
                                   ("created", "Queued", 12)):
             table.add_column(label, key=key, width=width)
-        self.query_one("#review-sources").border_title = "Source memories"
-        self.query_one("#review-proposal").border_title = "Proposed merged memory (e edits · esc done)"
-        self.query_one("#review-result").border_title = "Result"
+        self.query_one("#consolidation-sources").border_title = "Source memories"
+        self.query_one("#consolidation-proposal").border_title = "Proposed merged memory (e edits · esc done)"
+        self.query_one("#consolidation-result").border_title = "Result"
 
     def on_screen_resume(self) -> None:
         self.load()
@@ -77,18 +69,18 @@ class ReviewScreen(ServiceScreen):
         self.load()
 
     def refresh_data(self) -> None:
-        if not self.query_one("#review-proposal", TextArea).has_focus:  # never under someone's edit
+        if not self.query_one("#consolidation-proposal", TextArea).has_focus:  # never under someone's edit
             self.load()
 
     def load(self) -> None:
         self.call_service("queue", "list_consolidations", project=self.engram.project, status="pending")
 
     def failed_queue(self, message: ServiceFailed) -> bool:
-        self.query_one("#review-status", Static).update(markup("[b red]$e[/]", e=message.text))
+        self.query_one("#consolidation-status", Static).update(markup("[b red]$e[/]", e=message.text))
         return False
 
     def done_queue(self, items: list[Any], _m: ServiceDone) -> None:
-        table = self.query_one("#review-queue", DataTable)
+        table = self.query_one("#consolidation-queue", DataTable)
         table.clear()
         now = self.engram.now()
         self.items = {}
@@ -104,7 +96,7 @@ class ReviewScreen(ServiceScreen):
                      short(visible(proposal.content if proposal else ""), 78),
                      wall_age(it.created_at, now, self.engram.mask_db_times))
             table.add_row(*(plain(c) for c in cells), key=iid)
-        self.query_one("#review-status", Static).update(
+        self.query_one("#consolidation-status", Static).update(
             f"[b]{len(self.items)}[/] pending consolidation(s) · a approve · e edit then approve · r reject")
         if self.items:
             keep = str(self.current.id) if self.current is not None else None
@@ -114,10 +106,10 @@ class ReviewScreen(ServiceScreen):
         else:
             self.current = None
             self._show_result()
-            self.query_one("#review-sources").remove_children()
-            self.query_one("#review-proposal", TextArea).text = ""
+            self.query_one("#consolidation-sources").remove_children()
+            self.query_one("#consolidation-proposal", TextArea).text = ""
 
-    @on(DataTable.RowHighlighted, "#review-queue")
+    @on(DataTable.RowHighlighted, "#consolidation-queue")
     def _highlight(self, event: DataTable.RowHighlighted) -> None:
         if event.row_key is not None and event.row_key.value in self.items:
             self._show(event.row_key.value)
@@ -128,14 +120,14 @@ class ReviewScreen(ServiceScreen):
         now = self.engram.now()
         # One scrollable list, however big the cluster (72 sources were 72 cards too narrow to read).
         sources = list(it.sources)
-        box = self.query_one("#review-sources", VerticalScroll)
+        box = self.query_one("#consolidation-sources", VerticalScroll)
         box.border_title = f"Source memories ({len(sources)})"
         box.remove_children()
         box.mount_all([Static(markup("[b]$n.[/] ", n=i + 1) + memory_card(m, now), classes="source")
                        for i, m in enumerate(sources)])
         box.scroll_home(animate=False)
         proposal = it.proposal
-        self.query_one("#review-proposal", TextArea).text = proposal.content if proposal else ""
+        self.query_one("#consolidation-proposal", TextArea).text = proposal.content if proposal else ""
         if proposal is None:
             self._show_result(markup("[dim]risk[/] $risk", risk=it.risk))
             return
@@ -146,20 +138,20 @@ class ReviewScreen(ServiceScreen):
 
     def _show_result(self, proposal_meta: Content | None = None) -> None:
         parts = [p for p in (self.outcome, proposal_meta) if p]
-        self.query_one("#review-result", Static).update(Content("\n\n").join(parts))
+        self.query_one("#consolidation-result", Static).update(Content("\n\n").join(parts))
 
     def action_edit(self) -> None:
-        self.query_one("#review-proposal", TextArea).focus()
+        self.query_one("#consolidation-proposal", TextArea).focus()
 
     def action_leave_editor(self) -> None:
-        self.query_one("#review-queue", DataTable).focus()
+        self.query_one("#consolidation-queue", DataTable).focus()
 
     def action_approve(self) -> None:
         it = self.current
         if it is None:
             return
         original = it.proposal.content if it.proposal else ""
-        text = self.query_one("#review-proposal", TextArea).text
+        text = self.query_one("#consolidation-proposal", TextArea).text
         edited = text if text.strip() and text != original else None
         n = len(it.sources)
 
