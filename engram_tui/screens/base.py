@@ -128,3 +128,19 @@ class ServiceScreen(Screen[None]):
 
     def refresh_data(self) -> None:
         """Something changed in the store (another pane or client): reload what this pane shows."""
+
+
+class ReloadingScreen(ServiceScreen):
+    """A pane that shows one query's answer: shown again, refreshed (R) or told the store changed, it reloads."""
+
+    def load(self) -> None:
+        raise NotImplementedError
+
+    def on_screen_resume(self) -> None:
+        self.load()
+
+    def action_refresh(self) -> None:
+        self.load()
+
+    def refresh_data(self) -> None:
+        self.load()

@@ -17,11 +17,11 @@ from ..safe import lines, markup, plain, visible
 from ..widgets.cards import memory_card
 from ..widgets.footer import PaneFooter
 from ..widgets.modebar import ModeBar
-from .base import ServiceScreen
+from .base import ReloadingScreen
 from .dialogs import ConfirmScreen
 
 
-class ConsolidationScreen(ServiceScreen):
+class ConsolidationScreen(ReloadingScreen):
     # Focused as the screen is composed (not later, by on_mount): keys typed right after opening it land there.
     AUTO_FOCUS = "#consolidation-queue"
     BINDINGS = [
@@ -61,12 +61,6 @@ class ConsolidationScreen(ServiceScreen):
         self.query_one("#consolidation-sources").border_title = "Source memories"
         self.query_one("#consolidation-proposal").border_title = "Proposed merged memory (e edits · esc done)"
         self.query_one("#consolidation-result").border_title = "Result"
-
-    def on_screen_resume(self) -> None:
-        self.load()
-
-    def action_refresh(self) -> None:
-        self.load()
 
     def refresh_data(self) -> None:
         if not self.query_one("#consolidation-proposal", TextArea).has_focus:  # never under someone's edit

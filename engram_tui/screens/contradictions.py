@@ -16,14 +16,14 @@ from ..safe import markup, plain, visible
 from ..widgets.cards import memory_card
 from ..widgets.footer import PaneFooter
 from ..widgets.modebar import ModeBar
-from .base import ServiceScreen
+from .base import ReloadingScreen
 from .dialogs import ConfirmScreen, TextPromptScreen
 
 RESOLUTIONS = {"keep_a": "keep A (B is invalidated)", "keep_b": "keep B (A is invalidated)",
                "keep_both": "keep both (they do not really conflict)", "merge": "replace both by a merged statement"}
 
 
-class ContradictionsScreen(ServiceScreen):
+class ContradictionsScreen(ReloadingScreen):
     BINDINGS = [
         Binding("A", "resolve('keep_a')", "Keep A", id="contradictions.keep_a"),
         Binding("B", "resolve('keep_b')", "Keep B", id="contradictions.keep_b"),
@@ -59,15 +59,6 @@ class ContradictionsScreen(ServiceScreen):
         self.query_one("#side-a").border_title = "A"
         self.query_one("#side-b").border_title = "B"
         self.query_one("#contradictions-evidence").border_title = "Evidence"
-
-    def on_screen_resume(self) -> None:
-        self.load()
-
-    def action_refresh(self) -> None:
-        self.load()
-
-    def refresh_data(self) -> None:
-        self.load()
 
     def load(self) -> None:
         self.call_service("list", "list_contradictions", project=self.engram.project, status="open")

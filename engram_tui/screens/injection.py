@@ -15,10 +15,10 @@ from ..messages import ServiceDone
 from ..safe import markup, plain, visible
 from ..widgets.footer import PaneFooter
 from ..widgets.modebar import ModeBar
-from .base import ServiceScreen
+from .base import ReloadingScreen
 
 
-class InjectionScreen(ServiceScreen):
+class InjectionScreen(ReloadingScreen):
     BINDINGS = [Binding("R", "refresh", "Refresh", id="injection.refresh", tooltip="Recompute the preview")]
 
     def compose(self) -> ComposeResult:
@@ -38,15 +38,6 @@ class InjectionScreen(ServiceScreen):
         for key, label, width in (("scope", "Scope", 7), ("type", "Type", 10), ("strength", "Str", 5),
                                   ("tokens", "Tok", 4), ("content", "Content", 36)):
             table.add_column(label, key=key, width=width)
-
-    def on_screen_resume(self) -> None:
-        self.load()
-
-    def action_refresh(self) -> None:
-        self.load()
-
-    def refresh_data(self) -> None:
-        self.load()
 
     def load(self) -> None:
         self.query_one("#injection-status", Static).update("computing…")
