@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -11,6 +11,7 @@ from .core import MemoryCore
 from .models import ImportError_, MemoryRecord, RestoreReport, Scope
 from .redaction import redact_value
 from .store import ScopeStore, StoreError, content_hash, key_of
+from .vocabulary import ScopeOrAll
 
 
 def _export_stores(core: MemoryCore, scope: str, project: str | None) -> list[ScopeStore]:
@@ -26,7 +27,7 @@ def _export_stores(core: MemoryCore, scope: str, project: str | None) -> list[Sc
 
 
 @api
-def export_memories(core: MemoryCore, scope: Literal["all", "session", "project", "user"] = "all",
+def export_memories(core: MemoryCore, scope: ScopeOrAll = "all",
                     project: str | None = None) -> list[MemoryRecord]:
     """Every memory of the scope(s) with every stored field (embedding included), oldest first."""
     out: list[MemoryRecord] = []

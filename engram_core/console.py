@@ -12,10 +12,11 @@ from .core import MemoryCore
 from .models import QueryResult, QueryViolation, Scope
 from .redaction import redact, redact_text
 from .store import EngineRefused
+from .vocabulary import ScopeName
 
 
 @api
-def run_query(core: MemoryCore, surql: str, scope: Literal["session", "project", "user"] = "project",
+def run_query(core: MemoryCore, surql: str, scope: ScopeName = "project",
               allow_writes: bool = False, project: str | None = None,
               session: str | None = None) -> QueryResult:
     """Run SurrealQL against one scope's database, behind the validator and an engine role.

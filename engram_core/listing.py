@@ -11,6 +11,7 @@ from .core import MemoryCore
 from .models import Memory, MemoryPage, MemoryType, ProjectInfo, Scope, ScopeCounts, Stats, Status
 from .scoring import memory_strength
 from .store import ScopeStore, key_of
+from .vocabulary import ScopeName
 
 
 @api
@@ -25,7 +26,7 @@ def get(core: MemoryCore, memory_id: str, project: str | None = None, session: s
 @api
 def list_memories(
     core: MemoryCore,
-    scope: Literal["session", "project", "user"] = "project",
+    scope: ScopeName = "project",
     project: str | None = None,
     session: str | None = None,
     memory_type: MemoryType | None = None,

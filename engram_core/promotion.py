@@ -5,8 +5,6 @@ project memories seen in two projects to the user scope, and ``promote`` does it
 
 from __future__ import annotations
 
-from typing import Literal
-
 import numpy as np
 
 from . import lifecycle
@@ -15,6 +13,7 @@ from .core import MemoryCore
 from .models import PromotionReport, Scope
 from .scopes import Session
 from .store import ScopeStore
+from .vocabulary import PromotionTarget
 
 PROMOTE_COSINE = 0.9
 USER_PROMOTE_COSINE = 0.85
@@ -96,7 +95,7 @@ def promote_session(core: MemoryCore, sess: Session) -> PromotionReport:
 
 
 @api
-def promote(core: MemoryCore, memory_id: str, target_scope: Literal["project", "user"] | None = None,
+def promote(core: MemoryCore, memory_id: str, target_scope: PromotionTarget | None = None,
             project: str | None = None, session: str | None = None) -> PromotionReport:
     """Explicit promotion, whatever the scores: session → project, project → user."""
     store, key = core.scopes.locate(memory_id, project, session)

@@ -25,6 +25,7 @@ from .models import (
 )
 from .redaction import redact_text
 from .store import ScopeStore, key_of, record
+from .vocabulary import ScopeOrAll
 
 
 @api
@@ -34,7 +35,7 @@ def recall(
     project: str | None = None,
     session: str | None = None,
     limit: int = Field(10, ge=1, le=200),
-    scope: Literal["all", "session", "project", "user"] = "all",
+    scope: ScopeOrAll = "all",
     types: list[MemoryType] | None = None,
     tags: list[str] | None = None,
     statuses: list[Status] | None = None,
@@ -50,7 +51,7 @@ def recall(
 
 
 def _recall(core: MemoryCore, query: str, project: str | None, session: str | None, limit: int,
-            scope: Literal["all", "session", "project", "user"], types: list[MemoryType] | None,
+            scope: ScopeOrAll, types: list[MemoryType] | None,
             tags: list[str] | None, statuses: list[Status] | None, profile: str | None, strengthen: bool,
             log: bool) -> RecallResult:
     t0 = time.perf_counter()

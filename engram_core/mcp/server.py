@@ -45,9 +45,6 @@ store what a future session should not have to rediscover, as one self-contained
 Recalled memories may be stale: check them against the code before relying on them.
 Memories of another project are never visible here. Secrets are redacted before anything is stored."""
 
-MemoryTypeArg = MemoryTypeName
-ScopeArg = ScopeName
-AnyScopeArg = ScopeOrAll
 
 
 class EngramTools:
@@ -157,9 +154,9 @@ def build_server() -> Any:
               "conversation only; promoted at its end if important). An identical memory is merged, not duplicated.")
     def store_memory(
         content: Annotated[str, Field(min_length=1, max_length=100_000, description="the memory text")],
-        memory_type: Annotated[MemoryTypeArg, Field(description="semantic: facts; procedural: how-tos; "
+        memory_type: Annotated[MemoryTypeName, Field(description="semantic: facts; procedural: how-tos; "
                                                                 "episodic: events; working: session scratch")] = "semantic",
-        scope: ScopeArg = "project",
+        scope: ScopeName = "project",
         tags: Annotated[list[str] | None, Field(description="short lowercase tags")] = None,
         importance: Annotated[float, Field(ge=0.0, le=1.0, description="0-1; 0.8+ for things that must not "
                                                                         "be forgotten")] = 0.5,
@@ -179,8 +176,8 @@ def build_server() -> Any:
     def recall_memories(
         query: Annotated[str, Field(min_length=1, max_length=2000)],
         limit: Annotated[int, Field(ge=1, le=50)] = 10,
-        scope: AnyScopeArg = "all",
-        memory_types: list[MemoryTypeArg] | None = None,
+        scope: ScopeOrAll = "all",
+        memory_types: list[MemoryTypeName] | None = None,
         tags: list[str] | None = None,
     ) -> dict[str, Any]:
         r = t.call("recall", query=query, project=t.project, session=t.session, limit=limit, scope=scope,
@@ -199,7 +196,7 @@ def build_server() -> Any:
         content: Annotated[str | None, Field(min_length=1, max_length=100_000)] = None,
         tags: list[str] | None = None,
         importance: Annotated[float | None, Field(ge=0.0, le=1.0)] = None,
-        memory_type: MemoryTypeArg | None = None,
+        memory_type: MemoryTypeName | None = None,
         pinned: bool | None = None,
         metadata: dict[str, Any] | None = None,
         user_feedback: Annotated[float | None, Field(ge=0.0, le=1.0, description=(
@@ -238,7 +235,7 @@ def build_server() -> Any:
 
     @mcp.tool(description="Discover the memory store step by step before writing SurrealQL: depth 0 counts per "
               "scope, 1 tables and row counts, 2 one table's fields and indexes (give table), 3 sample rows.")
-    def engram_explore(depth: Annotated[int, Field(ge=0, le=3)] = 0, scope: AnyScopeArg = "all",
+    def engram_explore(depth: Annotated[int, Field(ge=0, le=3)] = 0, scope: ScopeOrAll = "all",
                        table: str | None = None,
                        sample_size: Annotated[int, Field(ge=1, le=20)] = 3) -> dict[str, Any]:
         return t.call_in_context("engram_explore", depth=depth, scope=scope, table=table, sample_size=sample_size)
@@ -247,13 +244,13 @@ def build_server() -> Any:
               "refuses schema changes, namespace switches and other unsafe statements, and the engine runs it "
               "as a VIEWER (or EDITOR with allow_writes). Returns rows per statement with timing.")
     def engram_execute(surql: Annotated[str, Field(min_length=1, max_length=20_000)],
-                       scope: ScopeArg = "project", allow_writes: bool = False) -> dict[str, Any]:
+                       scope: ScopeName = "project", allow_writes: bool = False) -> dict[str, Any]:
         return t.call_in_context("run_query", surql=surql, scope=scope, allow_writes=allow_writes)
 
     @mcp.tool(description="Find a stored SurrealQL skill (procedural memory tagged surql-skill) for a task; "
               "execute=true runs the best one read-only and counts the use.")
     def recall_skill(task_description: Annotated[str, Field(min_length=1)], execute: bool = False,
-                     scope: AnyScopeArg = "all") -> dict[str, Any]:
+                     scope: ScopeOrAll = "all") -> dict[str, Any]:
         return t.call_in_context("recall_skill", task_description=task_description, execute=execute, scope=scope)
 
     @mcp.tool(description="Search the knowledge graph of entities (files, functions, libraries, concepts) and "
@@ -269,14 +266,14 @@ def build_server() -> Any:
 
     @mcp.tool(description="A statistical peek at a large memory store without loading it: counts by type and "
               "status, top tags, date range and a few representative samples (near `focus` if given).")
-    def memory_peek(scope: AnyScopeArg = "all", sample_n: Annotated[int, Field(ge=1, le=50)] = 5,
+    def memory_peek(scope: ScopeOrAll = "all", sample_n: Annotated[int, Field(ge=1, le=50)] = 5,
                     focus: str | None = None) -> Any:
         return t.call_in_context("memory_peek", scope=scope, sample_n=sample_n, focus=focus)
 
     @mcp.tool(description="Split the store into partitions (by tag, date, type, scope or importance band) "
               "described by counts and ranges, to query one at a time.")
     def memory_partition(partition_by: Literal["tag", "date", "type", "scope", "importance_band"],
-                         scope: AnyScopeArg = "all",
+                         scope: ScopeOrAll = "all",
                          max_partitions: Annotated[int, Field(ge=1, le=100)] = 10) -> Any:
         return t.call_in_context("memory_partition", partition_by=partition_by, scope=scope,
                              max_partitions=max_partitions)
@@ -342,7 +339,7 @@ def build_server() -> Any:
     @mcp.tool(description="Add entities (files, libraries, functions, concepts, decisions…) to the knowledge "
               "graph by name; an existing entity of the same name and type is strengthened, not duplicated.")
     def add_entities(entities: Annotated[list[EntityIn], Field(min_length=1, max_length=100)],
-                     scope: ScopeArg = "project") -> Any:
+                     scope: ScopeName = "project") -> Any:
         return t.call_in_context("add_entities", entities=[e.model_dump() for e in entities], scope=scope)
 
     @mcp.tool(description="State a relation between two entities (by name or id; unknown names become concepts), "
@@ -352,7 +349,7 @@ def build_server() -> Any:
                         target: Annotated[str, Field(min_length=1, max_length=300)],
                         relation_type: RelationType, evidence: str | None = None,
                         confidence: Annotated[float, Field(ge=0.0, le=1.0)] = 0.8,
-                        scope: ScopeArg = "project") -> Any:
+                        scope: ScopeName = "project") -> Any:
         return t.call_in_context("relate_entities", source=source, target=target, relation_type=relation_type,
                              evidence=evidence, confidence=confidence, scope=scope)
 
