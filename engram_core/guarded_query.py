@@ -99,7 +99,23 @@ def refusal(message: str, program: Program, statements: list[str]) -> str:
 def _json_safe(value: Any) -> Any:
     from .store import plain
 
-    return json.loads(json.dumps(plain(value), default=str))
+    return json.loads(json.dumps(_readable_vectors(plain(value)), default=str))
+
+
+def _readable_vectors(value: Any) -> Any:
+    """A stored vector (float32 bytes since schema 006) shown as its numbers, as `engram export` writes it and as
+    the console showed it when vectors were stored as floats."""
+    from .store import decode_vector
+
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            vec = decode_vector(v) if k == "embedding" and isinstance(v, bytes) and len(v) % 4 == 0 else None
+            out[k] = vec.tolist() if vec is not None else _readable_vectors(v)
+        return out
+    if isinstance(value, list):
+        return [_readable_vectors(v) for v in value]
+    return value
 
 
 def _parse_ms(text: Any) -> float:

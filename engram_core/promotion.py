@@ -28,7 +28,7 @@ def copy_up(core: MemoryCore, source: ScopeStore, key: str, target: ScopeStore, 
     source_ref = f"{source.scope.value}:{key}"
     emb = source.get_embedding(key)
     dup = target.find_by_hash(row["content_hash"])
-    if dup is None and emb:
+    if dup is None and emb is not None:
         near = target.index.vector(np.asarray(emb, dtype=np.float32), 1)
         if near and near[0][1] > threshold and target.light.get(near[0][0]) is not None:
             dup = near[0][0]
@@ -55,7 +55,7 @@ def copy_up(core: MemoryCore, source: ScopeStore, key: str, target: ScopeStore, 
                       status="active", status_reason=f"promoted from {source.scope.value}",
                       search_text=row["content"])
         fields["metadata"] = {**row.get("metadata", {}), "promoted_at": core.now().isoformat()}
-        if emb:
+        if emb is not None:
             fields["embedding"] = emb
         if row["memory_type"] == "working":
             raise EngramError("working memories are session scratch space and are never promoted")

@@ -17,7 +17,6 @@ import functools
 import hashlib
 import json
 import logging
-import math
 import os
 import re
 import secrets
@@ -70,10 +69,12 @@ LIGHT_FIELDS = (
     "id, content, memory_type, tags, importance, access_count, half_life_days, status, pinned, "
     "last_accessed_at, created_at, session_id, episode_id, content_hash, embedding, search_text"
 )
-# At open the vectors come from the snapshot file when the database's own sum of each vector matches it;
-# only the others are read as floats (the SDK decodes CBOR floats one by one in Python: 6 s at 15k).
-_OPEN_FIELDS = LIGHT_FIELDS.replace("embedding, ", "") + ", math::sum(embedding ?? []) AS emb_sum, embedding != NONE AS has_emb"
-SNAPSHOT_VERSION = 2
+# 3: no per-vector sums (version 2 validated each vector against the database's sum of its floats; a vector is
+# now read back as one bytes value, cheap enough to read them all when the snapshot is out of date).
+SNAPSHOT_VERSION = 3
+# Schema 006 stores every vector as float32 bytes; `_vectors_to_bytes` converts a store written before it.
+VECTOR_BYTES_SCHEMA = 6
+VECTOR_DTYPE = np.dtype("<f4")
 FORGOTTEN = "[forgotten]"  # what an erased memory's content and the recall queries that quoted it become
 
 
@@ -89,6 +90,34 @@ def content_hash(text: str) -> str:
     """Hash of whitespace- and case-normalised content: exact duplicates share it."""
     norm = re.sub(r"\s+", " ", text.strip().lower())
     return hashlib.sha256(norm.encode()).hexdigest()
+
+
+def encode_vector(vec: Any) -> bytes | None:
+    """A vector as the store keeps it (schema 006): little-endian float32 bytes, 1,536 B for 384 dimensions. A list
+    of floats took ~8 KB a row on disk and the SDK decoded it float by float (a bytes value is one slice)."""
+    if vec is None or isinstance(vec, bytes):
+        return vec
+    arr = np.asarray(vec, dtype=VECTOR_DTYPE)
+    return arr.tobytes() if arr.size else None
+
+
+def decode_vector(raw: Any) -> np.ndarray | None:
+    """A stored vector back as float32 (a list of floats, as a store before schema 006 holds it, is read too)."""
+    if raw is None:
+        return None
+    arr = np.frombuffer(raw, dtype=VECTOR_DTYPE) if isinstance(raw, bytes | bytearray | memoryview) \
+        else np.asarray(raw, dtype=np.float32)
+    return arr.astype(np.float32) if arr.size else None
+
+
+def with_vector_bytes(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """``fields`` as the engine takes them: an ``embedding`` given as floats (list or array) becomes bytes."""
+    out = dict(fields)
+    if "embedding" in out and out["embedding"] is not None:
+        out["embedding"] = encode_vector(out["embedding"])
+        if out["embedding"] is None:
+            del out["embedding"]
+    return out
 
 
 def migrations() -> list[tuple[int, str, str]]:
@@ -535,7 +564,6 @@ class ScopeStore:
         self.index = SearchIndex(dim)
         self.light: dict[str, Light] = {}
         self._by_hash: dict[str, str] = {}  # content_hash → key, for O(1) exact-duplicate checks
-        self._emb_sums: dict[str, float] = {}  # key → sum of its stored vector: validates the snapshot at open
         # Held by every change to the mirror; a caller reading ``light`` whole holds it too (``mirror_lock``).
         self.mirror_lock = self._mirror_lock = threading.RLock()
         # Bookkeeping a recall owes the database (access counts, its log row, co-activation), written after
@@ -582,10 +610,38 @@ class ScopeStore:
         current = self.schema_version() if self._has_schema_meta() else 0
         for version, _name, text in migrations():
             if version > current:
-                self.q(f"BEGIN TRANSACTION;\n{text}\nUPSERT schema_meta:current SET version = {version}, "
-                       f"applied_at = time::now();\nCOMMIT TRANSACTION;")
+                extra, params = self._vectors_to_bytes() if version == VECTOR_BYTES_SCHEMA else ("", {})
+                self.q(f"BEGIN TRANSACTION;\n{text}\n{extra}\nUPSERT schema_meta:current SET version = {version}, "
+                       f"applied_at = time::now();\nCOMMIT TRANSACTION;", params)
                 current = version
         return current
+
+    def _vectors_to_bytes(self) -> tuple[str, dict[str, Any]]:
+        """The rewrite of every vector stored as a list of floats (memories and entities) into float32 bytes, as
+        statements to run in schema 006's transaction: once the field's type says bytes, a row still holding floats
+        could not be written at all, so the type and the rows change together or not at all. The floats are read
+        before (the SDK decodes them one by one: ~0.5 s per 1,000 rows, once) and kept bit for bit as float32 (what
+        every writer stored them from)."""
+        sql, params = [], {}
+        for table in (MEMORY_TABLE, "entity"):
+            vecs, empty = [], []
+            ids = self.q1(f"SELECT VALUE id FROM {table} WHERE embedding != NONE") or []
+            for i in range(0, len(ids), 500):
+                for r in self.q1("SELECT id, embedding FROM $ids", {"ids": ids[i:i + 500]}) or []:
+                    raw = encode_vector(r.get("embedding"))
+                    if raw is None:
+                        empty.append(r["id"])
+                    else:
+                        vecs.append({"id": r["id"], "e": raw})
+            if vecs:
+                sql.append(f"FOR $u IN ${table}_vectors {{ UPDATE $u.id SET embedding = $u.e RETURN NONE; }};")
+                params[f"{table}_vectors"] = vecs
+            if empty:  # an empty list was never a vector
+                sql.append(f"UPDATE ${table}_empty SET embedding = NONE RETURN NONE;")
+                params[f"{table}_empty"] = empty
+            if ids:
+                self.conn.erased = True  # the old floats stay in the engine's files until the next compaction
+        return "\n".join(sql), params
 
     def _has_schema_meta(self) -> bool:
         info = self.q1("INFO FOR DB")
@@ -621,32 +677,16 @@ class ScopeStore:
         gen = self._generation()
         if self._load_full_snapshot(gen):
             return
-        rows = self.q1(f"SELECT {_OPEN_FIELDS} FROM memory WHERE status NOT IN ['forgotten', 'superseded']") or []
-        snap = self._read_snapshot()
-        vecs: dict[str, Any] = {}
-        missing: list[str] = []
-        for row in rows:
-            if not row.get("has_emb"):
-                continue
-            key = key_of(row["id"])
-            hit = snap.get(key)
-            if hit is not None and abs(hit[0] - float(row["emb_sum"])) <= 1e-6:
-                vecs[key] = hit[1]
-            else:
-                missing.append(key)
-        for i in range(0, len(missing), 500):
-            got = self.q1("SELECT id, embedding FROM $ids", {"ids": [record(k) for k in missing[i:i + 500]]})
-            for r in got or []:
-                vecs[key_of(r["id"])] = r.get("embedding")
+        # The snapshot is out of date (or absent): every row, its vector included, from the database. A vector is
+        # one bytes value (schema 006), so this is a bulk read, not 384 floats decoded one by one.
+        rows = self.q1(f"SELECT {LIGHT_FIELDS} FROM memory WHERE status NOT IN ['forgotten', 'superseded']") or []
         with self._mirror_lock:
             self.index = SearchIndex(self.index_dim)
             self.light.clear()
             self._by_hash.clear()
-            self._emb_sums.clear()
             for row in rows:
-                row["embedding"] = vecs.get(key_of(row["id"]))
-                self._mirror_put(row, emb_sum=float(row["emb_sum"]) if row.get("has_emb") else None)
-        if len(missing) >= 1000:  # worth writing now rather than only at close (a crash would repeat this)
+                self._mirror_put(row)
+        if len(rows) >= 1000:  # worth writing now rather than only at close (a crash would repeat this)
             self.save_snapshot()
 
     @property
@@ -654,23 +694,6 @@ class ScopeStore:
         """Where this store's vectors are kept between runs (derived data: deleting it only slows one start)."""
         path = self.conn.path
         return None if path is None else path.parent / f"{path.name}.{self.namespace}.{self.database}.vectors.npz"
-
-    def _read_snapshot(self) -> dict[str, tuple[float, np.ndarray]]:
-        path = self.snapshot_path
-        if path is None or not path.is_file():
-            return {}
-        try:
-            with np.load(path, allow_pickle=False) as z:
-                if int(z["version"]) != SNAPSHOT_VERSION or int(z["dim"]) != self.index_dim:
-                    return {}
-                keys = bytes(z["keys"]).decode().split("\n")
-                sums, mat = z["sums"], z["vecs"]
-            if len(keys) != len(sums) or mat.shape != (len(keys), self.index_dim):
-                return {}
-            return {k: (float(sums[i]), mat[i]) for i, k in enumerate(keys)}
-        except Exception as exc:  # noqa: BLE001 - a bad snapshot only costs a slower start
-            log.warning("vector snapshot %s unreadable, reading vectors from the store: %s", path, exc)
-            return {}
 
     def _load_full_snapshot(self, gen: str) -> bool:
         """The whole mirror from the snapshot, when nothing has written a memory since it was taken."""
@@ -683,7 +706,7 @@ class ScopeStore:
                         or "generation" not in z.files or bytes(z["generation"]).decode() != gen):
                     return False
                 keys = bytes(z["keys"]).decode().split("\n") if len(z["keys"]) else []
-                sums, mat = z["sums"], z["vecs"]
+                mat = z["vecs"]
                 light = json.loads(bytes(z["light"]).decode())
                 postings = _read_postings(z)
         except Exception as exc:  # noqa: BLE001 - a bad snapshot only costs a slower start
@@ -702,7 +725,6 @@ class ScopeStore:
             self.index = index
             self.light.clear()
             self._by_hash.clear()
-            self._emb_sums = {k: float(sums[vec_at[k]]) for k in order if k in vec_at}
             for (key, mtype, tags, imp, acc, hl, status, pinned, last, created, sess, ep, chash, content,
                  _text) in light:
                 self.light[key] = Light(memory_type=mtype, tags=tags, importance=imp, access_count=acc,
@@ -715,16 +737,15 @@ class ScopeStore:
         return True
 
     def save_snapshot(self) -> None:
-        """Write the mirror's vectors and each one's sum (what the next open validates them by)."""
+        """Write the mirror (vectors, light rows, BM25 postings) with the generation it matches."""
         path = self.snapshot_path
         if path is None:
             return
         gen = self._generation()  # applies pending bookkeeping first: the mirror then matches this generation
         with self._mirror_lock:
-            pairs = [(k, v) for k in self._emb_sums if (v := self.index.embedding(k)) is not None]
+            pairs = [(k, v) for k in self.light if (v := self.index.embedding(k)) is not None]
             keys = [k for k, _ in pairs]
             mat = np.stack([v for _, v in pairs]) if pairs else np.zeros((0, self.index_dim), np.float32)
-            sums = np.asarray([self._emb_sums[k] for k in keys], dtype=np.float64)
             light = [[k, lt.memory_type, lt.tags, lt.importance, lt.access_count, lt.half_life_days, lt.status,
                       lt.pinned, lt.last_accessed_at.isoformat(), lt.created_at.isoformat(), lt.session_id,
                       lt.episode_id, lt.content_hash, lt.content, self.index.text(k)]
@@ -732,7 +753,7 @@ class ScopeStore:
             postings = self.index.export_postings([row[0] for row in light])
         try:
             write_private(path, lambda fh: np.savez(
-                fh, version=SNAPSHOT_VERSION, dim=self.index_dim, sums=sums, vecs=mat,
+                fh, version=SNAPSHOT_VERSION, dim=self.index_dim, vecs=mat,
                 keys=np.frombuffer("\n".join(keys).encode(), dtype=np.uint8),
                 generation=np.frombuffer(gen.encode(), dtype=np.uint8),
                 light=np.frombuffer(json.dumps(light, ensure_ascii=False).encode(), dtype=np.uint8),
@@ -751,7 +772,7 @@ class ScopeStore:
     def index_dim(self) -> int:
         return getattr(self.index, "dim", 384)
 
-    def _mirror_put(self, row: Mapping[str, Any], emb_sum: float | None = None) -> None:
+    def _mirror_put(self, row: Mapping[str, Any]) -> None:
         key = key_of(row["id"])
         status = row.get("status", "created")
         with self._mirror_lock:
@@ -761,14 +782,7 @@ class ScopeStore:
             old = self.light.get(key)
             if old is not None and self._by_hash.get(old.content_hash) == key:
                 del self._by_hash[old.content_hash]
-            emb = row.get("embedding")
-            if emb is not None and len(emb) and emb_sum is None:
-                emb_sum = math.fsum(float(x) for x in emb)
-            if emb is not None and len(emb) and emb_sum is not None:
-                self._emb_sums[key] = emb_sum
-            else:
-                self._emb_sums.pop(key, None)
-            self.index.upsert(key, row.get("search_text") or row.get("content", ""), np.asarray(emb, dtype=np.float32) if emb is not None and len(emb) else None)
+            self.index.upsert(key, row.get("search_text") or row.get("content", ""), decode_vector(row.get("embedding")))
             self.light[key] = Light(
                 memory_type=row["memory_type"],
                 tags=list(row.get("tags") or []),
@@ -803,7 +817,7 @@ class ScopeStore:
     # ── memories ─────────────────────────────────────────────
     def create_memory(self, key: str, fields: Mapping[str, Any]) -> dict[str, Any]:
         # A projection on CREATE trips the engine over the COMPUTED field (3.2.4): read it back instead.
-        content = dict(fields)
+        content = with_vector_bytes(fields)
         if not content.get("status_history"):  # written with the row: the history event would rewrite it
             entry = {"to": content.get("status", "created"), "at": self.clock.now()}
             if content.get("status_reason"):
@@ -814,7 +828,7 @@ class ScopeStore:
             {"id": record(key), "fields": content},
         )
         # The mirror takes what we just wrote (embedding included) instead of reading it back.
-        self._mirror_put({**rows[0], "embedding": fields.get("embedding"), "search_text": fields.get("search_text")})
+        self._mirror_put({**rows[0], "embedding": content.get("embedding"), "search_text": fields.get("search_text")})
         return plain(rows[0])
 
     def get(self, key: str) -> dict[str, Any] | None:
@@ -852,15 +866,15 @@ class ScopeStore:
                                status=light.status)
         return out
 
-    def get_embedding(self, key: str) -> list[float] | None:
-        return self.q1("SELECT VALUE embedding FROM ONLY $id", {"id": record(key)})
+    def get_embedding(self, key: str) -> np.ndarray | None:
+        """The stored vector of one memory (float32), None when it has none."""
+        return decode_vector(self.q1("SELECT VALUE embedding FROM ONLY $id", {"id": record(key)}))
 
     def find_by_hash(self, digest: str) -> str | None:
         with self._mirror_lock:
             return self._by_hash.get(digest)
 
     def _forget_key(self, key: str) -> None:
-        self._emb_sums.pop(key, None)
         light = self.light.pop(key, None)
         self.index.remove(key)
         if light is not None and self._by_hash.get(light.content_hash) == key:
@@ -869,7 +883,7 @@ class ScopeStore:
     def update_memory(self, key: str, changes: Mapping[str, Any]) -> dict[str, Any] | None:
         rows = self.q1(
             f"UPDATE $id MERGE $changes RETURN {MEMORY_FIELDS}",
-            {"id": record(key), "changes": {**changes, "updated_at": self.clock.now()}},
+            {"id": record(key), "changes": {**with_vector_bytes(changes), "updated_at": self.clock.now()}},
         )
         self.refresh([key])
         return plain(rows[0]) if rows else None
@@ -1106,14 +1120,19 @@ class ScopeStore:
         return [plain(r) for r in rows or []]
 
     def export_rows(self) -> list[dict[str, Any]]:
-        rows = self.q1("SELECT * OMIT memory_strength FROM memory ORDER BY created_at, id")
-        return [plain(r) for r in rows or []]
+        """Every memory with every stored field; its vector as a list of floats (the export format a person can
+        read, and what `restore_row` takes back), each exactly the float32 value stored."""
+        rows = [plain(r) for r in self.q1("SELECT * OMIT memory_strength FROM memory ORDER BY created_at, id") or []]
+        for row in rows:
+            vec = decode_vector(row.get("embedding"))
+            row["embedding"] = None if vec is None else vec.tolist()
+        return rows
 
     def restore_row(self, key: str, fields: Mapping[str, Any]) -> None:
         """Write a record exactly as exported (id and every field), replacing any with the same id."""
         # The CREATE event appends to status_history; put the exported history back exactly.
         self.q("UPSERT $id CONTENT $f RETURN NONE; UPDATE $id SET status_history = $h RETURN NONE",
-               {"id": record(key), "f": dict(fields), "h": list(fields.get("status_history", []))})
+               {"id": record(key), "f": with_vector_bytes(fields), "h": list(fields.get("status_history", []))})
         self.refresh([key])
 
     def count_by(self) -> tuple[int, dict[str, int], dict[str, int]]:
@@ -1230,4 +1249,3 @@ class ScopeStore:
             self.index = SearchIndex(self.index_dim)
             self.light.clear()
             self._by_hash.clear()
-            self._emb_sums.clear()

@@ -12,7 +12,7 @@ from typing import Any
 
 from .embeddings import try_embed
 from .redaction import redact_value
-from .store import ScopeStore, content_hash
+from .store import ScopeStore, content_hash, encode_vector
 
 # Fields never rewritten: identity, graph edges, vectors, and the engine's computed strength.
 _KEEP = frozenset({"id", "in", "out", "embedding", "memory_strength"})
@@ -39,7 +39,7 @@ def redact_store(store: ScopeStore, embedder: Any, *, dry_run: bool = False) -> 
                 # the vector was of the text with the secret in it
                 vecs, _ = try_embed(embedder, [clean.get("search_text") or clean.get("content") or ""])
                 if vecs is not None:
-                    changes["embedding"] = [float(x) for x in vecs[0]]
+                    changes["embedding"] = encode_vector(vecs[0])
             store.q("UPDATE $id MERGE $changes RETURN NONE", {"id": row["id"], "changes": changes})
         if n:
             changed_per_table[table] = n

@@ -38,7 +38,8 @@ def _count(store: ScopeStore, table: str) -> int:
 def _strip(value: Any) -> Any:
     """Sample rows without their 384-float embeddings (nobody reads them, they cost tokens)."""
     if isinstance(value, dict):
-        return {k: ("<384 floats>" if k == "embedding" and isinstance(v, list) else _strip(v))
+        return {k: (f"<{len(v) // 4 if isinstance(v, bytes) else len(v)} floats>"
+                    if k == "embedding" and isinstance(v, bytes | list) else _strip(v))
                 for k, v in value.items()}
     if isinstance(value, list):
         return [_strip(v) for v in value]

@@ -1,5 +1,5 @@
-"""The vector snapshot: a store opens with its vectors read from a file, each validated against the database's
-own sum of that vector; whatever does not match (or is missing) is read from the database."""
+"""The mirror snapshot: a store opens from a file while the store's change counter matches it; otherwise every row
+is read from the database, vectors as float32 bytes."""
 
 from __future__ import annotations
 
@@ -27,44 +27,47 @@ def _fill(store: ScopeStore, n: int) -> dict[str, np.ndarray]:
     return vecs
 
 
-def _embedding_reads(monkeypatch: pytest.MonkeyPatch) -> list[object]:
-    reads: list[object] = []
+def _mirror_reads(monkeypatch: pytest.MonkeyPatch) -> list[list[dict]]:
+    """The rows the engine returned to each query that reads the memory table's vectors."""
+    reads: list[list[dict]] = []
     real = Connection.run
 
     def spy(self: Connection, ns: str, db: str, sql: str, params: dict | None = None) -> list[object]:
-        if sql.startswith("SELECT id, embedding FROM $ids"):
-            reads.append(sorted(str(r.id) for r in (params or {})["ids"]))
-        return real(self, ns, db, sql, params)
+        out = real(self, ns, db, sql, params)
+        if "embedding" in sql and "FROM memory" in sql and sql.lstrip().startswith("SELECT"):
+            reads.append(out[-1])
+        return out
 
     monkeypatch.setattr(Connection, "run", spy)
     return reads
 
 
-def test_open_reads_vectors_from_the_snapshot_and_checks_them(tmp_path: Path,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_out_of_date_snapshot_reads_every_vector_as_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """When the snapshot does not match the store (a write since, a damaged file), the mirror is read from the rows in
+    one query, each vector one float32 bytes value (schema 006): no float of it is decoded one by one."""
     conn = Connection.file(tmp_path / "project.db")
     store = ScopeStore(conn, Scope.project, "p")
     vecs = _fill(store, 8)
     store.save_snapshot()
     assert store.snapshot_path is not None and store.snapshot_path.stat().st_mode & 0o077 == 0
-    reads = _embedding_reads(monkeypatch)
+    reads = _mirror_reads(monkeypatch)
 
+    # A vector changed behind the mirror's back (any writer): the snapshot is out of date, the rows are read.
+    conn.run("project", "p", "UPDATE memory:k1 SET embedding = $e", {"e": np.full(384, 0.5, np.float32).tobytes()})
     store.reload_mirror()
-    assert reads == [], "every vector should have come from the snapshot"
-    for k, v in vecs.items():
-        assert np.allclose(store.index.embedding(k), v, atol=1e-6)
-    assert store.index.embedding("k3") is None and "k3" in store.light
-
-    # A vector changed behind the mirror's back (any writer): its sum no longer matches, so it is re-read.
-    conn.run("project", "p", "UPDATE memory:k1 SET embedding = $e", {"e": [0.5] * 384})
-    store.reload_mirror()
-    assert reads == [["k1"]]
+    assert len(reads) == 1 and len(reads[0]) == 8
+    assert {type(r.get("embedding")) for r in reads[0]} == {bytes, type(None)}
+    assert all(len(r["embedding"]) == 384 * 4 for r in reads[0] if r.get("embedding") is not None)
     assert np.allclose(store.index.embedding("k1"), np.full(384, 1 / np.sqrt(384)), atol=1e-6)
+    for k, v in vecs.items():
+        if k != "k1":
+            assert np.allclose(store.index.embedding(k), v, atol=1e-6)
+    assert store.index.embedding("k3") is None and "k3" in store.light
 
     # A damaged snapshot costs only speed.
     store.snapshot_path.write_bytes(b"not a snapshot")
     store.reload_mirror()
-    assert reads[-1] == sorted(k for k in vecs)
+    assert len(reads) == 2
     assert np.allclose(store.index.embedding("k0"), vecs["k0"], atol=1e-6)
     conn.close()
 

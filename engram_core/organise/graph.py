@@ -29,7 +29,7 @@ from ..models import (
 )
 from ..redaction import redact_text
 from ..search_index import tokenize
-from ..store import ScopeStore, key_of, plain, write_private
+from ..store import ScopeStore, decode_vector, encode_vector, key_of, plain, write_private
 from . import entities as ex
 from .base import (
     EngramError,
@@ -552,7 +552,7 @@ def _similar_entity(store: ScopeStore, vec: np.ndarray, entity_type: str) -> dic
                     {"t": entity_type})
     best, best_sim = None, ENTITY_COSINE
     for r in rows or []:
-        sim = float(np.dot(np.asarray(r["embedding"], dtype=np.float32), vec))
+        sim = float(np.dot(decode_vector(r["embedding"]), vec))
         if sim > best_sim:
             best, best_sim = r, sim
     return best
@@ -588,7 +588,7 @@ def add_entities(core: MemoryCore, entities: list[EntityIn], scope: str = "proje
         if cat and cat[0] == x.entity_type and cat[1]:
             row["category"] = cat[1]
         if vecs is not None:
-            row["embedding"] = [float(v) for v in vecs[i]]
+            row["embedding"] = encode_vector(vecs[i])
         store.q("CREATE $id CONTENT $c RETURN NONE", {"id": row.pop("id"), "c": row})
         _remember(core, store, [x])
         out.created.append(_get_entity(store, k))
@@ -669,8 +669,7 @@ def merge_similar_entities(core: MemoryCore, store: ScopeStore, *, dry_run: bool
             return 0
         if not dry_run:
             store.q("FOR $u IN $rows { UPDATE $u.id SET embedding = $u.e RETURN NONE; };",
-                    {"rows": [{"id": r["id"], "e": [float(x) for x in v]} for r, v in zip(missing, vecs,
-                                                                                         strict=True)]})
+                    {"rows": [{"id": r["id"], "e": encode_vector(v)} for r, v in zip(missing, vecs, strict=True)]})
     rows = store.q1("SELECT id, entity_type, mention_count, embedding FROM entity WHERE embedding != NONE") or []
     by_type: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
@@ -680,7 +679,7 @@ def merge_similar_entities(core: MemoryCore, store: ScopeStore, *, dry_run: bool
         if etype in SUBJECT_TYPES or len(group) < 2:
             continue
         group.sort(key=lambda r: -int(r.get("mention_count") or 0))
-        mat = np.asarray([g["embedding"] for g in group], dtype=np.float32)
+        mat = np.stack([decode_vector(g["embedding"]) for g in group])
         mat /= np.maximum(np.linalg.norm(mat, axis=1, keepdims=True), 1e-9)
         sims = mat @ mat.T
         gone: set[int] = set()

@@ -1,0 +1,147 @@
+"""Vectors are stored as float32 bytes (schema 006): what a new store holds, how a store written before is upgraded
+(every vector bit for bit, recall unchanged), and every reader of a vector (mirror, export, console, explore)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engram_core.models import MemoryIn, MemoryPatch, Scope
+from engram_core.service import EngramService
+from engram_core.store import VECTOR_BYTES_SCHEMA, Connection, ScopeStore, migrations
+from engram_core.tools_support import _strip
+
+TEXTS = [
+    "Builds use Bazel 7; the remote cache lives on the build box",
+    "Run `pytest -x -q` before pushing [fast] \\ and never skip flaky tests 🚀",
+    "The payments worker retries with exponential backoff, capped at 5 tries",
+    "Alice prefers small pull requests with one commit each",
+    "Postgres connections are pooled by pgbouncer in transaction mode",
+]
+
+
+def _old_format_store(path: Path, ns: str, db: str, vectors: list[list[float]]) -> None:
+    """A store as Engram wrote it before schema 006: migrations 001-005, vectors as arrays of floats (a memory and
+    an entity each), plus a forgotten memory that has none."""
+    conn = Connection.file(path)
+    old = [(v, text) for v, _name, text in migrations() if v < VECTOR_BYTES_SCHEMA]
+    conn.run(ns, db, "BEGIN TRANSACTION;\n" + "\n".join(text for _v, text in old)
+             + f"\nUPSERT schema_meta:current SET version = {old[-1][0]};\nCOMMIT TRANSACTION;")
+    for i, vec in enumerate(vectors):
+        conn.run(ns, db, "CREATE type::record('memory', $k) CONTENT $f RETURN NONE", {"k": f"m{i}", "f": {
+            "content": TEXTS[i], "content_hash": f"h{i}", "memory_type": "semantic", "scope": ns,
+            "importance": 0.6, "half_life_days": 30.0, "search_text": TEXTS[i], "embedding": vec,
+            "status": "active"}})
+        conn.run(ns, db, "CREATE type::record('entity', $k) CONTENT $f RETURN NONE", {"k": f"e{i}", "f": {
+            "name": f"thing{i}", "name_key": f"thing{i}", "entity_type": "concept", "scope": ns, "embedding": vec}})
+    conn.run(ns, db, "CREATE memory:gone CONTENT {content: '[forgotten]', content_hash: '', memory_type: 'semantic',"
+                     f" scope: '{ns}', status: 'forgotten'}}")
+    assert conn.run(ns, db, "RETURN type::of((SELECT VALUE embedding FROM ONLY memory:m0))")[-1] == "array"
+    conn.close()
+
+
+def test_an_old_store_is_upgraded_bit_for_bit_and_recall_finds_the_same(engram_home: Path, embedder) -> None:  # noqa: ANN001
+    vecs = embedder.embed(TEXTS)
+    floats = [[float(x) for x in v] for v in vecs]  # exactly what the old writer stored
+    _old_format_store(engram_home / "user.db", "user", "default", floats)
+
+    with EngramService(engram_home, embedder=embedder) as svc:
+        store = svc.user
+        assert store.schema_version() >= VECTOR_BYTES_SCHEMA
+        for table, prefix in (("memory", "m"), ("entity", "e")):
+            raw = store.q1(f"SELECT VALUE [record::id(id), embedding] FROM {table} WHERE embedding != NONE")
+            got = {k: v for k, v in raw}
+            assert sorted(got) == [f"{prefix}{i}" for i in range(len(TEXTS))]
+            for i, f in enumerate(floats):
+                assert isinstance(got[f"{prefix}{i}"], bytes) and len(got[f"{prefix}{i}"]) == 384 * 4
+                assert got[f"{prefix}{i}"] == np.asarray(f, dtype=np.float32).tobytes()  # bit for bit
+        assert store.q1("SELECT VALUE embedding FROM ONLY memory:gone") is None
+        assert store.conn.erased, "the old floats are still in the files: the store is due for compaction"
+        # An upgraded row can be written again (a row left with floats would be refused by the bytes type).
+        store.q("UPDATE memory:m1 SET access_count += 1 RETURN NONE")
+        for i, text in enumerate(TEXTS):
+            hits = svc.recall(text, scope="user").hits
+            assert hits and hits[0].memory.id == f"m{i}", (text, [h.memory.id for h in hits])
+        # The mirror's vectors are the stored ones.
+        for i, v in enumerate(vecs):
+            assert np.allclose(store.index.embedding(f"m{i}"), v / np.linalg.norm(v), atol=1e-7)
+        # The compaction the upgrade asks for copies the new definitions and the bytes (the engine's own
+        # `embedding.*` float definition, left behind, made the copy refuse them).
+        report = svc.compact(only_due=True)
+        assert [s.path for s in report.stores] == [str(engram_home / "user.db")]
+        assert "embedding.*" not in (store.q1("INFO FOR TABLE memory") or {}).get("fields", {})
+        assert store.q1("SELECT VALUE embedding FROM ONLY memory:m3") == np.asarray(floats[3], np.float32).tobytes()
+
+    # Opened again: nothing left to convert, the upgrade does not run twice.
+    with EngramService(engram_home, embedder=embedder) as svc:
+        assert not svc.user.conn.erased
+        assert svc.recall(TEXTS[2], scope="user").hits[0].memory.id == "m2"
+
+
+def test_a_new_memory_is_stored_as_float32_bytes(service: EngramService, project_dir: Path) -> None:
+    p = str(project_dir)
+    m = service.store(MemoryIn(content="Deploys go through Argo CD, never kubectl apply"), project=p).memory
+    store = service.project_store(p)
+    assert store is not None
+    raw = store.q1("SELECT VALUE embedding FROM ONLY type::record('memory', $k)", {"k": m.id})
+    assert isinstance(raw, bytes) and len(raw) == 384 * 4
+    assert store.q1("RETURN type::of((SELECT VALUE embedding FROM ONLY type::record('memory', $k)))",
+                    {"k": m.id}) == "bytes"
+    assert np.allclose(np.frombuffer(raw, dtype="<f4"), store.get_embedding(m.id))
+    # The engine refuses a vector as floats now: one form only.
+    with pytest.raises(Exception, match="bytes"):
+        store.q("UPDATE type::record('memory', $k) SET embedding = [0.5, 0.5]", {"k": m.id})
+    # An edit re-embeds into bytes too.
+    service.update(m.id, MemoryPatch(content="Deploys go through Argo CD"), project=p)
+    assert isinstance(store.q1("SELECT VALUE embedding FROM ONLY type::record('memory', $k)", {"k": m.id}), bytes)
+
+
+def test_readers_show_a_vector_as_its_numbers(service: EngramService, project_dir: Path) -> None:
+    """Export writes the floats (the format a person reads, unchanged); the console shows them too; the agent's
+    explore tool shows a placeholder."""
+    p = str(project_dir)
+    m = service.store(MemoryIn(content="The cache key includes the [locale] \\ and 🚀 flag"), project=p).memory
+    store = service.project_store(p)
+    assert store is not None
+    stored = np.frombuffer(store.q1("SELECT VALUE embedding FROM ONLY type::record('memory', $k)", {"k": m.id}),
+                           dtype="<f4")
+    exported = [r for r in service.export_memories(project=p) if r.id == m.id][0]
+    assert exported.embedding == [float(x) for x in stored]
+    rows = service.run_query("SELECT * FROM memory", project=p).statements[0].rows
+    assert rows[0]["embedding"] == [float(x) for x in stored]
+    assert _strip({"embedding": stored.tobytes()}) == {"embedding": "<384 floats>"}
+
+
+def test_promotion_copies_the_vector_into_the_higher_scope(service: EngramService, project_dir: Path) -> None:
+    p = str(project_dir)
+    m = service.store(MemoryIn(content="Always pin the node version in .nvmrc", memory_type="procedural"),
+                      project=p).memory
+    store = service.project_store(p)
+    assert store is not None
+    report = service.promote(m.id, target_scope="user", project=p)
+    target = report.promoted[0].split(":", 1)[1]
+    user_raw = service.user.q1("SELECT VALUE embedding FROM ONLY type::record('memory', $k)", {"k": target})
+    assert user_raw == store.q1("SELECT VALUE embedding FROM ONLY type::record('memory', $k)", {"k": m.id})
+
+
+def test_forget_erase_clears_the_vector(service: EngramService, project_dir: Path) -> None:
+    p = str(project_dir)
+    m = service.store(MemoryIn(content="The staging password rotates monthly"), project=p).memory
+    service.forget(m.id, project=p, erase=True, confirm=True)
+    store = service.project_store(p)
+    assert store is not None
+    assert store.q1("SELECT VALUE embedding FROM ONLY type::record('memory', $k)", {"k": m.id}) is None
+    assert store.index.embedding(m.id) is None
+
+
+def test_scope_store_decodes_old_floats_only_in_the_upgrade(tmp_path: Path) -> None:
+    """A store file opened by a bare ScopeStore (the daemon's path) is upgraded the same way."""
+    floats = [[float(x) for x in np.random.default_rng(i).random(384).astype(np.float32)] for i in range(3)]
+    _old_format_store(tmp_path / "project.db", "project", "p", floats)
+    conn = Connection.file(tmp_path / "project.db")
+    store = ScopeStore(conn, Scope.project, "p")
+    for i, f in enumerate(floats):
+        assert store.get_embedding(f"m{i}").tobytes() == np.asarray(f, dtype=np.float32).tobytes()
+    conn.close()
