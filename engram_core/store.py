@@ -23,7 +23,7 @@ import secrets
 import shutil
 import threading
 import time
-from collections import OrderedDict, deque
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -41,10 +41,11 @@ from .config import ensure_private_dir, restrict_tree
 from .ids import IdSource, ulid
 from .models import Scope
 from .redaction import redact_value
+from .row_mirror import FIELDS as ROW_FIELDS
+from .row_mirror import FILL_QUERY, RowMirror, from_json_row
 from .search_index import Postings, SearchIndex
 
 log = logging.getLogger(__name__)
-ROW_CACHE_SIZE = 2048
 # A store is compacted when its files outgrow their size after the last compaction by half plus this much.
 COMPACT_GROWTH = 1.1
 COMPACT_SLACK = 1024 * 1024
@@ -264,13 +265,18 @@ class _Pending:
 
 
 _engine_factory: Callable[[str], Any] = Surreal
+# Whether a store reads the rows its row mirror lacks in a background thread (the daemon) or only when a recall
+# returns them (scripts and tests: no thread outliving what they measure).
+_fill_in_background = False
 
 
 def use_engine_thread() -> None:
     """Open every engine of this process through `_EngineThread`, so that a long query holds no other thread.
-    Only for a process that leaves with `os._exit` once its stores are closed (see `_EngineThread`)."""
-    global _engine_factory
+    Only for a process that leaves with `os._exit` once its stores are closed (see `_EngineThread`). Such a
+    process also fills its stores' row mirrors in the background (the engine works without the GIL there)."""
+    global _engine_factory, _fill_in_background
     _engine_factory = _EngineThread
+    _fill_in_background = True
 
 
 def _attach(db: Any) -> UUID:
@@ -577,9 +583,8 @@ class ScopeStore:
         self._log_since: float | None = None
         self._access_since: float | None = None  # monotonic time of the oldest access not yet written
         self.on_defer: Callable[[ScopeStore], None] | None = None
-        # Full rows recall has fetched, so a memory recalled again costs no round trip. Any write query on
-        # this store empties it (the statement may touch any row); recall's own access writes refresh theirs.
-        self._rows: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        # The full rows of the mirrored memories (row_mirror.py): recall reads its winners there, not in the engine.
+        self.rows = RowMirror()
         # Bumped when a write outside the organise layer changed the knowledge graph (erasure): its mirror reloads.
         self.graph_version = 0
         # Other in-process mirrors of this store (the organise layer's graph) that save themselves with the
@@ -589,13 +594,19 @@ class ScopeStore:
         self.reload_mirror()
 
     # ── plumbing ──────────────────────────────────────────────
-    def q(self, sql: str, params: Mapping[str, Any] | None = None) -> list[Any]:
+    def q(self, sql: str, params: Mapping[str, Any] | None = None, *,
+          memory_rows: Iterable[str] | None = None) -> list[Any]:
+        """Run statements on this store. ``memory_rows``: the memory rows a write changes that the row mirror must
+        read again (a caller applies any other change itself, `mirror_fields`); by default they are found from
+        the statement's parameters and text (row_mirror.RowMirror.touched)."""
         with self.conn.lock:
             reads_log = "retrieval_log" in sql  # held log rows are written only for a query that may read them
             if self._pending_access or self._pending_sql or self._pending_coact or (self._held_log and reads_log):
                 self._drain_locked(keep_log=not reads_log)
-            if self._rows and _WRITES.search(sql):
-                self._rows.clear()
+            if memory_rows is not None:
+                self.rows.drop(memory_rows)
+            elif _WRITES.search(sql):
+                self.rows.touched(sql, params)
             return self.conn.run(self.namespace, self.database, sql, params)
 
     def q1(self, sql: str, params: Mapping[str, Any] | None = None) -> Any:
@@ -670,7 +681,7 @@ class ScopeStore:
         return None if path is None else path.parent / f"{path.name}.{self.namespace}.{self.database}.{part}.json"
 
     def reload_mirror(self) -> None:
-        self._rows.clear()
+        self.rows.clear()
         # Whatever made this reload (a console write, a redaction pass) may have changed the graph too: the
         # organise layer's graph mirror reloads from the database, and is not saved as a snapshot before.
         self.graph_version += 1
@@ -684,10 +695,58 @@ class ScopeStore:
             self.index = SearchIndex(self.index_dim)
             self.light.clear()
             self._by_hash.clear()
+            self.rows.clear()
             for row in rows:
                 self._mirror_put(row)
         if len(rows) >= 1000:  # worth writing now rather than only at close (a crash would repeat this)
             self.save_snapshot()
+        self.fill_rows_later()
+
+    def fill_rows(self, chunk: int = 500) -> int:
+        """Read the rows the row mirror lacks (an open without a snapshot of them, a write that dropped some), in
+        bulk as JSON. Returns how many were read."""
+        with self._mirror_lock:
+            todo = self.rows.missing(self.light)
+        for i in range(0, len(todo), chunk):
+            keys = self.rows.missing(todo[i:i + chunk])  # a write may have put some meanwhile
+            if not keys:
+                continue
+            with self.conn.lock:  # read and held under the lock: no write can come between the two
+                text = self.conn.run(self.namespace, self.database, FILL_QUERY,
+                                     {"ids": [record(k) for k in keys]})[-1] or ""
+                again = []
+                for line in text.split("\n") if text else []:
+                    row = from_json_row(json.loads(line))
+                    if row is None:  # metadata that may hold datetimes: read the ordinary way
+                        again.append(json.loads(line)[0])
+                    elif row["key"] in self.light:
+                        self.rows.put(row.pop("key"), row)
+                if again:
+                    got = self.conn.run(self.namespace, self.database, f"SELECT {MEMORY_FIELDS} FROM $ids",
+                                        {"ids": [record(k) for k in again]})[-1]
+                    for r in got or []:
+                        if key_of(r["id"]) in self.light:
+                            self.rows.put(key_of(r["id"]), plain(r))
+        return len(todo)
+
+    def fill_rows_later(self) -> None:
+        """In the daemon, read the rows the row mirror lacks in a background thread (see `use_engine_thread`)."""
+        if not _fill_in_background or self.rows.filling:
+            return
+        with self._mirror_lock:
+            if len(self.rows) >= len(self.light):
+                return
+            self.rows.filling = True
+
+        def run() -> None:
+            try:
+                self.fill_rows(chunk=200)
+            except Exception as exc:  # noqa: BLE001 - a closed store; recall reads what is missing itself
+                log.info("row mirror of %s/%s not filled: %s", self.namespace, self.database, exc)
+            finally:
+                self.rows.filling = False
+
+        threading.Thread(target=run, name="engram-row-fill", daemon=True).start()
 
     @property
     def snapshot_path(self) -> Path | None:
@@ -725,8 +784,11 @@ class ScopeStore:
             self.index = index
             self.light.clear()
             self._by_hash.clear()
+            self.rows.clear()
             for (key, mtype, tags, imp, acc, hl, status, pinned, last, created, sess, ep, chash, content,
-                 _text) in light:
+                 _text, *more) in light:
+                if more and more[0]:  # the full row (row_mirror.py), decoded when a recall first needs it
+                    self.rows.put_snapshot(key, more[0])
                 self.light[key] = Light(memory_type=mtype, tags=tags, importance=imp, access_count=acc,
                                         half_life_days=hl, status=status, pinned=pinned,
                                         last_accessed_at=datetime.fromisoformat(last),
@@ -748,7 +810,7 @@ class ScopeStore:
             mat = np.stack([v for _, v in pairs]) if pairs else np.zeros((0, self.index_dim), np.float32)
             light = [[k, lt.memory_type, lt.tags, lt.importance, lt.access_count, lt.half_life_days, lt.status,
                       lt.pinned, lt.last_accessed_at.isoformat(), lt.created_at.isoformat(), lt.session_id,
-                      lt.episode_id, lt.content_hash, lt.content, self.index.text(k)]
+                      lt.episode_id, lt.content_hash, lt.content, self.index.text(k), self.rows.snapshot_text(k)]
                      for k, lt in self.light.items()]
             postings = self.index.export_postings([row[0] for row in light])
         try:
@@ -800,13 +862,15 @@ class ScopeStore:
             )
             if row.get("content_hash"):
                 self._by_hash.setdefault(row["content_hash"], key)
+            full = all(f in row for f in ROW_FIELDS)  # read back whole after a write, not a light row read at open
+            self.rows.put(key, {f: plain(row[f]) for f in ROW_FIELDS} if full else {})
 
     def refresh(self, keys: Iterable[str]) -> None:
         """Re-read these memories into the mirror after a write."""
         ids = [record(k) for k in keys]
         if not ids:
             return
-        rows = self.q1(f"SELECT {LIGHT_FIELDS} FROM $ids", {"ids": ids})
+        rows = self.q1(f"SELECT {MEMORY_FIELDS}, embedding, search_text FROM $ids", {"ids": ids})
         found = {key_of(r["id"]) for r in rows or []}
         for row in rows or []:
             self._mirror_put(row)
@@ -831,6 +895,16 @@ class ScopeStore:
         self._mirror_put({**rows[0], "embedding": content.get("embedding"), "search_text": fields.get("search_text")})
         return plain(rows[0])
 
+    def mirror_fields(self, key: str, **changes: Any) -> None:
+        """A write (run with ``memory_rows=()``) changed these fields of a memory as given: the mirror takes them."""
+        with self._mirror_lock:
+            light = self.light.get(key)
+            if light is not None:
+                for name, value in changes.items():
+                    if hasattr(light, name):
+                        setattr(light, name, value)
+            self.rows.patch(key, changes)
+
     def get(self, key: str) -> dict[str, Any] | None:
         rows = self.q1(f"SELECT {MEMORY_FIELDS} FROM $id", {"id": record(key)})
         return plain(rows[0]) if rows else None
@@ -843,21 +917,23 @@ class ScopeStore:
         if settled:
             rows = self.q1(f"SELECT {MEMORY_FIELDS} FROM $ids", {"ids": [record(k) for k in keys]})
             return {key_of(r["id"]): plain(r) for r in rows or []}
-        with self.conn.lock:  # the cache and the database agree while the lock is held
-            out = {k: dict(self._rows[k]) for k in keys if k in self._rows}
-            missing = [k for k in keys if k not in out]
-            if missing:
-                rows = self.conn.run(self.namespace, self.database, f"SELECT {MEMORY_FIELDS} FROM $ids",
-                                     {"ids": [record(k) for k in missing]})[-1]
-                for r in rows or []:
+        out: dict[str, dict[str, Any]] = {}
+        for k in keys:
+            row = self.rows.get(k)
+            if row is not None:
+                out[k] = row
+        missing = [k for k in keys if k not in out]
+        if missing:
+            with self.conn.lock:  # read and held under the lock: no write can come between the two
+                got = self.conn.run(self.namespace, self.database, f"SELECT {MEMORY_FIELDS} FROM $ids",
+                                    {"ids": [record(k) for k in missing]})[-1]
+                for r in got or []:
                     row = plain(r)
-                    out[key_of(r["id"])] = dict(row)
-                    self._rows[key_of(r["id"])] = row
-                while len(self._rows) > ROW_CACHE_SIZE:
-                    self._rows.popitem(last=False)
-            for k in keys:
-                if k in self._rows:
-                    self._rows.move_to_end(k)
+                    key = key_of(r["id"])
+                    if key in self.light:
+                        self.rows.put(key, row)
+                    out[key] = row
+            self.fill_rows_later()
         with self._mirror_lock:
             for key, row in out.items():
                 light = self.light.get(key)
@@ -875,6 +951,7 @@ class ScopeStore:
             return self._by_hash.get(digest)
 
     def _forget_key(self, key: str) -> None:
+        self.rows.drop([key])
         light = self.light.pop(key, None)
         self.index.remove(key)
         if light is not None and self._by_hash.get(light.content_hash) == key:
@@ -1074,7 +1151,7 @@ class ScopeStore:
                                           query_file("coactivate.surql"), {"pairs": pairs}))
         for sql, params, touches_memory in stmts:
             if touches_memory:
-                self._rows.clear()
+                self.rows.touched(sql, params)
             work.append(functools.partial(self.conn.run, self.namespace, self.database, sql, params))
         for step in work:
             try:
@@ -1101,9 +1178,9 @@ class ScopeStore:
         with self._mirror_lock:
             for row in rows or []:
                 key = key_of(row["id"])
-                if key in self._rows:
-                    self._rows[key] = plain(row)
                 light = self.light.get(key)
+                if light is not None:
+                    self.rows.put(key, plain(row))
                 if light is not None and key not in self._pending_access:
                     light.status = row["status"]
                     light.access_count = int(row["access_count"])
@@ -1249,3 +1326,4 @@ class ScopeStore:
             self.index = SearchIndex(self.index_dim)
             self.light.clear()
             self._by_hash.clear()
+            self.rows.clear()

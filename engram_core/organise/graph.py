@@ -165,7 +165,10 @@ def write_extraction(core: MemoryCore, store: ScopeStore, key: str, content: str
         "rels": [_relation_row(r, scope, key, now) for r in rels],
         "check": [rid("entity", c) for c in sorted(check)], "conflict_types": sorted(CONFLICT_TYPES),
     }
-    result = store.q(_WRITE, params)
+    # The one memory field it writes is the episode, which the mirror takes below: the row stays held.
+    result = store.q(_WRITE, params, memory_rows=())
+    if episode_id is not None and not episode_on_row:
+        store.mirror_fields(key, episode_id=episode_id)
     _remember(core, store, all_ents.values(), key, [key_of(m) for m in params["mentioned"]], result[-2] or [])
     live = result[-1] or []
     if isinstance(live, dict):  # the SDK hands back a one-row result of a RETURN as the row itself

@@ -1,0 +1,196 @@
+"""The full rows of a store's mirrored memories, in memory, so that recall reads its winners without a query.
+
+Fetching ten rows cost a query per scope whose answer the SDK decodes field by field in pure Python (~330 µs a
+row, and the query waited for the bookkeeping drain's lock). Recall now reads them from here. The store keeps it
+in step at one place per kind of change (`ScopeStore`): a write path that reads its row back puts it
+(`put`); any other write statement drops the rows its parameters name, or every row when its text names the
+memory table (`touched`); a console write or a redaction pass reloads the mirror, which empties it. A row not
+held (dropped, or never read: an open without a snapshot) is read again by the next recall that returns it,
+and `fill` reads the missing ones in bulk (the daemon runs it in the background).
+
+Rows are held packed (a tuple in `FIELDS` order), or as the JSON text the snapshot saved them as until a
+recall first needs one: most are never asked for between two starts.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+from surrealdb import RecordID
+
+# The fields held per memory: what a recall returns (store.MEMORY_FIELDS) without the id, which is the key, and
+# the computed strength, which `MemoryCore.to_memory` computes for the moment of the answer.
+FIELDS = ("content", "content_hash", "memory_type", "scope", "tags", "importance", "confidence", "relevance_score",
+          "outcome_impact", "user_feedback", "access_count", "half_life_days", "pinned", "status", "status_history",
+          "source", "session_id", "episode_id", "promoted_from", "promotion_chain", "consolidated_into",
+          "invalid_at", "created_at", "updated_at", "last_accessed_at", "metadata")
+_DATETIMES = ("invalid_at", "created_at", "updated_at", "last_accessed_at")
+_MEMORY_WORD = re.compile(r"\bmemory\b", re.IGNORECASE)
+_DT = "$engram_dt"  # how a datetime is tagged in the snapshot's JSON (metadata may hold datetimes anywhere)
+
+
+def memory_keys(value: Any, out: set[str]) -> None:
+    """The keys of the memory records named anywhere in a statement's parameters."""
+    if isinstance(value, RecordID):
+        if value.table_name == "memory":
+            out.add(str(value.id))
+    elif isinstance(value, str):
+        if value.startswith("memory:"):
+            out.add(value.split(":", 1)[1])
+    elif isinstance(value, Mapping):
+        for v in value.values():
+            memory_keys(v, out)
+    elif isinstance(value, list | tuple):
+        if value and isinstance(value[0], float):
+            return  # an embedding
+        for v in value:
+            memory_keys(v, out)
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return {_DT: value.isoformat()}
+    raise TypeError(f"{type(value).__name__} is not kept in the row snapshot")
+
+
+def _json_hook(obj: dict[str, Any]) -> Any:
+    if len(obj) == 1 and _DT in obj:
+        return datetime.fromisoformat(obj[_DT])
+    return obj
+
+
+def encode(packed: tuple[Any, ...]) -> str:
+    return json.dumps(packed, default=_json_default, ensure_ascii=False, separators=(",", ":"))
+
+
+def decode(text: str) -> tuple[Any, ...] | None:
+    got = json.loads(text, object_hook=_json_hook)
+    return tuple(got) if isinstance(got, list) and len(got) == len(FIELDS) else None
+
+
+class RowMirror:
+    """key → the memory's row (packed, or its snapshot JSON). Every method is safe from any thread."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self._rows: dict[str, tuple[Any, ...] | str] = {}
+        self.filling = False  # a background `fill` runs
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._rows
+
+    def clear(self) -> None:
+        with self.lock:
+            self._rows.clear()
+
+    def put(self, key: str, row: Mapping[str, Any]) -> None:
+        """Hold a plain row (store.plain) read back after a write; a row missing a field is dropped instead."""
+        with self.lock:
+            if all(f in row for f in FIELDS):
+                self._rows[key] = tuple(row[f] for f in FIELDS)
+            else:
+                self._rows.pop(key, None)
+
+    def put_snapshot(self, key: str, text: str) -> None:
+        with self.lock:
+            self._rows[key] = text
+
+    def patch(self, key: str, changes: Mapping[str, Any]) -> None:
+        """A write changed these fields of a held row as given (a row not held stays missing)."""
+        with self.lock:
+            held = self._rows.get(key)
+            if isinstance(held, str):
+                held = decode(held)
+            if held is not None:
+                row = dict(zip(FIELDS, held, strict=True))
+                row.update((f, v) for f, v in changes.items() if f in row)
+                self._rows[key] = tuple(row[f] for f in FIELDS)
+
+    def drop(self, keys: Iterable[str]) -> None:
+        with self.lock:
+            for k in keys:
+                self._rows.pop(k, None)
+
+    def touched(self, sql: str, params: Mapping[str, Any] | None) -> None:
+        """A write statement ran (or is about to): the rows it may change leave the mirror."""
+        if not self._rows:
+            return
+        if _MEMORY_WORD.search(sql):  # addresses the table itself (`UPDATE memory WHERE …`): any row may change
+            self.clear()
+            return
+        keys: set[str] = set()
+        memory_keys(params or {}, keys)
+        if keys:
+            self.drop(keys)
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        """The row as `ScopeStore.get_many` returns it (a fresh dict), or None when not held."""
+        with self.lock:
+            held = self._rows.get(key)
+            if isinstance(held, str):
+                packed = decode(held)
+                if packed is None:
+                    del self._rows[key]
+                    return None
+                self._rows[key] = held = packed
+        if held is None:
+            return None
+        row = dict(zip(FIELDS, held, strict=True))
+        row["id"] = f"memory:{key}"
+        # Fresh containers: a caller that edits what it got must not edit the mirror.
+        row["tags"] = list(row["tags"] or [])
+        row["metadata"] = dict(row["metadata"] or {})
+        row["status_history"] = [dict(h) for h in row["status_history"] or []]
+        row["promotion_chain"] = list(row["promotion_chain"] or [])
+        return row
+
+    def snapshot_text(self, key: str) -> str | None:
+        """The row as the snapshot keeps it (None when not held)."""
+        with self.lock:
+            held = self._rows.get(key)
+        if held is None or isinstance(held, str):
+            return held
+        try:
+            return encode(held)
+        except TypeError:
+            return None
+
+    def missing(self, keys: Iterable[str]) -> list[str]:
+        with self.lock:
+            return [k for k in keys if k not in self._rows]
+
+
+def from_json_row(values: list[Any]) -> dict[str, Any] | None:
+    """A row read in bulk as JSON (`FILL_QUERY`), its datetimes back as datetimes; None when its metadata is not
+    empty (it is read the ordinary way)."""
+    row = dict(zip(("key", *FIELDS), values, strict=True))
+    if row["metadata"] is not True:
+        return None
+    row["metadata"] = {}
+    for f in _DATETIMES:
+        if row[f] is not None:
+            row[f] = _parse_dt(row[f])
+    row["status_history"] = [{**h, "at": _parse_dt(h["at"])} if h.get("at") is not None else h
+                             for h in row["status_history"] or []]
+    return row
+
+
+def _parse_dt(text: str) -> datetime:
+    # The engine writes nanoseconds; Python keeps microseconds (as store.plain does for the SDK's datetimes).
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+# The missing rows of a store in one query, as JSON text the engine writes (parsed by the C json module instead of
+# the SDK's pure-Python CBOR decoder). Metadata may hold datetimes JSON cannot tell from strings: a row whose
+# metadata is not empty is read again the ordinary way.
+FILL_QUERY = ("RETURN array::join((SELECT VALUE encoding::json::encode([record::id(id), "
+              + ", ".join(f if f != "metadata" else "metadata = {}" for f in FIELDS)
+              + "]) FROM $ids), '\n')")
