@@ -42,16 +42,18 @@ def main() -> None:
     qs = realpath_text.questions(2 * n + 20, 11)
     res: dict[str, object] = {"label": args.label, "load_at_start": os.getloadavg()}
     s.stop()
-    res["start_after_upgrade"] = rp.cold_start(s, qs[1])  # writes what this commit's snapshots hold
-    s.stop()
-    res["start"] = rp.cold_start(s, qs[0])
-    pid = res["start"]["pid"]  # type: ignore[index]
-    res["rss_mb_after_start"] = rp.rss_mb(pid)
-    res["recall_paced"] = rp.recall_daemon(s, qs[2:2 + n], args.gap_ms / 1000)
-    res["recall_back_to_back"] = rp.recall_daemon(s, qs[2 + n:2 + 2 * n], 0)
-    res["recall_cli_process"] = rp.recall_cli(s, qs[-10:])
-    res["rss_mb_after_recalls"] = rp.rss_mb(pid)
-    s.stop()
+    try:
+        res["start_after_upgrade"] = rp.cold_start(s, qs[1])  # writes what this commit's snapshots hold
+        s.stop()
+        res["start"] = rp.cold_start(s, qs[0])
+        pid = res["start"]["pid"]  # type: ignore[index]
+        res["rss_mb_after_start"] = rp.rss_mb(pid)
+        res["recall_paced"] = rp.recall_daemon(s, qs[2:2 + n], args.gap_ms / 1000)
+        res["recall_back_to_back"] = rp.recall_daemon(s, qs[2 + n:2 + 2 * n], 0)
+        res["recall_cli_process"] = rp.recall_cli(s, qs[-10:])
+        res["rss_mb_after_recalls"] = rp.rss_mb(pid)
+    finally:
+        s.stop()  # and reaped, on an error too
     res["load_at_end"] = os.getloadavg()
     print(json.dumps(res))
     args.out.parent.mkdir(parents=True, exist_ok=True)
