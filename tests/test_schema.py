@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from engram_core.models import Scope
@@ -69,3 +71,16 @@ def test_lifecycle_status_history_is_written_by_the_database(store: ScopeStore) 
     row = store.get("h")
     assert row is not None and row["status"] == "active"
     assert [(x.get("from"), x["to"]) for x in row["status_history"]] == [(None, "created"), ("created", "active")]
+
+
+def test_every_index_is_one_a_query_uses_and_is_documented(store: ScopeStore) -> None:
+    """docs/storage.md says what each index is for and what it costs; an index no query uses (schema 007 removed
+    four) costs disk on every memory for nothing."""
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "storage.md").read_text(encoding="utf-8")
+    documented = set(re.findall(r"^\| `(\w+)` \|", doc, flags=re.MULTILINE))
+    tables = (store.q1("INFO FOR DB") or {}).get("tables", {})
+    indexes = {name for t in tables for name in (store.q1(f"INFO FOR TABLE `{t}`") or {}).get("indexes", {})}
+    assert indexes and indexes <= documented, f"not in docs/storage.md: {sorted(indexes - documented)}"
+    assert not indexes & {"memory_hash", "memory_type_idx", "memory_tags", "entity_name"}
