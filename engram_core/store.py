@@ -23,6 +23,7 @@ import secrets
 import shutil
 import threading
 import time
+import zlib
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -72,7 +73,8 @@ LIGHT_FIELDS = (
 )
 # 3: no per-vector sums (version 2 validated each vector against the database's sum of its floats; a vector is
 # now read back as one bytes value, cheap enough to read them all when the snapshot is out of date).
-SNAPSHOT_VERSION = 3
+# 4: the light rows zlib-compressed, an indexed text equal to the content not written twice (~0.8 KB a memory).
+SNAPSHOT_VERSION = 4
 # Schema 006 stores every vector as float32 bytes; `_vectors_to_bytes` converts a store written before it.
 VECTOR_BYTES_SCHEMA = 6
 VECTOR_DTYPE = np.dtype("<f4")
@@ -766,7 +768,7 @@ class ScopeStore:
                     return False
                 keys = bytes(z["keys"]).decode().split("\n") if len(z["keys"]) else []
                 mat = z["vecs"]
-                light = json.loads(bytes(z["light"]).decode())
+                light = json.loads(zlib.decompress(bytes(z["light"])).decode())
                 postings = _read_postings(z)
         except Exception as exc:  # noqa: BLE001 - a bad snapshot only costs a slower start
             log.warning("mirror snapshot %s unreadable, reading the store: %s", path, exc)
@@ -779,7 +781,7 @@ class ScopeStore:
         if has.any():
             full[has] = mat[rows_of[has]]
         index = SearchIndex(self.index_dim)
-        index.load(order, [row[14] for row in light], full, has, postings)
+        index.load(order, [row[13] if row[14] is None else row[14] for row in light], full, has, postings)
         with self._mirror_lock:
             self.index = index
             self.light.clear()
@@ -810,7 +812,8 @@ class ScopeStore:
             mat = np.stack([v for _, v in pairs]) if pairs else np.zeros((0, self.index_dim), np.float32)
             light = [[k, lt.memory_type, lt.tags, lt.importance, lt.access_count, lt.half_life_days, lt.status,
                       lt.pinned, lt.last_accessed_at.isoformat(), lt.created_at.isoformat(), lt.session_id,
-                      lt.episode_id, lt.content_hash, lt.content, self.index.text(k), self.rows.snapshot_text(k)]
+                      lt.episode_id, lt.content_hash, lt.content,
+                      None if (t := self.index.text(k)) == lt.content else t, self.rows.snapshot_text(k)]
                      for k, lt in self.light.items()]
             postings = self.index.export_postings([row[0] for row in light])
         try:
@@ -818,7 +821,7 @@ class ScopeStore:
                 fh, version=SNAPSHOT_VERSION, dim=self.index_dim, vecs=mat,
                 keys=np.frombuffer("\n".join(keys).encode(), dtype=np.uint8),
                 generation=np.frombuffer(gen.encode(), dtype=np.uint8),
-                light=np.frombuffer(json.dumps(light, ensure_ascii=False).encode(), dtype=np.uint8),
+                light=np.frombuffer(zlib.compress(json.dumps(light, ensure_ascii=False).encode(), 6), dtype=np.uint8),
                 p_analyser=np.frombuffer(postings.analyser.encode(), dtype=np.uint8),
                 p_terms=np.frombuffer("\n".join(postings.terms).encode(), dtype=np.uint8),
                 p_offsets=postings.offsets, p_slots=postings.slots, p_tfs=postings.tfs, p_doc_len=postings.doc_len))

@@ -3,6 +3,8 @@ is read from the database, vectors as float32 bytes."""
 
 from __future__ import annotations
 
+import json
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -105,4 +107,24 @@ def test_unchanged_store_opens_from_the_snapshot_alone(tmp_path: Path, monkeypat
     store.reload_mirror()
     assert any("FROM memory" in s for s in sent)
     assert store.light["k2"].access_count == 5
+    conn.close()
+
+
+def test_the_snapshot_keeps_each_indexed_text_once_and_compressed(tmp_path: Path) -> None:
+    """An indexed text equal to the content is written once (most are: context is added only within an episode),
+    and the light rows are zlib-compressed; both come back exactly."""
+    conn = Connection.file(tmp_path / "project.db")
+    store = ScopeStore(conn, Scope.project, "p")
+    _fill(store, 3)  # indexed text "note i", content different
+    same = "Use `make test` [fast] \\ 🚀 before pushing"
+    store.create_memory("same", {"content": same, "content_hash": "hs", "memory_type": "semantic",
+                                 "scope": "project", "importance": 0.5, "half_life_days": 1.0, "search_text": same})
+    store.save_snapshot()
+    assert store.snapshot_path is not None
+    with np.load(store.snapshot_path) as z:
+        rows = {r[0]: r for r in json.loads(zlib.decompress(bytes(z["light"])))}
+    assert rows["same"][14] is None and rows["k1"][14] == "note 1"
+    store.reload_mirror()
+    assert store.index.text("same") == same and store.index.text("k1") == "note 1"
+    assert store.index.bm25("make test", 1)[0][0] == "same"
     conn.close()
