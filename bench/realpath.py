@@ -44,6 +44,7 @@ import json
 import os
 import platform
 import queue
+import re
 import shutil
 import signal
 import sqlite3
@@ -266,10 +267,12 @@ class Setup:
         try:
             text = (self.eh / "engram.log").read_text(errors="replace")
         except OSError:
-            return {"maintenance": 0, "compactions": 0}
+            return {"maintenance": 0, "compactions": 0, "compaction_s": 0}
         lines = [x for x in text.splitlines() if " engram.daemon: " in x]
+        took = [re.search(r" in (\d+) ms$", x) for x in lines if " compacted " in x]
         return {"maintenance": sum("maintenance:" in x for x in lines),
-                "compactions": sum(" compacted " in x for x in lines)}
+                "compactions": sum(" compacted " in x for x in lines),
+                "compaction_s": round(sum(int(m.group(1)) for m in took if m) / 1000, 1)}
 
 
 # ── stages ──────────────────────────────────────────────────
@@ -297,7 +300,7 @@ class Run:
             row["load_end"] = loads()
             if s and before:
                 after = s.log_counts()
-                bg = {k: after[k] - before[k] for k in after if after[k] - before[k]}
+                bg = {k: round(after[k] - before[k], 1) for k in after if after[k] - before[k]}
                 if bg:
                     row["daemon_background_during_stage"] = bg
             self.timeline.append({"size": label, "stage": name, "seconds": row["seconds"],
