@@ -146,6 +146,25 @@ def test_doctor_reports_checks_and_fixes(daemon: DaemonProc, tmp_path: Path) -> 
     assert "all good" in text
 
 
+def test_an_import_ends_with_the_compaction_it_made_due(daemon: DaemonProc, tmp_path: Path) -> None:
+    """The rows an import rewrites (entities, relations, episodes) leave old versions in the engine's files; the
+    store the import made due is compacted before `engram import` returns, and says so."""
+    proj = new_project(tmp_path, "compactproj")
+    f = tmp_path / "mem.jsonl"
+    f.write_text("".join(json.dumps({"content": f"The {s} service in src/{s}/server.py uses postgres and redis; "
+                                                f"run `make test` [x] \\ before deploying 🚀 ({i})",
+                                     "memory_type": "semantic"}) + "\n"
+                         for i, s in enumerate(["billing", "search", "upload", "auth"] * 100)))
+    report = ok_json(engram(daemon, "import", str(f), "--json", cwd=proj))
+    assert report["stored"] == 400
+    store_dir = proj / ".claude" / "engram" / "project.db"
+    done = [st for st in report["compacted"] if st["path"] == str(store_dir)]
+    assert done and done[0]["after_bytes"] < done[0]["before_bytes"], report["compacted"]
+    # Nothing more to compact: a second import of the same lines only merges.
+    again = ok_json(engram(daemon, "import", str(f), "--json", cwd=proj))
+    assert again["stored"] == 0 and "compacted" not in again
+
+
 def test_import_progress_shows_rate_and_time_left(daemon: DaemonProc, tmp_path: Path) -> None:
     """On a terminal the import shows a bar with memories/s and the time left (the stderr is a real pty)."""
     import os
