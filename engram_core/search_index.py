@@ -161,6 +161,7 @@ class SearchIndex:
     """
 
     _INITIAL_CAPACITY = 64
+    MEMO_TOP = 200  # how many of the last query vector's best documents are kept for the next ask (`vector`)
 
     def __init__(
         self, dim: int = 384, *, k1: float = 0.9, b: float = 0.4, drop_stopwords: bool = True
@@ -193,10 +194,10 @@ class SearchIndex:
         self._posting_arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._n_text_docs = 0
         self._total_len = 0
-        # The last query vector's scores: one recall asks for the same vector more than once (ranking, then
-        # spreading activation); any write invalidates it.
+        # The last query vector's best documents: one recall asks for the same vector more than once (spreading
+        # activation, then ranking); any write invalidates it.
         self._version = 0
-        self._vec_memo: tuple[bytes, int, np.ndarray] | None = None
+        self._vec_memo: tuple[bytes, int, int, list[tuple[str, float]]] | None = None
 
     # ------------------------------------------------------------------ mutation
 
@@ -499,13 +500,15 @@ class SearchIndex:
                 return []
             memo_key = unit.tobytes()
             memo = self._vec_memo
-            if memo is not None and memo[0] == memo_key and memo[1] == self._version:
-                scores = memo[2]
-            else:
-                scores = self._vecs[: self._high] @ unit
-                scores[~self._has_vec[: self._high]] = -np.inf
-                self._vec_memo = (memo_key, self._version, scores)
-            return self._top(scores, k, positive_only=False)
+            if memo is not None and memo[0] == memo_key and memo[1] == self._version and k <= memo[2]:
+                return memo[3][:k]
+            scores = self._vecs[: self._high] @ unit
+            scores[~self._has_vec[: self._high]] = -np.inf
+            # The longest list a recall asks for at once: spreading asks for 5 first, fusion for 200 after.
+            want = max(k, self.MEMO_TOP)
+            top = self._top(scores, want, positive_only=False)
+            self._vec_memo = (memo_key, self._version, want, top)
+            return top[:k]
 
     def _top(self, scores: np.ndarray, k: int, *, positive_only: bool) -> list[tuple[str, float]]:
         n = scores.shape[0]
