@@ -48,9 +48,11 @@ class BeforeStore(Protocol):
 
 
 class AfterStore(Protocol):
-    """Runs after a new memory is written (or promoted into a store)."""
+    """Runs after new memories are written into a store (or promoted into it): (key, fields) in the order
+    written, a whole chunk of an import at once, every one already in the store's mirror."""
 
-    def __call__(self, core: MemoryCore, store: ScopeStore, key: str, fields: dict[str, Any], /) -> None: ...
+    def __call__(self, core: MemoryCore, store: ScopeStore, items: Sequence[tuple[str, dict[str, Any]]], /,
+                 ) -> None: ...
 
 
 class AfterRecall(Protocol):

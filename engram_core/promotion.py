@@ -63,7 +63,7 @@ def copy_up(core: MemoryCore, source: ScopeStore, key: str, target: ScopeStore, 
         # In its new scope the memory gets what any new memory gets there: entities and relations in that
         # scope's graph, an episode, contradiction checks against that scope's memories.
         for after in core.extensions.after_store:
-            after(core, target, target_key, fields)
+            after(core, target, [(target_key, fields)])
         action = "promoted"
     target.create("promotion_log", {"source_id": source_ref, "source_scope": source.scope.value,
                                     "target_id": f"{target.scope.value}:{target_key}",

@@ -537,10 +537,27 @@ def _assignment_value(text: str, m: re.Match[str]) -> tuple[int, int] | None:
     return span
 
 
+# Texts found clean, remembered: the same text passes here several times on its way to the engine (the write
+# path redacts it, then every query's parameters are redacted again as a net), and the rules are fixed, so the
+# answer is too. Bounded, and only clean texts: no secret is ever held here.
+_CLEAN: dict[str, None] = {}
+_CLEAN_MAX = 20_000
+_CLEAN_LEN = 4096
+
+
 def redact(text: str) -> tuple[str, list[Redaction]]:
     """Return ``text`` with secrets replaced and the list of replaced spans (input offsets)."""
-    if not text:
+    if not text or text in _CLEAN:
         return text, []
+    out = _redact(text)
+    if not out[1] and len(text) <= _CLEAN_LEN:
+        if len(_CLEAN) >= _CLEAN_MAX:
+            _CLEAN.clear()
+        _CLEAN[text] = None
+    return out
+
+
+def _redact(text: str) -> tuple[str, list[Redaction]]:
     found: list[tuple[int, int, int, str]] = []  # (start, end, priority, kind)
     candidates: list[tuple[int, int, int, str]] = []
     low = text.lower()
@@ -623,6 +640,8 @@ def redact_value(value: object, kinds: list[str] | None = None) -> object:
     if isinstance(value, dict):
         return {redact_value(k, kinds): redact_value(v, kinds) for k, v in value.items()}
     if isinstance(value, list):
+        if value and type(value[0]) is float and all(type(v) is float for v in value):
+            return list(value)  # a vector: numbers hold no secret (and a call each took most of the time)
         return [redact_value(v, kinds) for v in value]
     if isinstance(value, tuple):
         return tuple(redact_value(v, kinds) for v in value)

@@ -25,7 +25,7 @@ import threading
 import time
 import zlib
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -882,14 +882,18 @@ class ScopeStore:
                 self._forget_key(k)
 
     # ── memories ─────────────────────────────────────────────
-    def create_memory(self, key: str, fields: Mapping[str, Any]) -> dict[str, Any]:
-        # A projection on CREATE trips the engine over the COMPUTED field (3.2.4): read it back instead.
+    def _new_row(self, fields: Mapping[str, Any]) -> dict[str, Any]:
         content = with_vector_bytes(fields)
         if not content.get("status_history"):  # written with the row: the history event would rewrite it
             entry = {"to": content.get("status", "created"), "at": self.clock.now()}
             if content.get("status_reason"):
                 entry["reason"] = content["status_reason"]
             content["status_history"] = [entry]
+        return content
+
+    def create_memory(self, key: str, fields: Mapping[str, Any]) -> dict[str, Any]:
+        # A projection on CREATE trips the engine over the COMPUTED field (3.2.4): read it back instead.
+        content = self._new_row(fields)
         rows = self.q1(
             f"CREATE $id CONTENT $fields RETURN NONE; SELECT {MEMORY_FIELDS} FROM $id",
             {"id": record(key), "fields": content},
@@ -907,6 +911,17 @@ class ScopeStore:
                     if hasattr(light, name):
                         setattr(light, name, value)
             self.rows.patch(key, changes)
+
+    def insert_memories(self, rows: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+        """New memories (key, fields) in one statement, nothing read back (an import's chunk). The mirror takes
+        each with `mirror_new`."""
+        if rows:
+            self.q("INSERT INTO memory $rows RETURN NONE",
+                   {"rows": [{**self._new_row(f), "id": record(k)} for k, f in rows]}, memory_rows=())
+
+    def mirror_new(self, key: str, fields: Mapping[str, Any]) -> None:
+        """Put a memory `insert_memories` wrote into the mirror, from the fields it was written with."""
+        self._mirror_put({"access_count": 0, "pinned": False, **fields, "id": record(key)})
 
     def get(self, key: str) -> dict[str, Any] | None:
         rows = self.q1(f"SELECT {MEMORY_FIELDS} FROM $id", {"id": record(key)})

@@ -26,15 +26,15 @@ FUTURE_SKEW = timedelta(minutes=5)  # a created_at later than this is refused (d
 IMPORT_CHUNK = 64
 
 
-def _previous_in_episode(store: ScopeStore, episode: str | None, session_id: str | None) -> list[str]:
-    group = episode or session_id
-    if not group:
-        return []
-    rows = store.q1(
-        "SELECT content, created_at FROM memory WHERE (episode_id = $g OR session_id = $g) "
-        "AND status != 'forgotten' ORDER BY created_at DESC LIMIT $n",
-        {"g": group, "n": max(1, ranking.DEFAULT_FUSION.context_prev)})
-    return [r["content"] for r in reversed(rows or [])]
+def _previous_in_episodes(store: ScopeStore, groups: list[str]) -> dict[str, list[str]]:
+    """The last memories of each episode (or session), oldest first: one round trip for all the groups."""
+    if not groups:
+        return {}
+    n = max(1, ranking.DEFAULT_FUSION.context_prev)
+    sql = ";\n".join(f"SELECT VALUE content FROM memory WHERE (episode_id = $g{i} OR session_id = $g{i}) "
+                      f"AND status != 'forgotten' ORDER BY created_at DESC LIMIT {n}" for i in range(len(groups)))
+    got = store.q(sql, {f"g{i}": g for i, g in enumerate(groups)})
+    return {g: list(reversed(rows or [])) for g, rows in zip(groups, got[-len(groups):], strict=True)}
 
 
 def _prepare(core: MemoryCore, mem: MemoryIn, store: ScopeStore, sess: Session | None,
@@ -80,58 +80,91 @@ def _prepare(core: MemoryCore, mem: MemoryIn, store: ScopeStore, sess: Session |
     return fields, kinds
 
 
-def _search_text(store: ScopeStore, fields: dict[str, Any], pending: dict[str, list[str]]) -> str:
-    group = fields.get("episode_id") or fields.get("session_id")
-    prev = pending.get(group) if group else None
-    if prev is None:
-        prev = _previous_in_episode(store, fields.get("episode_id"), fields.get("session_id"))
-    text = ranking.contextual_text(fields["content"], prev)
-    if group:
-        pending[group] = [*(prev or []), fields["content"]][-max(1, ranking.DEFAULT_FUSION.context_prev):]
-    return text
+def _search_texts(prepared: list[tuple[ScopeStore, dict[str, Any]]]) -> list[str]:
+    """Each memory's contextual text: its content and the memories before it in its episode (or session),
+    those of this same batch included."""
+    first: dict[str, ScopeStore] = {}
+    for store, fields in prepared:
+        group = fields.get("episode_id") or fields.get("session_id")
+        if group:
+            first.setdefault(group, store)
+    found: dict[str, list[str]] = {}
+    for store in {id(s): s for s in first.values()}.values():
+        found.update(_previous_in_episodes(store, [g for g, s in first.items() if s is store]))
+    keep = max(1, ranking.DEFAULT_FUSION.context_prev)
+    texts = []
+    for _store, fields in prepared:
+        group = fields.get("episode_id") or fields.get("session_id")
+        prev = found.get(group, []) if group else []
+        texts.append(ranking.contextual_text(fields["content"], prev))
+        if group:
+            found[group] = [*prev, fields["content"]][-keep:]
+    return texts
 
 
-def write(core: MemoryCore, items: list[MemoryIn], project: str | None, session: str | None,
-          age_dates: bool = False) -> list[StoreResult]:
-    """Validate, redact, embed in one batch, then write each (or merge an exact duplicate). The caller holds
-    ``core.lock``."""
+Written = tuple[str, ScopeStore, str, list[str], str]  # action, store, key, redactions, message
+
+
+def _write(core: MemoryCore, items: list[MemoryIn], project: str | None, session: str | None,
+           age_dates: bool = False) -> list[Written]:
+    """Validate, redact, embed in one batch; write the new memories of each store in one statement and their
+    organise work per chunk (the extensions' after_store); merge exact duplicates (of the store or of an
+    earlier memory of the batch). The caller holds ``core.lock``."""
     prepared = []
-    pending: dict[str, list[str]] = {}
     for mem in items:
         store = core.scopes.target(mem.scope, project, session)
         sess = core.scopes.session(session, project) if mem.scope == Scope.session else None
         fields, kinds = _prepare(core, mem, store, sess, age_dates)
-        search_text = _search_text(store, fields, pending)
-        prepared.append((mem, store, fields, kinds, search_text))
-    vecs, why = try_embed(core.embedder, [p[4] for p in prepared])
-    results = []
-    for i, (_mem, store, fields, kinds, search_text) in enumerate(prepared):
-        dup = store.find_by_hash(fields["content_hash"])
+        prepared.append((store, fields, kinds))
+    texts = _search_texts([(st, f) for st, f, _ in prepared])
+    vecs, why = try_embed(core.embedder, texts)
+    out: list[Written] = []
+    new: dict[int, tuple[ScopeStore, list[tuple[str, dict[str, Any]]]]] = {}
+    batch_hashes: dict[tuple[int, str], str] = {}
+    merges: list[tuple[ScopeStore, str, dict[str, Any]]] = []
+    for i, (store, fields, kinds) in enumerate(prepared):
+        dup = store.find_by_hash(fields["content_hash"]) or batch_hashes.get((id(store), fields["content_hash"]))
         if dup is not None:
-            row = store.merge_into(dup, access_count=0, importance=fields["importance"], tags=fields["tags"],
-                                   merged_from="duplicate-store")
-            assert row is not None
-            results.append(StoreResult(
-                action="merged", memory=core.to_memory(row, store), redactions=kinds,
-                message=f"an identical memory already exists in {store.scope.value} scope; merged into {dup}"))
+            merges.append((store, dup, fields))
+            out.append(("merged", store, dup, kinds,
+                        f"an identical memory already exists in {store.scope.value} scope; merged into {dup}"))
             continue
-        fields["search_text"] = search_text
+        fields["search_text"] = texts[i]
         if vecs is not None:
             fields["embedding"] = [float(x) for x in vecs[i]]
         key = core.new_id()
         for before in core.extensions.before_store:
             before(core, store, key, fields, vecs[i] if vecs is not None else None)
-        row = store.create_memory(key, fields)
-        for after in core.extensions.after_store:
-            after(core, store, key, fields)
+        batch_hashes[(id(store), fields["content_hash"])] = key
+        new.setdefault(id(store), (store, []))[1].append((key, fields))
         msg = f"stored in {store.scope.value} scope"
         if why:
             msg += f" without an embedding ({why}); BM25 will still find it"
         if kinds:
             msg += f"; redacted {len(kinds)} secret(s): {', '.join(sorted(set(kinds)))}"
-        results.append(StoreResult(action="created", memory=core.to_memory(row, store), redactions=kinds,
-                                   message=msg))
-    return results
+        out.append(("created", store, key, kinds, msg))
+    for store, rows in new.values():
+        store.insert_memories(rows)
+        for key, fields in rows:
+            store.mirror_new(key, fields)
+    for store, dup, fields in merges:
+        store.merge_into(dup, access_count=0, importance=fields["importance"], tags=fields["tags"],
+                         merged_from="duplicate-store")
+    for store, rows in new.values():
+        for after in core.extensions.after_store:
+            after(core, store, rows)
+    return out
+
+
+def write(core: MemoryCore, items: list[MemoryIn], project: str | None, session: str | None,
+          age_dates: bool = False) -> list[StoreResult]:
+    """`_write`, then each memory read back as it now stands. The caller holds ``core.lock``."""
+    written = _write(core, items, project, session, age_dates)
+    rows: dict[int, dict[str, dict[str, Any]]] = {}
+    for store in {id(w[1]): w[1] for w in written}.values():
+        rows[id(store)] = store.get_many(list(dict.fromkeys(w[2] for w in written if w[1] is store)))
+    return [StoreResult(action=action, memory=core.to_memory(rows[id(store)][key], store),  # type: ignore[arg-type]
+                        redactions=kinds, message=msg) for action, store, key, kinds, msg in written]
 
 
 def write_into(core: MemoryCore, store: ScopeStore, mem: MemoryIn) -> Memory:
@@ -201,12 +234,12 @@ def import_lines(core: MemoryCore, lines: list[str], project: str | None = None,
     for chunk_start in range(0, len(good), IMPORT_CHUNK):
         try:
             with core.lock:
-                results = write(core, good[chunk_start:chunk_start + IMPORT_CHUNK], project, session,
-                                age_dates=dates == "age")
+                written = _write(core, good[chunk_start:chunk_start + IMPORT_CHUNK], project, session,
+                                 age_dates=dates == "age")
         except EngramError as exc:
             raise EngramError(f"import stopped: {exc}") from exc
-        report.stored += sum(r.action == "created" for r in results)
-        report.merged += sum(r.action == "merged" for r in results)
+        report.stored += sum(w[0] == "created" for w in written)
+        report.merged += sum(w[0] == "merged" for w in written)
     return report
 
 

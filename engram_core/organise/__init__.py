@@ -4,8 +4,8 @@ supplies it through the API (`propose_consolidation_summary`, `resolve_contradic
 
 `register(core)` wires the layer into a memory core through its extension points (core.Extensions):
 - before_store: the episode of a new memory, so its row is written once;
-- after_store: entities + mentions + relations, episode assignment, contradiction candidates, working-memory
-  limit (one database round trip unless something is found);
+- after_store: for a chunk of new memories, entities + mentions + relations and episode assignment (one
+  database round trip), contradiction candidates (one more if any), working-memory limit;
 - after_recall: Hebbian co-activation of the top results;
 - rankers: graph traversal and one-step association spreading, fused by RRF;
 - boosters: the cross-boundary episode penalty, and a discount on memories already consolidated into another.
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import weakref
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -41,23 +42,39 @@ def before_store(core: MemoryCore, store: ScopeStore, key: str, fields: dict[str
         state(core).of(store).new_episode[key] = ep
 
 
-def after_store(core: MemoryCore, store: ScopeStore, key: str, fields: dict[str, Any]) -> None:
-    vec = store.index.embedding(key)
-    on_row = state(core).of(store).new_episode.pop(key, None)
-    ep = on_row or episodes.assign(core, store, fields, vec)
-    rels, live = graph.write_extraction(core, store, key, fields.get("content", ""), ep,
-                                        episode_on_row=on_row is not None)
-    if ep is not None:
-        lt = store.light.get(key)
-        if lt is not None:
-            lt.episode_id = ep  # the mirror row was read before the episode was known
-    if live:
-        contradictions.check_relations(core, store, key, rels, live)
-    if fields.get("memory_type") != "working":
-        contradictions.check_near(core, store, key, fields.get("content", ""), vec,
-                                  memory_type=fields.get("memory_type"))
-    else:
-        associations.enforce_working_capacity(core, store)
+def after_store(core: MemoryCore, store: ScopeStore, items: Sequence[tuple[str, dict[str, Any]]]) -> None:
+    """A chunk of new memories (in the order written, already in the mirror): the episodes, entities, mentions
+    and relations of all of them in one round trip, then their contradiction candidates in one more. Each
+    memory is judged as if the chunk had been written one memory at a time (tests/test_ingest_batch.py)."""
+    ss = state(core).of(store)
+    plans: list[graph.Extraction | None] = []
+    vecs = []
+    for key, fields in items:
+        vec = store.index.embedding(key)
+        on_row = ss.new_episode.pop(key, None)
+        ep = on_row or episodes.assign(core, store, fields, vec)
+        plans.append(graph.plan_extraction(core, store, key, fields.get("content", ""), ep,
+                                           episode_on_row=on_row is not None))
+        vecs.append(vec)
+        if ep is not None:
+            lt = store.light.get(key)
+            if lt is not None:
+                lt.episode_id = ep  # the mirror row was read before the episode was known
+    writes, ss.writes = ss.writes, []
+    todo = [p for p in plans if p is not None]
+    lives = iter(graph.write_extractions(core, store, todo, writes) if todo or writes else [])
+    found: list[contradictions.Candidate] = []
+    keys = [k for k, _ in items]
+    for i, ((key, fields), plan, vec) in enumerate(zip(items, plans, vecs, strict=True)):
+        live = next(lives) if plan is not None else []
+        if live:
+            found += contradictions.check_relations(core, store, key, plan.rels if plan else [], live)
+        if fields.get("memory_type") != "working":
+            found += contradictions.check_near(core, store, key, fields.get("content", ""), vec,
+                                               memory_type=fields.get("memory_type"), later=set(keys[i + 1:]))
+        else:
+            associations.enforce_working_capacity(core, store, later=set(keys[i + 1:]))
+    contradictions.queue(store, found)
 
 
 def consolidated_booster(core: MemoryCore, key: str, store: ScopeStore, light: Light,

@@ -150,11 +150,13 @@ def working_capacity(core: MemoryCore) -> int:
     return max(lo, min(hi, int(core.param("working_memory_capacity", WORKING_CAPACITY))))
 
 
-def enforce_working_capacity(core: MemoryCore, store: ScopeStore) -> list[str]:
-    """Working memory holds at most 7 ± 2 items; the weakest spill to episodic memory."""
+def enforce_working_capacity(core: MemoryCore, store: ScopeStore, later: set[str] | frozenset[str] = frozenset(),
+                             ) -> list[str]:
+    """Working memory holds at most 7 ± 2 items; the weakest spill to episodic memory. ``later``: memories of
+    the chunk being written that come after the one just stored (not there yet, as one-by-one writes see it)."""
     cap = working_capacity(core)
     working = [(k, lt) for k, lt in store.light.items()
-               if lt.memory_type == "working" and lt.status in ("created", "active")]
+               if lt.memory_type == "working" and lt.status in ("created", "active") and k not in later]
     if len(working) <= cap:
         return []
     now = core.now()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
@@ -30,6 +31,7 @@ from .base import (
     NotFound,
     api,
     rid,
+    short_hash,
     to_memory,
 )
 from .graph import end_relations, entity_key, relation_key
@@ -117,21 +119,64 @@ def classify_pair(a: str, b: str, cosine: float) -> tuple[PairClass, str]:
 
 
 # ── queueing ─────────────────────────────────────────────────
-def _queue(store: ScopeStore, kind: str, a: str, b: str, evidence: list[str], at: datetime,
-           relation_a: str | None = None, relation_b: str | None = None) -> str | None:
-    """Queue once per memory pair, whatever its state: a pair resolved or dismissed is not raised again."""
-    if a == b:
-        return None
-    existing = store.q1("SELECT VALUE id FROM contradiction_queue WHERE (memory_a = $a AND memory_b = $b) "
-                        "OR (memory_a = $b AND memory_b = $a) LIMIT 1", {"a": a, "b": b})
-    if existing:
-        store.q("UPDATE $id SET evidence = array::union(evidence, $e) RETURN NONE",
-                {"id": existing[0], "e": evidence})
-        return None
-    row = store.create("contradiction_queue", {"kind": kind, "memory_a": a, "memory_b": b, "evidence": evidence,
-                                               "relation_a": relation_a, "relation_b": relation_b,
-                                               "detected_at": at})
-    return key_of(row["id"])
+NEAR_MAX_PER_MEMORY = 2  # a new memory raises at most this many topic pairs (the closest): see docs/organise.md
+
+
+@dataclass
+class Candidate:
+    """A pair worth raising, found while a chunk is written; `queue` writes a chunk's candidates at once."""
+
+    kind: str
+    a: str
+    b: str
+    evidence: list[str]
+    at: datetime
+    relation_a: str | None = None
+    relation_b: str | None = None
+
+
+def pair_key(a: str, b: str) -> str:
+    """The queue row of a memory pair, whichever way round it was found."""
+    lo, hi = sorted((a, b))
+    return short_hash("contradiction", lo, hi)
+
+
+_QUEUE = """
+-- The row of each pair: its own id, or (stores written before ids were derived from the pair) a lookup.
+-- Two lookups on the cq_pair index, not one with OR (which scans the table).
+LET $old = array::map($cands, |$c| IF record::exists($c.id) { $c.id } ELSE {
+  (SELECT VALUE id FROM contradiction_queue WHERE memory_a = $c.row.memory_a AND memory_b = $c.row.memory_b
+     LIMIT 1)[0]
+  ?? (SELECT VALUE id FROM contradiction_queue WHERE memory_a = $c.row.memory_b AND memory_b = $c.row.memory_a
+     LIMIT 1)[0] });
+FOR $i IN 0..array::len($cands) {
+  LET $c = $cands[$i];
+  IF $old[$i] != NONE { UPDATE $old[$i] SET evidence = array::union(evidence, $c.row.evidence) RETURN NONE; }
+  ELSE { CREATE $c.id CONTENT $c.row RETURN NONE; };
+};
+RETURN $old;
+"""
+
+
+def queue(store: ScopeStore, cands: list[Candidate]) -> list[str]:
+    """Queue each pair once, whatever its state: a pair resolved or dismissed is not raised again (a pair met
+    again gains the new evidence). One round trip; returns the ids of the pairs queued now."""
+    merged: dict[str, Candidate] = {}
+    for c in cands:
+        if c.a == c.b:
+            continue
+        k = pair_key(c.a, c.b)
+        if k in merged:
+            merged[k].evidence = list(dict.fromkeys([*merged[k].evidence, *c.evidence]))
+        else:
+            merged[k] = Candidate(c.kind, c.a, c.b, list(c.evidence), c.at, c.relation_a, c.relation_b)
+    if not merged:
+        return []
+    rows = [{"id": rid("contradiction_queue", k), "row": {
+        "kind": c.kind, "memory_a": c.a, "memory_b": c.b, "evidence": c.evidence, "relation_a": c.relation_a,
+        "relation_b": c.relation_b, "detected_at": c.at}} for k, c in merged.items()]
+    old = store.q(_QUEUE, {"cands": rows}, memory_rows=())[-1] or []
+    return [k for k, was in zip(merged, old, strict=True) if was is None]
 
 
 def _live_evidence(store: ScopeStore, evidence: list[str], exclude: str | None) -> str | None:
@@ -142,11 +187,11 @@ def _live_evidence(store: ScopeStore, evidence: list[str], exclude: str | None) 
 
 
 def check_relations(core: MemoryCore, store: ScopeStore, memory_key: str | None,
-                    new_rels: list[ex.ExtractedRelation], live: list[dict[str, Any]]) -> list[str]:
+                    new_rels: list[ex.ExtractedRelation], live: list[dict[str, Any]]) -> list[Candidate]:
     """Compare the relations a memory just stated with live relations sharing an endpoint."""
     if memory_key is None:
         return []
-    queued: list[str] = []
+    found: list[Candidate] = []
     for r in new_rels:
         if r.relation_type not in ("uses", "replaces", "causes", "contradicts"):
             continue
@@ -175,23 +220,25 @@ def check_relations(core: MemoryCore, store: ScopeStore, memory_key: str | None,
             other = _live_evidence(store, old.get("evidence") or [], memory_key)
             if other is None:
                 continue
-            q = _queue(store, kind, other, memory_key, [reason or kind], core.now(), key_of(old["id"]),
-                       relation_key(src, r.relation_type, dst))
-            if q:
-                queued.append(q)
-    return queued
+            found.append(Candidate(kind, other, memory_key, [reason or kind], core.now(), key_of(old["id"]),
+                                   relation_key(src, r.relation_type, dst)))
+    return found
 
 
 def check_near(core: MemoryCore, store: ScopeStore, key: str, content: str,
-               vec: np.ndarray | None, *, k: int = 5, memory_type: str | None = None) -> list[str]:
-    """Memories close in topic to the new one that differ in a value or in negation.
+               vec: np.ndarray | None, *, k: int = 5, memory_type: str | None = None,
+               later: frozenset[str] | set[str] = frozenset()) -> list[Candidate]:
+    """Memories close in topic to the new one that differ in a value or in negation: the closest
+    NEAR_MAX_PER_MEMORY of its k nearest neighbours. ``later``: memories of the same chunk written after this
+    one, which it must not see (as if the chunk were written one memory at a time).
 
     Two episodes never contradict each other: each records something that happened ("fixed a bug in auth",
     "fixed the same kind of bug in payments"); a fact or a procedure can be contradicted, by either."""
     if vec is None:
         return []
-    queued = []
-    for other, cos in store.index.vector(vec, k + 1):
+    found: list[Candidate] = []
+    near = [(o, c) for o, c in store.index.vector(vec, k + 1 + len(later)) if o not in later][:k + 1]
+    for other, cos in near:
         if other == key or cos < CANDIDATE_COSINE:
             continue
         lt = store.light.get(other)
@@ -203,10 +250,10 @@ def check_near(core: MemoryCore, store: ScopeStore, key: str, content: str,
         if cls != "update":
             continue
         kind = "negation" if "negat" in why else "value"
-        q = _queue(store, kind, other, key, [why], core.now())
-        if q:
-            queued.append(q)
-    return queued
+        found.append(Candidate(kind, other, key, [why], core.now()))
+        if len(found) >= NEAR_MAX_PER_MEMORY:
+            break
+    return found
 
 
 # ── API ──────────────────────────────────────────────────────

@@ -51,12 +51,12 @@ def _stream(st: OrganiseState, store: ScopeStore, name: str) -> Stream:
     return s
 
 
-def _open(store: ScopeStore, s: Stream, name: str, boundary: str, trigger: str | None, at: datetime) -> None:
+def _open(store: ScopeStore, writes: list[dict[str, Any]], s: Stream, name: str, boundary: str,
+          trigger: str | None, at: datetime) -> None:
     if s.episode_id:
-        store.q("UPDATE $id SET ended_at = ended_at ?? $t, end_reason = end_reason ?? $r RETURN NONE",
-                {"id": rid("episode", s.episode_id), "t": at, "r": boundary})
+        writes.append({"op": "end", "id": rid("episode", s.episode_id), "t": at, "r": boundary})
     key = "ep_" + store.new_id()
-    store.q("CREATE $id CONTENT $c RETURN NONE", {"id": rid("episode", key), "c": {
+    writes.append({"op": "open", "id": rid("episode", key), "c": {
         "stream": name, "started_at": at, "last_at": at, "boundary_type": boundary,
         "boundary_trigger": redact_text(trigger or "")[:300] or None}})  # whole, then cut
     s.episode_id, s.last_at, s.centroid, s.count, s.pending = key, at, None, 0, None
@@ -64,7 +64,8 @@ def _open(store: ScopeStore, s: Stream, name: str, boundary: str, trigger: str |
 
 def assign(core: MemoryCore, store: ScopeStore, fields: dict[str, Any],
            vec: np.ndarray | None) -> str | None:
-    """The episode a new memory belongs to; opens a new one at a boundary. Cheap unless a boundary is crossed."""
+    """The episode a new memory belongs to; opens a new one at a boundary. What that writes waits in the
+    store's organise state (``writes``) for the memory's graph write, which sends it in the same round trip."""
     if fields.get("episode_id"):
         return None  # the writer chose the episode itself (imports, benchmarks)
     st = state(core)
@@ -72,17 +73,18 @@ def assign(core: MemoryCore, store: ScopeStore, fields: dict[str, Any],
     at: datetime = fields.get("created_at") or core.now()
     with st.lock:
         s = _stream(st, store, name)
+        writes = st.of(store).writes
         if s.pending is not None:
-            _open(store, s, name, s.pending[0], s.pending[1], at)
+            _open(store, writes, s, name, s.pending[0], s.pending[1], at)
         elif s.episode_id is None:
-            _open(store, s, name, "start", None, at)
+            _open(store, writes, s, name, "start", None, at)
         elif s.last_at is not None and at - s.last_at > TIME_GAP:
-            _open(store, s, name, "temporal", f"{int((at - s.last_at).total_seconds() // 60)} min since the last memory",
+            _open(store, writes, s, name, "temporal", f"{int((at - s.last_at).total_seconds() // 60)} min since the last memory",
                   at)
         elif vec is not None and s.centroid is not None and s.count >= MIN_EPISODE_FOR_SHIFT:
             sim = float(np.dot(s.centroid, vec) / max(float(np.linalg.norm(s.centroid)), 1e-9))
             if sim < TOPIC_SHIFT_COSINE:
-                _open(store, s, name, "context_shift", f"cosine {sim:.2f} to the episode's topic", at)
+                _open(store, writes, s, name, "context_shift", f"cosine {sim:.2f} to the episode's topic", at)
         if vec is not None:
             s.centroid = vec.copy() if s.centroid is None else s.centroid * (s.count / (s.count + 1)) + vec / (s.count + 1)
         s.count += 1
@@ -91,8 +93,7 @@ def assign(core: MemoryCore, store: ScopeStore, fields: dict[str, Any],
         m = _DONE.search(fields.get("content", ""))
         if m:
             s.pending = ("task_completion", m.group(0))
-            store.q("UPDATE $id SET ended_at = $t, end_reason = 'task_completion' RETURN NONE",
-                    {"id": rid("episode", episode), "t": at})
+            writes.append({"op": "done", "id": rid("episode", episode), "t": at})
     return episode
 
 

@@ -11,7 +11,7 @@ import math
 import re
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -54,6 +54,7 @@ TRAVERSE_MAX_MENTIONS = 150
 GRAPH_LIST_MAX = 100  # how many graph-found memories join the fusion
 SUBJECT_TYPES = ("project", "person")  # "this project" / "user": hubs that would link everything
 CONFLICT_TYPES = ("uses", "replaces", "causes", "contradicts")
+EVIDENCE_MAX = 50  # memory keys kept as a relation's evidence, newest last
 
 
 def entity_key(name_key: str, entity_type: str) -> str:
@@ -70,33 +71,10 @@ def subject_for(store: ScopeStore) -> ex.Extracted:
 
 # ── writing ──────────────────────────────────────────────────
 _WRITE = """
-IF $ep != NONE {
-  IF !$ep_on_row { UPDATE $mem SET episode_id = $ep RETURN NONE; };
-  UPDATE $epr SET memory_count += 1, last_at = $now RETURN NONE;
-};
-IF array::len($ents) > 0 {
-  -- Only `+=` sees the stored value inside ON DUPLICATE KEY UPDATE (3.2.4), hence the clamp after.
-  INSERT INTO entity $ents ON DUPLICATE KEY UPDATE mention_count += 1, last_seen = $now,
-    updated_at = $now, confidence += 0.02 RETURN NONE;
-  UPDATE $mentioned SET confidence = 1.0 WHERE confidence > 1.0 RETURN NONE;
-};
-IF array::len($mentioned) > 0 { RELATE $mem->mentions->$mentioned RETURN NONE; };
-FOR $r IN $rels {
-  IF record::exists($r.id) {
-    LET $cur = (SELECT VALUE evidence FROM ONLY $r.id);
-    IF $r.ev = NONE OR $r.ev NOT IN $cur {
-      UPDATE $r.id SET weight = math::min([1.0, weight + $inc]), confidence = math::min([1.0, confidence + 0.05]),
-        evidence = IF $r.ev = NONE THEN $cur ELSE array::slice(array::append($cur, $r.ev), -50) END,
-        invalid_at = NONE, updated_at = $now RETURN NONE;
-    };
-  } ELSE {
-    RELATE ($r.src)->($r.id)->($r.dst) CONTENT $r.fields RETURN NONE;
-  };
-};
-SELECT id, in, out, weight, invalid_at FROM $rels.id;
+LET $pre_rels = (SELECT id, evidence, invalid_at FROM $pre_ids);
 -- Two selects, not `in IN $check OR out IN $check`: the engine scans the whole table for the OR (quadratic
 -- import), and uses the relates_in / relates_out indexes for each half.
-RETURN IF array::len($check) > 0 {
+LET $pre_live = IF array::len($check) > 0 {
   array::union(
     (SELECT id, in, out, relation_type, evidence, out.category AS category, out.name AS out_name,
             in.name AS in_name FROM relates_to
@@ -105,7 +83,38 @@ RETURN IF array::len($check) > 0 {
             in.name AS in_name FROM relates_to
      WHERE out IN $check AND invalid_at IS NONE AND relation_type IN $conflict_types))
 } ELSE { [] };
-"""
+FOR $w IN $ep_writes {
+  IF $w.op = 'open' { CREATE $w.id CONTENT $w.c RETURN NONE; }
+  ELSE IF $w.op = 'end' { UPDATE $w.id SET ended_at = ended_at ?? $w.t, end_reason = end_reason ?? $w.r RETURN NONE; }
+  ELSE { UPDATE $w.id SET ended_at = $w.t, end_reason = 'task_completion' RETURN NONE; };
+};
+FOR $e IN $set_ep { UPDATE $e.mem SET episode_id = $e.ep RETURN NONE; };
+FOR $e IN $eps { UPDATE $e.id SET memory_count += $e.n, last_at = $now RETURN NONE; };
+IF array::len($ents) > 0 {
+  -- Only `+=` sees the stored value inside ON DUPLICATE KEY UPDATE (3.2.4), hence the clamp after.
+  INSERT INTO entity array::map($ents, |$e| $e + {first_seen: $now, last_seen: $now, created_at: $now,
+    updated_at: $now}) ON DUPLICATE KEY UPDATE mention_count += 1, last_seen = $now, updated_at = $now,
+    confidence += 0.02 RETURN NONE;
+  UPDATE $ent_ids SET confidence = 1.0 WHERE confidence > 1.0 RETURN NONE;
+};
+IF array::len($mentions) > 0 { INSERT RELATION INTO mentions $mentions RETURN NONE; };
+FOR $r IN $rels {
+  IF record::exists($r.id) {
+    LET $cur = (SELECT VALUE evidence FROM ONLY $r.id);
+    IF $r.ev = NONE OR $r.ev NOT IN $cur {
+      UPDATE $r.id SET weight = math::min([1.0, weight + $inc]), confidence = math::min([1.0, confidence + 0.05]),
+        evidence = IF $r.ev = NONE THEN $cur ELSE array::slice(array::append($cur, $r.ev), -EVIDENCE_MAX) END,
+        invalid_at = NONE, updated_at = $now RETURN NONE;
+    };
+  } ELSE {
+    RELATE ($r.src)->($r.id)->($r.dst) CONTENT $r.fields + {valid_from: $now, created_at: $now, updated_at: $now}
+      RETURN NONE;
+  };
+};
+RETURN {pre_rels: $pre_rels, pre_live: $pre_live,
+        post: (SELECT id, in, out, weight, invalid_at, relation_type, out.category AS category,
+                      out.name AS out_name, in.name AS in_name FROM $rel_ids)};
+""".replace("EVIDENCE_MAX", str(EVIDENCE_MAX))
 
 
 def _entity_row(e: ex.Extracted, scope: str, now: datetime, source: str = "extracted",
@@ -136,11 +145,25 @@ def _relation_row(r: ex.ExtractedRelation, scope: str, memory_key: str | None, n
     }
 
 
-def write_extraction(core: MemoryCore, store: ScopeStore, key: str, content: str,
-                     episode_id: str | None, *, episode_on_row: bool = False,
-                     ) -> tuple[list[ex.ExtractedRelation], list[dict[str, Any]]]:
-    """One round trip: episode id, entities, mentions, relations. Returns the relations written and any
-    live relations that share an endpoint with a conflict-prone one (the contradiction candidates)."""
+@dataclass
+class Extraction:
+    """What one memory (or one stated relation) writes into the graph, planned before the chunk's round trip."""
+
+    key: str | None  # the memory; None for a relation the agent states
+    mentioned: list[ex.Extracted]
+    rels: list[ex.ExtractedRelation]
+    ent_rows: list[dict[str, Any]]
+    rel_rows: list[dict[str, Any]]
+    check: list[str]  # entity keys whose live conflict-prone relations the caller wants back
+    episode: str | None = None
+    episode_on_row: bool = False
+    now: datetime | None = None
+    entities: list[ex.Extracted] = field(default_factory=list)  # mentioned + relation endpoints
+
+
+def plan_extraction(core: MemoryCore, store: ScopeStore, key: str, content: str, episode_id: str | None, *,
+                    episode_on_row: bool = False) -> Extraction | None:
+    """Entities, mentions and relations of one memory, or None when it writes nothing into the graph."""
     ents = ex.extract_entities(content)
     subject = subject_for(store)
     rels = ex.extract_relations(content, ents, subject) if ents else []
@@ -151,29 +174,118 @@ def write_extraction(core: MemoryCore, store: ScopeStore, key: str, content: str
         all_ents.setdefault((r.source.key, r.source.entity_type), r.source)
         all_ents.setdefault((r.target.key, r.target.entity_type), r.target)
     if not all_ents and episode_id is None:
-        return [], []
+        return None
     check: set[str] = set()
     for r in rels:
         if r.relation_type in CONFLICT_TYPES:
             check.add(entity_key(r.source.key, r.source.entity_type))
             check.add(entity_key(r.target.key, r.target.entity_type))
+    return Extraction(key=key, mentioned=ents, rels=rels, ent_rows=[_entity_row(e, scope, now) for e in all_ents.values()],
+                      rel_rows=[_relation_row(r, scope, key, now) for r in rels], check=sorted(check),
+                      episode=episode_id, episode_on_row=episode_on_row, now=now, entities=list(all_ents.values()))
+
+
+def write_extraction(core: MemoryCore, store: ScopeStore, key: str, content: str,
+                     episode_id: str | None, *, episode_on_row: bool = False,
+                     ) -> tuple[list[ex.ExtractedRelation], list[dict[str, Any]]]:
+    """One memory's `write_extractions`: the relations written and the live ones sharing an endpoint with a
+    conflict-prone one (the contradiction candidates)."""
+    plan = plan_extraction(core, store, key, content, episode_id, episode_on_row=episode_on_row)
+    if plan is None:
+        return [], []
+    return plan.rels, write_extractions(core, store, [plan])[0]
+
+
+def write_extractions(core: MemoryCore, store: ScopeStore, plans: Sequence[Extraction],
+                      episode_writes: Sequence[dict[str, Any]] = ()) -> list[list[dict[str, Any]]]:
+    """One round trip for a chunk of memories: the episodes opened and ended for them (``episode_writes``, from
+    episodes.assign), episode ids and counts, entities, mentions, relations. Returns, for each plan in order, the live relations
+    sharing an endpoint with its conflict-prone ones as they stood right after that plan's own writes (what
+    writing the memories one by one would have returned), sorted by id."""
+    rel_ids = list(dict.fromkeys(r["id"] for p in plans for r in p.rel_rows))
+    # One instant for the chunk's stamps (the rows are written by one statement), sent once: a datetime per row
+    # field was most of the parameters' encoding time.
+    now = plans[-1].now if plans and plans[-1].now else core.now()
+    eps: dict[str, dict[str, Any]] = {}
+    for p in plans:
+        if p.episode is not None:
+            e = eps.setdefault(p.episode, {"id": rid("episode", p.episode), "n": 0})
+            e["n"] += 1
+    check = sorted({c for p in plans for c in p.check})
     params = {
-        "now": now, "mem": rid("memory", key), "ep": episode_id, "ep_on_row": episode_on_row, "inc": STRENGTHEN,
-        "epr": rid("episode", episode_id) if episode_id else None,
-        "ents": [_entity_row(e, scope, now) for e in all_ents.values()],
-        "mentioned": [rid("entity", entity_key(e.key, e.entity_type)) for e in ents],
-        "rels": [_relation_row(r, scope, key, now) for r in rels],
-        "check": [rid("entity", c) for c in sorted(check)], "conflict_types": sorted(CONFLICT_TYPES),
+        "now": now, "inc": STRENGTHEN, "ep_writes": list(episode_writes), "conflict_types": sorted(CONFLICT_TYPES), "check": [rid("entity", c) for c in check],
+        "pre_ids": rel_ids if check else [], "rel_ids": rel_ids, "eps": list(eps.values()),
+        "set_ep": [{"mem": rid("memory", p.key), "ep": p.episode} for p in plans
+                   if p.episode is not None and not p.episode_on_row and p.key is not None],
+        "ents": [_unstamped(e) for p in plans for e in p.ent_rows],
+        "ent_ids": list(dict.fromkeys(e["id"] for p in plans for e in p.ent_rows)),
+        "mentions": [{"in": rid("memory", p.key), "out": rid("entity", entity_key(e.key, e.entity_type))}
+                     for p in plans if p.key is not None for e in p.mentioned],
+        "rels": [{**r, "fields": _unstamped(r["fields"])} for p in plans for r in p.rel_rows],
     }
-    # The one memory field it writes is the episode, which the mirror takes below: the row stays held.
-    result = store.q(_WRITE, params, memory_rows=())
-    if episode_id is not None and not episode_on_row:
-        store.mirror_fields(key, episode_id=episode_id)
-    _remember(core, store, all_ents.values(), key, [key_of(m) for m in params["mentioned"]], result[-2] or [])
-    live = result[-1] or []
-    if isinstance(live, dict):  # the SDK hands back a one-row result of a RETURN as the row itself
-        live = [live]
-    return rels, [plain(r) for r in live if isinstance(r, dict)]
+    # The one memory field it writes is the episode (of a memory written without it), which the mirror takes
+    # below: the rows stay held.
+    got = store.q(_WRITE, params, memory_rows=())[-1] or {}
+    for e in params["set_ep"]:
+        store.mirror_fields(key_of(e["mem"]), episode_id=e["ep"])
+    post = {key_of(r["id"]): plain(r) for r in got.get("post") or []}
+    g = state(core).of(store).graph
+    if g is not None:
+        with g.lock:
+            for p in plans:
+                for e in p.entities:
+                    g.add_entity(entity_key(e.key, e.entity_type), e.entity_type, e.key)
+                if p.key is not None:
+                    for e in p.mentioned:
+                        g.add_mention(p.key, entity_key(e.key, e.entity_type))
+            for k, r in post.items():
+                g.set_relation(k, key_of(r["in"]), key_of(r["out"]), float(r["weight"]), r.get("invalid_at") is None)
+    if not check:
+        return [[] for _ in plans]
+    return _live_after_each(plans, got, post)
+
+
+_STAMPS = ("first_seen", "last_seen", "created_at", "updated_at", "valid_from")
+
+
+def _unstamped(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in row.items() if k not in _STAMPS}
+
+
+def _live_after_each(plans: Sequence[Extraction], got: dict[str, Any],
+                     post: dict[str, dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """Replay the chunk's relation writes over the state before it, plan by plan: the live conflict-prone
+    relations each plan would have seen had it been written alone, right after the plans before it."""
+    state_: dict[str, dict[str, Any]] = {}
+    for r in got.get("pre_live") or []:
+        r = plain(r)
+        state_[key_of(r["id"])] = {**r, "evidence": list(r.get("evidence") or []), "live": True}
+    for r in got.get("pre_rels") or []:
+        k = key_of(r["id"])
+        base = state_.get(k) or {**post.get(k, {}), "id": r["id"]}
+        state_[k] = {**base, "evidence": list(r.get("evidence") or []), "live": r.get("invalid_at") is None}
+    out: list[list[dict[str, Any]]] = []
+    for p in plans:
+        for row in p.rel_rows:
+            k = key_of(row["id"])
+            cur = state_.get(k)
+            if cur is None:
+                state_[k] = {**post.get(k, {}), "id": row["id"], "evidence": [row["ev"]] if row["ev"] else [],
+                             "live": True}
+            elif row["ev"] is None or row["ev"] not in cur["evidence"]:
+                if row["ev"] is not None:
+                    cur["evidence"] = [*cur["evidence"], row["ev"]][-EVIDENCE_MAX:]
+                cur["live"] = True
+        if not p.check:
+            out.append([])
+            continue
+        check = set(p.check)
+        live = [{k: v for k, v in s.items() if k not in ("live", "weight", "invalid_at")}
+                for _k, s in sorted(state_.items())
+                if s["live"] and s.get("relation_type") in CONFLICT_TYPES
+                and (key_of(s["in"]) in check or key_of(s["out"]) in check)]
+        out.append([{**r, "evidence": list(r["evidence"])} for r in live])
+    return out
 
 
 class GraphMirror:
@@ -650,15 +762,13 @@ def state_relation(core: MemoryCore, store: ScopeStore, source: str, target: str
     row["src"], row["dst"] = rid("entity", src_key), rid("entity", dst_key)
     row["id"] = rid("relates_to", relation_key(src_key, relation_type, dst_key))
     existed = bool(store.q1("SELECT VALUE id FROM ONLY $id", {"id": row["id"]}))
-    res = store.q(_WRITE, {"now": now, "mem": rid("memory", "none"), "ep": None, "ep_on_row": False, "epr": None,
-                           "inc": STRENGTHEN, "ents": [], "mentioned": [], "rels": [row], "check": [row["src"], row["dst"]],
-                           "conflict_types": list(CONFLICT_TYPES)})
-    _remember(core, store, [], None, (), res[-2] or [])
+    live = write_extractions(core, store, [Extraction(key=None, mentioned=[], rels=[rel], ent_rows=[], rel_rows=[row],
+                                                      check=sorted({src_key, dst_key}), now=now)])[0]
     got = plain(store.q1("SELECT * FROM ONLY $id", {"id": row["id"]}))
     names = {src_key: src.name, dst_key: dst.name}
     result = RelateResult(relation=_relations([got], names, store.scope.value)[0], strengthened=existed)
     return StatedRelation(result=result, relation=rel, evidence_key=ev if ev in store.light else None,
-                          live=[plain(r) for r in (res[-1] or [])])
+                          live=live)
 
 
 # ── maintenance ──────────────────────────────────────────────

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..models import RelateResult, RelationType
 from .base import EngramError, MemoryCore, api
-from .contradictions import check_relations
+from .contradictions import check_relations, queue
 from .graph import state_relation
 
 
@@ -20,6 +20,6 @@ def relate_entities(core: MemoryCore, source: str, target: str, relation_type: R
         raise EngramError("confidence must be between 0 and 1")
     store = core.scopes.primary(project, session, scope)
     stated = state_relation(core, store, source, target, relation_type, evidence, confidence)
-    stated.result.contradictions = check_relations(core, store, stated.evidence_key, [stated.relation],
-                                                   stated.live)
+    stated.result.contradictions = queue(store, check_relations(core, store, stated.evidence_key,
+                                                                [stated.relation], stated.live))
     return stated.result

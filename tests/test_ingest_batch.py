@@ -1,0 +1,168 @@
+"""Batched ingest (issue #15): an import writes each chunk in a bounded number of engine round trips, and what
+it builds (memories, graph, episodes, working-memory spills, contradictions) is what storing the same
+memories one at a time builds, to the field."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engram_core import store as store_mod
+from engram_core.clock import FrozenClock
+from engram_core.ids import SequentialIds
+from engram_core.models import MemoryIn
+from engram_core.organise import contradictions as cx
+from engram_core.service import EngramService
+from engram_core.store import key_of, plain
+from engram_core.writing import IMPORT_CHUNK
+
+T0 = datetime(2025, 6, 2, 9, 30, tzinfo=UTC)
+
+_FACTS = [
+    "We use Jest as the test runner for the web app.",
+    "For the web app we use Vitest; run it with `npm run test`.",
+    "We use yarn for installing packages.",
+    "We switched from yarn to pnpm to save disk space.",
+    "The Postgres database listens on port 5432 in docker-compose.yml",
+    "The Postgres database listens on port 5433 in docker-compose.yml",
+    "Caching is enabled for the search endpoint",
+    "Caching is not enabled for the search endpoint anymore",
+    "The retry limit in src/jobs/worker.py is 3 attempts.",
+    "The retry limit in src/jobs/worker.py is 5 attempts.",
+    "The retry limit in src/jobs/worker.py is 7 attempts [brackets] and a \\ backslash.",
+    "Deploy with `make deploy`; the token is ghp_abcdefghijklmnopqrstuvwxyz0123456789 (rotate it).",
+    "We use pytest for the backend tests.",
+    "We use unittest for the backend tests.",
+    "Redis listens on port 6379 for the cache.",
+    "Redis listens on port 6380 for the cache.",
+    "Task is done: all tests pass on the billing branch.",
+    "Fixed the KeyError in src/api/routes.py by checking the session dict first.",
+    "Fixed the KeyError in src/api/routes.py by checking the request dict first.",
+]
+
+
+def _lines() -> list[str]:
+    """~150 memories: conflicting facts repeated in new words, exact duplicates inside one chunk and across
+    chunks, a secret, brackets, emoji and a line separator, spread over more than one chunk."""
+    out: list[dict[str, Any]] = []
+    topics = ["auth", "billing", "search", "uploads", "the CLI", "migrations", "the cache", "CI"]
+    for i in range(150):
+        if i % 7 == 0:
+            text = _FACTS[(i // 7) % len(_FACTS)]
+        elif i % 11 == 0:
+            text = f"{_FACTS[(i // 11) % len(_FACTS)]} Noted again in review {i % 3}."
+        else:
+            t = topics[i % len(topics)]
+            text = (f"In {t}, the handler in src/{t.split()[-1]}/service_{i % 13}.py uses httpx with a "
+                    f"{i % 5 + 1}s timeout ✓\u2028see ticket #{i % 17}.")
+        out.append({"content": text, "memory_type": ["semantic", "episodic", "procedural"][i % 3],
+                    "importance": round(0.3 + (i % 7) / 10, 2), "tags": [f"t{i % 4}"]})
+    out[70] = dict(out[63])  # an exact duplicate inside one chunk (63 and 70 are both in the second)
+    out[140] = dict(out[3])  # and one of an earlier chunk
+    return [json.dumps(x) for x in out]
+
+
+def _snapshot(svc: EngramService, proj: str) -> dict[str, Any]:
+    st = svc.scopes.primary(proj)
+
+    def rows(sql: str) -> list[Any]:
+        return plain(st.q1(sql)) or []
+
+    return {
+        "memory": rows("SELECT id, content, content_hash, search_text, episode_id, tags, importance, status, "
+                       "metadata, memory_type, created_at FROM memory ORDER BY id"),
+        "entity": rows("SELECT * OMIT embedding FROM entity ORDER BY id"),
+        "relates_to": rows("SELECT * FROM relates_to ORDER BY id"),
+        "mentions": sorted((key_of(m["in"]), key_of(m["out"])) for m in rows("SELECT in, out FROM mentions")),
+        "episode": rows("SELECT * FROM episode ORDER BY id"),
+        "contradiction_queue": rows("SELECT * FROM contradiction_queue ORDER BY id"),
+        "mirror": sorted((k, lt.episode_id, lt.content_hash) for k, lt in st.light.items()),
+    }
+
+
+def _service(home: Path, embedder: Any) -> EngramService:  # noqa: ANN401
+    return EngramService(home, embedder=embedder, clock=FrozenClock(T0), ids=SequentialIds(T0))
+
+
+def test_an_import_in_chunks_builds_what_one_by_one_stores_build(tmp_path: Path, embedder: Any) -> None:  # noqa: ANN401
+    lines = _lines()
+    assert len(lines) > 2 * IMPORT_CHUNK
+    got = {}
+    for way in ("batch", "single"):
+        proj = tmp_path / way / "proj"
+        (proj / ".git").mkdir(parents=True)
+        with _service(tmp_path / way / "home", embedder) as svc:
+            if way == "batch":
+                report = svc.import_lines(lines, project=str(proj))
+                assert report.stored + report.merged == len(lines) and report.merged >= 2
+            else:
+                for line in lines:
+                    svc.store(MemoryIn(**json.loads(line)), project=str(proj))
+            got[way] = _snapshot(svc, str(proj))
+    batch, single = got["batch"], got["single"]
+    assert len(batch["memory"]) == report.stored and batch["entity"] and batch["relates_to"] and batch["mentions"]
+    assert len(batch["episode"]) > 1 and batch["contradiction_queue"]
+    for table in batch:
+        assert batch[table] == single[table], table
+
+
+def test_working_memory_spills_the_same_in_a_chunk(tmp_path: Path, embedder: Any) -> None:  # noqa: ANN401
+    """The 7 ± 2 limit of a session's working memory, applied memory by memory inside one chunk."""
+    mems = [MemoryIn(content=f"working note {i}: step {i} of the refactor of src/app/mod_{i}.py",
+                     memory_type="working", scope="session", importance=round(0.2 + (i * 37 % 10) / 20, 2))
+            for i in range(12)]
+    got = {}
+    for way in ("batch", "single"):
+        proj = tmp_path / way / "proj"
+        (proj / ".git").mkdir(parents=True)
+        with _service(tmp_path / way / "home", embedder) as svc:
+            sess = svc.start_session(project=str(proj)).session_key
+            if way == "batch":
+                svc.store_many(mems, project=str(proj), session=sess)
+            else:
+                for m in mems:
+                    svc.store(m, project=str(proj), session=sess)
+            st = svc.scopes.session(sess, str(proj)).store
+            got[way] = sorted((k, lt.memory_type) for k, lt in st.light.items())
+    assert got["batch"] == got["single"]
+    assert sum(t == "episodic" for _, t in got["batch"]) == 12 - 7
+
+
+def test_an_import_costs_a_bounded_number_of_round_trips_per_chunk(service: EngramService, project_dir: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not one query per memory: each chunk is its rows in one INSERT, its graph and episodes in one statement,
+    its contradiction candidates in one more (and the first chunk may load what a store loads once)."""
+    lines = _lines()
+    service.import_lines(lines[:5], project=str(project_dir))  # the store is opened and loaded
+    calls: list[str] = []
+    run = store_mod.Connection.run
+
+    def counting(self: store_mod.Connection, ns: str, db: str, sql: str, params: Any = None) -> Any:  # noqa: ANN401
+        calls.append(sql)
+        return run(self, ns, db, sql, params)
+
+    monkeypatch.setattr(store_mod.Connection, "run", counting)
+    report = service.import_lines(lines[5:], project=str(project_dir))
+    chunks = -(-len(lines[5:]) // IMPORT_CHUNK)
+    assert report.stored + report.merged == len(lines) - 5
+    # a duplicate costs its merge and the re-read of the row it merged into (rare in an import)
+    assert len(calls) <= 3 * chunks + 2 * report.merged, calls
+
+
+def test_a_memory_raises_at_most_a_few_topic_pairs(service: EngramService, project_dir: Path) -> None:
+    """The contradiction queue stays bounded: a memory close to many that differ in a value raises only its
+    closest NEAR_MAX_PER_MEMORY pairs, and a pair is queued once however often it is met."""
+    p = str(project_dir)
+    for n in range(6):
+        service.store(MemoryIn(content=f"The worker pool in src/jobs/pool.py runs {n + 2} processes."), project=p)
+    new = service.store(MemoryIn(content="The worker pool in src/jobs/pool.py runs 16 processes."), project=p)
+    mine = [c for c in cx.list_contradictions(service, project=p) if new.memory.id in (c.a.id, c.b.id)]
+    assert 1 <= len(mine) <= cx.NEAR_MAX_PER_MEMORY
+    total = len(cx.list_contradictions(service, project=p))
+    assert total <= cx.NEAR_MAX_PER_MEMORY * 7
+    service.store(MemoryIn(content="The worker pool in src/jobs/pool.py runs 16 processes."), project=p)  # merged
+    assert len(cx.list_contradictions(service, project=p)) == total
