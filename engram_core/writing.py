@@ -162,7 +162,8 @@ def write(core: MemoryCore, items: list[MemoryIn], project: str | None, session:
     written = _write(core, items, project, session, age_dates)
     rows: dict[int, dict[str, dict[str, Any]]] = {}
     for store in {id(w[1]): w[1] for w in written}.values():
-        rows[id(store)] = store.get_many(list(dict.fromkeys(w[2] for w in written if w[1] is store)))
+        # read as recall reads them: the rows stay held in the store's row mirror
+        rows[id(store)] = store.get_many(list(dict.fromkeys(w[2] for w in written if w[1] is store)), settled=False)
     return [StoreResult(action=action, memory=core.to_memory(rows[id(store)][key], store),  # type: ignore[arg-type]
                         redactions=kinds, message=msg) for action, store, key, kinds, msg in written]
 
