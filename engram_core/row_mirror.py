@@ -31,6 +31,9 @@ FIELDS = ("content", "content_hash", "memory_type", "scope", "tags", "importance
           "invalid_at", "created_at", "updated_at", "last_accessed_at", "metadata")
 _DATETIMES = ("invalid_at", "created_at", "updated_at", "last_accessed_at")
 _MEMORY_WORD = re.compile(r"\bmemory\b", re.IGNORECASE)
+# Statements that may change rows already there; a statement with none of these only adds rows (CREATE, INSERT
+# without ON DUPLICATE, RELATE) and leaves every held row as it is.
+_CHANGES = re.compile(r"\b(?:UPDATE|UPSERT|DELETE|REMOVE|ALTER|DEFINE|REBUILD|DUPLICATE)\b", re.IGNORECASE)
 _DT = "$engram_dt"  # how a datetime is tagged in the snapshot's JSON (metadata may hold datetimes anywhere)
 
 
@@ -123,7 +126,7 @@ class RowMirror:
         """A write statement ran (or is about to): the rows it may change leave the mirror."""
         if not self._rows:
             return
-        if _MEMORY_WORD.search(sql):  # addresses the table itself (`UPDATE memory WHERE …`): any row may change
+        if _MEMORY_WORD.search(sql) and _CHANGES.search(sql):  # `UPDATE memory WHERE …`: any row may change
             self.clear()
             return
         keys: set[str] = set()

@@ -173,3 +173,29 @@ def test_the_mirror_stays_in_step_after_every_kind_of_write(filled: Any) -> None
     service.clock.advance(days=40)  # type: ignore[attr-defined]
     assert service.maintain(project=p)
     assert_in_step(service, store, p)
+
+
+def test_which_writes_drop_which_held_rows() -> None:
+    """What a statement may change leaves the mirror; what it cannot change stays held."""
+    from surrealdb import RecordID
+
+    from engram_core.row_mirror import FIELDS, RowMirror
+
+    rows = RowMirror()
+
+    def fill() -> None:
+        for k in ("a", "b", "c"):
+            rows.put(k, dict.fromkeys(FIELDS))
+
+    fill()
+    rows.touched("UPDATE $id SET importance = 0.9", {"id": RecordID("memory", "a")})
+    assert rows.missing(["a", "b", "c"]) == ["a"]
+    fill()
+    rows.touched("FOR $u IN $items { UPDATE $u.id SET x = 1; }", {"items": [{"id": "memory:b", "e": [0.1, 0.2]}]})
+    assert rows.missing(["a", "b", "c"]) == ["b"]
+    fill()
+    rows.touched("INSERT INTO entity $e ON DUPLICATE KEY UPDATE n += 1", {"e": [{"id": RecordID("entity", "a")}]})
+    rows.touched("INSERT INTO memory $rows RETURN NONE", {"rows": [{"id": RecordID("memory", "d")}]})
+    assert rows.missing(["a", "b", "c"]) == []  # new rows and other tables change no held row
+    rows.touched("UPDATE memory SET pinned = true WHERE importance > 0.8", {})
+    assert rows.missing(["a", "b", "c"]) == ["a", "b", "c"]
