@@ -592,7 +592,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--session", default=None, help="session id, for --scope session")
     project_opt(sp)
 
-    sp = add("import", "import memories from a JSONL file (one memory per line)", cmd_import)
+    sp = add("import", "import memories from a JSONL file (one memory per line); then compacts the stores it "
+             "grew (old row versions leave the disk)", cmd_import)
     sp.add_argument("file", help="JSONL: content, memory_type, scope, tags, importance, metadata, created_at; "
                     "or a file written by `engram export` (restored exactly)")
     sp.add_argument("--session", default=None, help="session id, for lines with scope session")
