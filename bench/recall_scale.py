@@ -161,12 +161,14 @@ def main() -> None:
             ext = svc.extensions
             ext.rankers[:] = [timed(f"ranker.{r.__name__}", r) for r in ext.rankers]
             ext.boosters[:] = [timed("boosters", b) for b in ext.boosters]
-            questions = realpath_text.questions(args.queries + 5, 11)
+            # Other questions at each size: the model keeps the vectors of the last texts it embedded.
+            questions = realpath_text.questions(5 + args.queries * len(args.sizes), 11)
             svc.recall(questions[0], project=str(project))  # the model and the graph mirror load
-            for n in args.sizes:
+            for i, n in enumerate(args.sizes):
                 built = fill(svc, store, n, args.seed)
-                svc.recall(questions[1], project=str(project), strengthen=False, log=False)
-                built.update(measure(svc, str(project), questions[5:], args.gap_ms / 1000))
+                svc.recall(questions[1 + i], project=str(project), strengthen=False, log=False)
+                mine = questions[5 + i * args.queries:5 + (i + 1) * args.queries]
+                built.update(measure(svc, str(project), mine, args.gap_ms / 1000))
                 built["load"] = os.getloadavg()
                 result["sizes"][str(n)] = built
                 print(json.dumps({n: built}), file=sys.stderr)

@@ -83,6 +83,7 @@ class RowMirror:
         self.lock = threading.RLock()
         self._rows: dict[str, tuple[Any, ...] | str] = {}
         self.filling = False  # a background `fill` runs
+        self.filler: threading.Thread | None = None  # the last one started
 
     def __len__(self) -> int:
         return len(self._rows)

@@ -689,6 +689,7 @@ class ScopeStore:
         self.graph_version += 1
         gen = self._generation()
         if self._load_full_snapshot(gen):
+            self.fill_rows_later()  # a snapshot written before it held rows, or with some dropped
             return
         # The snapshot is out of date (or absent): every row, its vector included, from the database. A vector is
         # one bytes value (schema 006), so this is a bulk read, not 384 floats decoded one by one.
@@ -748,7 +749,8 @@ class ScopeStore:
             finally:
                 self.rows.filling = False
 
-        threading.Thread(target=run, name="engram-row-fill", daemon=True).start()
+        self.rows.filler = threading.Thread(target=run, name="engram-row-fill", daemon=True)
+        self.rows.filler.start()
 
     @property
     def snapshot_path(self) -> Path | None:

@@ -133,6 +133,28 @@ def test_rows_missing_after_an_open_without_snapshot_are_read_and_filled(filled:
         again.close()
 
 
+def test_the_daemon_fills_missing_rows_in_the_background(filled: Any, engram_home: Path, embedder: Any,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The daemon (store.use_engine_thread) reads the rows a store opened without them lacks, without a recall."""
+    import engram_core.store as store_mod
+
+    service, store, p, keys = filled
+    snap = store.snapshot_path
+    service.close()
+    assert snap is not None
+    snap.unlink()
+    monkeypatch.setattr(store_mod, "_fill_in_background", True)
+    again = EngramService(home=engram_home, embedder=embedder)
+    try:
+        st = again.project_store(p)
+        assert st is not None and st.rows.filler is not None
+        st.rows.filler.join(60)
+        assert len(st.rows) == len(TEXTS) and not st.rows.filling
+        assert assert_in_step(again, st, p) == len(TEXTS)
+    finally:
+        again.close()
+
+
 def test_the_mirror_stays_in_step_after_every_kind_of_write(filled: Any) -> None:
     service, store, p, keys = filled
     assert assert_in_step(service, store, p) == len(TEXTS)
