@@ -623,38 +623,37 @@ class ScopeStore:
         current = self.schema_version() if self._has_schema_meta() else 0
         for version, _name, text in migrations():
             if version > current:
-                extra, params = self._vectors_to_bytes() if version == VECTOR_BYTES_SCHEMA else ("", {})
-                self.q(f"BEGIN TRANSACTION;\n{text}\n{extra}\nUPSERT schema_meta:current SET version = {version}, "
-                       f"applied_at = time::now();\nCOMMIT TRANSACTION;", params)
+                if version == VECTOR_BYTES_SCHEMA:
+                    self._vectors_to_bytes()
+                self.q(f"BEGIN TRANSACTION;\n{text}\nUPSERT schema_meta:current SET version = {version}, "
+                       f"applied_at = time::now();\nCOMMIT TRANSACTION;")
                 current = version
         return current
 
-    def _vectors_to_bytes(self) -> tuple[str, dict[str, Any]]:
-        """The rewrite of every vector stored as a list of floats (memories and entities) into float32 bytes, as
-        statements to run in schema 006's transaction: once the field's type says bytes, a row still holding floats
-        could not be written at all, so the type and the rows change together or not at all. The floats are read
-        before (the SDK decodes them one by one: ~0.5 s per 1,000 rows, once) and kept bit for bit as float32 (what
-        every writer stored them from)."""
-        sql, params = [], {}
+    def _vectors_to_bytes(self, chunk: int = 1000) -> None:
+        """Before schema 006: rewrite every vector stored as a list of floats (memories and entities) as float32
+        bytes, bit for bit the float32 value every writer stored it from. The field first accepts both forms, so
+        each chunk commits on its own (a store of any size, in bounded memory) and a row not yet converted can still
+        be written; an interrupted upgrade goes on from the rows still holding floats at the next open, and
+        schema 006 then narrows the type to bytes. The floats are read once (the SDK decodes them one by one:
+        ~0.5 s per 1,000 rows)."""
+        widen = "\n".join(f"DEFINE FIELD OVERWRITE embedding ON {t} TYPE option<bytes | array<float>>;"
+                          for t in (MEMORY_TABLE, "entity"))
+        self.q(widen)
         for table in (MEMORY_TABLE, "entity"):
-            vecs, empty = [], []
-            ids = self.q1(f"SELECT VALUE id FROM {table} WHERE embedding != NONE") or []
-            for i in range(0, len(ids), 500):
-                for r in self.q1("SELECT id, embedding FROM $ids", {"ids": ids[i:i + 500]}) or []:
+            ids = self.q1(f"SELECT VALUE id FROM {table} WHERE type::is_array(embedding)") or []
+            for i in range(0, len(ids), chunk):
+                vecs, empty = [], []
+                for r in self.q1("SELECT id, embedding FROM $ids", {"ids": ids[i:i + chunk]}) or []:
                     raw = encode_vector(r.get("embedding"))
-                    if raw is None:
+                    if raw is None:  # an empty list was never a vector
                         empty.append(r["id"])
                     else:
                         vecs.append({"id": r["id"], "e": raw})
-            if vecs:
-                sql.append(f"FOR $u IN ${table}_vectors {{ UPDATE $u.id SET embedding = $u.e RETURN NONE; }};")
-                params[f"{table}_vectors"] = vecs
-            if empty:  # an empty list was never a vector
-                sql.append(f"UPDATE ${table}_empty SET embedding = NONE RETURN NONE;")
-                params[f"{table}_empty"] = empty
+                self.q("FOR $u IN $vecs { UPDATE $u.id SET embedding = $u.e RETURN NONE; };"
+                       "UPDATE $empty SET embedding = NONE RETURN NONE;", {"vecs": vecs, "empty": empty})
             if ids:
                 self.conn.erased = True  # the old floats stay in the engine's files until the next compaction
-        return "\n".join(sql), params
 
     def _has_schema_meta(self) -> bool:
         info = self.q1("INFO FOR DB")

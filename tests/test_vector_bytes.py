@@ -145,3 +145,42 @@ def test_scope_store_decodes_old_floats_only_in_the_upgrade(tmp_path: Path) -> N
     for i, f in enumerate(floats):
         assert store.get_embedding(f"m{i}").tobytes() == np.asarray(f, dtype=np.float32).tobytes()
     conn.close()
+
+
+def test_an_interrupted_upgrade_goes_on_at_the_next_open(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each chunk of the conversion commits on its own (a store of any size, bounded memory): a crash after the
+    first leaves some rows as bytes and the others as floats, both still writable, and the next open finishes."""
+    import engram_core.store as store_mod
+
+    floats = [[float(x) for x in np.random.default_rng(i).random(384).astype(np.float32)] for i in range(5)]
+    _old_format_store(tmp_path / "project.db", "project", "p", floats)
+    real = store_mod.ScopeStore._vectors_to_bytes
+    written: list[int] = []
+    real_q = store_mod.ScopeStore.q
+
+    def crash_after_first_chunk(self: ScopeStore, sql: str, params: dict | None = None) -> list:
+        if sql.startswith("FOR $u IN $vecs") and written:
+            raise RuntimeError("power cut")
+        out = real_q(self, sql, params)
+        if sql.startswith("FOR $u IN $vecs"):
+            written.append(len((params or {})["vecs"]))
+        return out
+
+    monkeypatch.setattr(store_mod.ScopeStore, "_vectors_to_bytes", lambda self: real(self, chunk=2))
+    monkeypatch.setattr(store_mod.ScopeStore, "q", crash_after_first_chunk)
+    conn = Connection.file(tmp_path / "project.db")
+    with pytest.raises(RuntimeError, match="power cut"):
+        ScopeStore(conn, Scope.project, "p")
+    monkeypatch.setattr(store_mod.ScopeStore, "q", real_q)
+    kinds = conn.run("project", "p", "SELECT VALUE type::of(embedding) FROM memory WHERE embedding != NONE "
+                                     "ORDER BY id")[-1]
+    assert written == [2] and sorted(kinds) == ["array", "array", "array", "bytes", "bytes"]
+    assert conn.run("project", "p", "RETURN (SELECT VALUE version FROM ONLY schema_meta:current)")[-1] < \
+        VECTOR_BYTES_SCHEMA
+    conn.run("project", "p", "UPDATE memory:m4 SET access_count += 1 RETURN NONE")  # still writable mid-way
+
+    store = ScopeStore(conn, Scope.project, "p")
+    assert store.schema_version() >= VECTOR_BYTES_SCHEMA
+    for i, f in enumerate(floats):
+        assert store.q1(f"SELECT VALUE embedding FROM ONLY memory:m{i}") == np.asarray(f, np.float32).tobytes()
+    conn.close()
