@@ -162,6 +162,16 @@ class SearchIndex:
 
     _INITIAL_CAPACITY = 64
     MEMO_TOP = 200  # how many of the last query vector's best documents are kept for the next ask (`vector`)
+    # From this many documents on, the cosine scan goes in two stages (`_coarse_top`): reading the whole float32
+    # matrix is memory-bound (100k × 384: 153 MB, ~19 ms a query on this machine), so a PCA projection of it is
+    # scanned first and only its best candidates are scored exactly. Below it (LoCoMo, a 15k store) the scan is exact.
+    COARSE_MIN_DOCS = 30_000
+    COARSE_DIMS = 96
+    COARSE_CANDIDATES = 4_000  # at least; COARSE_PER_ASKED × what is asked when that is more
+    COARSE_PER_ASKED = 20
+    # And at least a tenth of the documents: on the 12.2k store's real vectors, the best tenth by projection held
+    # 99.5 % of the exact top 200 (the top 10 identical for 100 questions of 100); the best 4 % held 93 %.
+    COARSE_SHARE = 10
 
     def __init__(
         self, dim: int = 384, *, k1: float = 0.9, b: float = 0.4, drop_stopwords: bool = True
@@ -198,6 +208,11 @@ class SearchIndex:
         # activation, then ranking); any write invalidates it.
         self._version = 0
         self._vec_memo: tuple[bytes, int, int, list[tuple[str, float]]] | None = None
+        # The two-stage scan's projection (dim × COARSE_DIMS) and every slot's projected vector, built at the first
+        # query of a large index and kept in step by every write after; None below COARSE_MIN_DOCS.
+        self._basis: np.ndarray | None = None
+        self._coarse: np.ndarray | None = None
+        self._basis_at = 0  # how many slots were in use when the projection was computed
 
     # ------------------------------------------------------------------ mutation
 
@@ -210,6 +225,10 @@ class SearchIndex:
         self._vecs = vecs
         self._has_vec = np.concatenate([self._has_vec, np.zeros(new - old, dtype=bool)])
         self._doc_len = np.concatenate([self._doc_len, np.zeros(new - old, dtype=np.float32)])
+        if self._coarse is not None:
+            coarse = np.zeros((new, self.COARSE_DIMS), dtype=np.float32)
+            coarse[:old] = self._coarse
+            self._coarse = coarse
 
     def _alloc_slot(self) -> int:
         if self._free:
@@ -255,6 +274,7 @@ class SearchIndex:
         with self._lock:
             if self._slot_of:
                 raise ValueError("load() fills an empty index")
+            self._basis = self._coarse = None
             n = len(ids)
             cap = max(self._INITIAL_CAPACITY, 1 << max(0, (n - 1).bit_length()))
             self._id_of = [*ids, *([None] * (cap - n))]
@@ -362,6 +382,8 @@ class SearchIndex:
             else:
                 self._vecs[slot] = unit
                 self._has_vec[slot] = True
+            if self._coarse is not None and self._basis is not None:
+                self._coarse[slot] = 0.0 if unit is None else unit @ self._basis
 
     def remove(self, doc_id: str) -> None:
         with self._lock:
@@ -373,6 +395,8 @@ class SearchIndex:
             self._clear_slot_text(slot, old_text)
             self._has_vec[slot] = False
             self._vecs[slot] = 0.0
+            if self._coarse is not None:
+                self._coarse[slot] = 0.0
             self._id_of[slot] = None
             self._free.append(slot)
 
@@ -502,13 +526,60 @@ class SearchIndex:
             memo = self._vec_memo
             if memo is not None and memo[0] == memo_key and memo[1] == self._version and k <= memo[2]:
                 return memo[3][:k]
-            scores = self._vecs[: self._high] @ unit
-            scores[~self._has_vec[: self._high]] = -np.inf
             # The longest list a recall asks for at once: spreading asks for 5 first, fusion for 200 after.
             want = max(k, self.MEMO_TOP)
-            top = self._top(scores, want, positive_only=False)
+            if self._high >= self.COARSE_MIN_DOCS:
+                top = self._coarse_top(unit, want)
+            else:
+                scores = self._vecs[: self._high] @ unit
+                scores[~self._has_vec[: self._high]] = -np.inf
+                top = self._top(scores, want, positive_only=False)
             self._vec_memo = (memo_key, self._version, want, top)
             return top[:k]
+
+    def _coarse_top(self, unit: np.ndarray, want: int) -> list[tuple[str, float]]:
+        """The best ``want`` by cosine, in two stages: the projected matrix gives candidates, which are scored
+        exactly. Caller holds the lock."""
+        high = self._high
+        if self._basis is None or self._coarse is None or high > 2 * self._basis_at:
+            self._build_projection()
+        assert self._basis is not None and self._coarse is not None
+        has = self._has_vec[:high]
+        rough = self._coarse[:high] @ (unit @ self._basis)
+        rough[~has] = -np.inf
+        n = min(high, max(self.COARSE_CANDIDATES, self.COARSE_PER_ASKED * want, high // self.COARSE_SHARE))
+        cand = np.argpartition(-rough, n - 1)[:n] if n < high else np.arange(high)
+        exact = self._vecs[cand] @ unit
+        exact[~has[cand]] = -np.inf
+        k = min(want, len(cand))
+        best = np.argpartition(-exact, k - 1)[:k] if k < len(cand) else np.arange(len(cand))
+        best = best[np.lexsort((cand[best], -exact[best]))]  # by score, then slot, as `_top` orders
+        out: list[tuple[str, float]] = []
+        for i in best:
+            sc = float(exact[i])
+            doc_id = self._id_of[cand[i]]
+            if sc != -math.inf and doc_id is not None:
+                out.append((doc_id, sc))
+        return out
+
+    def _build_projection(self) -> None:
+        """The top principal directions of (a spread sample of) the stored vectors, and every slot projected on
+        them. Deterministic: the same vectors give the same projection."""
+        high = self._high
+        slots = np.flatnonzero(self._has_vec[:high])
+        sample = slots[np.linspace(0, len(slots) - 1, min(len(slots), 4096)).astype(np.int64)] if len(slots) else slots
+        x = self._vecs[sample].astype(np.float64)
+        x -= x.mean(axis=0) if len(x) else 0.0
+        dims = min(self.COARSE_DIMS, self.dim)
+        basis = np.zeros((self.dim, self.COARSE_DIMS), dtype=np.float32)
+        if len(x) > 1:
+            _, _, vt = np.linalg.svd(x, full_matrices=False)
+            basis[:, : min(dims, len(vt))] = vt[:dims].T
+        self._basis = basis
+        coarse = np.zeros((len(self._id_of), self.COARSE_DIMS), dtype=np.float32)
+        coarse[:high] = self._vecs[:high] @ basis
+        self._coarse = coarse
+        self._basis_at = max(1, high)
 
     def _top(self, scores: np.ndarray, k: int, *, positive_only: bool) -> list[tuple[str, float]]:
         n = scores.shape[0]

@@ -310,3 +310,40 @@ def test_postings_saved_and_loaded_score_like_tokenising_and_stay_so_through_wri
     plain = SearchIndex(dim=4, drop_stopwords=False)
     plain.load(ids, [docs[i] for i in ids], np.zeros((len(ids), 4), np.float32), np.zeros(len(ids), bool))
     assert other.bm25_scores("the deploy") == plain.bm25_scores("the deploy")
+
+
+def test_large_index_scans_in_two_stages_and_keeps_the_projection_in_step() -> None:
+    """Above COARSE_MIN_DOCS the cosine scan goes through a PCA projection first; on vectors its projection holds
+    whole (a low-rank set) it returns what the exact scan returns, after upserts, removals and growth too."""
+    rng = np.random.default_rng(3)
+    basis = rng.standard_normal((20, 384)).astype(np.float32)
+
+    def vec() -> np.ndarray:
+        return (rng.standard_normal(20).astype(np.float32) @ basis).astype(np.float32)
+
+    exact, two = SearchIndex(384), SearchIndex(384)
+    exact.COARSE_MIN_DOCS = 10**9
+    two.COARSE_MIN_DOCS, two.COARSE_CANDIDATES, two.COARSE_PER_ASKED, two.COARSE_SHARE = 300, 50, 1, 100
+    for i in range(400):
+        v = vec()
+        exact.upsert(f"d{i}", "", v)
+        two.upsert(f"d{i}", "", v)
+    q = vec()
+    assert two.vector(q, 20) == exact.vector(q, 20)
+    assert two._coarse is not None  # noqa: SLF001 - the two-stage path is what is under test
+    for i in range(400, 700):  # past the matrix's capacity (512): it grows, the projection with it
+        v = vec()
+        exact.upsert(f"d{i}", "", v)
+        two.upsert(f"d{i}", "", v)
+    for i in range(0, 700, 7):
+        exact.remove(f"d{i}")
+        two.remove(f"d{i}")
+    exact.upsert("d3", "", None)
+    two.upsert("d3", "", None)
+    for _ in range(5):
+        q = vec()
+        assert two.vector(q, 20) == exact.vector(q, 20)
+    small = SearchIndex(384)
+    small.upsert("a", "", vec())
+    small.vector(vec(), 5)
+    assert small._coarse is None  # noqa: SLF001 - below the threshold the scan is exact, nothing built
