@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import json
 import re
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import UTC, timedelta
 from typing import Any, Literal
 
+import numpy as np
 from pydantic import ValidationError
 
 from . import lifecycle, ranking
@@ -80,26 +83,45 @@ def _prepare(core: MemoryCore, mem: MemoryIn, store: ScopeStore, sess: Session |
     return fields, kinds
 
 
-def _search_texts(prepared: list[tuple[ScopeStore, dict[str, Any]]]) -> list[str]:
-    """Each memory's contextual text: its content and the memories before it in its episode (or session),
-    those of this same batch included."""
+def _search_texts(prepared: list[tuple[ScopeStore, dict[str, Any]]], context: dict[str, list[str]]) -> list[str]:
+    """Each memory's contextual text: its content and the memories before it in its episode (or session).
+    ``context``: each group's last memories as this batch (and the batches of the same import before it)
+    left them, updated here; a group not in it is read from its store."""
     first: dict[str, ScopeStore] = {}
     for store, fields in prepared:
         group = fields.get("episode_id") or fields.get("session_id")
-        if group:
+        if group and group not in context:
             first.setdefault(group, store)
-    found: dict[str, list[str]] = {}
     for store in {id(s): s for s in first.values()}.values():
-        found.update(_previous_in_episodes(store, [g for g, s in first.items() if s is store]))
+        context.update(_previous_in_episodes(store, [g for g, s in first.items() if s is store]))
     keep = max(1, ranking.DEFAULT_FUSION.context_prev)
     texts = []
     for _store, fields in prepared:
         group = fields.get("episode_id") or fields.get("session_id")
-        prev = found.get(group, []) if group else []
+        prev = context.get(group, []) if group else []
         texts.append(ranking.contextual_text(fields["content"], prev))
         if group:
-            found[group] = [*prev, fields["content"]][-keep:]
+            context[group] = [*prev, fields["content"]][-keep:]
     return texts
+
+
+@dataclass
+class _Batch:
+    """Memories redacted and given their search text, ready to embed and write."""
+
+    prepared: list[tuple[ScopeStore, dict[str, Any], list[str]]]
+    texts: list[str]
+
+
+def _prepare_batch(core: MemoryCore, items: list[MemoryIn], project: str | None, session: str | None,
+                   age_dates: bool, context: dict[str, list[str]]) -> _Batch:
+    prepared = []
+    for mem in items:
+        store = core.scopes.target(mem.scope, project, session)
+        sess = core.scopes.session(session, project) if mem.scope == Scope.session else None
+        fields, kinds = _prepare(core, mem, store, sess, age_dates)
+        prepared.append((store, fields, kinds))
+    return _Batch(prepared, _search_texts([(st, f) for st, f, _ in prepared], context))
 
 
 Written = tuple[str, ScopeStore, str, list[str], str]  # action, store, key, redactions, message
@@ -107,22 +129,22 @@ Written = tuple[str, ScopeStore, str, list[str], str]  # action, store, key, red
 
 def _write(core: MemoryCore, items: list[MemoryIn], project: str | None, session: str | None,
            age_dates: bool = False) -> list[Written]:
-    """Validate, redact, embed in one batch; write the new memories of each store in one statement and their
-    organise work per chunk (the extensions' after_store); merge exact duplicates (of the store or of an
-    earlier memory of the batch). The caller holds ``core.lock``."""
-    prepared = []
-    for mem in items:
-        store = core.scopes.target(mem.scope, project, session)
-        sess = core.scopes.session(session, project) if mem.scope == Scope.session else None
-        fields, kinds = _prepare(core, mem, store, sess, age_dates)
-        prepared.append((store, fields, kinds))
-    texts = _search_texts([(st, f) for st, f, _ in prepared])
-    vecs, why = try_embed(core.embedder, texts)
+    """Validate, redact, embed in one batch, write (`_store_batch`). The caller holds ``core.lock``."""
+    batch = _prepare_batch(core, items, project, session, age_dates, {})
+    vecs, why = try_embed(core.embedder, batch.texts)
+    return _store_batch(core, batch, vecs, why)
+
+
+def _store_batch(core: MemoryCore, batch: _Batch, vecs: np.ndarray | None, why: str | None) -> list[Written]:
+    """Write the new memories of each store in one statement and their organise work per chunk (the
+    extensions' after_store); merge exact duplicates (of the store or of an earlier memory of the batch).
+    The caller holds ``core.lock``."""
+    texts = batch.texts
     out: list[Written] = []
     new: dict[int, tuple[ScopeStore, list[tuple[str, dict[str, Any]]]]] = {}
     batch_hashes: dict[tuple[int, str], str] = {}
     merges: list[tuple[ScopeStore, str, dict[str, Any]]] = []
-    for i, (store, fields, kinds) in enumerate(prepared):
+    for i, (store, fields, kinds) in enumerate(batch.prepared):
         dup = store.find_by_hash(fields["content_hash"]) or batch_hashes.get((id(store), fields["content_hash"]))
         if dup is not None:
             merges.append((store, dup, fields))
@@ -131,7 +153,7 @@ def _write(core: MemoryCore, items: list[MemoryIn], project: str | None, session
             continue
         fields["search_text"] = texts[i]
         if vecs is not None:
-            fields["embedding"] = [float(x) for x in vecs[i]]
+            fields["embedding"] = vecs[i]  # float32, stored as bytes
         key = core.new_id()
         for before in core.extensions.before_store:
             before(core, store, key, fields, vecs[i] if vecs is not None else None)
@@ -232,15 +254,36 @@ def import_lines(core: MemoryCore, lines: list[str], project: str | None = None,
                           dates=dates, dry_run=dry_run, next_sweep=_import_preview(core, good, dates == "age"))
     if dry_run or (failed and not skip_bad):
         return report
-    for chunk_start in range(0, len(good), IMPORT_CHUNK):
+    chunks = [good[i:i + IMPORT_CHUNK] for i in range(0, len(good), IMPORT_CHUNK)]
+    context: dict[str, list[str]] = {}
+
+    def ahead(chunk: list[MemoryIn]) -> tuple[_Batch, Future[tuple[np.ndarray | None, str | None]]]:
+        with core.lock:
+            batch = _prepare_batch(core, chunk, project, session, dates == "age", context)
+        return batch, pool.submit(try_embed, core.embedder, batch.texts)
+
+    # A chunk is embedded while the one before it is written: the model and the engine both leave Python's
+    # lock while they work, so on two cores the writes take little from the embedding.
+    with ThreadPoolExecutor(1, thread_name_prefix="engram-import-embed") as pool:
         try:
-            with core.lock:
-                written = _write(core, good[chunk_start:chunk_start + IMPORT_CHUNK], project, session,
-                                 age_dates=dates == "age")
+            nxt: tuple[_Batch, Future[tuple[np.ndarray | None, str | None]]] | EngramError | None = None
+            for i in range(len(chunks)):
+                if nxt is None:
+                    nxt = ahead(chunks[i])
+                if isinstance(nxt, EngramError):
+                    raise nxt  # after the chunks before it were written, as without the look-ahead
+                batch, embedding = nxt
+                vecs, why = embedding.result()
+                try:
+                    nxt = ahead(chunks[i + 1]) if i + 1 < len(chunks) else None
+                except EngramError as exc:
+                    nxt = exc
+                with core.lock:
+                    written = _store_batch(core, batch, vecs, why)
+                report.stored += sum(w[0] == "created" for w in written)
+                report.merged += sum(w[0] == "merged" for w in written)
         except EngramError as exc:
             raise EngramError(f"import stopped: {exc}") from exc
-        report.stored += sum(w[0] == "created" for w in written)
-        report.merged += sum(w[0] == "merged" for w in written)
     return report
 
 

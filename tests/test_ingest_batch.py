@@ -166,3 +166,18 @@ def test_a_memory_raises_at_most_a_few_topic_pairs(service: EngramService, proje
     assert total <= cx.NEAR_MAX_PER_MEMORY * 7
     service.store(MemoryIn(content="The worker pool in src/jobs/pool.py runs 16 processes."), project=p)  # merged
     assert len(cx.list_contradictions(service, project=p)) == total
+
+
+def test_engram_import_requests_stay_small_whatever_the_lines() -> None:
+    """`engram import` sends IMPORT_CHUNK lines a request (the daemon embeds one chunk while it writes the one
+    before), but never a request near the socket's line limit: 256 lines of 100k characters would be 25 MB."""
+    from engram_core.cli import commands
+    from engram_core.wire.protocol import MAX_LINE
+
+    lines = ["x" * 100_000] * 300 + ['{"content": "short"}'] * 600
+    reqs = commands.import_requests(lines, commands.IMPORT_CHUNK)
+    assert [ln for _, part in reqs for ln in part] == lines
+    assert [start for start, _ in reqs] == [sum(len(p) for _, p in reqs[:i]) for i in range(len(reqs))]
+    assert all(len(part) <= commands.IMPORT_CHUNK for _, part in reqs)
+    assert all(sum(len(x) for x in part) <= commands.REQUEST_BYTES + 100_000 < MAX_LINE / 2 for _, part in reqs)
+    assert len(reqs[-1][1]) < commands.IMPORT_CHUNK and len(reqs) > 300 * 100_000 // commands.REQUEST_BYTES

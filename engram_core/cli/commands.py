@@ -18,7 +18,11 @@ from typing import Any, NoReturn
 from .. import __version__
 from ..vocabulary import MEMORY_TYPES, SCOPES
 
-IMPORT_CHUNK = 64  # lines per request: the progress bar moves (and its rate updates) this often
+# Lines per request while storing: the progress bar moves (and its rate updates) this often, and the daemon
+# embeds each 64-line chunk of a request while it writes the one before (writing.import_lines).
+IMPORT_CHUNK = 256
+CHECK_CHUNK = 2000  # lines per request of the first pass, which only checks the file
+REQUEST_BYTES = 2 * 1024 * 1024  # and at most about this much text a request (a line may hold 100k characters)
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -137,8 +141,7 @@ def _import_pass(client: Any, lines: list[str], args: argparse.Namespace, *, dry
     began = time.monotonic()
     done = 0
     try:
-        for start in range(0, len(lines), IMPORT_CHUNK):
-            chunk = lines[start:start + IMPORT_CHUNK]
+        for start, chunk in import_requests(lines, CHECK_CHUNK if dry_run else IMPORT_CHUNK):
             plain, records = _split_export_records(chunk, start + 1)
             for first, part in plain:
                 report = client.call("import_lines", lines=part, project=_project(args), session=args.session,
@@ -166,6 +169,20 @@ def _import_pass(client: Any, lines: list[str], args: argparse.Namespace, *, dry
             progress.stop()
     totals["failed"].sort(key=lambda f: f["line"])
     return totals
+
+
+def import_requests(lines: list[str], per_call: int) -> list[tuple[int, list[str]]]:
+    """(index of the first line, lines): at most ``per_call`` lines and about REQUEST_BYTES of text each."""
+    out: list[tuple[int, list[str]]] = []
+    start, size = 0, 0
+    for i, line in enumerate(lines):
+        size += len(line)
+        if i + 1 - start >= per_call or size >= REQUEST_BYTES:
+            out.append((start, lines[start:i + 1]))
+            start, size = i + 1, 0
+    if start < len(lines):
+        out.append((start, lines[start:]))
+    return out
 
 
 def _next_sweep_line(preview: dict[str, int], dates: str) -> str:
