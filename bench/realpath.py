@@ -914,7 +914,7 @@ def main() -> None:
     ap.add_argument("--baseline-queries", type=int, default=None, help="queries per baseline (default 100)")
     ap.add_argument("--gap-ms", type=int, default=200, help="pause before each paced call (default 200)")
     ap.add_argument("--budget-s", type=float, default=600, help="at most this long per recall row (default 600)")
-    ap.add_argument("--import-timeout-per-k", type=float, default=120, help="import timeout, s per 1000 (default 120)")
+    ap.add_argument("--import-timeout-per-k", type=float, default=240, help="import timeout, s per 1000 (default 240)")
     ap.add_argument("--baseline-timeout-per-k", type=float, default=60, help="timeout per baseline, s per 1000 "
                     "memories (default 60)")
     ap.add_argument("--no-baselines", action="store_true")
