@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from pydantic import ValidationError
@@ -26,17 +27,52 @@ def _export_stores(core: MemoryCore, scope: str, project: str | None) -> list[Sc
     return stores
 
 
+# A page stays far below the largest answer the wire takes, whatever the memories hold.
+EXPORT_PAGE_BYTES = 4 * 1024 * 1024
+VECTOR_JSON_BYTES = 8_192  # 384 floats written out in JSON
+
+
+def _row_bytes(row: dict[str, Any]) -> int:
+    rest = {k: v for k, v in row.items() if k != "embedding"}
+    return VECTOR_JSON_BYTES + len(json.dumps(rest, default=str, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+
+
 @api
-def export_memories(core: MemoryCore, scope: ScopeOrAll = "all",
-                    project: str | None = None) -> list[MemoryRecord]:
-    """Every memory of the scope(s) with every stored field (embedding included), oldest first."""
+def export_memories(core: MemoryCore, scope: ScopeOrAll = "all", project: str | None = None,
+                    after: str | None = None, limit: int | None = None) -> list[MemoryRecord]:
+    """Every memory of the scope(s) with every stored field (embedding included), store by store, each in the
+    order it was written.
+
+    Paged when ``limit`` is given: at most ``limit`` records and never more than ~4 MB of them; ``after`` is
+    the ``"database/id"`` of the last record of the previous page. A page shorter than asked may still be
+    followed by more: the last page is the empty one."""
+    if limit is not None and limit < 1:
+        raise EngramError("limit must be at least 1")
+    stores = _export_stores(core, scope, project)
+    start = 0
+    after_key: str | None = None
+    if after:
+        database, _, after_key = after.partition("/")
+        names = [s.database for s in stores]
+        if database not in names or not after_key:
+            raise EngramError(f"unknown export position {after!r}: give the database/id of the last record "
+                              "of the previous page")
+        start = names.index(database)
     out: list[MemoryRecord] = []
-    for store in _export_stores(core, scope, project):
+    budget = EXPORT_PAGE_BYTES
+    for i, store in enumerate(stores[start:], start=start):
         root = core.scopes.root_of(store) if store.scope == Scope.project else None
-        for row in store.export_rows():
+        wanted = None if limit is None else limit - len(out)
+        for row in store.export_rows(after=after_key if i == start else None, limit=wanted):
+            if limit is not None:
+                budget -= _row_bytes(row)
+                if out and budget < 0:
+                    return out
             row = {k: v for k, v in row.items() if k in MemoryRecord.model_fields and v is not None}
             out.append(MemoryRecord(**{**row, "id": key_of(row["id"]), "scope": store.scope,
                                        "database": store.database, "project_path": root}))
+        if limit is not None and len(out) >= limit:
+            break
     return out
 
 

@@ -1215,10 +1215,14 @@ class ScopeStore:
         )
         return [plain(r) for r in rows or []]
 
-    def export_rows(self) -> list[dict[str, Any]]:
-        """Every memory with every stored field; its vector as a list of floats (the export format a person can
-        read, and what `restore_row` takes back), each exactly the float32 value stored."""
-        rows = [plain(r) for r in self.q1("SELECT * OMIT memory_strength FROM memory ORDER BY created_at, id") or []]
+    def export_rows(self, after: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+        """Every memory with every stored field, in id order (the order they were written: ids are ULIDs),
+        ``limit`` at a time after the key ``after``; its vector as a list of floats (the export format a person
+        can read, and what `restore_row` takes back), each exactly the float32 value stored."""
+        where = "WHERE id > $after" if after else ""
+        page = "LIMIT $limit" if limit is not None else ""
+        rows = [plain(r) for r in self.q1(f"SELECT * OMIT memory_strength FROM memory {where} ORDER BY id {page}",
+                                          {"after": record(after) if after else None, "limit": limit}) or []]
         for row in rows:
             vec = decode_vector(row.get("embedding"))
             row["embedding"] = None if vec is None else vec.tolist()

@@ -213,3 +213,20 @@ def test_recall_and_store_stay_light_in_the_cli_process(daemon: DaemonProc, tmp_
         assert p.returncode == 0, p.stderr
         heavy = json.loads(p.stderr.rsplit("HEAVY ", 1)[1])
         assert heavy == [], (args, heavy)
+
+
+def test_export_of_more_than_one_answer_can_hold(daemon: DaemonProc, tmp_path: Path) -> None:
+    # Twelve memories with 3 MB of metadata each: their export is larger than the largest answer the wire takes
+    # (32 MB), so `engram export` must page.
+    src = new_project(tmp_path, "bigexport")
+    lines = "".join(json.dumps({"content": f"note {i} [/] 🚀", "metadata": {"log": "ab[/] " * 500_000}}) + "\n"
+                    for i in range(12))
+    data = tmp_path / "big-in.jsonl"
+    data.write_text(lines, encoding="utf-8")
+    assert ok_json(engram(daemon, "import", str(data), "--json", cwd=src))["stored"] == 12
+    backup = tmp_path / "big.jsonl"
+    summary = ok_json(engram(daemon, "export", "--scope", "project", "-o", str(backup), "--json", cwd=src))
+    rows = [json.loads(x) for x in backup.read_text(encoding="utf-8").splitlines()]
+    assert summary["exported"] == len(rows) == 12 and backup.stat().st_size > 32e6
+    assert sorted(r["content"] for r in rows) == sorted(f"note {i} [/] 🚀" for i in range(12))
+    assert not list(tmp_path.glob(".big.jsonl.part"))

@@ -72,3 +72,34 @@ def test_health_reports_stores_and_permissions(service: EngramService, project_d
     (service.home / "user.db").chmod(0o755)
     bad = service.health()
     assert not bad.ok and "chmod" in next(c.fix for c in bad.checks if c.name == "permissions")
+
+
+def test_export_pages_concatenate_to_the_whole_export(service: EngramService, project_dir: Path,
+                                                      monkeypatch) -> None:  # noqa: ANN001
+    from engram_core import backup
+
+    p = str(project_dir)
+    for i in range(5):
+        service.store(MemoryIn(content=f"project note {i} about [/] and \\ paths 🚀"), project=p)
+    for i in range(3):
+        service.store(MemoryIn(content=f"user preference {i}", scope="user"), project=p)
+    whole = service.export_memories(project=p)
+    pages, after = [], None
+    while page := service.export_memories(project=p, after=after, limit=2):
+        assert len(page) <= 2
+        pages.append(page)
+        after = f"{page[-1].database}/{page[-1].id}"
+    assert [r.id for pg in pages for r in pg] == [r.id for r in whole] and len(whole) == 8
+    assert len(pages) == 4  # the pages cross from the project store into the user store
+    # however few records are asked for, a page stops at the byte budget (but holds at least one)
+    monkeypatch.setattr(backup, "EXPORT_PAGE_BYTES", 1)
+    assert len(service.export_memories(project=p, limit=100)) == 1
+
+
+def test_export_refuses_an_unknown_position(service: EngramService, project_dir: Path) -> None:
+    import pytest
+
+    from engram_core.api import EngramError
+
+    with pytest.raises(EngramError, match="unknown export position"):
+        service.export_memories(project=str(project_dir), after="nowhere/01ABC", limit=10)

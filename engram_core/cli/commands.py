@@ -12,6 +12,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -221,22 +222,52 @@ def _split_export_records(chunk: list[str], first_line: int) -> tuple[list[tuple
     return plain, records
 
 
+# Records per export request; the daemon also stops a page at ~4 MB, whatever the texts' sizes.
+EXPORT_PAGE = 500
+
+
+def _export_pages(args: argparse.Namespace) -> Iterator[list[dict[str, Any]]]:
+    client = _client(args)
+    after: str | None = None
+    while True:
+        page = client.call("export_memories", scope=args.scope, project=_project(args), after=after,
+                           limit=EXPORT_PAGE)
+        if not page:
+            return
+        yield page
+        after = f"{page[-1]['database']}/{page[-1]['id']}"
+
+
 def cmd_export(args: argparse.Namespace) -> int:
-    records = _client(args).call("export_memories", scope=args.scope, project=_project(args))
-    lines = [json.dumps(r, ensure_ascii=False, default=str) for r in records]
-    if args.output:
-        out = Path(args.output)
-        fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # memories are private
+    # Page by page, so that a store of any size fits the wire; a file appears only when it is whole.
+    show = not args.json and sys.stderr.isatty()
+    if not args.output:
+        for page in _export_pages(args):
+            for r in page:
+                print(json.dumps(r, ensure_ascii=False, default=str))
+        return EXIT_OK
+    out = Path(args.output)
+    tmp = out.with_name(f".{out.name}.part")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # memories are private
+    n = 0
+    try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write("\n".join(lines) + ("\n" if lines else ""))
-        summary = {"exported": len(lines), "file": str(out), "scope": args.scope}
-        if args.json:
-            _emit(summary)
-        else:
-            print(f"{len(lines)} memories written to {out} (restore with `engram import {out}`)")
+            for page in _export_pages(args):
+                fh.writelines(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in page)
+                n += len(page)
+                if show:
+                    print(f"\rexported {n} memories…", end="", file=sys.stderr, flush=True)
+        os.replace(tmp, out)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    finally:
+        if show:
+            print(file=sys.stderr)
+    if args.json:
+        _emit({"exported": n, "file": str(out), "scope": args.scope})
     else:
-        for line in lines:
-            print(line)
+        print(f"{n} memories written to {out} (restore with `engram import {out}`)")
     return EXIT_OK
 
 
