@@ -181,3 +181,13 @@ def test_engram_import_requests_stay_small_whatever_the_lines() -> None:
     assert all(len(part) <= commands.IMPORT_CHUNK for _, part in reqs)
     assert all(sum(len(x) for x in part) <= commands.REQUEST_BYTES + 100_000 < MAX_LINE / 2 for _, part in reqs)
     assert len(reqs[-1][1]) < commands.IMPORT_CHUNK and len(reqs) > 300 * 100_000 // commands.REQUEST_BYTES
+
+
+def test_the_progress_bar_says_the_rate_so_far_and_the_time_left_at_that_rate() -> None:
+    from engram_core.cli.commands import progress_rate
+
+    assert progress_rate(256, 1000, 4.0) == "64 memories/s, 0:12 left"  # 744 left at 64/s: 11.6 s
+    assert progress_rate(1000, 1000, 8.0) == "125 memories/s, 0:00 left"
+    assert progress_rate(512, 100_000, 10.0) == "51 memories/s, 32:23 left"
+    assert progress_rate(100, 100_000, 10.0) == "10 memories/s, 2:46:30 left"
+    assert progress_rate(4000, 100_000, 2.0, checking=True) == "2,000 lines/s, 0:48 left"

@@ -130,13 +130,15 @@ def _import_pass(client: Any, lines: list[str], args: argparse.Namespace, *, dry
                               "dry_run": args.dry_run, "next_sweep": {}}
     progress = None
     task = None
-    if not dry_run and not args.json and sys.stderr.isatty():
+    if not args.json and sys.stderr.isatty():
         from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
         # On stderr (the terminal checked above): stdout stays the result, and rich would draw nothing on a pipe.
-        progress = Progress(TextColumn("importing"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[rate]}"),
-                            TextColumn("left"), TimeRemainingColumn(), transient=True, console=Console(stderr=True))
+        # The rate and the time left both come from this pass's own count and clock (lines done / seconds since
+        # it began), so the two always agree.
+        progress = Progress(TextColumn("checking" if dry_run else "importing"), BarColumn(), MofNCompleteColumn(),
+                            TextColumn("{task.fields[rate]}"), transient=True, console=Console(stderr=True))
         progress.start()
         task = progress.add_task("import", total=len(lines), rate="")
     began = time.monotonic()
@@ -163,13 +165,22 @@ def _import_pass(client: Any, lines: list[str], args: argparse.Namespace, *, dry
                 totals["total_lines"] += len(part)
             done += len(chunk)
             if progress is not None:
-                rate = done / max(time.monotonic() - began, 1e-6)
-                progress.update(task, advance=len(chunk), rate=f"{rate:.0f} memories/s")  # type: ignore[arg-type]
+                progress.update(task, advance=len(chunk), rate=progress_rate(done, len(lines),  # type: ignore[arg-type]
+                                                                              time.monotonic() - began, dry_run))
     finally:
         if progress is not None:
             progress.stop()
     totals["failed"].sort(key=lambda f: f["line"])
     return totals
+
+
+def progress_rate(done: int, total: int, seconds: float, checking: bool = False) -> str:
+    """What the import's progress bar says after ``done`` of ``total`` lines in ``seconds``: the rate so far
+    and the time left at that rate."""
+    rate = done / max(seconds, 1e-6)
+    left = int(round((total - done) / rate)) if rate > 0 else 0
+    clock = f"{left // 3600}:{left % 3600 // 60:02d}:{left % 60:02d}" if left >= 3600 else f"{left // 60}:{left % 60:02d}"
+    return f"{rate:,.0f} {'lines' if checking else 'memories'}/s, {clock} left"
 
 
 def import_requests(lines: list[str], per_call: int) -> list[tuple[int, list[str]]]:

@@ -141,6 +141,15 @@ def pair_key(a: str, b: str) -> str:
     return short_hash("contradiction", lo, hi)
 
 
+def queue_key(c: Candidate) -> str:
+    """One row per conflicting pair of relations (every memory that states one of them again adds its evidence
+    to that row instead of raising a new one); else one per memory pair."""
+    if c.relation_a and c.relation_b:
+        lo, hi = sorted((c.relation_a, c.relation_b))
+        return short_hash("contradiction-relations", lo, hi)
+    return pair_key(c.a, c.b)
+
+
 _QUEUE = """
 -- The row of each pair: its own id, or (stores written before ids were derived from the pair) a lookup.
 -- Two lookups on the cq_pair index, not one with OR (which scans the table).
@@ -160,16 +169,18 @@ RETURN $old;
 
 def queue(store: ScopeStore, cands: list[Candidate]) -> list[str]:
     """Queue each pair once, whatever its state: a pair resolved or dismissed is not raised again (a pair met
-    again gains the new evidence). One round trip; returns the ids of the pairs queued now."""
+    again gains the new evidence). A pair of conflicting relations is one pair, whichever memories state it
+    (`queue_key`). One round trip; returns the ids of the pairs queued now."""
     merged: dict[str, Candidate] = {}
-    for c in cands:
-        if c.a == c.b:
-            continue
-        k = pair_key(c.a, c.b)
-        if k in merged:
-            merged[k].evidence = list(dict.fromkeys([*merged[k].evidence, *c.evidence]))
-        else:
-            merged[k] = Candidate(c.kind, c.a, c.b, list(c.evidence), c.at, c.relation_a, c.relation_b)
+    # By memory pair first (the first finding names the row), then by `queue_key`.
+    for key_of_cand in (lambda c: pair_key(c.a, c.b), queue_key):
+        found, merged = [c for c in (merged.values() if merged else cands) if c.a != c.b], {}
+        for c in found:
+            k = key_of_cand(c)
+            if k in merged:
+                merged[k].evidence = list(dict.fromkeys([*merged[k].evidence, *c.evidence]))
+            else:
+                merged[k] = Candidate(c.kind, c.a, c.b, list(c.evidence), c.at, c.relation_a, c.relation_b)
     if not merged:
         return []
     rows = [{"id": rid("contradiction_queue", k), "row": {
