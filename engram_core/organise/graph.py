@@ -99,8 +99,8 @@ IF array::len($ents) > 0 {
 };
 IF array::len($mentions) > 0 { INSERT RELATION INTO mentions $mentions RETURN NONE; };
 FOR $r IN $rels {
-  IF record::exists($r.id) {
-    LET $cur = (SELECT VALUE evidence FROM ONLY $r.id);
+  LET $cur = (SELECT VALUE evidence FROM ONLY $r.id);
+  IF $cur != NONE {
     IF $r.ev = NONE OR $r.ev NOT IN $cur {
       UPDATE $r.id SET weight = math::min([1.0, weight + $inc]), confidence = math::min([1.0, confidence + 0.05]),
         evidence = IF $r.ev = NONE THEN $cur ELSE array::slice(array::append($cur, $r.ev), -EVIDENCE_MAX) END,
@@ -111,9 +111,12 @@ FOR $r IN $rels {
       RETURN NONE;
   };
 };
+-- Names and categories only when contradiction candidates are wanted (each is a fetch of the entity).
 RETURN {pre_rels: $pre_rels, pre_live: $pre_live,
-        post: (SELECT id, in, out, weight, invalid_at, relation_type, out.category AS category,
-                      out.name AS out_name, in.name AS in_name FROM $rel_ids)};
+        post: IF array::len($check) > 0 {
+          (SELECT id, in, out, weight, invalid_at, relation_type, out.category AS category, out.name AS out_name,
+                  in.name AS in_name FROM $rel_ids)
+        } ELSE { (SELECT id, in, out, weight, invalid_at FROM $rel_ids) }};
 """.replace("EVIDENCE_MAX", str(EVIDENCE_MAX))
 
 
