@@ -33,3 +33,37 @@ def test_no_compaction_while_a_request_runs_and_idle_counts_from_its_end(tmp_pat
     ended = time.monotonic()
     assert not daemon.idle_for_compaction(ended + COMPACT_IDLE_S / 2)
     assert daemon.idle_for_compaction(ended + COMPACT_IDLE_S + 0.1)
+
+
+def test_no_forced_compaction_during_an_import_and_a_while_after(tmp_path: Path) -> None:
+    from engram_core.daemon.server import BULK_QUIET_S, COMPACT_FORCE_S
+
+    daemon = Daemon(tmp_path / "home", warm_model=False)
+    entered, release = threading.Event(), threading.Event()
+
+    def slow_dispatch(method: str, params: dict) -> dict:
+        entered.set()
+        release.wait(30)
+        return {"done": True}
+
+    daemon.dispatch = slow_dispatch  # type: ignore[method-assign]
+    last_compact = time.monotonic() - COMPACT_FORCE_S - 1  # a due store has waited past the forced limit
+    worker = threading.Thread(target=lambda: daemon.handle_line(request(1, "import_lines", {})))
+    worker.start()
+    assert entered.wait(10)
+    assert not daemon.compaction_wanted(time.monotonic(), last_compact), "an import chunk is running"
+    release.set()
+    worker.join(10)
+    ended = time.monotonic()
+    assert not daemon.compaction_wanted(ended + 1, last_compact), "the next chunk is on its way"
+    # Any other request leaves the forced rule alone: while one runs, the overdue store is compacted.
+    entered.clear()
+    release.clear()
+    worker = threading.Thread(target=lambda: daemon.handle_line(request(2, "recall", {})))
+    worker.start()
+    assert entered.wait(10)
+    assert not daemon.idle_for_compaction(ended + BULK_QUIET_S + 1)
+    assert not daemon.compaction_wanted(ended + BULK_QUIET_S - 1, last_compact)
+    assert daemon.compaction_wanted(ended + BULK_QUIET_S + 1, last_compact)
+    release.set()
+    worker.join(10)
