@@ -7,11 +7,12 @@ import threading
 import time
 from pathlib import Path
 
-from engram_core.daemon.server import COMPACT_IDLE_S, Daemon
+from engram_core.daemon.server import BULK_QUIET_S, COMPACT_FORCE_S, COMPACT_IDLE_S, Daemon
 from engram_core.wire.protocol import request
 
 
-def test_no_compaction_while_a_request_runs_and_idle_counts_from_its_end(tmp_path: Path) -> None:
+def _daemon_answering_slowly(tmp_path: Path) -> tuple[Daemon, threading.Event, threading.Event]:
+    """A daemon whose every request sets ``entered`` and is answered once ``release`` is set."""
     daemon = Daemon(tmp_path / "home", warm_model=False)
     entered, release = threading.Event(), threading.Event()
 
@@ -21,6 +22,11 @@ def test_no_compaction_while_a_request_runs_and_idle_counts_from_its_end(tmp_pat
         return {"done": True}
 
     daemon.dispatch = slow_dispatch  # type: ignore[method-assign]
+    return daemon, entered, release
+
+
+def test_no_compaction_while_a_request_runs_and_idle_counts_from_its_end(tmp_path: Path) -> None:
+    daemon, entered, release = _daemon_answering_slowly(tmp_path)
     answers: list[bytes] = []
     worker = threading.Thread(target=lambda: answers.append(daemon.handle_line(request(1, "import_lines", {}))))
     worker.start()
@@ -36,17 +42,7 @@ def test_no_compaction_while_a_request_runs_and_idle_counts_from_its_end(tmp_pat
 
 
 def test_no_forced_compaction_during_an_import_and_a_while_after(tmp_path: Path) -> None:
-    from engram_core.daemon.server import BULK_QUIET_S, COMPACT_FORCE_S
-
-    daemon = Daemon(tmp_path / "home", warm_model=False)
-    entered, release = threading.Event(), threading.Event()
-
-    def slow_dispatch(method: str, params: dict) -> dict:
-        entered.set()
-        release.wait(30)
-        return {"done": True}
-
-    daemon.dispatch = slow_dispatch  # type: ignore[method-assign]
+    daemon, entered, release = _daemon_answering_slowly(tmp_path)
     last_compact = time.monotonic() - COMPACT_FORCE_S - 1  # a due store has waited past the forced limit
     worker = threading.Thread(target=lambda: daemon.handle_line(request(1, "import_lines", {})))
     worker.start()
