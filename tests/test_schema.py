@@ -84,3 +84,5 @@ def test_every_index_is_one_a_query_uses_and_is_documented(store: ScopeStore) ->
     indexes = {name for t in tables for name in (store.q1(f"INFO FOR TABLE `{t}`") or {}).get("indexes", {})}
     assert indexes and indexes <= documented, f"not in docs/storage.md: {sorted(indexes - documented)}"
     assert not indexes & {"memory_hash", "memory_type_idx", "memory_tags", "entity_name"}
+    # Schema 008: edges are found from their ends by the engine's graph keys, not by an index on `in` / `out`.
+    assert not indexes & {"relates_in", "relates_out", "mentions_in", "mentions_out", "assoc_in", "assoc_out"}

@@ -155,7 +155,7 @@ def find_episodic_topics(core: MemoryCore, store: ScopeStore, *, dry_run: bool) 
     for k in eps:
         for t in store.light[k].tags:
             topics.setdefault(f"tag:{t}", set()).add(k)
-    rows = store.q1("SELECT in, out.name AS name, out.entity_type AS t FROM mentions WHERE in IN $ids",
+    rows = store.q1("SELECT in, out.name AS name, out.entity_type AS t FROM $ids->mentions",
                     {"ids": [rid("memory", k) for k in eps]}) or []
     for r in rows:
         if r.get("t") not in graph.SUBJECT_TYPES:

@@ -72,17 +72,13 @@ def subject_for(store: ScopeStore) -> ex.Extracted:
 # ── writing ──────────────────────────────────────────────────
 _WRITE = """
 LET $pre_rels = (SELECT id, evidence, invalid_at FROM $pre_ids);
--- Two selects, not `in IN $check OR out IN $check`: the engine scans the whole table for the OR (quadratic
--- import), and uses the relates_in / relates_out indexes for each half.
-LET $pre_live = IF array::len($check) > 0 {
-  array::union(
-    (SELECT id, in, out, relation_type, evidence, out.category AS category, out.name AS out_name,
-            in.name AS in_name FROM relates_to
-     WHERE in IN $check AND invalid_at IS NONE AND relation_type IN $conflict_types),
-    (SELECT id, in, out, relation_type, evidence, out.category AS category, out.name AS out_name,
-            in.name AS in_name FROM relates_to
-     WHERE out IN $check AND invalid_at IS NONE AND relation_type IN $conflict_types))
-} ELSE { [] };
+-- The relations at either end of a checked entity, through the engine's graph keys (schema 008: no index on
+-- `in` / `out`; a `WHERE in IN … OR out IN …` would scan the whole table). No IF around the SELECT: an IF block
+-- (3.2.4) hands back a one-row result as the row itself, not a list.
+LET $touching = array::distinct($check<->relates_to);
+LET $pre_live = (SELECT id, in, out, relation_type, evidence, out.category AS category, out.name AS out_name,
+                        in.name AS in_name FROM $touching
+                 WHERE invalid_at IS NONE AND relation_type IN $conflict_types);
 FOR $w IN $ep_writes {
   IF $w.op = 'open' { CREATE $w.id CONTENT $w.c RETURN NONE; }
   ELSE IF $w.op = 'end' { UPDATE $w.id SET ended_at = ended_at ?? $w.t, end_reason = end_reason ?? $w.r RETURN NONE; }
@@ -584,12 +580,15 @@ def _expand(store: ScopeStore, seeds: set[str], depth: int, limit: int,
     # Sets are walked sorted: the entities, edges and memories returned (and which ones `limit` keeps) must not
     # depend on string hashing (PYTHONHASHSEED).
     edges: dict[str, dict[str, Any]] = {}
-    cond = "" if include_invalid else " AND invalid_at IS NONE"
+    cond = "" if include_invalid else " WHERE invalid_at IS NONE"
     for _ in range(max(0, depth)):
         if not frontier:
             break
-        rows = store.q1(f"SELECT * FROM relates_to WHERE (in IN $f OR out IN $f){cond} ORDER BY weight DESC "
-                        "LIMIT $lim", {"f": [rid("entity", k) for k in sorted(frontier)], "lim": limit * 5})
+        # Through the graph keys (schema 008), bound by LET first: the engine (3.2.4) orders and limits a
+        # function's result wrongly when it is the FROM itself. Ties by id, as the table scan this was returned them.
+        rows = store.q1(f"LET $x = array::distinct($f<->relates_to); SELECT * FROM $x{cond} "
+                        "ORDER BY weight DESC, id LIMIT $lim",
+                        {"f": [rid("entity", k) for k in sorted(frontier)], "lim": limit * 5})
         nxt: set[str] = set()
         for r in rows or []:
             edges[key_of(r["id"])] = plain(r)
@@ -600,7 +599,7 @@ def _expand(store: ScopeStore, seeds: set[str], depth: int, limit: int,
         frontier = nxt
     ids = [rid("entity", k) for k in sorted(seen)]
     ents = plain(store.q1("SELECT * OMIT embedding FROM $ids", {"ids": ids})) or []
-    mrows = store.q1("SELECT in, out FROM mentions WHERE out IN $ids", {"ids": ids})
+    mrows = store.q1("SELECT in, out FROM $ids<-mentions", {"ids": ids})
     mentions: dict[str, list[str]] = {}
     for m in mrows or []:
         mentions.setdefault(key_of(m["out"]), []).append(key_of(m["in"]))
@@ -646,7 +645,7 @@ def memory_graph(core: MemoryCore, memory_id: str, project: str | None = None,
                  session: str | None = None) -> GraphResult:
     """The entities one memory mentions and the relations among them and their neighbours (TUI detail pane)."""
     store, key = core.scopes.locate(memory_id, project, session)
-    rows = store.q1("SELECT VALUE out FROM mentions WHERE in = $m", {"m": rid("memory", key)})
+    rows = store.q1("SELECT VALUE out FROM $m->mentions", {"m": rid("memory", key)})
     seeds = {key_of(r) for r in rows or []}
     result = GraphResult(query=None)
     if not seeds:
@@ -817,9 +816,10 @@ def merge_similar_entities(core: MemoryCore, store: ScopeStore, *, dry_run: bool
 def _merge_entity(store: ScopeStore, old: str, new: str) -> None:
     """Point the old entity's mentions and relations at the survivor, then delete it (maintenance only)."""
     o, n = rid("entity", old), rid("entity", new)
-    mems = store.q1("SELECT VALUE in FROM mentions WHERE out = $o", {"o": o}) or []
-    edges = store.q1("SELECT * FROM relates_to WHERE in = $o OR out = $o", {"o": o}) or []
-    store.q("DELETE mentions WHERE out = $o; DELETE relates_to WHERE in = $o OR out = $o;", {"o": o})
+    mems = store.q1("SELECT VALUE in FROM $o<-mentions", {"o": o}) or []
+    edges = store.q1("SELECT * FROM array::distinct($o<->relates_to)", {"o": o}) or []
+    store.q("LET $x = array::concat(array::distinct($o<->relates_to), $o<-mentions); DELETE $x RETURN NONE;",
+            {"o": o})
     if mems:
         store.q("RELATE $m->mentions->$n RETURN NONE", {"m": mems, "n": n})
     for e in edges:
@@ -848,8 +848,9 @@ def prune_graph(core: MemoryCore, store: ScopeStore, *, now: datetime | None = N
                      "AND invalid_at IS NONE", {"c": cutoff}) or []
     if not dry_run:
         if weak:
-            store.q("DELETE relates_to WHERE in IN $w OR out IN $w; DELETE mentions WHERE out IN $w; DELETE $w;",
-                    {"w": weak})
+            # Edges by the graph keys of their ends (schema 008), bound by LET: DELETE refuses the walk in place.
+            store.q("LET $x = array::concat(array::distinct($w<->relates_to), $w<-mentions); DELETE $x RETURN NONE; "
+                    "DELETE $w;", {"w": weak})
             invalidate_names(core, store)
         if stale:
             store.q("UPDATE $s SET invalid_at = $n RETURN NONE", {"s": stale, "n": now or core.now()})

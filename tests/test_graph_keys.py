@@ -1,0 +1,105 @@
+"""Schema 008: the relation tables keep no index on `in` / `out`; every query that finds an edge by one of its ends
+walks the engine's graph keys instead. A store written before (with those indexes) upgrades at its first open and
+its graph answers exactly as before: traversal, the detail of one memory, contradiction candidates on write,
+erasure of a memory's entities and co-activation edges, and a compaction after."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import engram_core.store as store_mod
+from engram_core.models import MemoryIn
+from engram_core.organise import associations as assoc
+from engram_core.organise import contradictions as cx
+from engram_core.organise import graph
+from engram_core.service import EngramService
+from engram_core.store import ScopeStore
+
+EDGE_INDEXES = {"relates_to": {"relates_in", "relates_out"}, "mentions": {"mentions_in", "mentions_out"},
+                "associated_with": {"assoc_in", "assoc_out"}}
+TEXTS = [
+    "auth.py raises TokenExpiredError when the JWT expires",
+    "TokenExpiredError also shows up in src/worker.py; the worker retries it [twice] \\ then gives up 🚀",
+    "We use Jest as the test runner for the web app.",
+    "Zebramark7731Loader in src/zebra/loader.py raises Zebramark7731Error on empty input; we use pytest for it",
+    "src/worker.py depends on auth.py for the token refresh",
+]
+
+
+def _indexes(store: ScopeStore) -> set[str]:
+    return {i for t in EDGE_INDEXES for i in (store.q1(f"INFO FOR TABLE {t}") or {}).get("indexes", {})}
+
+
+def _view(svc: EngramService, p: str, ids: list[str]) -> dict[str, Any]:
+    """What a user sees of the graph: the knowledge-graph search two hops out, and each memory's detail pane."""
+    found = graph.search_knowledge_graph(svc, "TokenExpiredError", project=p, depth=2)
+    out: dict[str, Any] = {
+        "entities": sorted((e.name, e.entity_type, tuple(e.memory_ids)) for e in found.entities),
+        "relations": sorted((r.source_name, r.relation_type, r.target_name, round(r.weight, 6), tuple(r.evidence))
+                            for r in found.relations),
+        "memories": found.memory_ids,
+    }
+    for k in ids:
+        detail = graph.memory_graph(svc, k, project=p)
+        out[k] = (sorted(e.name for e in detail.entities),
+                  sorted((r.source_name, r.relation_type, r.target_name) for r in detail.relations))
+    return out
+
+
+def _service(tmp_path: Path, embedder: Any) -> EngramService:  # noqa: ANN401 - LocalEmbedder
+    return EngramService(home=tmp_path / "home", embedder=embedder, recover_sessions=False)
+
+
+def test_an_old_store_upgrades_and_its_graph_answers_the_same(tmp_path: Path, embedder: Any,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    proj = tmp_path / "proj"
+    (proj / ".git").mkdir(parents=True)
+    p = str(proj)
+    real = store_mod.migrations()
+    with monkeypatch.context() as old:  # the store as Engram wrote it before schema 008
+        old.setattr(store_mod, "migrations", lambda: [m for m in real if m[0] < 8])
+        with _service(tmp_path, embedder) as svc:
+            ids = [svc.store(MemoryIn(content=t), project=p).memory.id for t in TEXTS]
+            assoc.coactivate_memories(svc, [ids[0], ids[1]], project=p)
+            assoc.coactivate_memories(svc, [ids[0], ids[3]], project=p)
+            store = svc.project_store(p)
+            assert store is not None and store.schema_version() == 7
+            assert _indexes(store) == set().union(*EDGE_INDEXES.values())
+            before = _view(svc, p, ids)
+    assert before["relations"] and all(before[k][0] for k in ids), before
+
+    with _service(tmp_path, embedder) as svc:
+        store = svc.project_store(p)
+        assert store is not None and store.schema_version() == real[-1][0] >= 8
+        assert _indexes(store) == set()
+        assert _view(svc, p, ids) == before
+        # Every edge is reachable from both of its ends through the graph keys (what the queries now rely on).
+        for table in EDGE_INDEXES:
+            for e in store.q1(f"SELECT id, in, out FROM {table}") or []:
+                assert e["id"] in store.q1(f"RETURN $a->{table}", {"a": e["in"]})
+                assert e["id"] in store.q1(f"RETURN $b<-{table}", {"b": e["out"]})
+
+        # A conflicting write finds the live relation it conflicts with (the write's graph-key walk).
+        vitest = svc.store(MemoryIn(content="For the web app we use Vitest; run it with `npm run test`."),
+                           project=p).memory.id
+        assert ("functional", frozenset((ids[2], vitest))) in {
+            (c.kind, frozenset((c.a.id, c.b.id))) for c in cx.list_contradictions(svc, project=p)}
+
+        # Erasing a memory removes the entities only it mentioned, their edges, and its co-activation edges.
+        assert {a.id for a in assoc.memory_associations(svc, ids[0], project=p)} == {ids[1], ids[3]}
+        svc.forget(ids[3], project=p, erase=True, confirm=True)
+        assert graph.search_knowledge_graph(svc, "Zebramark7731", project=p).entities == []
+        edges = store.q1("SELECT VALUE [record::id(in), record::id(out)] FROM associated_with") or []
+        assert sorted(map(sorted, edges)) == [sorted(ids[:2])]
+        pytest_entity = graph.search_knowledge_graph(svc, "pytest", project=p).entities
+        assert pytest_entity == [], "pytest was mentioned by the erased memory only"
+        after_erase = _view(svc, p, ids[:3])
+
+        # The compaction copies the edges (their graph keys included) without the indexes.
+        svc.compact()
+        assert _indexes(store) == set()
+        assert _view(svc, p, ids[:3]) == after_erase
