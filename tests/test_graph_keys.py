@@ -1,7 +1,8 @@
-"""Schema 008: the relation tables keep no index on `in` / `out`; every query that finds an edge by one of its ends
-walks the engine's graph keys instead. A store written before (with those indexes) upgrades at its first open and
-its graph answers exactly as before: traversal, the detail of one memory, contradiction candidates on write,
-erasure of a memory's entities and co-activation edges, and a compaction after."""
+"""Schemas 008 and 009: the relation tables keep no index on `in` / `out` (every query that finds an edge by one of
+its ends walks the engine's graph keys instead), and their rows no longer carry fields no reader used. A store
+written before upgrades at its first open and its graph answers exactly as before: traversal, the detail of one
+memory, contradiction candidates on write (which strengthen upgraded rows), erasure of a memory's entities and
+co-activation edges, and a compaction after."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import engram_core.store as store_mod
 from engram_core.models import MemoryIn
 from engram_core.organise import associations as assoc
 from engram_core.organise import contradictions as cx
-from engram_core.organise import graph
+from engram_core.organise import graph, relations
 from engram_core.service import EngramService
 from engram_core.store import ScopeStore
 
@@ -60,15 +61,28 @@ def test_an_old_store_upgrades_and_its_graph_answers_the_same(tmp_path: Path, em
     (proj / ".git").mkdir(parents=True)
     p = str(proj)
     real = store_mod.migrations()
+    lean_row = graph._relation_row
+
+    def old_row(r: Any, memory_key: str | None, now: Any, source: str = "extracted") -> dict[str, Any]:  # noqa: ANN401
+        row = lean_row(r, memory_key, now, source)
+        row["fields"] |= {"scope": "project", "created_at": now, "source": source}  # what it wrote before 009
+        return row
+
     with monkeypatch.context() as old:  # the store as Engram wrote it before schema 008
         old.setattr(store_mod, "migrations", lambda: [m for m in real if m[0] < 8])
+        old.setattr(graph, "_relation_row", old_row)
         with _service(tmp_path, embedder) as svc:
             ids = [svc.store(MemoryIn(content=t), project=p).memory.id for t in TEXTS]
             assoc.coactivate_memories(svc, [ids[0], ids[1]], project=p)
             assoc.coactivate_memories(svc, [ids[0], ids[3]], project=p)
+            relations.relate_entities(svc, "payments worker", "Redis", "uses", project=p)  # stated by the agent
             store = svc.project_store(p)
             assert store is not None and store.schema_version() == 7
             assert _indexes(store) == set().union(*EDGE_INDEXES.values())
+            rels = store.q1("SELECT * FROM relates_to") or []
+            assert rels and all(r["scope"] == "project" and r["created_at"] for r in rels)
+            assert {r["source"] for r in rels} == {"extracted", "agent"}
+            assert all(m["created_at"] for m in store.q1("SELECT * FROM mentions") or [])
             before = _view(svc, p, ids)
     assert before["relations"] and all(before[k][0] for k in ids), before
 
@@ -77,6 +91,8 @@ def test_an_old_store_upgrades_and_its_graph_answers_the_same(tmp_path: Path, em
         assert store is not None and store.schema_version() == real[-1][0] >= 8
         assert _indexes(store) == set()
         assert _view(svc, p, ids) == before
+        _assert_lean(store)
+        assert store.conn.erased, "the rewritten rows' old versions are in the files: due for compaction"
         # Every edge is reachable from both of its ends through the graph keys (what the queries now rely on).
         for table in EDGE_INDEXES:
             for e in store.q1(f"SELECT id, in, out FROM {table}") or []:
@@ -103,3 +119,50 @@ def test_an_old_store_upgrades_and_its_graph_answers_the_same(tmp_path: Path, em
         svc.compact()
         assert _indexes(store) == set()
         assert _view(svc, p, ids[:3]) == after_erase
+        _assert_lean(store)
+
+
+def _assert_lean(store: ScopeStore) -> None:
+    """Schema 009: an edge carries no scope and no creation date; a relation says its source only if the agent
+    stated it (none: extracted)."""
+    rels = store.q1("SELECT * FROM relates_to") or []
+    assert rels and not [r for r in rels if {"scope", "created_at"} & set(r)]
+    assert {r.get("source") for r in rels} == {None, "agent"}
+    assert all(set(m) == {"id", "in", "out"} for m in store.q1("SELECT * FROM mentions") or [])
+
+
+def test_an_interrupted_lean_upgrade_goes_on_at_the_next_open(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Schema 009 clears the old rows chunk by chunk, each chunk committed with the table's events defined again;
+    a stop between chunks leaves schema 8 recorded, and the next open clears the rest."""
+    path = tmp_path / "p.db"
+    conn = store_mod.Connection.file(path)
+    real = store_mod.migrations()
+    with monkeypatch.context() as old:
+        old.setattr(store_mod, "migrations", lambda: [m for m in real if m[0] < 9])
+        s = ScopeStore(conn, store_mod.Scope.project, "p_lean")
+    s.q("FOR $i IN 0..7 { CREATE type::record('entity', $i) CONTENT {name: 'e', name_key: 'e', entity_type: 'x', "
+        "scope: 'project'}; RELATE (type::record('entity', $i))->relates_to->(type::record('entity', $i + 1)) "
+        "CONTENT {relation_type: 'uses', scope: 'project'}; };")
+    events = (s.q1("INFO FOR TABLE relates_to") or {})["events"]
+    calls = {"n": 0}
+    original = ScopeStore.q
+
+    def stop_after_two_chunks(self: ScopeStore, sql: str, params: Any = None, **kw: Any) -> Any:  # noqa: ANN401
+        if "UPDATE $ids SET scope = NONE" in sql:
+            calls["n"] += 1
+            if calls["n"] > 2:
+                raise KeyboardInterrupt
+        return original(self, sql, params, **kw)
+
+    with monkeypatch.context() as m:
+        m.setattr(ScopeStore, "q", stop_after_two_chunks)
+        m.setattr(store_mod.ScopeStore._lean_edges, "__defaults__", (3,))  # chunks of 3 rows
+        with pytest.raises(KeyboardInterrupt):
+            ScopeStore(conn, store_mod.Scope.project, "p_lean")
+    left = s.q1("SELECT VALUE id FROM relates_to WHERE scope != NONE") or []
+    assert s.schema_version() == 8 and len(left) == 7 - 2 * 3  # seven relations (0..7 excludes 7)
+    assert (s.q1("INFO FOR TABLE relates_to") or {})["events"] == events  # each chunk put them back
+    again = ScopeStore(conn, store_mod.Scope.project, "p_lean")
+    assert again.schema_version() == real[-1][0]
+    assert again.q1("SELECT VALUE id FROM relates_to WHERE scope != NONE OR created_at != NONE") == []
+    conn.close()

@@ -103,7 +103,7 @@ FOR $r IN $rels {
         invalid_at = NONE, updated_at = $now RETURN NONE;
     };
   } ELSE {
-    RELATE ($r.src)->($r.id)->($r.dst) CONTENT $r.fields + {valid_from: $now, created_at: $now, updated_at: $now}
+    RELATE ($r.src)->($r.id)->($r.dst) CONTENT $r.fields + {valid_from: $now, updated_at: $now}
       RETURN NONE;
   };
 };
@@ -130,18 +130,19 @@ def _entity_row(e: ex.Extracted, scope: str, now: datetime, source: str = "extra
     return row
 
 
-def _relation_row(r: ex.ExtractedRelation, scope: str, memory_key: str | None, now: datetime,
+def _relation_row(r: ex.ExtractedRelation, memory_key: str | None, now: datetime,
                   source: str = "extracted") -> dict[str, Any]:
     src = entity_key(r.source.key, r.source.entity_type)
     dst = entity_key(r.target.key, r.target.entity_type)
     weight = CO_MENTION_WEIGHT if r.relation_type == "related_to" else TYPED_WEIGHT
-    return {
-        "id": rid("relates_to", relation_key(src, r.relation_type, dst)),
-        "src": rid("entity", src), "dst": rid("entity", dst), "ev": memory_key,
-        "fields": {"relation_type": r.relation_type, "weight": weight, "confidence": r.confidence,
-                   "scope": scope, "evidence": [memory_key] if memory_key else [], "valid_from": now,
-                   "source": source, "created_at": now, "updated_at": now},
-    }
+    # Lean (schema 009): no scope (the store's own), no created_at (valid_from is that instant), and a source only
+    # when the agent stated it (none means extracted): each field is paid for in every row.
+    fields: dict[str, Any] = {"relation_type": r.relation_type, "weight": weight, "confidence": r.confidence,
+                              "evidence": [memory_key] if memory_key else [], "valid_from": now, "updated_at": now}
+    if source != "extracted":
+        fields["source"] = source
+    return {"id": rid("relates_to", relation_key(src, r.relation_type, dst)),
+            "src": rid("entity", src), "dst": rid("entity", dst), "ev": memory_key, "fields": fields}
 
 
 @dataclass
@@ -180,7 +181,7 @@ def plan_extraction(core: MemoryCore, store: ScopeStore, key: str, content: str,
             check.add(entity_key(r.source.key, r.source.entity_type))
             check.add(entity_key(r.target.key, r.target.entity_type))
     return Extraction(key=key, mentioned=ents, rels=rels, ent_rows=[_entity_row(e, scope, now) for e in all_ents.values()],
-                      rel_rows=[_relation_row(r, scope, key, now) for r in rels], check=sorted(check),
+                      rel_rows=[_relation_row(r, key, now) for r in rels], check=sorted(check),
                       episode=episode_id, episode_on_row=episode_on_row, now=now, entities=list(all_ents.values()))
 
 
@@ -760,7 +761,7 @@ def state_relation(core: MemoryCore, store: ScopeStore, source: str, target: str
         ev = key_of(evidence) if key_of(evidence) in store.light or store.get(key_of(evidence)) else redact_text(evidence)[:500]
     rel = ex.ExtractedRelation(src, relation_type, dst, confidence)
     now = core.now()
-    row = _relation_row(rel, store.scope.value, ev, now, source="agent")
+    row = _relation_row(rel, ev, now, source="agent")
     row["src"], row["dst"] = rid("entity", src_key), rid("entity", dst_key)
     row["id"] = rid("relates_to", relation_key(src_key, relation_type, dst_key))
     existed = bool(store.q1("SELECT VALUE id FROM ONLY $id", {"id": row["id"]}))
@@ -827,7 +828,7 @@ def _merge_entity(store: ScopeStore, old: str, new: str) -> None:
         b = n if key_of(e["out"]) == old else e["out"]
         if key_of(a) == key_of(b):
             continue
-        fields = {k: e[k] for k in ("relation_type", "weight", "confidence", "scope", "evidence", "valid_from",
+        fields = {k: e[k] for k in ("relation_type", "weight", "confidence", "evidence", "valid_from",
                                     "source") if e.get(k) is not None}
         if e.get("invalid_at") is not None:
             fields["invalid_at"] = e["invalid_at"]
