@@ -17,7 +17,7 @@ from engram_core.organise import associations as assoc
 from engram_core.organise import contradictions as cx
 from engram_core.organise import graph, relations
 from engram_core.service import EngramService
-from engram_core.store import ScopeStore
+from engram_core.store import ScopeStore, key_of
 
 EDGE_INDEXES = {"relates_to": {"relates_in", "relates_out"}, "mentions": {"mentions_in", "mentions_out"},
                 "associated_with": {"assoc_in", "assoc_out"}}
@@ -104,6 +104,11 @@ def test_an_old_store_upgrades_and_its_graph_answers_the_same(tmp_path: Path, em
                            project=p).memory.id
         assert ("functional", frozenset((ids[2], vitest))) in {
             (c.kind, frozenset((c.a.id, c.b.id))) for c in cx.list_contradictions(svc, project=p)}
+        # A mention's id is the integer derived from its ends; writing it again adds nothing.
+        mine = store.q1("SELECT id, out FROM $m->mentions", {"m": store_mod.record(vitest)}) or []
+        assert mine and all(m["id"] == graph.mention_id(vitest, key_of(m["out"])) for m in mine)
+        graph.write_extraction(svc, store, vitest, "For the web app we use Vitest; run it with `npm run test`.", None)
+        assert len(store.q1("SELECT id FROM $m->mentions", {"m": store_mod.record(vitest)})) == len(mine)
 
         # Erasing a memory removes the entities only it mentioned, their edges, and its co-activation edges.
         assert {a.id for a in assoc.memory_associations(svc, ids[0], project=p)} == {ids[1], ids[3]}
