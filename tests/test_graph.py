@@ -240,6 +240,10 @@ def test_graph_mirror_opens_from_its_snapshot_only_while_the_graph_is_unchanged(
         loaded = graph.mirror(again, pstore)
         assert not [s for s in sent if "FROM relates_to" in s or "FROM mentions" in s], sent
         assert _snapshot(loaded) == before == _snapshot(graph._load_mirror(pstore))
+        # Snapshot v2 writes each key once and refers to it by position (v1 repeated them: twice the bytes).
+        body = pstore.side_snapshot_path("graph").read_text(encoding="utf-8")  # type: ignore[union-attr]
+        keys = [*loaded.types, *{m for ms in loaded.mentioned_by.values() for m in ms}]
+        assert keys and all(body.count(f'"{k}"') == 1 for k in keys)
 
         # A write the mirror does not follow (the SurrealQL console) moves the counter and keeps the mirror
         # from being saved: the snapshot on disk no longer counts, and the next start reads the store.
