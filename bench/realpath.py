@@ -51,6 +51,7 @@ import sqlite3
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -70,6 +71,12 @@ PY = sys.executable
 ENGRAM = [str(Path(PY).parent / "engram")] if (Path(PY).parent / "engram").is_file() else [PY, "-m", "engram_core.cli"]
 T0 = time.monotonic()
 DIM = 384
+# An installed Engram runs from cached bytecode: pip compiles it at install time, and a checkout run through
+# `./dev run` writes it on first use. This machine sets PYTHONDONTWRITEBYTECODE=1 for every process, which makes
+# each measured process compile Engram's modules from source again (~13 ms of an `engram recall`, ~0.1 s of a
+# daemon start). The run compiles them once (`compile_engram`) and the processes it measures read that bytecode;
+# the `engram recall` row also reports the cost without it (`without_cached_bytecode`).
+NO_BYTECODE = "PYTHONDONTWRITEBYTECODE"
 
 
 # ── small helpers ───────────────────────────────────────────
@@ -179,7 +186,8 @@ class Setup:
 
     def env(self) -> dict[str, str]:
         cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")  # the exported model, once
-        return {**os.environ, "HOME": str(self.home), "ENGRAM_HOME": str(self.eh), "XDG_CACHE_HOME": cache,
+        env = {k: v for k, v in os.environ.items() if k != NO_BYTECODE}
+        return {**env, "HOME": str(self.home), "ENGRAM_HOME": str(self.eh), "XDG_CACHE_HOME": cache,
                 "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
                 "CLAUDE_PROJECT_DIR": str(self.proj)}
 
@@ -420,7 +428,29 @@ def recall_cli(s: Setup, queries: list[str], budget_s: float = 600) -> dict[str,
         t = time.perf_counter()
         run([PY, "-c", "pass"], 60)
         bare.append((time.perf_counter() - t) * 1000)
-    return {**summary(times), "bare_python_c_pass": summary(bare), "load": load()}
+    # The same command when no bytecode is cached (an empty cache prefix, nothing written): every module compiled.
+    cold: list[float] = []
+    with tempfile.TemporaryDirectory() as empty:
+        env = {**s.env(), NO_BYTECODE: "1", "PYTHONPYCACHEPREFIX": empty}
+        for q in queries[:10]:
+            t = time.perf_counter()
+            out = run([*ENGRAM, "recall", q, "--json", "--project", str(s.proj)], 300, cwd=s.proj, env=env)
+            cold.append((time.perf_counter() - t) * 1000)
+            if out.returncode != 0:
+                raise RuntimeError(f"engram recall exited {out.returncode}: {out.stderr[-1000:]}")
+    return {**summary(times), "bare_python_c_pass": summary(bare), "without_cached_bytecode": summary(cold),
+            "load": load()}
+
+
+def compile_engram() -> dict[str, Any]:
+    """Compile this checkout's modules once, as an install does (see NO_BYTECODE)."""
+    t = time.perf_counter()
+    out = run([PY, "-m", "compileall", "-q", str(ROOT / "engram_core"), str(ROOT / "hooks")], 300,
+              env={k: v for k, v in os.environ.items() if k != NO_BYTECODE})
+    if out.returncode != 0:
+        raise RuntimeError(f"compileall exited {out.returncode}: {out.stderr[-1000:]}")
+    return {"seconds": round(time.perf_counter() - t, 2), "bytecode": "cached, as an install leaves it",
+            f"{NO_BYTECODE}_on_this_machine": os.environ.get(NO_BYTECODE)}
 
 
 class Bridge:
@@ -956,7 +986,7 @@ def main() -> None:
                  "mixed_sizes": sorted(mixed)},
         "settings": {"gap_ms": a.gap_ms, "queries": a.queries, "mcp_queries": a.mcp_queries,
                      "cli_queries": a.cli_queries, "baseline_queries": a.baseline_queries},
-        "sizes": {}, "timeline": r.timeline}
+        "sizes": {}, "timeline": r.timeline, "bytecode": compile_engram()}
     log(f"sizes {sizes} (mixed: {sorted(mixed & set(sizes))}), work {a.work}, commit {res['commit']}")
     try:
         for size in sizes:
