@@ -23,8 +23,9 @@ C = TypeVar("C", bound=type)
 
 API_METHODS: dict[str, Callable[..., Any]] = {}
 # Methods that take `service.api_lock` themselves around the parts touching shared state, so that the daemon
-# can call them without its request lock: a console query running for seconds must not hold other clients.
-UNLOCKED_API = frozenset({"run_query"})
+# can call them without its request lock: a console query running for seconds must not hold other clients, nor
+# may the maintenance sweep (it takes the lock a slice at a time: maintenance.maintain).
+UNLOCKED_API = frozenset({"run_query", "maintain"})
 # Calls that never change memories: they leave the change counter alone.
 READ_ONLY_METHODS = frozenset({
     "list_projects", "list_sessions", "get", "list_memories", "stats", "injection_context", "session_summary",

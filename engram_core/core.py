@@ -26,6 +26,7 @@ from .embeddings import Embedder, make_embedder
 from .ids import IdSource, ulid
 from .models import Memory, Scope
 from .paths import engram_home
+from .request_lock import RequestLock
 from .scopes import Scopes
 from .scoring import DEFAULT_HALF_LIVES, composite_importance, days_between, memory_strength
 from .store import Connection, ScopeStore, StoreError, key_of
@@ -135,7 +136,7 @@ class MemoryCore:
         self._closed = False
         # Held around the service-state parts of methods in UNLOCKED_API (whose slow part runs without it); the
         # daemon replaces it with its own request lock, which it does not take itself for those methods.
-        self.api_lock: Any = threading.RLock()
+        self.api_lock: RequestLock = RequestLock()
         # ENGRAM_ACCESS_AFTER_S / ENGRAM_LOG_AFTER_S: how long recall bookkeeping is held (bench/growth.py sets 0
         # for the old behaviour).
         self.bookkeeper = Bookkeeper(access_after_s=float(os.environ.get("ENGRAM_ACCESS_AFTER_S") or ACCESS_AFTER_S),

@@ -175,10 +175,9 @@ class LightWork:
         key = project or "-"
         t0 = time.perf_counter()
         try:
-            with core.api_lock:
-                if core.closed:
-                    return
-                maintain(core, project=project)
+            if core.closed:
+                return
+            maintain(core, project=project)  # takes the request lock a slice at a time
             if time.perf_counter() - t0 < SESSION_END_BUDGET_S:
                 with core.api_lock:
                     if not core.closed:

@@ -99,6 +99,7 @@ class Plan:
     half_lives: dict[str, float] = field(default_factory=dict)  # key → new half-life
     decay_queue: list[tuple[str, float]] = field(default_factory=list)  # (key, priority)
     capped: int = 0
+    capped_keys: set[str] = field(default_factory=set)
     below_forget: int = 0  # archived (or about to be) and under 0.01: forgotten after the grace period
 
     def counts(self) -> dict[str, int]:
@@ -167,6 +168,7 @@ def plan_sweep(rows: Iterable[Row], scope: str, now: datetime, half_lives: dict[
         for _s, r in weakest[:excess]:
             plan.moves[r.key] = ("archived", f"over the {scope} cap of {cap} memories (weakest first)")
             plan.capped += 1
+            plan.capped_keys.add(r.key)
     return plan
 
 

@@ -18,50 +18,122 @@ from .stored_redaction import redact_store
 RETRIEVAL_LOG_KEEP = 5000  # newest retrieval_log rows kept per store (pruned when the store is compacted)
 
 
+# The sweep runs in slices (seed 001 §9 runs it every 10 minutes in the daemon): each slice holds the request lock
+# about this long, and is taken only when no request waits for it (request_lock.py), so a recall issued during a
+# sweep waits for one slice at most. At 50,000 memories the sweep in one piece held every client for 9.75 s.
+SWEEP_SLICE_S = 0.05
+SWEEP_FIRST_SLICE = 32  # memories in a store's first slice; the next ones are sized from how long it took
+SWEEP_SLICE_MAX = 2000
+
+
 @api
 def maintain(core: MemoryCore, project: str | None = None, all_projects: bool = False,
              dry_run: bool = False) -> MaintenanceReport:
     """The maintenance sweep (lifecycle.py has the rules per scope): decay transitions, the consolidation
     queue, caps, half-lives following their current value, stale and abandoned sessions, promotion to user.
-    ``dry_run`` reports what the sweep would do and changes nothing."""
+    ``dry_run`` reports what the sweep would do and changes nothing.
+
+    Planned off the request lock from a snapshot of the mirror, then applied in short slices under it (see
+    SWEEP_SLICE_S); a memory that changed between the plan and its slice is left for the next sweep."""
     t0 = time.perf_counter()
-    open_projects(core, project, all_projects)
+    with core.api_lock.background():
+        open_projects(core, project, all_projects)
+        stores = [*(s for _, s in core.scopes.open_projects()), core.user]
     report = MaintenanceReport(transitions={}, queued_for_consolidation=0, sessions_recovered=0,
                                promoted_to_user=0, took_ms=0.0, dry_run=dry_run)
-    for store in [*(s for _, s in core.scopes.open_projects()), core.user]:
-        plan = plan_sweep(core, store)
+    for store in stores:
+        if core.closed:
+            break
+        rows = sweep_rows(store)
+        plan = plan_sweep(core, store, rows)
         label = "user" if store.scope == Scope.user else f"project:{store.database}"
+        if dry_run:
+            report.queued_for_consolidation += len(plan.decay_queue)
+        else:
+            applied = _apply_in_slices(core, store, plan, {r.key: r for r in rows}, report)
+            if applied is None:
+                break  # the service closed under the sweep: what was applied stays, the rest waits
+            plan = applied
         report.by_scope[label] = plan.counts()
         for status, n in plan.counts().items():
             report.transitions[status] = report.transitions.get(status, 0) + n
         report.capped += plan.capped
         report.awaiting_forget += plan.below_forget
         report.half_lives_updated += len(plan.half_lives)
-        if dry_run:
-            report.queued_for_consolidation += len(plan.decay_queue)
-        else:
-            report.queued_for_consolidation += store.apply_sweep(core.now(), plan.moves, plan.half_lives,
-                                                                 plan.decay_queue)
-    if not dry_run:
-        report.sessions_recovered = recover_stale_sessions(core)
-        report.sessions_abandoned = _mark_abandoned_sessions(core)
-        report.promoted_to_user = sum(promote_project_to_user(core, s) for _, s in core.scopes.open_projects())
+    if not dry_run and not core.closed:
+        with core.api_lock.background():
+            if not core.closed:
+                report.sessions_recovered = recover_stale_sessions(core)
+                report.sessions_abandoned = _mark_abandoned_sessions(core)
+        for _root, store in core.scopes.open_projects():
+            with core.api_lock.background():
+                if core.closed:
+                    break
+                report.promoted_to_user += promote_project_to_user(core, store)
     report.took_ms = (time.perf_counter() - t0) * 1000
     return report
 
 
-def plan_sweep(core: MemoryCore, store: ScopeStore) -> lifecycle.Plan:
-    """What the sweep would do to this store now."""
-    cap = (core.settings.max_memories_user if store.scope == Scope.user
-           else core.settings.max_memories_project if store.scope == Scope.project else None)
-    rows = [lifecycle.Row(key=key_of(r["id"]), memory_type=r["memory_type"], status=r["status"],
+def _apply_in_slices(core: MemoryCore, store: ScopeStore, plan: lifecycle.Plan, planned: dict[str, lifecycle.Row],
+                     report: MaintenanceReport) -> lifecycle.Plan | None:
+    """Apply ``plan`` a slice of memories at a time, each under the request lock; returns what was applied (None
+    when the service closed meanwhile). A memory whose lifecycle fields changed since ``planned`` was read (a recall
+    strengthened it, an edit, a forget) is skipped: its move was decided on what it no longer is."""
+    keys = list(dict.fromkeys([*plan.moves, *plan.half_lives, *(k for k, _p in plan.decay_queue)]))
+    decay = dict(plan.decay_queue)
+    done = lifecycle.Plan(scope=plan.scope, capped=0, below_forget=plan.below_forget)
+    size, i, queued = SWEEP_FIRST_SLICE, 0, 0
+    while i < len(keys):
+        with core.api_lock.background():
+            if core.closed:
+                return None
+            t = time.perf_counter()
+            part = keys[i:i + size]
+            with store.mirror_lock:
+                fresh = [k for k in part if _unchanged(store, planned[k])]
+            moves = {k: plan.moves[k] for k in fresh if k in plan.moves}
+            half_lives = {k: plan.half_lives[k] for k in fresh if k in plan.half_lives}
+            queue = [(k, decay[k]) for k in fresh if k in decay]
+            queued += store.apply_sweep(core.now(), moves, half_lives, queue)
+            took = time.perf_counter() - t
+        report.slices += 1
+        report.left_for_next_sweep += len(part) - len(fresh)
+        done.moves.update(moves)
+        done.half_lives.update(half_lives)
+        done.decay_queue.extend(queue)
+        done.capped += sum(1 for k in moves if k in plan.capped_keys)
+        i += len(part)
+        size = max(1, min(SWEEP_SLICE_MAX, int(len(part) * SWEEP_SLICE_S / max(took, 1e-4))))
+    report.queued_for_consolidation += queued
+    return done
+
+
+def _unchanged(store: ScopeStore, row: lifecycle.Row) -> bool:
+    """The memory is still what the sweep planned from (the mirror holds every field the rules read but the
+    archive time, which only an archive or a restore changes, and those change the status too)."""
+    lt = store.light.get(row.key)
+    return lt is not None and (lt.memory_type, lt.status, lt.pinned, lt.importance, lt.access_count,
+                               lt.half_life_days, lt.created_at, lt.last_accessed_at) == (
+        row.memory_type, row.status, row.pinned, row.importance, row.access_count, row.half_life_days,
+        row.created_at, row.last_accessed_at)
+
+
+def sweep_rows(store: ScopeStore) -> list[lifecycle.Row]:
+    """What the sweep plans from, for every memory of this store not yet forgotten."""
+    return [lifecycle.Row(key=key_of(r["id"]), memory_type=r["memory_type"], status=r["status"],
                           pinned=bool(r.get("pinned")), importance=float(r["importance"]),
                           access_count=int(r.get("access_count") or 0), half_life_days=float(r["half_life_days"]),
                           created_at=r["created_at"], last_accessed_at=r["last_accessed_at"],
                           status_changed_at=r.get("status_changed_at"))
             for r in store.lifecycle_rows()]
-    return lifecycle.plan_sweep(rows, store.scope.value, core.now(), core.half_lives(), cap=cap,
-                                queued=store.pending_queue_keys())
+
+
+def plan_sweep(core: MemoryCore, store: ScopeStore, rows: list[lifecycle.Row] | None = None) -> lifecycle.Plan:
+    """What the sweep would do to this store now (``rows``: from sweep_rows, read now when not given)."""
+    cap = (core.settings.max_memories_user if store.scope == Scope.user
+           else core.settings.max_memories_project if store.scope == Scope.project else None)
+    return lifecycle.plan_sweep(sweep_rows(store) if rows is None else rows, store.scope.value, core.now(),
+                                core.half_lives(), cap=cap, queued=store.pending_queue_keys())
 
 
 def _mark_abandoned_sessions(core: MemoryCore) -> int:

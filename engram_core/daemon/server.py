@@ -37,6 +37,7 @@ from .. import __version__
 from ..config import ensure_private_child, ensure_private_dir, find_project_root, load_settings
 from ..models import CompactReport, DaemonStatus, FlushReport, ShutdownAck
 from ..redaction import redact_text, redact_value
+from ..request_lock import RequestLock
 from ..wire.protocol import (
     MAX_LINE,
     PROTOCOL_VERSION,
@@ -235,7 +236,9 @@ class Daemon:
         self.conn_idle_s = float(os.environ.get("ENGRAM_CONN_IDLE_S") or CONN_IDLE_S)
         self.line_timeout_s = float(os.environ.get("ENGRAM_LINE_TIMEOUT_S") or LINE_TIMEOUT_S)
         self.model_state = "not loaded"
-        self.lock = threading.RLock()  # one API request at a time: each is atomic (correctness over concurrency)
+        # One API request at a time: each is atomic (correctness over concurrency). Background work takes it a
+        # slice at a time through lock.background(), after every waiting request (request_lock.py).
+        self.lock = RequestLock()
         self.stop_event = threading.Event()
         self.queue: queue.Queue[tuple[str, dict[str, Any]] | None] = queue.Queue()
         # Events that failed to apply: attempts so far, the timers of their next try, and the parked ones.
@@ -791,10 +794,10 @@ class Daemon:
             if now - last_maint >= self.settings.maintenance_interval_s:
                 last_maint = now
                 try:
-                    with self.lock:
-                        if self.service is not None:
-                            report = self.service.maintain()
-                    log.info("maintenance: %s", report.model_dump_json())
+                    service = self.service  # the sweep takes the request lock a slice at a time itself
+                    if service is not None:
+                        report = service.maintain()
+                        log.info("maintenance: %s", report.model_dump_json())
                 except Exception:
                     log.exception("maintenance sweep failed")
             # An idle plain connection does not keep the daemon up (it is closed after CONN_IDLE_S anyway);
@@ -824,7 +827,7 @@ class Daemon:
 
     def _compact_due(self) -> None:
         try:
-            with self.lock:
+            with self.lock.background():
                 if self.service is None:
                     return
                 report = self.service.compact(only_due=True)

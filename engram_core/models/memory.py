@@ -255,6 +255,8 @@ class MaintenanceReport(BaseModel):
     awaiting_forget: int = 0  # archived and below 0.01: forgotten once their grace period is over
     half_lives_updated: int = 0  # memories whose half-life followed the current (evolved or set) value
     sessions_abandoned: int = 0  # registered as active, but their session store is gone
+    slices: int = 0  # pieces the sweep was applied in, each under the request lock (maintenance.SWEEP_SLICE_S)
+    left_for_next_sweep: int = 0  # changed between the sweep's plan and its slice (recalled, edited): not moved
 
 
 class CompactedStore(BaseModel):
