@@ -134,6 +134,9 @@ class MemoryCore:
         # Held around writes and changes to the set of open stores.
         self.lock = threading.RLock()
         self._closed = False
+        # Set when the owner is stopping (the daemon's `engram stop`): long work (a compaction, the sweep) gives up
+        # at its next step instead of holding the stop up; what it had not done is done next time.
+        self.stopping = threading.Event()
         # Held around the service-state parts of methods in UNLOCKED_API (whose slow part runs without it); the
         # daemon replaces it with its own request lock, which it does not take itself for those methods.
         self.api_lock: RequestLock = RequestLock()

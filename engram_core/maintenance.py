@@ -12,7 +12,7 @@ from .core import MemoryCore
 from .models import CompactedStore, CompactReport, MaintenanceReport, Scope
 from .promotion import promote_project_to_user
 from .sessions import recover_stale_sessions
-from .store import ScopeStore, key_of
+from .store import CompactionStopped, ScopeStore, key_of
 from .stored_redaction import redact_store
 
 RETRIEVAL_LOG_KEEP = 5000  # newest retrieval_log rows kept per store (pruned when the store is compacted)
@@ -42,7 +42,7 @@ def maintain(core: MemoryCore, project: str | None = None, all_projects: bool = 
     report = MaintenanceReport(transitions={}, queued_for_consolidation=0, sessions_recovered=0,
                                promoted_to_user=0, took_ms=0.0, dry_run=dry_run)
     for store in stores:
-        if core.closed:
+        if core.closed or core.stopping.is_set():
             break
         rows = sweep_rows(store)
         plan = plan_sweep(core, store, rows)
@@ -52,7 +52,7 @@ def maintain(core: MemoryCore, project: str | None = None, all_projects: bool = 
         else:
             applied = _apply_in_slices(core, store, plan, {r.key: r for r in rows}, report)
             if applied is None:
-                break  # the service closed under the sweep: what was applied stays, the rest waits
+                break  # the service is stopping: what was applied stays, the rest waits for the next sweep
             plan = applied
         report.by_scope[label] = plan.counts()
         for status, n in plan.counts().items():
@@ -60,7 +60,7 @@ def maintain(core: MemoryCore, project: str | None = None, all_projects: bool = 
         report.capped += plan.capped
         report.awaiting_forget += plan.below_forget
         report.half_lives_updated += len(plan.half_lives)
-    if not dry_run and not core.closed:
+    if not dry_run and not core.closed and not core.stopping.is_set():
         with core.api_lock.background():
             if not core.closed:
                 report.sessions_recovered = recover_stale_sessions(core)
@@ -85,7 +85,7 @@ def _apply_in_slices(core: MemoryCore, store: ScopeStore, plan: lifecycle.Plan, 
     size, i, queued = SWEEP_FIRST_SLICE, 0, 0
     while i < len(keys):
         with core.api_lock.background():
-            if core.closed:
+            if core.closed or core.stopping.is_set():
                 return None
             t = time.perf_counter()
             part = keys[i:i + size]
@@ -179,7 +179,11 @@ def compact(core: MemoryCore, project: str | None = None, only_due: bool = False
             for store in stores:
                 store.drain()
                 store.prune_retrieval_log(RETRIEVAL_LOG_KEEP)
-            before, after = conn.compact()
+            try:
+                before, after = conn.compact(stop=core.stopping.is_set)
+            except CompactionStopped:
+                report.stopped.append(str(conn.path))
+                break
             for store in stores:  # the cold-start snapshot holds text too: rewrite it from the mirror
                 if store.snapshot_path is not None and store.snapshot_path.exists():
                     store.save_snapshot()

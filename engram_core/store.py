@@ -92,6 +92,10 @@ class StoreError(RuntimeError):
     """The store refused an operation; the message says what and why."""
 
 
+class CompactionStopped(StoreError):
+    """A compaction gave up part-way because its owner is stopping; the store was left as it was."""
+
+
 class EngineRefused(StoreError):
     """The engine refused a whole query text (a parse error): the message is the engine's own."""
 
@@ -427,9 +431,11 @@ class Connection:
             return False
         return self.erased or self.disk_bytes() + pending_bytes > self.baseline * COMPACT_GROWTH + COMPACT_SLACK
 
-    def compact(self) -> tuple[int, int]:
+    def compact(self, stop: Callable[[], bool] | None = None) -> tuple[int, int]:
         """Rewrite the store file with its live data only; returns (bytes before, bytes after).
-        The caller applies pending bookkeeping first (ScopeStore.drain)."""
+        The caller applies pending bookkeeping first (ScopeStore.drain). ``stop`` is asked between batches of the
+        copy: when it says so, the copy is thrown away, the store stays as it was and CompactionStopped is raised
+        (at 50,000 memories the copy takes minutes, and `engram stop` must not wait for it)."""
         if self.path is None:
             return 0, 0
         with self.lock:
@@ -445,7 +451,12 @@ class Connection:
                     for db in sorted(dbs):
                         self._db.use(ns, db)
                         new.use(ns, db)
-                        _copy_database(self._db, new)
+                        _copy_database(self._db, new, stop=stop)
+            except CompactionStopped:
+                with contextlib.suppress(Exception):
+                    new.close()
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise
             except Exception as exc:
                 with contextlib.suppress(Exception):
                     new.close()
@@ -514,7 +525,7 @@ def _without_none(value: Any) -> Any:
     return value
 
 
-def _copy_database(src: Any, dst: Any, batch: int = 500) -> None:
+def _copy_database(src: Any, dst: Any, batch: int = 500, stop: Callable[[], bool] | None = None) -> None:
     """Schema and rows of the current database of ``src`` into ``dst``: definitions first, rows next, then the
     indexes (built over the copied rows) and events (which must not fire on the copy). Users are not copied."""
     info = src.query("INFO FOR DB").execute()[-1] or {}
@@ -534,6 +545,8 @@ def _copy_database(src: Any, dst: Any, batch: int = 500) -> None:
     for name, relation, computed in tables:
         start = 0
         while True:
+            if stop is not None and stop():
+                raise CompactionStopped("the compaction stopped part-way (Engram is stopping); the store is unchanged")
             rows = src.query(f"SELECT * FROM `{name}` ORDER BY id LIMIT {batch} START {start}").execute()[-1] or []
             if not rows:
                 break

@@ -438,6 +438,8 @@ def cmd_compact(args: argparse.Namespace) -> int:
         for st in report["stores"]:
             print(f"{st['path']}: {st['before_bytes'] / 1e6:.1f} MB -> {st['after_bytes'] / 1e6:.1f} MB "
                   f"({st['took_ms']:.0f} ms)")
+        for path in report.get("stopped", []):
+            print(f"{path}: not compacted, the daemon was stopping (left as it was; `engram compact` again)")
     return EXIT_OK
 
 
@@ -522,7 +524,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def cmd_stop(args: argparse.Namespace) -> int:
     from ..paths import engram_home
-    from ..wire.client import DaemonUnavailable, daemon_pid
+    from ..wire.client import DaemonUnavailable, daemon_alive, daemon_pid
 
     try:
         client = _client(args, start=False)
@@ -533,14 +535,20 @@ def cmd_stop(args: argparse.Namespace) -> int:
             print(f"no Engram daemon is running for {engram_home(args.home)}")
         return EXIT_OK
     pid = client.info.get("pid") or daemon_pid(args.home)
-    client.call("shutdown")
+    ack = client.call("shutdown")
     client.close()
+    waiting = ack.get("waiting_for") if isinstance(ack, dict) else None
+    if waiting:
+        print(f"stopping the Engram daemon (pid {pid}); waiting for {waiting}", file=sys.stderr)
+    # Until the process has let go of its lock file, not just its socket: it closes its stores after the socket,
+    # and a daemon started meanwhile would find it still running.
     sock = client.socket_path
     deadline = time.monotonic() + args.timeout
-    while time.monotonic() < deadline and sock.exists():
+    while time.monotonic() < deadline and (sock.exists() or daemon_alive(args.home)):
         time.sleep(0.05)
-    if sock.exists():
-        _die(f"the daemon (pid {pid}) did not stop within {args.timeout:.0f} s; `kill {pid}` ends it")
+    if sock.exists() or daemon_alive(args.home):
+        _die(f"the daemon (pid {pid}) did not stop within {args.timeout:.0f} s"
+             + (f" (it was finishing {waiting})" if waiting else "") + f"; `kill {pid}` ends it")
     if args.json:
         _emit({"running": False, "stopped": True, "pid": pid})
     else:

@@ -236,6 +236,7 @@ class Daemon:
         self.conn_idle_s = float(os.environ.get("ENGRAM_CONN_IDLE_S") or CONN_IDLE_S)
         self.line_timeout_s = float(os.environ.get("ENGRAM_LINE_TIMEOUT_S") or LINE_TIMEOUT_S)
         self.model_state = "not loaded"
+        self.compacting_since: float | None = None  # time.monotonic() when the running compaction began
         # One API request at a time: each is atomic (correctness over concurrency). Background work takes it a
         # slice at a time through lock.background(), after every waiting request (request_lock.py).
         self.lock = RequestLock()
@@ -360,6 +361,8 @@ class Daemon:
         if self.stop_event.is_set():
             return
         self.stop_event.set()
+        if self.service is not None:  # a compaction or a sweep gives up at its next step (MemoryCore.stopping)
+            self.service.stopping.set()
         if self.server is not None:
             threading.Thread(target=self.server.shutdown, daemon=True).start()
 
@@ -480,8 +483,12 @@ class Daemon:
         })
 
     def m_shutdown(self, **_: Any) -> ShutdownAck:
+        since = self.compacting_since
+        waiting = None if since is None else (
+            f"a compaction running for {time.monotonic() - since:.0f} s: it stops at its next step and leaves "
+            "the store as it was")
         self.request_stop()
-        return ShutdownAck(stopping=True, pid=os.getpid())
+        return ShutdownAck(stopping=True, pid=os.getpid(), waiting_for=waiting)
 
     def m_flush(self, timeout_s: float = 30.0) -> FlushReport:
         """Wait until every acknowledged hook event has been applied (tests, `engram status --flush`)."""
@@ -519,13 +526,22 @@ class Daemon:
         """The service's compact, then the journal loses the text of applied events (see Journal.rewrite)."""
         from ..service import call_api
 
-        with self.lock:
+        with self.lock, self._compacting():
             if self.service is None:
                 raise RuntimeError("the daemon is shutting down; retry in a moment")
             report = call_api(self.service, "compact", params)
             if self.journal is not None:
                 self.journal.rewrite()
         return report
+
+    @contextlib.contextmanager
+    def _compacting(self) -> typing.Iterator[None]:
+        """Marks a compaction as running (`engram stop` says it waits for it)."""
+        self.compacting_since = time.monotonic()
+        try:
+            yield
+        finally:
+            self.compacting_since = None
 
     def m_hook_event(self, event: dict[str, Any] | None = None, **_: Any) -> dict[str, Any]:
         event = redact_value(event)  # type: ignore[assignment]  # whole, before an error message can quote it
@@ -827,8 +843,8 @@ class Daemon:
 
     def _compact_due(self) -> None:
         try:
-            with self.lock.background():
-                if self.service is None:
+            with self.lock.background(), self._compacting():
+                if self.service is None or self.stop_event.is_set():
                     return
                 report = self.service.compact(only_due=True)
                 if report.stores and self.journal is not None:

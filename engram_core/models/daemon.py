@@ -57,3 +57,4 @@ class FlushReport(BaseModel):
 class ShutdownAck(BaseModel):
     stopping: bool
     pid: int
+    waiting_for: str | None = None  # long work the daemon stops first (a compaction), said to whoever waits

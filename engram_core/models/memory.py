@@ -268,6 +268,7 @@ class CompactedStore(BaseModel):
 
 class CompactReport(BaseModel):
     stores: list[CompactedStore] = []
+    stopped: list[str] = []  # store files whose compaction gave up part-way (Engram was stopping): left unchanged
 
 
 class ProjectInfo(BaseModel):

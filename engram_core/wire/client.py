@@ -294,6 +294,24 @@ def connect(home: Path | str | None = None, *, start: bool = True, timeout: floa
     return RemoteService(home, start=start, start_timeout=timeout).connect()
 
 
+def daemon_alive(home: Path | str | None = None) -> bool:
+    """Whether a daemon process still holds this data root's lock file (it does until its very end: after its
+    socket is gone it may still be closing its stores, and a new daemon cannot start before it lets go)."""
+    import fcntl
+
+    try:
+        fd = os.open(pid_path(engram_home(home)), os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing also lets go of a lock taken here
+    return False
+
+
 def daemon_pid(home: Path | str | None = None) -> int | None:
     """The pid written by the running daemon, if its lock file names one."""
     try:
