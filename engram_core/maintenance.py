@@ -12,7 +12,7 @@ from .core import MemoryCore
 from .models import CompactedStore, CompactReport, MaintenanceReport, Scope
 from .promotion import promote_project_to_user
 from .sessions import recover_stale_sessions
-from .store import CompactionStopped, ScopeStore, key_of
+from .store import CompactionOvertaken, CompactionStopped, ScopeStore, key_of
 from .stored_redaction import redact_store
 
 RETRIEVAL_LOG_KEEP = 5000  # newest retrieval_log rows kept per store (pruned when the store is compacted)
@@ -164,13 +164,23 @@ def open_projects(core: MemoryCore, project: str | None, all_projects: bool) -> 
 def compact(core: MemoryCore, project: str | None = None, only_due: bool = False) -> CompactReport:
     """Rewrite store files with their live data only: text that forget erased, dropped sessions and the old
     row versions every update leaves behind go from the disk. ``only_due``: just the stores that have erased
-    something or grew by half since their last compaction (the daemon runs this when idle)."""
+    something or grew by half since their last compaction (the daemon runs this when idle).
+
+    The copy runs in pieces under the request lock, taken after waiting requests, so recall goes on meanwhile
+    (at 50,000 memories the copy takes minutes); a write to the store in between makes the copy stale, and the
+    store is compacted again holding the lock throughout (`Connection.compact`)."""
     wanted = core.project_store(project) if project else None
     report = CompactReport()
-    with core.lock:
-        for conn, stores in core.scopes.connections():
-            if wanted is not None and wanted not in stores:
-                continue
+    stop = lambda: core.stopping.is_set() or core.closed  # noqa: E731
+    with core.api_lock.background():
+        connections = list(core.scopes.connections())
+    for conn, stores in connections:
+        if wanted is not None and wanted not in stores:
+            continue
+        if stop():
+            report.stopped.append(str(conn.path))
+            continue
+        with core.api_lock.background(), core.lock:
             # Held recall log rows count as written: if they alone make the store due, the compaction writes
             # them into the fresh copy (and nothing of them is left behind).
             if only_due and not conn.compaction_due(sum(s.held_log_bytes(LOG_COMPACT_S) for s in stores)):
@@ -179,16 +189,26 @@ def compact(core: MemoryCore, project: str | None = None, only_due: bool = False
             for store in stores:
                 store.drain()
                 store.prune_retrieval_log(RETRIEVAL_LOG_KEEP)
+        between_requests = True
+        try:
             try:
-                before, after = conn.compact(stop=core.stopping.is_set)
-            except CompactionStopped:
-                report.stopped.append(str(conn.path))
-                break
+                before, after = conn.compact(stop=stop, piece=core.api_lock.background)
+            except CompactionOvertaken:
+                between_requests = False
+                with core.api_lock.background(), core.lock:
+                    for store in stores:
+                        store.drain()
+                    before, after = conn.compact(stop=stop)
+        except CompactionStopped:
+            report.stopped.append(str(conn.path))
+            continue
+        with core.api_lock.background():
             for store in stores:  # the cold-start snapshot holds text too: rewrite it from the mirror
                 if store.snapshot_path is not None and store.snapshot_path.exists():
                     store.save_snapshot()
-            report.stores.append(CompactedStore(path=str(conn.path), before_bytes=before, after_bytes=after,
-                                                took_ms=(time.perf_counter() - t0) * 1000))
+        report.stores.append(CompactedStore(path=str(conn.path), before_bytes=before, after_bytes=after,
+                                            took_ms=(time.perf_counter() - t0) * 1000,
+                                            copied_between_requests=between_requests))
     return report
 
 

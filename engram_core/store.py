@@ -25,7 +25,7 @@ import threading
 import time
 import zlib
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -54,6 +54,7 @@ COMPACT_SLACK = 1024 * 1024
 HELD_LOG_MAX = 5000
 LOG_ROW_BYTES = 1300  # what one retrieval_log row adds to the engine's files (measured: ~1.3 KB, batched or not)
 # A statement that may change rows (anything but a plain read) empties the row cache.
+COPYING_RETRY_S = 1.0  # held bookkeeping is tried again this often while a compaction copies between requests
 _WRITES = re.compile(r"\b(?:UPDATE|UPSERT|CREATE|DELETE|INSERT|RELATE|REMOVE|DEFINE|ALTER|REBUILD)\b", re.IGNORECASE)
 
 SCHEMA_DIR = Path(__file__).parent / "schema"
@@ -94,6 +95,10 @@ class StoreError(RuntimeError):
 
 class CompactionStopped(StoreError):
     """A compaction gave up part-way because its owner is stopping; the store was left as it was."""
+
+
+class CompactionOvertaken(StoreError):
+    """A compaction copying between requests saw the store written meanwhile: its copy was thrown away."""
 
 
 class EngineRefused(StoreError):
@@ -334,6 +339,10 @@ class Connection:
         # Compaction bookkeeping: the size after the last one, and whether something was erased since.
         self.baseline = self.disk_bytes()
         self.erased = False
+        # Statements run that may have written (a compaction copying between requests checks it), and whether such
+        # a copy is running (held bookkeeping waits for its end rather than make it stale).
+        self.writes = 0
+        self.copying = False
 
     @classmethod
     def file(cls, path: Path) -> Connection:
@@ -355,6 +364,8 @@ class Connection:
                     self._current = None
                     self._db.use(ns, db)
                     self._current = (ns, db)
+                if _WRITES.search(sql):
+                    self.writes += 1
                 return self._db.query(sql, dict(params or {})).execute()
             except Exception as exc:
                 translated = _io_error(exc, self.url)
@@ -399,6 +410,8 @@ class Connection:
         engine's own message when it refuses the whole text (a parse error)."""
         if role not in ("VIEWER", "EDITOR"):
             raise ValueError(f"role must be VIEWER or EDITOR, not {role!r}")
+        if role == "EDITOR":  # counted before it may run: a compaction that checks after it must see it
+            self.writes += 1
         session = self._role_session(ns, db, role)
         try:
             response = self._db.query_raw(sql, session_id=session)
@@ -431,53 +444,82 @@ class Connection:
             return False
         return self.erased or self.disk_bytes() + pending_bytes > self.baseline * COMPACT_GROWTH + COMPACT_SLACK
 
-    def compact(self, stop: Callable[[], bool] | None = None) -> tuple[int, int]:
+    def compact(self, stop: Callable[[], bool] | None = None,
+                piece: Callable[[], contextlib.AbstractContextManager[Any]] | None = None) -> tuple[int, int]:
         """Rewrite the store file with its live data only; returns (bytes before, bytes after).
-        The caller applies pending bookkeeping first (ScopeStore.drain). ``stop`` is asked between batches of the
-        copy: when it says so, the copy is thrown away, the store stays as it was and CompactionStopped is raised
-        (at 50,000 memories the copy takes minutes, and `engram stop` must not wait for it)."""
+        The caller applies pending bookkeeping first (ScopeStore.drain).
+
+        ``piece``: the copy runs in pieces (a batch of rows each), each inside ``piece()`` (the daemon's request
+        lock, taken after waiting requests), and other callers read the store between them: at 50,000 memories
+        the copy takes minutes. Held bookkeeping waits meanwhile (``copying``); any other write makes the copy
+        stale, so it is thrown away and CompactionOvertaken raised (the caller compacts again, holding the lock).
+        Without ``piece``, the lock is held throughout.
+        ``stop`` is asked before each piece: when it says so, the copy is thrown away, the store stays as it was
+        and CompactionStopped is raised (`engram stop` must not wait minutes for it)."""
         if self.path is None:
             return 0, 0
-        with self.lock:
-            before = self.disk_bytes()
-            tmp = self.path.with_name(self.path.name + ".compact")
-            shutil.rmtree(tmp, ignore_errors=True)
-            new = _engine_factory(f"surrealkv://{tmp}")
+        each = piece or contextlib.nullcontext
+        tmp = self.path.with_name(self.path.name + ".compact")
+        new: Any = None
+        with contextlib.nullcontext() if piece else self.lock:
             try:
-                self._current = None
-                for ns in sorted((self._db.query("INFO FOR ROOT").execute()[-1] or {}).get("namespaces", {})):
-                    self._db.use(ns, "x")
-                    dbs = (self._db.query("INFO FOR NS").execute()[-1] or {}).get("databases", {})
-                    for db in sorted(dbs):
-                        self._db.use(ns, db)
-                        new.use(ns, db)
-                        _copy_database(self._db, new, stop=stop)
-            except CompactionStopped:
-                with contextlib.suppress(Exception):
-                    new.close()
-                shutil.rmtree(tmp, ignore_errors=True)
+                with each(), self.lock:
+                    before = self.disk_bytes()
+                    writes = self.writes
+                    shutil.rmtree(tmp, ignore_errors=True)
+                    new = _engine_factory(f"surrealkv://{tmp}")
+                    self.copying = piece is not None
+                    steps = _copy_store(self._db, new)
+                while True:
+                    with each(), self.lock:
+                        if stop is not None and stop():
+                            raise CompactionStopped("the compaction stopped part-way (Engram is stopping); "
+                                                    "the store is unchanged")
+                        if self.writes != writes:
+                            raise CompactionOvertaken(f"{self.url} was written during its compaction")
+                        try:
+                            next(steps)
+                            continue
+                        except StopIteration:
+                            pass
+                        finally:
+                            self._current = None  # the copy moved the session to other databases
+                        return self._switch_to(new, tmp, before)
+            except (CompactionStopped, CompactionOvertaken):
+                self._discard(new, tmp)
                 raise
             except Exception as exc:
-                with contextlib.suppress(Exception):
-                    new.close()
-                shutil.rmtree(tmp, ignore_errors=True)
+                self._discard(new, tmp)
                 raise _io_error(exc, self.url) or StoreError(f"compaction of {self.url} failed: {exc}") from exc
             finally:
+                self.copying = False
                 self._current = None
-            new.close()
+
+    @staticmethod
+    def _discard(new: Any, tmp: Path) -> None:
+        if new is not None:
             with contextlib.suppress(Exception):
-                self._db.close()
-            self._role_passwords.clear()  # the role users live in the old files; made again on demand
-            self._idle_sessions.clear()
-            old = self.path.with_name(self.path.name + ".old")
-            os.replace(self.path, old)
-            os.replace(tmp, self.path)
-            shutil.rmtree(old, ignore_errors=True)
-            self._db = _engine_factory(self.url)
-            restrict_tree(self.path)
-            self.baseline, self.erased = self.disk_bytes(), False
-            _release_freed_memory()
-            return before, self.baseline
+                new.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    def _switch_to(self, new: Any, tmp: Path, before: int) -> tuple[int, int]:
+        """The fresh copy in place of the store files (under self.lock; `_recover_compaction` finishes or undoes
+        a switch a crash interrupted)."""
+        assert self.path is not None
+        new.close()
+        with contextlib.suppress(Exception):
+            self._db.close()
+        self._role_passwords.clear()  # the role users live in the old files; made again on demand
+        self._idle_sessions.clear()
+        old = self.path.with_name(self.path.name + ".old")
+        os.replace(self.path, old)
+        os.replace(tmp, self.path)
+        shutil.rmtree(old, ignore_errors=True)
+        self._db = _engine_factory(self.url)
+        restrict_tree(self.path)
+        self.baseline, self.erased = self.disk_bytes(), False
+        _release_freed_memory()
+        return before, self.baseline
 
     def close(self) -> None:
         with self.lock:
@@ -525,9 +567,23 @@ def _without_none(value: Any) -> Any:
     return value
 
 
-def _copy_database(src: Any, dst: Any, batch: int = 500, stop: Callable[[], bool] | None = None) -> None:
-    """Schema and rows of the current database of ``src`` into ``dst``: definitions first, rows next, then the
-    indexes (built over the copied rows) and events (which must not fire on the copy). Users are not copied."""
+def _copy_store(src: Any, dst: Any, batch: int = 500) -> Iterator[None]:
+    """Copy every namespace and database of ``src`` into ``dst``, a piece at a time: each ``next()`` does one
+    piece and selects its database on both again first (other callers may have used ``src`` in between)."""
+    for ns in sorted((src.query("INFO FOR ROOT").execute()[-1] or {}).get("namespaces", {})):
+        src.use(ns, "x")
+        dbs = (src.query("INFO FOR NS").execute()[-1] or {}).get("databases", {})
+        for db in sorted(dbs):
+            for _ in _copy_database(src, dst, ns, db, batch):
+                yield
+
+
+def _copy_database(src: Any, dst: Any, ns: str, db: str, batch: int = 500) -> Iterator[None]:
+    """Schema and rows of database ``ns``/``db`` of ``src`` into ``dst``, a piece at a time: definitions first,
+    rows next (a batch a piece), then the indexes (built over the copied rows) and events (which must not fire on
+    the copy). Users are not copied."""
+    src.use(ns, db)
+    dst.use(ns, db)
     info = src.query("INFO FOR DB").execute()[-1] or {}
     head = [*_definitions(info.get("analyzers", {})), *_definitions(info.get("functions", {})),
             *_definitions(info.get("params", {})), *_definitions(info.get("tables", {}))]
@@ -545,8 +601,8 @@ def _copy_database(src: Any, dst: Any, batch: int = 500, stop: Callable[[], bool
     for name, relation, computed in tables:
         start = 0
         while True:
-            if stop is not None and stop():
-                raise CompactionStopped("the compaction stopped part-way (Engram is stopping); the store is unchanged")
+            yield
+            src.use(ns, db)
             rows = src.query(f"SELECT * FROM `{name}` ORDER BY id LIMIT {batch} START {start}").execute()[-1] or []
             if not rows:
                 break
@@ -554,6 +610,7 @@ def _copy_database(src: Any, dst: Any, batch: int = 500, stop: Callable[[], bool
             into = "INSERT RELATION INTO" if relation else "INSERT INTO"
             dst.query(f"{into} `{name}` $rows RETURN NONE", {"rows": rows}).execute()
             start += batch
+    yield
     if tail:
         dst.query(";\n".join(tail)).execute()
 
@@ -623,7 +680,9 @@ class ScopeStore:
         the statement's parameters and text (row_mirror.RowMirror.touched)."""
         with self.conn.lock:
             reads_log = "retrieval_log" in sql  # held log rows are written only for a query that may read them
-            if self._pending_access or self._pending_sql or self._pending_coact or (self._held_log and reads_log):
+            # Not while a compaction copies between requests: the write would make its copy stale.
+            if (self._pending_access or self._pending_sql or self._pending_coact or (self._held_log and reads_log)) \
+                    and not self.conn.copying:
                 self._drain_locked(keep_log=not reads_log)
             if memory_rows is not None:
                 self.rows.drop(memory_rows)
@@ -1177,6 +1236,8 @@ class ScopeStore:
         (`Connection.compact` after `drain`), which the daemon runs before ``log_after_s``.
         Returns the seconds until the next held piece is due, or None."""
         with self.conn.lock:
+            if self.conn.copying:  # a compaction copies between requests: a write now would make its copy stale
+                return COPYING_RETRY_S
             with self._mirror_lock:
                 now = time.monotonic()
                 since, log_since = self._access_since, self._log_since

@@ -69,21 +69,20 @@ def test_a_background_slice_inside_a_request_of_the_same_thread_does_not_wait() 
 
 
 class _PausingLock(RequestLock):
-    """The daemon's request lock, which holds the sweep between two of its slices (not holding the lock) once armed."""
+    """The daemon's request lock, which holds background work once between two of its pieces (not holding the lock)
+    when ``pause_when`` first says so."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.armed = False
-        self.slices = 0
+        self.pause_when: Any = None
         self.paused, self.go = threading.Event(), threading.Event()
 
     @contextlib.contextmanager
     def background(self) -> Iterator[None]:
-        if self.armed:
-            self.slices += 1
-            if self.slices == 3:  # 1: the stores are listed; 2: the first slice of memories; 3: the next
-                self.paused.set()
-                assert self.go.wait(120)
+        if self.pause_when is not None and self.pause_when():
+            self.pause_when = None
+            self.paused.set()
+            assert self.go.wait(120)
         with super().background():
             yield
 
@@ -121,7 +120,8 @@ def test_a_recall_during_a_sweep_is_answered_between_its_slices(paused_daemon: t
            for t in texts]
     assert len(set(ids)) == 100
 
-    lock.armed = True
+    pieces = iter(range(2))  # 1: the stores are listed; 2: the first slice of memories; then paused
+    lock.pause_when = lambda: next(pieces, None) is None
     answers: list[dict[str, Any]] = []
     sweeper = RemoteService(daemon.home, start=False).connect()
     sweep = threading.Thread(target=lambda: answers.append(sweeper.call("maintain", project=str(proj))))
@@ -163,14 +163,14 @@ def test_stop_during_a_compaction_stops_it_and_returns_once_the_daemon_is_gone(
     for t in [m["content"] for m in realpath_text.memories(5, 0, seed=5)]:
         client.call("store", memory={"content": t}, project=str(proj))
     copying, go = threading.Event(), threading.Event()
-    real_copy = store_module._copy_database
+    real_copy = store_module._copy_store
 
-    def held_copy(*args: Any, **kwargs: Any) -> None:  # the copy starts once the test lets it
+    def held_copy(*args: Any, **kwargs: Any) -> Iterator[None]:  # the copy starts once the test lets it
         copying.set()
         assert go.wait(120)
-        real_copy(*args, **kwargs)
+        yield from real_copy(*args, **kwargs)
 
-    monkeypatch.setattr(store_module, "_copy_database", held_copy)
+    monkeypatch.setattr(store_module, "_copy_store", held_copy)
     answers: list[Any] = []
     compact = threading.Thread(target=lambda: answers.append(client.call("compact", project=str(proj))))
     compact.start()
@@ -197,3 +197,60 @@ def test_stop_during_a_compaction_stops_it_and_returns_once_the_daemon_is_gone(
     assert started.returncode == 0, started.stderr
     assert {s["scope"]: s["total"] for s in json.loads(started.stdout)["scopes"]}["project"] == 5
     subprocess.run([sys.executable, "-m", "engram_core.cli", "stop"], env=env, timeout=120, capture_output=True)
+
+
+def test_recall_goes_on_during_a_compaction_and_a_write_meanwhile_is_kept(paused_daemon: tuple[Daemon, Path]) -> None:
+    """The copy runs in pieces with requests between them; a write between two pieces makes the copy stale, and the
+    store is compacted again holding the lock: the write is in the compacted store."""
+    daemon, proj = paused_daemon
+    lock = daemon.lock
+    assert isinstance(lock, _PausingLock)
+    client = RemoteService(daemon.home, start=False).connect()
+    texts = [m["content"] for m in realpath_text.memories(30, 0, seed=9)]
+    for t in texts[:29]:
+        client.call("store", memory={"content": t}, project=str(proj))
+    conn = daemon.service.project_store(str(proj)).conn
+    embedder = daemon.service.embedder
+
+    def compact_paused_midway() -> tuple[threading.Thread, list[Any]]:
+        lock.paused.clear()
+        lock.go.clear()
+        lock.pause_when = lambda: conn.copying
+        answers: list[Any] = []
+        other = RemoteService(daemon.home, start=False).connect()
+        t = threading.Thread(target=lambda: answers.append(other.call("compact", project=str(proj))))
+        t.start()
+        assert lock.paused.wait(60), "the compaction never let requests in between two pieces of its copy"
+        return t, answers
+
+    # Reads between the pieces leave the copy good.
+    t, answers = compact_paused_midway()
+    hits = client.call("recall", query=texts[3], project=str(proj), limit=5)["hits"]
+    assert texts[3] in [h["memory"]["content"] for h in hits]
+    assert t.is_alive() and not answers
+    lock.go.set()
+    t.join(120)
+    (done,) = [st for st in answers[0]["stores"] if st["path"] == str(conn.path)]
+    assert done["copied_between_requests"] is True
+
+    # A write between the pieces: the copy starts over holding the lock, and the write is kept.
+    t, answers = compact_paused_midway()
+    late = client.call("store", memory={"content": texts[29]}, project=str(proj))["memory"]["id"]
+    assert t.is_alive() and not answers
+    lock.go.set()
+    t.join(120)
+    (done,) = [st for st in answers[0]["stores"] if st["path"] == str(conn.path)]
+    assert done["copied_between_requests"] is False
+    assert client.call("get", memory_id=late, project=str(proj))["content"] == texts[29]
+    client.close()
+    daemon.request_stop()
+    daemon.lock.go.set()
+    # Reopened from the files, the store has all 30.
+    from engram_core.service import EngramService
+
+    _wait_until(lambda: not daemon_alive(daemon.home), "the daemon let go of its data root")
+    svc = EngramService(daemon.home, embedder=embedder)
+    try:
+        assert {s.scope.value: s.total for s in svc.stats(project=str(proj)).scopes}["project"] == 30
+    finally:
+        svc.close()

@@ -237,6 +237,8 @@ class Daemon:
         self.line_timeout_s = float(os.environ.get("ENGRAM_LINE_TIMEOUT_S") or LINE_TIMEOUT_S)
         self.model_state = "not loaded"
         self.compacting_since: float | None = None  # time.monotonic() when the running compaction began
+        self._not_compacting = threading.Event()
+        self._not_compacting.set()
         # One API request at a time: each is atomic (correctness over concurrency). Background work takes it a
         # slice at a time through lock.background(), after every waiting request (request_lock.py).
         self.lock = RequestLock()
@@ -526,22 +528,26 @@ class Daemon:
         """The service's compact, then the journal loses the text of applied events (see Journal.rewrite)."""
         from ..service import call_api
 
-        with self.lock, self._compacting():
-            if self.service is None:
-                raise RuntimeError("the daemon is shutting down; retry in a moment")
-            report = call_api(self.service, "compact", params)
-            if self.journal is not None:
-                self.journal.rewrite()
+        service = self.service
+        if service is None:
+            raise RuntimeError("the daemon is shutting down; retry in a moment")
+        with self._compacting():  # takes the request lock a piece at a time itself (maintenance.compact)
+            report = call_api(service, "compact", params)
+        if self.journal is not None:
+            self.journal.rewrite()
         return report
 
     @contextlib.contextmanager
     def _compacting(self) -> typing.Iterator[None]:
-        """Marks a compaction as running (`engram stop` says it waits for it)."""
+        """Marks a compaction as running (`engram stop` says it waits for it). Hook events wait for its end: they
+        are journaled, and a write would make the copy it makes between requests stale."""
         self.compacting_since = time.monotonic()
+        self._not_compacting.clear()
         try:
             yield
         finally:
             self.compacting_since = None
+            self._not_compacting.set()
 
     def m_hook_event(self, event: dict[str, Any] | None = None, **_: Any) -> dict[str, Any]:
         event = redact_value(event)  # type: ignore[assignment]  # whole, before an error message can quote it
@@ -662,6 +668,8 @@ class Daemon:
                     return
                 continue
             eid, event = item
+            while not self._not_compacting.wait(0.25) and not self.stop_event.is_set():
+                pass  # see _compacting
             try:
                 self.apply_event(eid, event)
             except Exception as exc:
@@ -843,12 +851,13 @@ class Daemon:
 
     def _compact_due(self) -> None:
         try:
-            with self.lock.background(), self._compacting():
-                if self.service is None or self.stop_event.is_set():
-                    return
-                report = self.service.compact(only_due=True)
-                if report.stores and self.journal is not None:
-                    self.journal.rewrite()
+            service = self.service
+            if service is None or self.stop_event.is_set():
+                return
+            with self._compacting():  # takes the request lock a piece at a time itself (maintenance.compact)
+                report = service.compact(only_due=True)
+            if report.stores and self.journal is not None:
+                self.journal.rewrite()
             for st in report.stores:
                 self.compactions += 1
                 log.info("compacted %s: %d -> %d bytes in %.0f ms", st.path, st.before_bytes, st.after_bytes,

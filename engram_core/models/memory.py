@@ -264,6 +264,9 @@ class CompactedStore(BaseModel):
     before_bytes: int
     after_bytes: int
     took_ms: float
+    # Copied in pieces while requests went on; False: a write came in meanwhile, so it was copied again holding
+    # the request lock throughout (maintenance.compact).
+    copied_between_requests: bool = True
 
 
 class CompactReport(BaseModel):
