@@ -54,6 +54,11 @@ COMPACT_SLACK = 1024 * 1024
 HELD_LOG_MAX = 5000
 LOG_ROW_BYTES = 1300  # what one retrieval_log row adds to the engine's files (measured: ~1.3 KB, batched or not)
 # A statement that may change rows (anything but a plain read) empties the row cache.
+# A compaction copying between requests sizes its batches of rows so that each piece holds the request lock about
+# COPY_PIECE_S (a recall issued meanwhile waits that long at most).
+COPY_PIECE_S = 0.05
+COPY_FIRST_BATCH = 50
+COPY_MAX_BATCH = 2000
 COPYING_RETRY_S = 1.0  # held bookkeeping is tried again this often while a compaction copies between requests
 _WRITES = re.compile(r"\b(?:UPDATE|UPSERT|CREATE|DELETE|INSERT|RELATE|REMOVE|DEFINE|ALTER|REBUILD)\b", re.IGNORECASE)
 
@@ -469,7 +474,7 @@ class Connection:
                     shutil.rmtree(tmp, ignore_errors=True)
                     new = _engine_factory(f"surrealkv://{tmp}")
                     self.copying = piece is not None
-                    steps = _copy_store(self._db, new)
+                    steps = _copy_store(self._db, new, piece_s=COPY_PIECE_S if piece else None)
                 while True:
                     with each(), self.lock:
                         if stop is not None and stop():
@@ -567,18 +572,18 @@ def _without_none(value: Any) -> Any:
     return value
 
 
-def _copy_store(src: Any, dst: Any, batch: int = 500) -> Iterator[None]:
+def _copy_store(src: Any, dst: Any, piece_s: float | None = None) -> Iterator[None]:
     """Copy every namespace and database of ``src`` into ``dst``, a piece at a time: each ``next()`` does one
-    piece and selects its database on both again first (other callers may have used ``src`` in between)."""
+    piece and selects its database on both again first (other callers may have used ``src`` in between).
+    ``piece_s``: size each batch of rows so that a piece takes about this long (else 500 rows a batch)."""
     for ns in sorted((src.query("INFO FOR ROOT").execute()[-1] or {}).get("namespaces", {})):
         src.use(ns, "x")
         dbs = (src.query("INFO FOR NS").execute()[-1] or {}).get("databases", {})
         for db in sorted(dbs):
-            for _ in _copy_database(src, dst, ns, db, batch):
-                yield
+            yield from _copy_database(src, dst, ns, db, piece_s)
 
 
-def _copy_database(src: Any, dst: Any, ns: str, db: str, batch: int = 500) -> Iterator[None]:
+def _copy_database(src: Any, dst: Any, ns: str, db: str, piece_s: float | None = None) -> Iterator[None]:
     """Schema and rows of database ``ns``/``db`` of ``src`` into ``dst``, a piece at a time: definitions first,
     rows next (a batch a piece), then the indexes (built over the copied rows) and events (which must not fire on
     the copy). Users are not copied."""
@@ -599,9 +604,10 @@ def _copy_database(src: Any, dst: Any, ns: str, db: str, batch: int = 500) -> It
     if head:
         dst.query(";\n".join(head)).execute()
     for name, relation, computed in tables:
-        start = 0
+        start, batch = 0, 500 if piece_s is None else COPY_FIRST_BATCH
         while True:
             yield
+            t = time.perf_counter()
             src.use(ns, db)
             rows = src.query(f"SELECT * FROM `{name}` ORDER BY id LIMIT {batch} START {start}").execute()[-1] or []
             if not rows:
@@ -609,7 +615,12 @@ def _copy_database(src: Any, dst: Any, ns: str, db: str, batch: int = 500) -> It
             rows = [{k: _without_none(v) for k, v in r.items() if k not in computed and v is not None} for r in rows]
             into = "INSERT RELATION INTO" if relation else "INSERT INTO"
             dst.query(f"{into} `{name}` $rows RETURN NONE", {"rows": rows}).execute()
-            start += batch
+            start += len(rows)
+            if len(rows) < batch:
+                break
+            if piece_s is not None:
+                took = max(time.perf_counter() - t, 1e-4)
+                batch = max(COPY_FIRST_BATCH // 2, min(COPY_MAX_BATCH, int(len(rows) * piece_s / took)))
     yield
     if tail:
         dst.query(";\n".join(tail)).execute()
