@@ -533,9 +533,15 @@ class Daemon:
             raise RuntimeError("the daemon is shutting down; retry in a moment")
         with self._compacting():  # takes the request lock a piece at a time itself (maintenance.compact)
             report = call_api(service, "compact", params)
-        if self.journal is not None:
-            self.journal.rewrite()
+        self._forget_applied_events()
         return report
+
+    def _forget_applied_events(self) -> None:
+        """After a compaction: the journal loses the text of applied events too (unless the daemon has closed
+        meanwhile: a compaction that stopped for `engram stop` ends after the journal was closed)."""
+        with self.lock:
+            if self.service is not None and self.journal is not None:
+                self.journal.rewrite()
 
     @contextlib.contextmanager
     def _compacting(self) -> typing.Iterator[None]:
@@ -856,8 +862,8 @@ class Daemon:
                 return
             with self._compacting():  # takes the request lock a piece at a time itself (maintenance.compact)
                 report = service.compact(only_due=True)
-            if report.stores and self.journal is not None:
-                self.journal.rewrite()
+            if report.stores:
+                self._forget_applied_events()
             for st in report.stores:
                 self.compactions += 1
                 log.info("compacted %s: %d -> %d bytes in %.0f ms", st.path, st.before_bytes, st.after_bytes,
