@@ -79,6 +79,10 @@ COMPACT_FORCE_S = 120.0
 # (13 times, 927 s of a 2,240 s import of 50,000), and `engram import` compacts what it grew at its end anyway.
 BULK_WRITES = frozenset({"import_lines", "restore_memories"})
 BULK_QUIET_S = 60.0
+# The MCP server is built in the background once no request has run for WARM_MCP_QUIET_S (at most
+# WARM_MCP_WITHIN_S after the model loaded): see Daemon._warm.
+WARM_MCP_QUIET_S = 0.5
+WARM_MCP_WITHIN_S = 30.0
 
 
 class AlreadyRunning(RuntimeError):
@@ -344,7 +348,16 @@ class Daemon:
             self.model_state = "ready" if ok_ else f"unavailable ({getattr(embedder, 'name', '?')})"
         except Exception as exc:
             self.model_state = f"error: {exc}"
-        # The MCP SDK too (~0.8 s to import), so that a bridge's `initialize` is answered at once.
+        # The MCP SDK too (~0.8 s to import), so that a bridge's `initialize` is answered at once; but only once
+        # no request has run for a moment: its imports hold the GIL, and beside the first recall (which opens the
+        # project store and its mirrors) they made that recall wait. A bridge that comes first builds it itself.
+        deadline = time.monotonic() + WARM_MCP_WITHIN_S
+        while time.monotonic() < deadline and not self.stop_event.is_set():
+            with self._running_lock:
+                quiet = self.requests_running == 0 and time.monotonic() - self.last_request >= WARM_MCP_QUIET_S
+            if quiet:
+                break
+            self.stop_event.wait(0.05)
         try:
             from ..mcp import server as mcp_server
 
