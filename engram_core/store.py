@@ -83,13 +83,16 @@ LIGHT_FIELDS = (
 SNAPSHOT_VERSION = 4
 # Schema 006 stores every vector as float32 bytes; `_vectors_to_bytes` converts a store written before it.
 VECTOR_BYTES_SCHEMA = 6
-LEAN_EDGES_SCHEMA = 9
-# What schema 009 stops writing on the graph's edges, as the rows written before get it cleared (`_lean_edges`).
-_LEAN_EDGES = (
-    ("relates_to", "scope != NONE OR created_at != NONE OR source = 'extracted'",
-     "scope = NONE, created_at = NONE, source = IF source = 'agent' THEN 'agent' ELSE NONE END"),
-    ("mentions", "created_at != NONE", "created_at = NONE"),
-)
+# What schemas 009 (graph edges) and 010 (entities) stop writing, as the rows written before get it cleared
+# (`_lean_rows`): schema version → (table, which rows still hold it, how it is cleared).
+_LEAN_ROWS = {
+    9: (("relates_to", "scope != NONE OR created_at != NONE OR source = 'extracted'",
+         "scope = NONE, created_at = NONE, source = IF source = 'agent' THEN 'agent' ELSE NONE END"),
+        ("mentions", "created_at != NONE", "created_at = NONE")),
+    10: (("entity", "scope != NONE OR created_at != NONE OR source = 'extracted' OR description = ''",
+          "scope = NONE, created_at = NONE, source = IF source = 'agent' THEN 'agent' ELSE NONE END, "
+          "description = IF description = '' THEN NONE ELSE description END"),),
+}
 VECTOR_DTYPE = np.dtype("<f4")
 FORGOTTEN = "[forgotten]"  # what an erased memory's content and the recall queries that quoted it become
 
@@ -715,8 +718,8 @@ class ScopeStore:
             if version > current:
                 if version == VECTOR_BYTES_SCHEMA:
                     self._vectors_to_bytes()
-                if version == LEAN_EDGES_SCHEMA:
-                    self._lean_edges(text)
+                if version in _LEAN_ROWS:
+                    self._lean_rows(version, text)
                 self.q(f"BEGIN TRANSACTION;\n{text}\nUPSERT schema_meta:current SET version = {version}, "
                        f"applied_at = time::now();\nCOMMIT TRANSACTION;")
                 current = version
@@ -747,14 +750,14 @@ class ScopeStore:
             if ids:
                 self.conn.erased = True  # the old floats stay in the engine's files until the next compaction
 
-    def _lean_edges(self, definitions: str, chunk: int = 2000) -> None:
-        """Before schema 009 is recorded: its field definitions (the dropped values become optional), then the values
-        cleared from every edge written before, ``chunk`` rows a transaction. The graph's change counter (schema
-        005) is bumped by an event per row written: each chunk lifts the table's events, rewrites its rows, defines
-        them again as they were and bumps the counter once, all in its transaction (measured at 1,000 memories:
-        0.37 s against 2.1 s with the events firing). An interrupted upgrade goes on from the rows left."""
+    def _lean_rows(self, version: int, definitions: str, chunk: int = 2000) -> None:
+        """Before schema 009 or 010 is recorded: its field definitions (the dropped values become optional), then the
+        values cleared from every row written before, ``chunk`` rows a transaction. The graph's change counter
+        (schema 005) is bumped by an event per row written: each chunk lifts the table's events, rewrites its rows,
+        defines them again as they were and bumps the counter once, all in its transaction (measured at 1,000
+        memories: 0.37 s against 2.1 s with the events firing). An interrupted upgrade goes on from the rows left."""
         self.q(definitions)
-        for table, holding, clear in _LEAN_EDGES:
+        for table, holding, clear in _LEAN_ROWS[version]:
             ids = self.q1(f"SELECT VALUE id FROM {table} WHERE {holding}") or []
             events = (self.q1(f"INFO FOR TABLE {table}") or {}).get("events") or {}
             lift = "".join(f"REMOVE EVENT {name} ON TABLE {table};\n" for name in events)

@@ -1,5 +1,5 @@
-"""Schemas 008 and 009: the relation tables keep no index on `in` / `out` (every query that finds an edge by one of
-its ends walks the engine's graph keys instead), and their rows no longer carry fields no reader used. A store
+"""Schemas 008 to 010: the relation tables keep no index on `in` / `out` (every query that finds an edge by one of
+its ends walks the engine's graph keys instead), and edges and entities no longer carry fields no reader used. A store
 written before upgrades at its first open and its graph answers exactly as before: traversal, the detail of one
 memory, contradiction candidates on write (which strengthen upgraded rows), erasure of a memory's entities and
 co-activation edges, and a compaction after."""
@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import engram_core.store as store_mod
-from engram_core.models import MemoryIn
+from engram_core.models import EntityIn, MemoryIn
 from engram_core.organise import associations as assoc
 from engram_core.organise import contradictions as cx
 from engram_core.organise import graph, relations
@@ -61,16 +61,20 @@ def test_an_old_store_upgrades_and_its_graph_answers_the_same(tmp_path: Path, em
     (proj / ".git").mkdir(parents=True)
     p = str(proj)
     real = store_mod.migrations()
-    lean_row = graph._relation_row
+    lean_row, lean_entity = graph._relation_row, graph._entity_row
 
     def old_row(r: Any, memory_key: str | None, now: Any, source: str = "extracted") -> dict[str, Any]:  # noqa: ANN401
         row = lean_row(r, memory_key, now, source)
         row["fields"] |= {"scope": "project", "created_at": now, "source": source}  # what it wrote before 009
         return row
 
+    def old_entity(e: Any, now: Any, source: str = "extracted", description: str | None = None) -> dict[str, Any]:  # noqa: ANN401
+        return lean_entity(e, now, source, description) | {"scope": "project"}  # the rest came from defaults
+
     with monkeypatch.context() as old:  # the store as Engram wrote it before schema 008
         old.setattr(store_mod, "migrations", lambda: [m for m in real if m[0] < 8])
         old.setattr(graph, "_relation_row", old_row)
+        old.setattr(graph, "_entity_row", old_entity)
         with _service(tmp_path, embedder) as svc:
             ids = [svc.store(MemoryIn(content=t), project=p).memory.id for t in TEXTS]
             assoc.coactivate_memories(svc, [ids[0], ids[1]], project=p)
@@ -83,6 +87,9 @@ def test_an_old_store_upgrades_and_its_graph_answers_the_same(tmp_path: Path, em
             assert rels and all(r["scope"] == "project" and r["created_at"] for r in rels)
             assert {r["source"] for r in rels} == {"extracted", "agent"}
             assert all(m["created_at"] for m in store.q1("SELECT * FROM mentions") or [])
+            ents = store.q1("SELECT * FROM entity") or []
+            assert all(e["scope"] == "project" and e["created_at"] and "description" in e for e in ents)
+            assert {e["source"] for e in ents} == {"extracted", "agent"}
             before = _view(svc, p, ids)
     assert before["relations"] and all(before[k][0] for k in ids), before
 
@@ -128,12 +135,15 @@ def test_an_old_store_upgrades_and_its_graph_answers_the_same(tmp_path: Path, em
 
 
 def _assert_lean(store: ScopeStore) -> None:
-    """Schema 009: an edge carries no scope and no creation date; a relation says its source only if the agent
-    stated it (none: extracted)."""
+    """Schemas 009 and 010: an edge or an entity carries no scope and no creation date; a relation or an entity
+    says its source only if the agent stated it (none: extracted), an entity its description only if it has one."""
     rels = store.q1("SELECT * FROM relates_to") or []
     assert rels and not [r for r in rels if {"scope", "created_at"} & set(r)]
     assert {r.get("source") for r in rels} == {None, "agent"}
     assert all(set(m) == {"id", "in", "out"} for m in store.q1("SELECT * FROM mentions") or [])
+    ents = store.q1("SELECT * FROM entity") or []
+    assert ents and not [e for e in ents if {"scope", "created_at"} & set(e) or e.get("description") == ""]
+    assert {e.get("source") for e in ents} == {None, "agent"}
 
 
 def test_an_interrupted_lean_upgrade_goes_on_at_the_next_open(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -161,7 +171,7 @@ def test_an_interrupted_lean_upgrade_goes_on_at_the_next_open(tmp_path: Path, mo
 
     with monkeypatch.context() as m:
         m.setattr(ScopeStore, "q", stop_after_two_chunks)
-        m.setattr(store_mod.ScopeStore._lean_edges, "__defaults__", (3,))  # chunks of 3 rows
+        m.setattr(store_mod.ScopeStore._lean_rows, "__defaults__", (3,))  # chunks of 3 rows
         with pytest.raises(KeyboardInterrupt):
             ScopeStore(conn, store_mod.Scope.project, "p_lean")
     left = s.q1("SELECT VALUE id FROM relates_to WHERE scope != NONE") or []
@@ -170,4 +180,19 @@ def test_an_interrupted_lean_upgrade_goes_on_at_the_next_open(tmp_path: Path, mo
     again = ScopeStore(conn, store_mod.Scope.project, "p_lean")
     assert again.schema_version() == real[-1][0]
     assert again.q1("SELECT VALUE id FROM relates_to WHERE scope != NONE OR created_at != NONE") == []
+    assert again.q1("SELECT VALUE id FROM entity WHERE scope != NONE OR created_at != NONE OR description = ''") == []
+    assert len(again.q1("SELECT VALUE id FROM entity") or []) == 7
     conn.close()
+
+
+def test_an_entity_named_again_with_a_description_takes_it(env: tuple[EngramService, str]) -> None:
+    """Schema 010 writes no empty description: an entity first named without one (or extracted) takes the one the
+    agent gives later, and keeps it when named again without."""
+    svc, p = env
+    svc.store(MemoryIn(content="deploy.sh pushes the image with the AWS CLI"), project=p)
+    assert graph.add_entities(svc, [EntityIn(name="deploy.sh", entity_type="file")], project=p).merged
+    got = graph.add_entities(svc, [EntityIn(name="deploy.sh", entity_type="file",
+                                            description="the deploy script [prod] \\ 🚀")], project=p)
+    assert [e.description for e in got.merged] == ["the deploy script [prod] \\ 🚀"]
+    again = graph.add_entities(svc, [EntityIn(name="deploy.sh", entity_type="file")], project=p)
+    assert [e.description for e in again.merged] == ["the deploy script [prod] \\ 🚀"]

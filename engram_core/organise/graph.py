@@ -99,8 +99,8 @@ FOR $e IN $set_ep { UPDATE $e.mem SET episode_id = $e.ep RETURN NONE; };
 FOR $e IN $eps { UPDATE $e.id SET memory_count += $e.n, last_at = $now RETURN NONE; };
 IF array::len($ents) > 0 {
   -- Only `+=` sees the stored value inside ON DUPLICATE KEY UPDATE (3.2.4), hence the clamp after.
-  INSERT INTO entity array::map($ents, |$e| $e + {first_seen: $now, last_seen: $now, created_at: $now,
-    updated_at: $now}) ON DUPLICATE KEY UPDATE mention_count += 1, last_seen = $now, updated_at = $now,
+  INSERT INTO entity array::map($ents, |$e| $e + {first_seen: $now, last_seen: $now, updated_at: $now})
+    ON DUPLICATE KEY UPDATE mention_count += 1, last_seen = $now, updated_at = $now,
     confidence += 0.02 RETURN NONE;
   UPDATE $ent_ids SET confidence = 1.0 WHERE confidence > 1.0 RETURN NONE;
 };
@@ -127,13 +127,16 @@ RETURN {pre_rels: $pre_rels, pre_live: $pre_live,
 """.replace("EVIDENCE_MAX", str(EVIDENCE_MAX))
 
 
-def _entity_row(e: ex.Extracted, scope: str, now: datetime, source: str = "extracted",
+def _entity_row(e: ex.Extracted, now: datetime, source: str = "extracted",
                 description: str | None = None) -> dict[str, Any]:
+    # Lean (schema 010): no scope (the store's own), no created_at (first_seen is that instant), a source only when
+    # the agent named it (none means extracted), a description only when one was given.
     row: dict[str, Any] = {
         "id": rid("entity", entity_key(e.key, e.entity_type)), "name": e.name, "name_key": e.key,
-        "entity_type": e.entity_type, "scope": scope, "source": source, "confidence": 0.6,
-        "first_seen": now, "last_seen": now, "created_at": now, "updated_at": now,
+        "entity_type": e.entity_type, "confidence": 0.6, "first_seen": now, "last_seen": now, "updated_at": now,
     }
+    if source != "extracted":
+        row["source"] = source
     if e.category:
         row["category"] = e.category
     if description:
@@ -179,7 +182,6 @@ def plan_extraction(core: MemoryCore, store: ScopeStore, key: str, content: str,
     subject = subject_for(store)
     rels = ex.extract_relations(content, ents, subject) if ents else []
     now = core.now()
-    scope = store.scope.value
     all_ents = {(e.key, e.entity_type): e for e in ents}
     for r in rels:
         all_ents.setdefault((r.source.key, r.source.entity_type), r.source)
@@ -191,7 +193,7 @@ def plan_extraction(core: MemoryCore, store: ScopeStore, key: str, content: str,
         if r.relation_type in CONFLICT_TYPES:
             check.add(entity_key(r.source.key, r.source.entity_type))
             check.add(entity_key(r.target.key, r.target.entity_type))
-    return Extraction(key=key, mentioned=ents, rels=rels, ent_rows=[_entity_row(e, scope, now) for e in all_ents.values()],
+    return Extraction(key=key, mentioned=ents, rels=rels, ent_rows=[_entity_row(e, now) for e in all_ents.values()],
                       rel_rows=[_relation_row(r, key, now) for r in rels], check=sorted(check),
                       episode=episode_id, episode_on_row=episode_on_row, now=now, entities=list(all_ents.values()))
 
@@ -721,11 +723,11 @@ def add_entities(core: MemoryCore, entities: list[EntityIn], scope: str = "proje
         if existing:
             store.q("UPDATE $id SET mention_count += 1, last_seen = $now, "
                     "confidence = math::min([1.0, confidence + 0.05]), "
-                    "description = IF $d != NONE AND description = '' THEN $d ELSE description END",
+                    "description = IF $d != NONE AND (description ?? '') = '' THEN $d ELSE description END",
                     {"id": rid("entity", k), "d": e.description, "now": now})
             out.merged.append(_get_entity(store, k))
             continue
-        row = _entity_row(x, store.scope.value, now, source="agent", description=e.description)
+        row = _entity_row(x, now, source="agent", description=e.description)
         row["confidence"] = 0.8
         cat = ex.GAZETTEER.get(x.key)
         if cat and cat[0] == x.entity_type and cat[1]:
