@@ -17,7 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict, Unpack
 
-from . import retrieval
+from . import retrieval, vector_model
 from .api import EngramError
 from .bookkeeping import ACCESS_AFTER_S, LOG_AFTER_S, Bookkeeper
 from .clock import Clock
@@ -153,6 +153,7 @@ class MemoryCore:
     def _open_store(self, conn: Connection, scope: Scope, database: str) -> ScopeStore:
         store = ScopeStore(conn, scope, database, clock=self.clock, new_id=self.new_id)
         store.on_defer = self.bookkeeper.notify
+        vector_model.reconcile(self.embedder, store)  # its vectors and the queries' from one model
         return store
 
     def flush(self) -> None:

@@ -37,6 +37,7 @@ from surrealdb import AsyncSurreal, RecordID, Surreal
 from surrealdb.connections.async_ws import AsyncWsSurrealConnection
 from surrealdb.connections.blocking_ws import BlockingWsSurrealConnection
 
+from . import cbor_encode
 from .clock import Clock
 from .config import ensure_private_dir, restrict_tree
 from .ids import IdSource, ulid
@@ -63,6 +64,8 @@ COPYING_RETRY_S = 1.0  # held bookkeeping is tried again this often while a comp
 _WRITES = re.compile(r"\b(?:UPDATE|UPSERT|CREATE|DELETE|INSERT|RELATE|REMOVE|DEFINE|ALTER|REBUILD)\b", re.IGNORECASE)
 
 SCHEMA_DIR = Path(__file__).parent / "schema"
+
+cbor_encode.install()  # every request to the engine is encoded by cbor_encode (the SDK's bytes, ~4.5x sooner)
 QUERY_DIR = Path(__file__).parent / "queries"
 MEMORY_TABLE = "memory"
 

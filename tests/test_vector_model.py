@@ -1,0 +1,120 @@
+"""Which model wrote a store's vectors (vector_model.py): a new home is int8, an existing fp32 home stays fp32
+without re-embedding, and a store written by another model than the home's is re-embedded as it opens."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engram_core import vector_model
+from engram_core.embeddings import LocalEmbedder, local_model_id
+from engram_core.models import EntityIn, MemoryIn
+from engram_core.service import EngramService
+from engram_core.store import decode_vector
+
+TEXTS = ["We deploy with `make release` [x] \\ 🚀 after the tag is pushed",
+         "The upload worker retries ECONNRESET three times with jitter",
+         "Priya prefers pytest fixtures over setUp methods"]
+
+
+@pytest.fixture(scope="module")
+def fp32() -> LocalEmbedder:
+    emb = LocalEmbedder("onnx", precision="fp32")
+    emb.embed(["warm up"])
+    return emb
+
+
+@pytest.fixture(scope="module")
+def int8() -> LocalEmbedder:
+    emb = LocalEmbedder("onnx", precision="int8")
+    emb.embed(["warm up"])
+    return emb
+
+
+def _fill(home: Path, project: Path, embedder: LocalEmbedder) -> None:
+    with EngramService(home, embedder=embedder, recover_sessions=False) as svc:
+        svc.store_many([MemoryIn(content=t) for t in TEXTS], project=str(project))
+        svc.add_entities([EntityIn(name="UploadWorker", entity_type="class", description="retries uploads")],
+                         scope="project", project=str(project))
+
+
+def _vectors(svc: EngramService, project: Path) -> list[dict[str, np.ndarray]]:
+    """The memory vectors and the entity vectors, by the text each was embedded from, in the order the store
+    lists them (as vector_model.reembed reads them)."""
+    store = svc.project_store(str(project))
+    assert store is not None
+    return [{r["t"]: decode_vector(r["embedding"]) for r in store.q1(sql)} for sql in (
+        "SELECT search_text AS t, embedding FROM memory WHERE embedding != NONE",
+        "SELECT string::concat(name, ' ', description) AS t, embedding FROM entity WHERE embedding != NONE")]
+
+
+def test_int8_is_close_to_fp32_but_not_the_same_model(fp32: LocalEmbedder, int8: LocalEmbedder) -> None:
+    a, b = fp32.embed(TEXTS), int8.embed(TEXTS)
+    assert "int8" in int8.name and "fp32" in fp32.name
+    assert fp32.model_id != int8.model_id
+    cos = np.sum(a * b, axis=1)
+    assert cos.min() > 0.97 and cos.max() < 0.99999  # per-channel int8: near fp32, yet its own vectors
+    assert np.allclose(np.linalg.norm(b, axis=1), 1.0, atol=1e-5)
+
+
+def test_a_new_home_is_int8_and_records_it(tmp_path: Path, project_dir: Path) -> None:
+    emb = LocalEmbedder()
+    with EngramService(tmp_path / "home", embedder=emb, recover_sessions=False) as svc:
+        svc.store(MemoryIn(content=TEXTS[0]), project=str(project_dir))
+        assert emb.model_id == local_model_id("int8")
+        assert vector_model.recorded_model(svc.user) == local_model_id("int8")
+        assert vector_model.recorded_model(svc.project_store(str(project_dir))) == local_model_id("int8")
+        assert svc.recall("how do we deploy a release", project=str(project_dir)).hits[0].memory.content == TEXTS[0]
+
+
+def test_an_existing_fp32_home_stays_fp32_without_reembedding(tmp_path: Path, project_dir: Path,
+                                                              fp32: LocalEmbedder) -> None:
+    home = tmp_path / "home"
+    _fill(home, project_dir, fp32)
+    with EngramService(home, embedder=fp32, recover_sessions=False) as svc:
+        before = _vectors(svc, project_dir)
+        for store in (svc.user, svc.project_store(str(project_dir))):  # as a store before the record existed
+            store.q("DELETE mirror_meta:embedding")
+    auto = LocalEmbedder()
+    with EngramService(home, embedder=auto, recover_sessions=False) as svc:
+        assert auto.model_id == local_model_id("fp32")
+        after = _vectors(svc, project_dir)
+        assert vector_model.recorded_model(svc.project_store(str(project_dir))) == local_model_id("fp32")
+    for b, a in zip(before, after, strict=True):
+        assert b.keys() == a.keys() and all(np.array_equal(b[k], a[k]) for k in b)
+
+
+def test_a_store_written_by_another_model_is_reembedded_on_open(tmp_path: Path, project_dir: Path,
+                                                                fp32: LocalEmbedder, int8: LocalEmbedder) -> None:
+    home = tmp_path / "home"
+    _fill(home, project_dir, fp32)
+    with EngramService(home, embedder=int8, recover_sessions=False) as svc:
+        store = svc.project_store(str(project_dir))
+        assert vector_model.recorded_model(store) == local_model_id("int8")
+        for got in _vectors(svc, project_dir):
+            # int8 quantises activations per batch, so a text's vector depends a little on its batch: the batch
+            # here is the one reembed ran (the store's memories, then its entities)
+            want = int8.embed(list(got))
+            assert np.allclose(np.stack(list(got.values())), want, atol=1e-5)
+            assert len(got) >= 1
+        # The mirror recall ranks by was reloaded with the new vectors.
+        key = next(k for k, lt in store.light.items() if lt is not None)
+        row = store.q1("SELECT VALUE embedding FROM ONLY $id", {"id": vector_model_record(key)})
+        assert np.allclose(store.index.embedding(key), decode_vector(row))
+        hits = svc.recall("who likes pytest fixtures", project=str(project_dir)).hits
+        assert hits[0].memory.content == TEXTS[2] and hits[0].scores.vector_rank == 1
+
+
+def vector_model_record(key: str):  # noqa: ANN201 - a RecordID
+    from engram_core.store import record
+
+    return record(key)
+
+
+def test_a_bad_precision_is_refused() -> None:
+    from engram_core.embeddings import EmbeddingError
+
+    with pytest.raises(EmbeddingError, match="precision"):
+        LocalEmbedder(precision="int4")
