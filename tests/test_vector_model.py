@@ -118,3 +118,35 @@ def test_a_bad_precision_is_refused() -> None:
 
     with pytest.raises(EmbeddingError, match="precision"):
         LocalEmbedder(precision="int4")
+
+
+def test_the_daemon_reembeds_a_store_of_another_model_and_recall_finds_by_vector(tmp_path: Path,
+                                                                                  fp32: LocalEmbedder) -> None:
+    """The real path: a project store written by fp32 (an existing home's), then a daemon of a home set to int8
+    over its socket, through the real CLI: the store is re-embedded as the daemon opens it, says which model it
+    records, and a recall that only the vector can answer finds it."""
+    import json
+    import subprocess
+    import sys
+
+    from support import DaemonProc, new_project
+
+    proj = new_project(tmp_path, "vmproj")
+    _fill(tmp_path / "old-home", proj, fp32)
+    d = DaemonProc(tmp_path / "new-home", env={"ENGRAM_EMBEDDING_PRECISION": "int8"}).start()
+    try:
+        def engram(*args: str) -> dict:
+            p = subprocess.run([sys.executable, "-m", "engram_core.cli", *args, "--json"], capture_output=True,
+                               text=True, timeout=120, cwd=str(proj), env=d.env)
+            assert p.returncode == 0, p.stderr
+            return json.loads(p.stdout)
+
+        hits = engram("recall", "which test style does she like")["hits"]
+        assert hits[0]["content"] == TEXTS[2] and hits[0]["scores"]["vector_rank"] == 1
+        assert "int8" in engram("stats")["embedding"]
+    finally:
+        d.stop()
+    with EngramService(tmp_path / "new-home", embedder=LocalEmbedder(precision="int8"), recover_sessions=False) as svc:
+        store = svc.project_store(str(proj))
+        assert vector_model.recorded_model(store) == local_model_id("int8")
+        assert vector_model.recorded_model(svc.user) == local_model_id("int8")
