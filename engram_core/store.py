@@ -1002,6 +1002,10 @@ class ScopeStore:
     # ── memories ─────────────────────────────────────────────
     def _new_row(self, fields: Mapping[str, Any]) -> dict[str, Any]:
         content = with_vector_bytes(fields)
+        if content.get("search_text") == content.get("content"):
+            # No episode context (an import, a memory outside a session): the search text is the content, which
+            # every reader falls back to; written, it would store the text twice (~0.2 KB a memory).
+            content.pop("search_text", None)
         if not content.get("status_history"):  # written with the row: the history event would rewrite it
             entry = {"to": content.get("status", "created"), "at": self.clock.now()}
             if content.get("status_reason"):
