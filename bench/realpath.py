@@ -734,8 +734,8 @@ def _by_scope(scopes: list[str]) -> dict[str, list[int]]:
 def b_embedding(d: Path) -> dict[str, Any]:
     """The model alone: every stored text embedded in chunks of 64 (as an import embeds them), then one query at a
     time. Writes the vectors the other baselines use: Engram's own, since Engram embeds a memory's content with
-    this model (checked at fp32: cosine >= 0.9999999 against `engram export`'s embeddings; a new home's int8 model
-    quantises activations per batch, so a text's vector moves a little with its batch: cosine ~0.99). They are computed here rather
+    this model (checked at fp32: cosine >= 0.9999999 against `engram export`'s embeddings; a new home's model is
+    int8, which embeds one text a run: the same vector whatever the batch). They are computed here rather
     than exported because `engram export` of a 15k store fails (its answer exceeds the socket's line limit)."""
     from engram_core.embeddings import LocalEmbedder
 

@@ -59,6 +59,14 @@ def test_int8_is_close_to_fp32_but_not_the_same_model(fp32: LocalEmbedder, int8:
     assert np.allclose(np.linalg.norm(b, axis=1), 1.0, atol=1e-5)
 
 
+def test_an_int8_vector_does_not_depend_on_its_batch(int8: LocalEmbedder) -> None:
+    """int8 quantises activations with one scale per run: embedded in a batch, a text's vector would move with
+    the texts beside it, and an import in chunks would store other vectors (and episodes) than one by one."""
+    alone = np.stack([int8.embed([t])[0] for t in TEXTS])
+    together = int8.embed([*TEXTS, "word " * 200, "x"])[:len(TEXTS)]
+    assert np.array_equal(alone, together)
+
+
 def test_a_new_home_is_int8_and_records_it(tmp_path: Path, project_dir: Path) -> None:
     emb = LocalEmbedder()
     with EngramService(tmp_path / "home", embedder=emb, recover_sessions=False) as svc:
@@ -94,8 +102,6 @@ def test_a_store_written_by_another_model_is_reembedded_on_open(tmp_path: Path, 
         store = svc.project_store(str(project_dir))
         assert vector_model.recorded_model(store) == local_model_id("int8")
         for got in _vectors(svc, project_dir):
-            # int8 quantises activations per batch, so a text's vector depends a little on its batch: the batch
-            # here is the one reembed ran (the store's memories, then its entities)
             want = int8.embed(list(got))
             assert np.allclose(np.stack(list(got.values())), want, atol=1e-5)
             assert len(got) >= 1
