@@ -94,14 +94,18 @@ def build(work: Path, size: int, timeout: float) -> Setup:
 
 
 def measure(base: Setup, name: str, root: Path, queries: list[str], timeout: float) -> dict[str, Any]:
-    work = base.work.parent / f"{base.work.name}-{name}"
-    shutil.rmtree(work, ignore_errors=True)
-    shutil.copytree(base.work, work, symlinks=True)
-    v = Variant(work, root)
+    # The store is put back as built, at the same path: a project's database is named after its directory.
+    pristine = base.work.parent / f"{base.work.name}-as-built"
+    if not pristine.exists():
+        shutil.copytree(base.work, pristine, symlinks=True)
+    shutil.rmtree(base.work)
+    shutil.copytree(pristine, base.work, symlinks=True)
+    v = Variant(base.work, root)
     out: dict[str, Any] = {"root": str(root), "commit": _head(root)}
     start_s, client = v.start()
-    client.close()
     out["daemon_start_s"] = round(start_s, 2)
+    out["stored"] = {x["scope"]: x["total"] for x in client.call("stats", project=str(v.proj))["scopes"]}
+    client.close()
     log(f"{name}: engram maintain with recalls")
     out["maintain"] = recall_during(v, ["maintain"], queries, timeout)
     log(f"{name}: engram compact with recalls")
@@ -112,7 +116,6 @@ def measure(base: Setup, name: str, root: Path, queries: list[str], timeout: flo
     out["stop"] = {"seconds": round(time.perf_counter() - t, 2), "exit": stop.returncode,
                    "stderr": stop.stderr[-300:]}
     v.stop()
-    shutil.rmtree(work, ignore_errors=True)
     return out
 
 

@@ -474,28 +474,30 @@ class Connection:
         new: Any = None
         with contextlib.nullcontext() if piece else self.lock:
             try:
+                before = self.disk_bytes()
+                shutil.rmtree(tmp, ignore_errors=True)
+                new = _engine_factory(f"surrealkv://{tmp}")
                 with each(), self.lock:
-                    before = self.disk_bytes()
                     writes = self.writes
-                    shutil.rmtree(tmp, ignore_errors=True)
-                    new = _engine_factory(f"surrealkv://{tmp}")
                     self.copying = piece is not None
                     steps = _copy_store(self._db, new, piece_s=COPY_PIECE_S if piece else None)
                 while True:
+                    # Reading the store is a piece under the lock; writing what was read into the fresh copy,
+                    # which nobody else uses, is not.
                     with each(), self.lock:
-                        if stop is not None and stop():
-                            raise CompactionStopped("the compaction stopped part-way (Engram is stopping); "
-                                                    "the store is unchanged")
-                        if self.writes != writes:
-                            raise CompactionOvertaken(f"{self.url} was written during its compaction")
+                        self._still_wanted(stop, writes)
                         try:
-                            next(steps)
-                            continue
+                            write = next(steps)
                         except StopIteration:
-                            pass
+                            break
                         finally:
                             self._current = None  # the copy moved the session to other databases
-                        return self._switch_to(new, tmp, before)
+                    if write is not None:
+                        write()
+                new.close()
+                with each(), self.lock:
+                    self._still_wanted(stop, writes)
+                    self._switch_to(tmp)
             except (CompactionStopped, CompactionOvertaken):
                 self._discard(new, tmp)
                 raise
@@ -505,6 +507,15 @@ class Connection:
             finally:
                 self.copying = False
                 self._current = None
+        shutil.rmtree(self.path.with_name(self.path.name + ".old"), ignore_errors=True)
+        _release_freed_memory()
+        return before, self.baseline
+
+    def _still_wanted(self, stop: Callable[[], bool] | None, writes: int) -> None:
+        if stop is not None and stop():
+            raise CompactionStopped("the compaction stopped part-way (Engram is stopping); the store is unchanged")
+        if self.writes != writes:
+            raise CompactionOvertaken(f"{self.url} was written during its compaction")
 
     @staticmethod
     def _discard(new: Any, tmp: Path) -> None:
@@ -513,24 +524,19 @@ class Connection:
                 new.close()
         shutil.rmtree(tmp, ignore_errors=True)
 
-    def _switch_to(self, new: Any, tmp: Path, before: int) -> tuple[int, int]:
-        """The fresh copy in place of the store files (under self.lock; `_recover_compaction` finishes or undoes
-        a switch a crash interrupted)."""
+    def _switch_to(self, tmp: Path) -> None:
+        """The fresh copy (closed) in place of the store files (under self.lock; `_recover_compaction` finishes or
+        undoes a switch a crash interrupted). The old files are left as `.old` for the caller to remove."""
         assert self.path is not None
-        new.close()
         with contextlib.suppress(Exception):
             self._db.close()
         self._role_passwords.clear()  # the role users live in the old files; made again on demand
         self._idle_sessions.clear()
-        old = self.path.with_name(self.path.name + ".old")
-        os.replace(self.path, old)
+        os.replace(self.path, self.path.with_name(self.path.name + ".old"))
         os.replace(tmp, self.path)
-        shutil.rmtree(old, ignore_errors=True)
         self._db = _engine_factory(self.url)
         restrict_tree(self.path)
         self.baseline, self.erased = self.disk_bytes(), False
-        _release_freed_memory()
-        return before, self.baseline
 
     def close(self) -> None:
         with self.lock:
@@ -578,10 +584,11 @@ def _without_none(value: Any) -> Any:
     return value
 
 
-def _copy_store(src: Any, dst: Any, piece_s: float | None = None) -> Iterator[None]:
-    """Copy every namespace and database of ``src`` into ``dst``, a piece at a time: each ``next()`` does one
-    piece and selects its database on both again first (other callers may have used ``src`` in between).
-    ``piece_s``: size each batch of rows so that a piece takes about this long (else 500 rows a batch)."""
+def _copy_store(src: Any, dst: Any, piece_s: float | None = None) -> Iterator[Callable[[], None] | None]:
+    """Copy every namespace and database of ``src`` into ``dst``, a piece at a time: each ``next()`` reads one
+    piece from ``src`` (selecting its database again first: other callers may have used ``src`` in between) and
+    yields the write of what it read into ``dst``, for the caller to run, in order, after the piece.
+    ``piece_s``: size each batch of rows so that reading it takes about this long (else 500 rows a batch)."""
     for ns in sorted((src.query("INFO FOR ROOT").execute()[-1] or {}).get("namespaces", {})):
         src.use(ns, "x")
         dbs = (src.query("INFO FOR NS").execute()[-1] or {}).get("databases", {})
@@ -589,12 +596,12 @@ def _copy_store(src: Any, dst: Any, piece_s: float | None = None) -> Iterator[No
             yield from _copy_database(src, dst, ns, db, piece_s)
 
 
-def _copy_database(src: Any, dst: Any, ns: str, db: str, piece_s: float | None = None) -> Iterator[None]:
-    """Schema and rows of database ``ns``/``db`` of ``src`` into ``dst``, a piece at a time: definitions first,
-    rows next (a batch a piece), then the indexes (built over the copied rows) and events (which must not fire on
-    the copy). Users are not copied."""
+def _copy_database(src: Any, dst: Any, ns: str, db: str,
+                   piece_s: float | None = None) -> Iterator[Callable[[], None] | None]:
+    """Schema and rows of database ``ns``/``db`` of ``src`` into ``dst``, as `_copy_store` does it: definitions
+    first, rows next (a batch a piece), then the indexes (built over the copied rows) and events (which must not
+    fire on the copy). Users are not copied."""
     src.use(ns, db)
-    dst.use(ns, db)
     info = src.query("INFO FOR DB").execute()[-1] or {}
     head = [*_definitions(info.get("analyzers", {})), *_definitions(info.get("functions", {})),
             *_definitions(info.get("params", {})), *_definitions(info.get("tables", {}))]
@@ -607,29 +614,36 @@ def _copy_database(src: Any, dst: Any, ns: str, db: str, piece_s: float | None =
         tail += [*_definitions(tinfo.get("indexes", {})), *_definitions(tinfo.get("events", {}))]
         computed = {f for f, d in fields.items() if " COMPUTED " in str(d)}
         tables.append((name, "TYPE RELATION" in str(definition), computed))
-    if head:
-        dst.query(";\n".join(head)).execute()
+
+    def define() -> None:
+        dst.use(ns, db)
+        if head:
+            dst.query(";\n".join(head)).execute()
+
+    yield define
     for name, relation, computed in tables:
         start, batch = 0, 500 if piece_s is None else COPY_FIRST_BATCH
         while True:
-            yield
             t = time.perf_counter()
             src.use(ns, db)
             rows = src.query(f"SELECT * FROM `{name}` ORDER BY id LIMIT {batch} START {start}").execute()[-1] or []
             if not rows:
                 break
-            rows = [{k: _without_none(v) for k, v in r.items() if k not in computed and v is not None} for r in rows]
-            into = "INSERT RELATION INTO" if relation else "INSERT INTO"
-            dst.query(f"{into} `{name}` $rows RETURN NONE", {"rows": rows}).execute()
             start += len(rows)
+            yield functools.partial(_insert_rows, dst, name, relation, computed, rows)
             if len(rows) < batch:
                 break
             if piece_s is not None:
                 took = max(time.perf_counter() - t, 1e-4)
                 batch = max(COPY_FIRST_BATCH // 2, min(COPY_MAX_BATCH, int(len(rows) * piece_s / took)))
-    yield
     if tail:
-        dst.query(";\n".join(tail)).execute()
+        yield lambda: dst.query(";\n".join(tail)).execute()
+
+
+def _insert_rows(dst: Any, name: str, relation: bool, computed: set[str], rows: list[dict[str, Any]]) -> None:
+    rows = [{k: _without_none(v) for k, v in r.items() if k not in computed and v is not None} for r in rows]
+    into = "INSERT RELATION INTO" if relation else "INSERT INTO"
+    dst.query(f"{into} `{name}` $rows RETURN NONE", {"rows": rows}).execute()
 
 
 @dataclass
