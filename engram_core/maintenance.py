@@ -202,10 +202,12 @@ def compact(core: MemoryCore, project: str | None = None, only_due: bool = False
         except CompactionStopped:
             report.stopped.append(str(conn.path))
             continue
-        with core.api_lock.background():
-            for store in stores:  # the cold-start snapshot holds text too: rewrite it from the mirror
-                if store.snapshot_path is not None and store.snapshot_path.exists():
-                    store.save_snapshot()
+        with core.api_lock.background():  # the cold-start snapshot holds text too: rewrite it from the mirror
+            writes = [store.capture_snapshot() for store in stores
+                      if store.snapshot_path is not None and store.snapshot_path.exists()]
+        for write in writes:  # encoding and writing it needs no lock
+            if write is not None:
+                write()
         report.stores.append(CompactedStore(path=str(conn.path), before_bytes=before, after_bytes=after,
                                             took_ms=(time.perf_counter() - t0) * 1000,
                                             copied_between_requests=between_requests))

@@ -682,6 +682,7 @@ class ScopeStore:
         self._by_hash: dict[str, str] = {}  # content_hash → key, for O(1) exact-duplicate checks
         # Held by every change to the mirror; a caller reading ``light`` whole holds it too (``mirror_lock``).
         self.mirror_lock = self._mirror_lock = threading.RLock()
+        self._snapshot_write_lock = threading.Lock()
         # Bookkeeping a recall owes the database (access counts, its log row, co-activation), written after
         # the answer: see `defer`. Every other query on this store applies it first (read your writes).
         self._pending_access: dict[str, tuple[int, datetime]] = {}
@@ -934,9 +935,17 @@ class ScopeStore:
 
     def save_snapshot(self) -> None:
         """Write the mirror (vectors, light rows, BM25 postings) with the generation it matches."""
+        write = self.capture_snapshot()
+        if write is not None:
+            write()
+
+    def capture_snapshot(self) -> Callable[[], None] | None:
+        """Take the mirror as it is now (under the caller's locks: no write may come between the generation and
+        the mirror) and return the writing of the vector snapshot, which the caller may run after letting them go
+        (encoding and writing it takes ~0.3 s at 5,000 memories). The other mirrors' snapshots are written here."""
         path = self.snapshot_path
         if path is None:
-            return
+            return None
         gen = self._generation()  # applies pending bookkeeping first: the mirror then matches this generation
         with self._mirror_lock:
             pairs = [(k, v) for k in self.light if (v := self.index.embedding(k)) is not None]
@@ -948,22 +957,29 @@ class ScopeStore:
                       None if (t := self.index.text(k)) == lt.content else t, self.rows.snapshot_text(k)]
                      for k, lt in self.light.items()]
             postings = self.index.export_postings([row[0] for row in light])
-        try:
-            write_private(path, lambda fh: np.savez(
-                fh, version=SNAPSHOT_VERSION, dim=self.index_dim, vecs=mat,
-                keys=np.frombuffer("\n".join(keys).encode(), dtype=np.uint8),
-                generation=np.frombuffer(gen.encode(), dtype=np.uint8),
-                light=np.frombuffer(zlib.compress(json.dumps(light, ensure_ascii=False).encode(), 6), dtype=np.uint8),
-                p_analyser=np.frombuffer(postings.analyser.encode(), dtype=np.uint8),
-                p_terms=np.frombuffer("\n".join(postings.terms).encode(), dtype=np.uint8),
-                p_offsets=postings.offsets, p_slots=postings.slots, p_tfs=postings.tfs, p_doc_len=postings.doc_len))
-        except OSError as exc:
-            log.warning("vector snapshot %s not written: %s", path, exc)
         for name, write in list(self.snapshot_writers.items()):
             try:
                 write()
             except Exception as exc:  # noqa: BLE001 - a snapshot not written only costs a slower start
                 log.warning("%s snapshot of %s/%s not written: %s", name, self.namespace, self.database, exc)
+
+        def write_vectors() -> None:
+            try:
+                with self._snapshot_write_lock:  # a close may write it at the same time: one after the other
+                    write_private(path, lambda fh: np.savez(
+                        fh, version=SNAPSHOT_VERSION, dim=self.index_dim, vecs=mat,
+                        keys=np.frombuffer("\n".join(keys).encode(), dtype=np.uint8),
+                        generation=np.frombuffer(gen.encode(), dtype=np.uint8),
+                        light=np.frombuffer(zlib.compress(json.dumps(light, ensure_ascii=False).encode(), 6),
+                                            dtype=np.uint8),
+                        p_analyser=np.frombuffer(postings.analyser.encode(), dtype=np.uint8),
+                        p_terms=np.frombuffer("\n".join(postings.terms).encode(), dtype=np.uint8),
+                        p_offsets=postings.offsets, p_slots=postings.slots, p_tfs=postings.tfs,
+                        p_doc_len=postings.doc_len))
+            except OSError as exc:
+                log.warning("vector snapshot %s not written: %s", path, exc)
+
+        return write_vectors
 
     @property
     def index_dim(self) -> int:
