@@ -52,6 +52,7 @@ def recall_during(s: Setup, argv: list[str], queries: list[str], timeout: float)
                             stderr=subprocess.PIPE, start_new_session=True)
     CHILDREN.add(proc)
     during: list[float] = []
+    slow: list[tuple[float, float]] = []  # (seconds after the command began, ms) of the recalls over 200 ms
     i = 1
     try:
         while proc.poll() is None:
@@ -61,6 +62,8 @@ def recall_during(s: Setup, argv: list[str], queries: list[str], timeout: float)
             t = time.perf_counter()
             client.call("recall", query=queries[i % len(queries)], project=str(s.proj), limit=10)
             during.append((time.perf_counter() - t) * 1000)
+            if during[-1] > 200:
+                slow.append((round(t - t0, 2), round(during[-1])))
             i += 1
         wall = time.perf_counter() - t0
         out, err = proc.communicate(timeout=60)
@@ -69,7 +72,7 @@ def recall_during(s: Setup, argv: list[str], queries: list[str], timeout: float)
         CHILDREN.discard(proc)
         client.close()
     row.update({"wall_s": round(wall, 2), "exit": proc.returncode, "recalls_while_it_ran": summary(during),
-                "load_end": loads()})
+                "recalls_over_200_ms": slow, "load_end": loads()})
     try:
         row["report"] = json.loads(out)
     except ValueError:
