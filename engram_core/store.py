@@ -951,8 +951,9 @@ class ScopeStore:
             pairs = [(k, v) for k in self.light if (v := self.index.embedding(k)) is not None]
             keys = [k for k, _ in pairs]
             mat = np.stack([v for _, v in pairs]) if pairs else np.zeros((0, self.index_dim), np.float32)
-            light = [[k, lt.memory_type, lt.tags, lt.importance, lt.access_count, lt.half_life_days, lt.status,
-                      lt.pinned, lt.last_accessed_at.isoformat(), lt.created_at.isoformat(), lt.session_id,
+            # The times stay datetimes (immutable) until the writing: formatting them is half of this loop.
+            light = [[k, lt.memory_type, list(lt.tags), lt.importance, lt.access_count, lt.half_life_days, lt.status,
+                      lt.pinned, lt.last_accessed_at, lt.created_at, lt.session_id,
                       lt.episode_id, lt.content_hash, lt.content,
                       None if (t := self.index.text(k)) == lt.content else t, self.rows.snapshot_text(k)]
                      for k, lt in self.light.items()]
@@ -964,6 +965,8 @@ class ScopeStore:
                 log.warning("%s snapshot of %s/%s not written: %s", name, self.namespace, self.database, exc)
 
         def write_vectors() -> None:
+            for row in light:
+                row[8], row[9] = row[8].isoformat(), row[9].isoformat()
             try:
                 with self._snapshot_write_lock:  # a close may write it at the same time: one after the other
                     write_private(path, lambda fh: np.savez(
