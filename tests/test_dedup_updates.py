@@ -67,7 +67,7 @@ UPDATES: list[tuple[str, str]] = [
 
 # The figures docs/self-organising.md reports (measured on this set with all-MiniLM-L6-v2).
 MAX_UPDATE_AS_DUPLICATE = 0.0  # measured 0 of 24: an update eaten by dedup loses a fact
-MAX_DUPLICATE_MISSED = 0.05  # measured 1 of 22 with the int8 model (0 with fp32)
+MAX_DUPLICATE_MISSED = 0.05  # measured 0 of 22
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,6 @@
-"""Which model wrote a store's vectors (vector_model.py): a new home is int8, an existing fp32 home stays fp32
-without re-embedding, and a store written by another model than the home's is re-embedded as it opens."""
+"""Which model wrote a store's vectors (vector_model.py): a store records its model, a store from before the record
+is taken as fp32 (nothing re-embedded), and a store written by another model than the home's (int8 set, or
+fp32 again) is re-embedded as it opens."""
 
 from __future__ import annotations
 
@@ -46,7 +47,7 @@ def _vectors(svc: EngramService, project: Path) -> list[dict[str, np.ndarray]]:
     store = svc.project_store(str(project))
     assert store is not None
     return [{r["t"]: decode_vector(r["embedding"]) for r in store.q1(sql)} for sql in (
-        "SELECT search_text AS t, embedding FROM memory WHERE embedding != NONE",
+        "SELECT search_text ?? content AS t, embedding FROM memory WHERE embedding != NONE",
         "SELECT string::concat(name, ' ', description) AS t, embedding FROM entity WHERE embedding != NONE")]
 
 
@@ -67,17 +68,17 @@ def test_an_int8_vector_does_not_depend_on_its_batch(int8: LocalEmbedder) -> Non
     assert np.array_equal(alone, together)
 
 
-def test_a_new_home_is_int8_and_records_it(tmp_path: Path, project_dir: Path) -> None:
+def test_a_new_home_is_fp32_and_records_it(tmp_path: Path, project_dir: Path) -> None:
     emb = LocalEmbedder()
     with EngramService(tmp_path / "home", embedder=emb, recover_sessions=False) as svc:
         svc.store(MemoryIn(content=TEXTS[0]), project=str(project_dir))
-        assert emb.model_id == local_model_id("int8")
-        assert vector_model.recorded_model(svc.user) == local_model_id("int8")
-        assert vector_model.recorded_model(svc.project_store(str(project_dir))) == local_model_id("int8")
+        assert emb.model_id == local_model_id("fp32")
+        assert vector_model.recorded_model(svc.user) == local_model_id("fp32")
+        assert vector_model.recorded_model(svc.project_store(str(project_dir))) == local_model_id("fp32")
         assert svc.recall("how do we deploy a release", project=str(project_dir)).hits[0].memory.content == TEXTS[0]
 
 
-def test_an_existing_fp32_home_stays_fp32_without_reembedding(tmp_path: Path, project_dir: Path,
+def test_a_store_from_before_the_record_is_fp32_and_kept_as_it_is(tmp_path: Path, project_dir: Path,
                                                               fp32: LocalEmbedder) -> None:
     home = tmp_path / "home"
     _fill(home, project_dir, fp32)

@@ -39,9 +39,7 @@ from .graph import end_relations, entity_key, relation_key
 TOPIC_COSINE = 0.80  # below this (and little word overlap) two memories are about different things
 TOPIC_OVERLAP = 0.6  # share of the longer memory's words the other also has
 CANDIDATE_COSINE = 0.5  # nearest neighbours above this are worth a closer look
-# At or above (and no differing value/negation): the same statement. 0.84, not 0.86: the int8 model puts a
-# paraphrase of the labelled set at 0.847 (fp32: 0.861); neither model merges an update of the set at 0.84.
-DUPLICATE_COSINE = 0.84
+DUPLICATE_COSINE = 0.86  # at or above (and no differing value/negation): the same statement
 FUNCTIONAL_CATEGORIES = {"test_framework", "package_manager", "formatter", "type_checker", "bundler",
                          "web_framework", "frontend_framework", "database", "orm", "linter", "task_queue"}
 
