@@ -186,6 +186,7 @@ def compact(core: MemoryCore, project: str | None = None, only_due: bool = False
             if only_due and not conn.compaction_due(sum(s.held_log_bytes(LOG_COMPACT_S) for s in stores)):
                 continue
             t0 = time.perf_counter()
+            erased = conn.erased
             for store in stores:
                 store.drain()
                 store.prune_retrieval_log(RETRIEVAL_LOG_KEEP)
@@ -202,9 +203,14 @@ def compact(core: MemoryCore, project: str | None = None, only_due: bool = False
         except CompactionStopped:
             report.stopped.append(str(conn.path))
             continue
-        with core.api_lock.background():  # the cold-start snapshot holds text too: rewrite it from the mirror
-            writes = [store.capture_snapshot() for store in stores
-                      if store.snapshot_path is not None and store.snapshot_path.exists()]
+        # The cold-start snapshot holds text too: after an erasure it is rewritten from the mirror (else it is
+        # still valid, the copy keeps the change count it is checked against, and taking it costs ~0.4 s at
+        # 5,000 memories under the lock).
+        snapshots = [s for s in stores if erased and s.snapshot_path is not None and s.snapshot_path.exists()]
+        for store in snapshots:  # the bookkeeping held during the copy, written a piece at a time off the lock:
+            store.drain_due(0.0)  # taking the snapshot applies it first (1.4 s at 5,000 memories, under the lock)
+        with core.api_lock.background():
+            writes = [store.capture_snapshot() for store in snapshots]
         for write in writes:  # encoding and writing it needs no lock
             if write is not None:
                 write()
