@@ -107,3 +107,23 @@ def test_working_memory_spills_weakest_to_episodic(env: tuple[EngramService, str
     assert {m.id for m in spilled} == set(keys[:2]), "the two weakest spill"
     assert all("spilled_from_working" in m.metadata for m in spilled)
     assert all(m.half_life_days == svc.half_lives()["episodic"] for m in spilled)
+
+
+def test_the_adjacency_read_at_a_start_is_the_table(env: tuple[EngramService, str]) -> None:
+    """The in-memory adjacency is read from the engine as one JSON text (not rows through the SDK's decoder): it
+    must hold exactly the edges and weights the table holds, both ways."""
+    svc, p = env
+    a, b, c = (put(svc, p, t) for t in ("Deploy: run the migrations [/] first", "Deploy: restart the 🙂 workers",
+                                        "Deploy: purge the CDN cache \\ then warm it"))
+    assoc.coactivate_memories(svc, [a, b], project=p)
+    assoc.coactivate_memories(svc, [a, b, c], project=p)
+    store = svc.project_store(p)
+    assert store is not None
+    assoc.state(svc).of(store).adjacency = None  # as after a start
+    adj = assoc.adjacency(svc, store)
+    rows = store.q1("SELECT in, out, weight FROM associated_with")
+    expected: dict[str, dict[str, float]] = {}
+    for r in rows:
+        x, y = str(r["in"].id), str(r["out"].id)
+        expected.setdefault(x, {})[y] = expected.setdefault(y, {})[x] = r["weight"]
+    assert adj == expected and adj[a][b] == pytest.approx(0.2) and adj[c][a] == pytest.approx(0.1)

@@ -4,6 +4,7 @@ step along strong edges. Also the per-session working memory limit (7 ± 2; the 
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Sequence
 from datetime import datetime
@@ -11,7 +12,7 @@ from typing import Any
 
 from ..models import Association
 from ..scoring import memory_strength
-from ..store import ScopeStore, key_of
+from ..store import ScopeStore
 from .base import MemoryCore, api, rid, short_hash, state
 
 COACTIVATION = 0.1
@@ -21,6 +22,8 @@ SPREAD_MIN_WEIGHT = 0.3  # only strong edges carry activation
 COACTIVATE_TOP = 3  # the first few results of a recall are what the agent reads together
 WORKING_CAPACITY = 7
 WORKING_BOUNDS = (5, 9)
+ADJACENCY_QUERY = ("RETURN encoding::json::encode((SELECT VALUE [<string> record::id(in), <string> record::id(out), "
+                   "weight] FROM associated_with))")
 
 
 
@@ -28,10 +31,12 @@ def adjacency(core: MemoryCore, store: ScopeStore) -> dict[str, dict[str, float]
     st = state(core).of(store)
     if st.adjacency is None:
         adj: dict[str, dict[str, float]] = {}
-        for r in store.q1("SELECT in, out, weight FROM associated_with") or []:
-            a, b, w = key_of(r["in"]), key_of(r["out"]), float(r["weight"])
-            adj.setdefault(a, {})[b] = w
-            adj.setdefault(b, {})[a] = w
+        # One JSON text parsed by the C json module: as rows, every edge's two record ids went through the SDK's
+        # pure-Python CBOR decoder (~0.3 s of the first recall after a start at 15,000 memories).
+        text = store.q1(ADJACENCY_QUERY)
+        for a, b, w in json.loads(text) if text else []:
+            adj.setdefault(a, {})[b] = float(w)
+            adj.setdefault(b, {})[a] = float(w)
         st.adjacency = adj
     return st.adjacency
 
