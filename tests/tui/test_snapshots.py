@@ -18,12 +18,15 @@ Steps = Callable[[Any], Awaitable[None]]
 
 
 async def still(pilot: Any) -> None:
-    """No blinking cursor in a snapshot: its phase would depend on timing."""
+    """No blinking cursor in a snapshot (its phase would depend on timing): a steady one, drawn where focus is."""
     from textual.widgets import Input, TextArea
 
     for w in pilot.app.screen.query(TextArea):
         w.cursor_blink = False
-        w._pause_blink(visible=False)  # no text cursor at all: where focus sits can depend on timing
+        # Textual's line cache keys a line by its cursor only while that cursor blinks: a line last drawn in a
+        # blink's off phase (the dialog open over 0.5 s, on a loaded machine) came back without the steady cursor.
+        w._line_cache.clear()
+        w.refresh()
     for w in pilot.app.screen.query(Input):
         w.cursor_blink = False
     await pilot.pause(0.5)  # let mounts and layout from the last result finish before the picture
