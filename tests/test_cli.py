@@ -81,6 +81,35 @@ def test_import_jsonl_reports_bad_lines(daemon: DaemonProc, tmp_path: Path) -> N
     assert not any(h["content"] == "bad type" for h in page["hits"])
 
 
+def project_total(daemon: DaemonProc, proj: Path) -> int:
+    stats = ok_json(engram(daemon, "stats", "--json", cwd=proj))
+    return sum(s["total"] for s in stats["scopes"] if s["scope"] == "project")
+
+
+def test_a_line_too_large_for_a_request_is_refused_by_number_and_nothing_breaks(daemon: DaemonProc,
+                                                                                 tmp_path: Path) -> None:
+    """A line larger than one request may be (8 MB as sent) was sent anyway: the daemon refused it and closed while
+    the client still wrote, and `engram import` said "lost the Engram daemon ... Broken pipe"."""
+    proj = new_project(tmp_path, "bigline")
+    big = json.dumps({"content": "a huge attachment", "metadata": {"blob": "\x01" * 1_500_000}})  # 9 MB as sent
+    lines = [json.dumps({"content": f"small fact {i} [/] 🧪"}) for i in range(3)]
+    lines.insert(1, big)
+    f = tmp_path / "big.jsonl"
+    f.write_text("\n".join(lines) + "\n")
+    p = engram(daemon, "import", str(f), "--json", cwd=proj)
+    report = json.loads(p.stdout)
+    assert p.returncode == 1 and report["stored"] == 0 and not report["imported"]
+    assert [e["line"] for e in report["failed"]] == [2] and "MB as sent" in report["failed"][0]["error"]
+    p = engram(daemon, "import", str(f), "--json", "--skip-bad", cwd=proj)
+    report = json.loads(p.stdout)
+    assert report["stored"] == 3 and [e["line"] for e in report["failed"]] == [2] and report["total_lines"] == 4
+    assert project_total(daemon, proj) == 3
+    # a single command's request too: a clear error, not a lost daemon
+    p = engram(daemon, "store", "-", cwd=proj, stdin="\x01" * 1_500_000)
+    assert p.returncode == 1 and "nothing was sent" in p.stderr and "lost the Engram daemon" not in p.stderr
+    assert project_total(daemon, proj) == 3
+
+
 def test_errors_are_one_line(daemon: DaemonProc, tmp_path: Path) -> None:
     proj = new_project(tmp_path, "errs")
     one_line_error(engram(daemon, "show", "01UNKNOWNID", cwd=proj), "no memory with id")

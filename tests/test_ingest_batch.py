@@ -183,6 +183,21 @@ def test_engram_import_requests_stay_small_whatever_the_lines() -> None:
     assert len(reqs[-1][1]) < commands.IMPORT_CHUNK and len(reqs) > 300 * 100_000 // commands.REQUEST_BYTES
 
 
+def test_engram_import_requests_are_sized_as_sent() -> None:
+    """Escaping makes a control character 6 bytes on the wire: sized by characters, 2 MB of them was a 12 MB
+    request, which the daemon refuses."""
+    from engram_core.cli import commands
+    from engram_core.wire.protocol import MAX_LINE, request
+
+    lines = ["\x01" * 90_000 + " [/] 🧪"] * 60 + ['{"content": "short"}'] * 10  # a broken file: still checked
+    reqs = commands.import_requests(lines, commands.CHECK_CHUNK)
+    assert [ln for _, part in reqs for ln in part] == lines
+    sizes = [len(request(1, "import_lines", {"lines": part, "first_line": start + 1})) for start, part in reqs]
+    assert max(sizes) < MAX_LINE and len(reqs) > 1
+    assert commands.too_large_to_send(lines) == {}
+    assert commands.too_large_to_send(["x", "\x01" * 1_500_000]) == {1: commands.wire_bytes("\x01" * 1_500_000)}
+
+
 def test_the_progress_bar_says_the_rate_so_far_and_the_time_left_at_that_rate() -> None:
     from engram_core.cli.commands import progress_rate
 

@@ -193,7 +193,11 @@ class RemoteService:
     def _roundtrip(self, method: str, params: dict[str, Any]) -> Any:
         assert self._sock is not None
         req_id = next(self._ids)
-        self._sock.sendall(request(req_id, method, params))
+        data = request(req_id, method, params)
+        if len(data) > MAX_LINE:  # the daemon would refuse it and close while we still send: a broken pipe
+            raise RemoteError("ValidationError", f"{method}: the request is {len(data) / 2**20:.1f} MB as sent, "
+                              f"more than the daemon takes ({MAX_LINE // 2**20} MB); nothing was sent")
+        self._sock.sendall(data)
         while b"\n" not in self._buf:
             chunk = self._sock.recv(1 << 16)
             if not chunk:
