@@ -9,7 +9,7 @@ held (dropped, or never read: an open without a snapshot) is read again by the n
 and `fill` reads the missing ones in bulk (the daemon runs it in the background).
 
 Rows are held packed (a tuple in `FIELDS` order), or as the JSON text the snapshot saved them as until a
-recall first needs one: most are never asked for between two starts.
+recall first needs one (kept in the snapshot's blob until then): most are never asked for between two starts.
 """
 
 from __future__ import annotations
@@ -82,35 +82,60 @@ class RowMirror:
     def __init__(self) -> None:
         self.lock = threading.RLock()
         self._rows: dict[str, tuple[Any, ...] | str] = {}
+        # Rows as the snapshot saved them and no recall has asked for yet: each row's JSON text lies between two
+        # offsets of one shared UTF-8 blob (`_at`: key → its position). Making 100,000 of them Python strings at
+        # every start (parsed out of one JSON document) took about a second of the first recall.
+        self._blob = b""
+        self._offsets: list[int] = []
+        self._at: dict[str, int] = {}
         self.filling = False  # a background `fill` runs
         self.filler: threading.Thread | None = None  # the last one started
 
     def __len__(self) -> int:
-        return len(self._rows)
+        return len(self._rows) + len(self._at)
 
     def __contains__(self, key: object) -> bool:
-        return key in self._rows
+        return key in self._rows or key in self._at
 
     def clear(self) -> None:
         with self.lock:
             self._rows.clear()
+            self._forget_snapshot()
+
+    def _forget_snapshot(self) -> None:
+        self._blob, self._offsets, self._at = b"", [], {}
+
+    def load_snapshot(self, keys: list[str], blob: bytes, offsets: list[int]) -> None:
+        """Hold the snapshot's rows: ``keys[i]``'s JSON text is ``blob[offsets[i]:offsets[i + 1]]`` (empty: the row
+        was not held). Replaces everything held."""
+        with self.lock:
+            self._rows.clear()
+            self._blob, self._offsets = blob, offsets
+            self._at = {k: i for i, k in enumerate(keys) if offsets[i + 1] > offsets[i]}
+
+    def _snapshot_text(self, i: int) -> str:
+        return self._blob[self._offsets[i]:self._offsets[i + 1]].decode()
+
+    def _held(self, key: str) -> tuple[Any, ...] | str | None:
+        """What is held for ``key``; a snapshot row becomes its text here (the caller holds the lock)."""
+        held = self._rows.get(key)
+        if held is None and key in self._at:
+            held = self._rows[key] = self._snapshot_text(self._at.pop(key))
+        return held
 
     def put(self, key: str, row: Mapping[str, Any]) -> None:
         """Hold a plain row (store.plain) read back after a write; a row missing a field is dropped instead."""
         with self.lock:
+            self._at.pop(key, None)
             if all(f in row for f in FIELDS):
                 self._rows[key] = tuple(row[f] for f in FIELDS)
             else:
                 self._rows.pop(key, None)
 
-    def put_snapshot(self, key: str, text: str) -> None:
-        with self.lock:
-            self._rows[key] = text
-
     def patch(self, key: str, changes: Mapping[str, Any]) -> None:
         """A write changed these fields of a held row as given (a row not held stays missing)."""
         with self.lock:
-            held = self._rows.get(key)
+            held = self._held(key)
             if isinstance(held, str):
                 held = decode(held)
             if held is not None:
@@ -122,10 +147,11 @@ class RowMirror:
         with self.lock:
             for k in keys:
                 self._rows.pop(k, None)
+                self._at.pop(k, None)
 
     def touched(self, sql: str, params: Mapping[str, Any] | None) -> None:
         """A write statement ran (or is about to): the rows it may change leave the mirror."""
-        if not self._rows:
+        if not self._rows and not self._at:
             return
         if _MEMORY_WORD.search(sql) and _CHANGES.search(sql):  # `UPDATE memory WHERE …`: any row may change
             self.clear()
@@ -138,7 +164,7 @@ class RowMirror:
     def get(self, key: str) -> dict[str, Any] | None:
         """The row as `ScopeStore.get_many` returns it (a fresh dict), or None when not held."""
         with self.lock:
-            held = self._rows.get(key)
+            held = self._held(key)
             if isinstance(held, str):
                 packed = decode(held)
                 if packed is None:
@@ -160,6 +186,8 @@ class RowMirror:
         """The row as the snapshot keeps it (None when not held)."""
         with self.lock:
             held = self._rows.get(key)
+            if held is None and key in self._at:  # as saved: no need to hold it as a string
+                return self._snapshot_text(self._at[key])
         if held is None or isinstance(held, str):
             return held
         try:
@@ -169,7 +197,7 @@ class RowMirror:
 
     def missing(self, keys: Iterable[str]) -> list[str]:
         with self.lock:
-            return [k for k in keys if k not in self._rows]
+            return [k for k in keys if k not in self._rows and k not in self._at]
 
 
 def from_json_row(values: list[Any]) -> dict[str, Any] | None:

@@ -84,7 +84,8 @@ LIGHT_FIELDS = (
 # 3: no per-vector sums (version 2 validated each vector against the database's sum of its floats; a vector is
 # now read back as one bytes value, cheap enough to read them all when the snapshot is out of date).
 # 4: the light rows zlib-compressed, an indexed text equal to the content not written twice (~0.8 KB a memory).
-SNAPSHOT_VERSION = 4
+# 5: the full rows (row_mirror.py) in a blob of their own, held undecoded until a recall asks for one.
+SNAPSHOT_VERSION = 5
 # Schema 006 stores every vector as float32 bytes; `_vectors_to_bytes` converts a store written before it.
 VECTOR_BYTES_SCHEMA = 6
 # What schemas 009 (graph edges) and 010 (entities) stop writing, as the rows written before get it cleared
@@ -905,6 +906,8 @@ class ScopeStore:
                 keys = bytes(z["keys"]).decode().split("\n") if len(z["keys"]) else []
                 mat = z["vecs"]
                 light = json.loads(zlib.decompress(bytes(z["light"])).decode())
+                row_blob = zlib.decompress(bytes(z["row_texts"]))
+                row_offsets = z["row_offsets"].tolist()
                 postings = _read_postings(z)
         except Exception as exc:  # noqa: BLE001 - a bad snapshot only costs a slower start
             log.warning("mirror snapshot %s unreadable, reading the store: %s", path, exc)
@@ -922,11 +925,10 @@ class ScopeStore:
             self.index = index
             self.light.clear()
             self._by_hash.clear()
-            self.rows.clear()
+            # The full rows (row_mirror.py), decoded when a recall first needs one.
+            self.rows.load_snapshot(order, row_blob, row_offsets)
             for (key, mtype, tags, imp, acc, hl, status, pinned, last, created, sess, ep, chash, content,
-                 _text, *more) in light:
-                if more and more[0]:  # the full row (row_mirror.py), decoded when a recall first needs it
-                    self.rows.put_snapshot(key, more[0])
+                 _text) in light:
                 self.light[key] = Light(memory_type=mtype, tags=tags, importance=imp, access_count=acc,
                                         half_life_days=hl, status=status, pinned=pinned,
                                         last_accessed_at=datetime.fromisoformat(last),
@@ -958,8 +960,9 @@ class ScopeStore:
             light = [[k, lt.memory_type, list(lt.tags), lt.importance, lt.access_count, lt.half_life_days, lt.status,
                       lt.pinned, lt.last_accessed_at, lt.created_at, lt.session_id,
                       lt.episode_id, lt.content_hash, lt.content,
-                      None if (t := self.index.text(k)) == lt.content else t, self.rows.snapshot_text(k)]
+                      None if (t := self.index.text(k)) == lt.content else t]
                      for k, lt in self.light.items()]
+            row_texts = [self.rows.snapshot_text(row[0]) or "" for row in light]
             postings = self.index.export_postings([row[0] for row in light])
         for name, write in list(self.snapshot_writers.items()):
             try:
@@ -970,6 +973,9 @@ class ScopeStore:
         def write_vectors() -> None:
             for row in light:
                 row[8], row[9] = row[8].isoformat(), row[9].isoformat()
+            encoded = [t.encode() for t in row_texts]
+            row_offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+            np.cumsum([len(b) for b in encoded], out=row_offsets[1:])
             try:
                 with self._snapshot_write_lock:  # a close may write it at the same time: one after the other
                     write_private(path, lambda fh: np.savez(
@@ -978,6 +984,9 @@ class ScopeStore:
                         generation=np.frombuffer(gen.encode(), dtype=np.uint8),
                         light=np.frombuffer(zlib.compress(json.dumps(light, ensure_ascii=False).encode(), 6),
                                             dtype=np.uint8),
+                        # The full rows' JSON texts in one blob (fast to decompress: level 1) and where each ends.
+                        row_texts=np.frombuffer(zlib.compress(b"".join(encoded), 1), dtype=np.uint8),
+                        row_offsets=row_offsets,
                         p_analyser=np.frombuffer(postings.analyser.encode(), dtype=np.uint8),
                         p_terms=np.frombuffer("\n".join(postings.terms).encode(), dtype=np.uint8),
                         p_offsets=postings.offsets, p_slots=postings.slots, p_tfs=postings.tfs,

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from engram_core import row_mirror
 from engram_core.clock import FrozenClock
 from engram_core.models import MemoryIn, MemoryPatch, Status
 from engram_core.service import EngramService
@@ -221,3 +222,49 @@ def test_which_writes_drop_which_held_rows() -> None:
     assert rows.missing(["a", "b", "c"]) == []  # new rows and other tables change no held row
     rows.touched("UPDATE memory SET pinned = true WHERE importance > 0.8", {})
     assert rows.missing(["a", "b", "c"]) == ["a", "b", "c"]
+
+
+def test_rows_held_from_the_snapshot_follow_every_kind_of_write(filled: Any, engram_home: Path,
+                                                                 embedder: Any) -> None:
+    """After a restart the rows wait undecoded in the snapshot's blob: each kind of write must still drop, patch
+    or replace them exactly as it does a row held in memory."""
+    service, store, p, keys = filled
+    service.close()
+    again = EngramService(home=engram_home, embedder=embedder)
+    try:
+        st = again.project_store(p)
+        assert st is not None
+        assert len(st.rows) == len(TEXTS) and st.rows.missing(keys) == []
+        again.store(MemoryIn(content=TEXTS[1], tags=["merged"]), project=p)  # a merge patches the held row
+        assert "merged" in st.rows.get(keys[1])["tags"]  # type: ignore[index]
+        again.update(keys[2], MemoryPatch(tags=["ci [/] \\ 🙂"], importance=0.9), project=p)
+        again.set_status(keys[3], Status.archived, project=p)
+        again.forget(keys[5], project=p, erase=True, confirm=True)
+        assert keys[5] not in st.rows
+        assert_in_step(again, st, p)
+        assert again.run_query(f"UPDATE memory:{keys[0]} SET metadata = {{source: 'console'}}", project=p,
+                               allow_writes=True).ok
+        assert again.get(keys[0], project=p).metadata == {"source": "console"}
+        assert_in_step(again, st, p)
+    finally:
+        again.close()
+
+
+def test_a_snapshot_blob_is_decoded_only_for_the_rows_asked_for() -> None:
+    from engram_core.row_mirror import RowMirror, encode
+
+    rows = RowMirror()
+    packed = {k: tuple(f"{k}-{f}" if f == "content" else None for f in row_mirror.FIELDS) for k in ("a", "b", "c")}
+    texts = [encode(packed["a"]).encode(), b"", encode(packed["c"]).encode()]  # "b" was not held
+    offsets = [0, len(texts[0]), len(texts[0]), len(texts[0]) + len(texts[2])]
+    rows.load_snapshot(["a", "b", "c"], b"".join(texts), offsets)
+    assert len(rows) == 2 and "a" in rows and "b" not in rows and rows.missing(["a", "b", "c"]) == ["b"]
+    assert rows.snapshot_text("c") == texts[2].decode() and rows._rows == {}  # read, not taken out of the blob
+    assert rows.get("a")["content"] == "a-content"  # type: ignore[index]
+    assert set(rows._rows) == {"a"} and set(rows._at) == {"c"}
+    rows.patch("c", {"content": "changed"})
+    assert rows.get("c")["content"] == "changed"  # type: ignore[index]
+    rows.drop(["a"])
+    assert "a" not in rows and len(rows) == 1
+    rows.clear()
+    assert len(rows) == 0 and rows.get("c") is None
