@@ -39,6 +39,7 @@ from surrealdb.connections.blocking_ws import BlockingWsSurrealConnection
 
 from . import cbor_encode
 from .clock import Clock
+from .collector import paused_collector
 from .config import ensure_private_dir, restrict_tree
 from .ids import IdSource, ulid
 from .models import Scope
@@ -812,12 +813,16 @@ class ScopeStore:
         n = self.q1("RETURN (SELECT VALUE n FROM ONLY mirror_meta:graph)")
         return f"{ident}:g{int(n or 0)}"
 
-    def side_snapshot_path(self, part: str) -> Path | None:
+    def side_snapshot_path(self, part: str, suffix: str = "json") -> Path | None:
         """Where a mirror kept by another module (``part``: the graph) is saved beside this store."""
         path = self.conn.path
-        return None if path is None else path.parent / f"{path.name}.{self.namespace}.{self.database}.{part}.json"
+        return None if path is None else path.parent / f"{path.name}.{self.namespace}.{self.database}.{part}.{suffix}"
 
     def reload_mirror(self) -> None:
+        with paused_collector():
+            self._reload_mirror()
+
+    def _reload_mirror(self) -> None:
         self.rows.clear()
         # Whatever made this reload (a console write, a redaction pass) may have changed the graph too: the
         # organise layer's graph mirror reloads from the database, and is not saved as a snapshot before.

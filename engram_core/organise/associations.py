@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from ..collector import paused_collector
 from ..models import Association
 from ..scoring import memory_strength
 from ..store import ScopeStore
@@ -34,9 +35,10 @@ def adjacency(core: MemoryCore, store: ScopeStore) -> dict[str, dict[str, float]
         # One JSON text parsed by the C json module: as rows, every edge's two record ids went through the SDK's
         # pure-Python CBOR decoder (~0.3 s of the first recall after a start at 15,000 memories).
         text = store.q1(ADJACENCY_QUERY)
-        for a, b, w in json.loads(text) if text else []:
-            adj.setdefault(a, {})[b] = float(w)
-            adj.setdefault(b, {})[a] = float(w)
+        with paused_collector():
+            for a, b, w in json.loads(text) if text else []:
+                adj.setdefault(a, {})[b] = float(w)
+                adj.setdefault(b, {})[a] = float(w)
         st.adjacency = adj
     return st.adjacency
 
