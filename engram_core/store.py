@@ -55,19 +55,17 @@ COMPACT_SLACK = 1024 * 1024
 # Recall log rows held in memory per store at most (as many as compaction keeps: service.RETRIEVAL_LOG_KEEP).
 HELD_LOG_MAX = 5000
 LOG_ROW_BYTES = 1300  # what one retrieval_log row adds to the engine's files (measured: ~1.3 KB, batched or not)
-# A statement that may change rows (anything but a plain read) empties the row cache.
 # A compaction copying between requests sizes its batches of rows so that each piece holds the request lock about
 # COPY_PIECE_S (a recall issued meanwhile waits that long at most).
 COPY_PIECE_S = 0.05
 COPY_FIRST_BATCH = 50
 COPY_MAX_BATCH = 2000
-COPYING_RETRY_S = 1.0
-ACCESS_CHUNK = 100  # memories whose access counts one bookkeeping write applies (ScopeStore.drain_due)  # held bookkeeping is tried again this often while a compaction copies between requests
+COPYING_RETRY_S = 1.0  # held bookkeeping is tried again this often while a compaction copies between requests
+ACCESS_CHUNK = 100  # memories whose access counts one bookkeeping write applies (ScopeStore.drain_due)
+# A statement that may change rows (anything but a plain read) empties the row cache.
 _WRITES = re.compile(r"\b(?:UPDATE|UPSERT|CREATE|DELETE|INSERT|RELATE|REMOVE|DEFINE|ALTER|REBUILD)\b", re.IGNORECASE)
 
 SCHEMA_DIR = Path(__file__).parent / "schema"
-
-cbor_encode.install()  # every request to the engine is encoded by cbor_encode (the SDK's bytes, ~4.5x sooner)
 QUERY_DIR = Path(__file__).parent / "queries"
 MEMORY_TABLE = "memory"
 
@@ -99,6 +97,8 @@ _LEAN_ROWS = {
           "scope = NONE, created_at = NONE, source = IF source = 'agent' THEN 'agent' ELSE NONE END, "
           "description = IF description = '' THEN NONE ELSE description END"),),
 }
+cbor_encode.install()  # every request to the engine is encoded by cbor_encode (the SDK's bytes, ~4.5x sooner)
+
 VECTOR_DTYPE = np.dtype("<f4")
 FORGOTTEN = "[forgotten]"  # what an erased memory's content and the recall queries that quoted it become
 
@@ -193,12 +193,21 @@ def plain(value: Any) -> Any:
     return value
 
 
+def text_array(lines: Sequence[str]) -> np.ndarray:
+    """Lines (keys, terms: none holds a newline) as one UTF-8 array, the form a snapshot .npz keeps them in."""
+    return np.frombuffer("\n".join(lines).encode(), dtype=np.uint8)
+
+
+def text_lines(arr: np.ndarray) -> list[str]:
+    """The lines `text_array` made."""
+    return arr.tobytes().decode().split("\n") if len(arr) else []
+
+
 def _read_postings(z: Any) -> Postings | None:
     """The BM25 postings saved with the snapshot (absent in one written before they were), checked by the index."""
     if "p_terms" not in z.files:
         return None
-    raw = bytes(z["p_terms"]).decode()
-    return Postings(analyser=bytes(z["p_analyser"]).decode(), terms=raw.split("\n") if raw else [],
+    return Postings(analyser=bytes(z["p_analyser"]).decode(), terms=text_lines(z["p_terms"]),
                     offsets=z["p_offsets"], slots=z["p_slots"], tfs=z["p_tfs"], doc_len=z["p_doc_len"])
 
 
@@ -908,7 +917,7 @@ class ScopeStore:
                 if (int(z["version"]) != SNAPSHOT_VERSION or int(z["dim"]) != self.index_dim
                         or "generation" not in z.files or bytes(z["generation"]).decode() != gen):
                     return False
-                keys = bytes(z["keys"]).decode().split("\n") if len(z["keys"]) else []
+                keys = text_lines(z["keys"])
                 mat = z["vecs"]
                 light = json.loads(zlib.decompress(bytes(z["light"])).decode())
                 row_blob = zlib.decompress(bytes(z["row_texts"]))
@@ -985,7 +994,7 @@ class ScopeStore:
                 with self._snapshot_write_lock:  # a close may write it at the same time: one after the other
                     write_private(path, lambda fh: np.savez(
                         fh, version=SNAPSHOT_VERSION, dim=self.index_dim, vecs=mat,
-                        keys=np.frombuffer("\n".join(keys).encode(), dtype=np.uint8),
+                        keys=text_array(keys),
                         generation=np.frombuffer(gen.encode(), dtype=np.uint8),
                         light=np.frombuffer(zlib.compress(json.dumps(light, ensure_ascii=False).encode(), 6),
                                             dtype=np.uint8),
@@ -993,7 +1002,7 @@ class ScopeStore:
                         row_texts=np.frombuffer(zlib.compress(b"".join(encoded), 1), dtype=np.uint8),
                         row_offsets=row_offsets,
                         p_analyser=np.frombuffer(postings.analyser.encode(), dtype=np.uint8),
-                        p_terms=np.frombuffer("\n".join(postings.terms).encode(), dtype=np.uint8),
+                        p_terms=text_array(postings.terms),
                         p_offsets=postings.offsets, p_slots=postings.slots, p_tfs=postings.tfs,
                         p_doc_len=postings.doc_len))
             except OSError as exc:

@@ -32,7 +32,16 @@ from ..models import (
 )
 from ..redaction import redact_text
 from ..search_index import tokenize
-from ..store import ScopeStore, decode_vector, encode_vector, key_of, plain, write_private
+from ..store import (
+    ScopeStore,
+    decode_vector,
+    encode_vector,
+    key_of,
+    plain,
+    text_array,
+    text_lines,
+    write_private,
+)
 from . import entities as ex
 from .base import (
     EngramError,
@@ -400,14 +409,6 @@ def _snapshot_path(store: ScopeStore) -> Any:
     return store.side_snapshot_path("graph", "npz")
 
 
-def _joined(keys: Sequence[str]) -> np.ndarray:
-    return np.frombuffer("\n".join(keys).encode(), dtype=np.uint8)
-
-
-def _split(arr: np.ndarray) -> list[str]:
-    return arr.tobytes().decode().split("\n") if len(arr) else []
-
-
 def _save_snapshot(core: MemoryCore, store: ScopeStore) -> None:
     """Write the graph mirror beside the store (at close, with the vector snapshot), tagged with the graph's
     change count: the next start reads it instead of every edge while the count still matches."""
@@ -431,20 +432,20 @@ def _save_snapshot(core: MemoryCore, store: ScopeStore) -> None:
         mentioned = list(g.mentioned_by.items())
         arrays = {
             "version": np.array(GRAPH_SNAPSHOT_VERSION),
-            "generation": _joined([gen]),
+            "generation": text_array([gen]),
             # the entity names (free text) and kinds stay JSON: small, and a name may hold any character
-            "meta": _joined([json.dumps({"kinds": kinds, "names": list(g.names)}, ensure_ascii=False,
+            "meta": text_array([json.dumps({"kinds": kinds, "names": list(g.names)}, ensure_ascii=False,
                                         separators=(",", ":"))]),
             "n_end": np.cumsum([len(v) for v in g.names.values()], dtype=np.int64),
             "n_entity": np.array([at[e] for v in g.names.values() for e in sorted(v)], dtype=np.int32),
-            "entities": _joined(ents),
+            "entities": text_array(ents),
             "types": np.array([kind_at[g.types[e]] if e in g.types else -1 for e in ents], dtype=np.int32),
-            "memories": _joined(mems),
+            "memories": text_array(mems),
             # each entity's mentions oldest first, as the mirror holds them: entity, then its memories' run
             "m_entity": np.array([at[e] for e, _ms in mentioned], dtype=np.int32),
             "m_end": np.cumsum([len(ms) for _e, ms in mentioned], dtype=np.int64),
             "m_memory": np.array([mem_at[m] for _e, ms in mentioned for m in ms], dtype=np.int32),
-            "r_keys": _joined(rkeys),
+            "r_keys": text_array(rkeys),
             "r_a": np.array([at[g.rels[k][0]] for k in rkeys], dtype=np.int32),
             "r_b": np.array([at[g.rels[k][1]] for k in rkeys], dtype=np.int32),
             "r_w": np.array([g.rels[k][2] for k in rkeys], dtype=np.float64),
@@ -480,10 +481,10 @@ def _read_snapshot(store: ScopeStore) -> GraphMirror | None:
         return None
     try:
         with np.load(path, allow_pickle=False) as z:
-            if int(z["version"]) != GRAPH_SNAPSHOT_VERSION or _split(z["generation"]) != [store.graph_generation()]:
+            if int(z["version"]) != GRAPH_SNAPSHOT_VERSION or text_lines(z["generation"]) != [store.graph_generation()]:
                 return None
             meta = json.loads(z["meta"].tobytes().decode())
-            ents, mems, rkeys = _split(z["entities"]), _split(z["memories"]), _split(z["r_keys"])
+            ents, mems, rkeys = text_lines(z["entities"]), text_lines(z["memories"]), text_lines(z["r_keys"])
             types, m_entity, m_end, m_memory, n_end, n_entity = (
                 z[k].tolist() for k in ("types", "m_entity", "m_end", "m_memory", "n_end", "n_entity"))
             ra, rb, r_w = z["r_a"], z["r_b"], z["r_w"].tolist()
