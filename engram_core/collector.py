@@ -1,9 +1,13 @@
-"""Python's cyclic garbage collector, paused while a mirror is built.
+"""Python's cyclic garbage collector, paused while a mirror is built; the freed heap handed back after it.
 
 Loading a mirror makes hundreds of thousands of long-lived objects (rows, sets, dictionaries) in one go. Each
 allocation burst triggers a collection, and the older generations' collections walk the whole growing heap again,
 none of which can free anything: at 100,000 memories that was half of the project store's opening (2.5 -> 1.2 s)
 and a third of the graph mirror's. Reference counting still frees everything as usual meanwhile.
+
+A build also frees much of what it made (decoded snapshots, query answers), and glibc keeps those pages mapped:
+when the last build ends they go back to the system (heap.py). Measured at 100,000 memories with the arena cap:
+daemon RSS after the recalls and MCP calls 955 -> 924 MB, after the first recall 892 -> 831 MB.
 """
 
 from __future__ import annotations
@@ -12,6 +16,8 @@ import contextlib
 import gc
 import threading
 from collections.abc import Iterator
+
+from .heap import release_freed_memory
 
 _lock = threading.Lock()
 _pausing = 0  # how many threads are inside paused_collector()
@@ -33,5 +39,8 @@ def paused_collector() -> Iterator[None]:
     finally:
         with _lock:
             _pausing -= 1
-            if _pausing == 0 and _was_enabled:
+            last = _pausing == 0
+            if last and _was_enabled:
                 gc.enable()
+        if last:
+            release_freed_memory()

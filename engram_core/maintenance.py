@@ -9,6 +9,7 @@ from . import lifecycle
 from .api import api
 from .bookkeeping import LOG_COMPACT_S
 from .core import MemoryCore
+from .heap import release_freed_memory
 from .models import CompactedStore, CompactReport, MaintenanceReport, Scope
 from .promotion import promote_project_to_user
 from .sessions import recover_stale_sessions
@@ -70,6 +71,8 @@ def maintain(core: MemoryCore, project: str | None = None, all_projects: bool = 
                 if core.closed:
                     break
                 report.promoted_to_user += promote_project_to_user(core, store)
+    # The sweep read every row of every open store (sweep_rows) and dropped them: give those pages back (heap.py).
+    release_freed_memory()
     report.took_ms = (time.perf_counter() - t0) * 1000
     return report
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -60,6 +61,8 @@ def test_store_recall_show_forget_stats_maintain(daemon: DaemonProc, tmp_path: P
     assert erased["status"] == "forgotten" and erased["content"] == "[forgotten]"
     status = ok_json(engram(daemon, "status", "--json"))
     assert status["running"] and status["protocol"] == 1
+    human = engram(daemon, "status")
+    assert re.search(r"up \d+ s, \d+ MB resident", human.stdout), human.stdout
 
 
 def test_import_jsonl_reports_bad_lines(daemon: DaemonProc, tmp_path: Path) -> None:

@@ -64,3 +64,15 @@ def test_opening_a_store_from_its_snapshot_runs_no_collection(tmp_path: Path) ->
         gc.callbacks.remove(seen)
     assert len(store.light) == 300
     assert threading.current_thread().name not in runs  # without the pause: several generation-0 runs
+
+
+def test_the_freed_heap_is_handed_back_once_when_the_last_block_ends(monkeypatch: pytest.MonkeyPatch) -> None:
+    import engram_core.collector as collector
+
+    calls: list[int] = []
+    monkeypatch.setattr(collector, "release_freed_memory", lambda: calls.append(collector._pausing))
+    with paused_collector():
+        with paused_collector():
+            pass
+        assert calls == []  # an outer build still runs
+    assert calls == [0]

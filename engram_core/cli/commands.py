@@ -599,7 +599,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         _emit(info)
     else:
         print(f"running: pid {info['pid']}, protocol {info['protocol']}, version {info['version']}, "
-              f"up {info['uptime_s']:.0f} s")
+              f"up {info['uptime_s']:.0f} s"
+              + (f", {info['rss_mb']:.0f} MB resident" if info.get("rss_mb") is not None else ""))
         print(f"  socket {info['socket']}; model {info['model']}; {info['sessions_active']} session(s), "
               f"{info['projects_open']} project(s) open; {info['requests']} request(s), {info['errors']} error(s)")
         print(f"  hook events: {info['events_applied']} applied, {info['events_queued']} queued, "

@@ -33,7 +33,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
+from .. import __version__, heap
 from ..config import ensure_private_child, ensure_private_dir, find_project_root, load_settings
 from ..models import CompactReport, DaemonStatus, FlushReport, ShutdownAck
 from ..redaction import redact_text, redact_value
@@ -495,6 +495,7 @@ class Daemon:
             "sessions_active": len(svc.scopes.live_sessions()) if svc is not None else 0,
             "projects_open": len(svc.scopes.open_projects()) if svc is not None else 0,
             "embedding": getattr(getattr(svc, "embedder", None), "name", None),
+            "rss_mb": heap.rss_mb(), "heap_arenas": heap.arenas(),
         })
 
     def m_shutdown(self, **_: Any) -> ShutdownAck:
@@ -1049,6 +1050,7 @@ def _setup_logging(home: Path, verbose: bool) -> None:
 def serve(home: Path, idle_timeout_s: float | None = None, verbose: bool = False) -> int:
     """Run the daemon in this process until stopped; 0 also when one is already running (it says so).
     Once the daemon has run, the process ends here (`_leave`): it never returns to the caller."""
+    heap.limit_arenas()  # before any thread starts
     ensure_private_dir(home)
     sys.stdout, sys.stderr = RedactingStream(sys.stdout), RedactingStream(sys.stderr)
     _setup_logging(home, verbose)

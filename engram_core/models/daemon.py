@@ -45,6 +45,8 @@ class DaemonStatus(BaseModel):
     sessions_active: int
     projects_open: int
     embedding: str | None
+    rss_mb: float | None = None  # the daemon's resident memory
+    heap_arenas: int | None = None  # its malloc arenas (glibc; heap.py caps them at two)
 
 
 class FlushReport(BaseModel):
