@@ -433,6 +433,20 @@ class SearchIndex:
             return self._base_slots[span[0]:span[1]].tolist()
         return list(self._postings.get(term, {}))
 
+    def embeddings(self, doc_ids: Sequence[str]) -> tuple[list[str], np.ndarray]:
+        """The documents among ``doc_ids`` that have a vector (in that order) and their vectors, one row each: one
+        copy of the matrix's rows (a snapshot of 100,000 took 0.65 s through `embedding` one by one)."""
+        with self._lock:
+            slots = [self._slot_of.get(d, -1) for d in doc_ids]
+            keep = [i for i, slot in enumerate(slots) if slot >= 0 and self._has_vec[slot]]
+            mat = self._vecs[np.asarray([slots[i] for i in keep], dtype=np.int64)]
+            return [doc_ids[i] for i in keep], mat
+
+    def texts(self, doc_ids: Sequence[str]) -> list[str]:
+        """`text` of each document, under one hold of the lock."""
+        with self._lock:
+            return [self._texts.get(d, "") for d in doc_ids]
+
     def embedding(self, doc_id: str) -> np.ndarray | None:
         with self._lock:
             slot = self._slot_of.get(doc_id)

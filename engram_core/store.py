@@ -959,15 +959,13 @@ class ScopeStore:
             return None
         gen = self._generation()  # applies pending bookkeeping first: the mirror then matches this generation
         with self._mirror_lock:
-            pairs = [(k, v) for k in self.light if (v := self.index.embedding(k)) is not None]
-            keys = [k for k, _ in pairs]
-            mat = np.stack([v for _, v in pairs]) if pairs else np.zeros((0, self.index_dim), np.float32)
+            order = list(self.light)
+            keys, mat = self.index.embeddings(order)
             # The times stay datetimes (immutable) until the writing: formatting them is half of this loop.
             light = [[k, lt.memory_type, list(lt.tags), lt.importance, lt.access_count, lt.half_life_days, lt.status,
                       lt.pinned, lt.last_accessed_at, lt.created_at, lt.session_id,
-                      lt.episode_id, lt.content_hash, lt.content,
-                      None if (t := self.index.text(k)) == lt.content else t]
-                     for k, lt in self.light.items()]
+                      lt.episode_id, lt.content_hash, lt.content, None if t == lt.content else t]
+                     for (k, lt), t in zip(self.light.items(), self.index.texts(order), strict=True)]
             row_texts = [self.rows.snapshot_text(row[0]) or "" for row in light]
             postings = self.index.export_postings([row[0] for row in light])
         for name, write in list(self.snapshot_writers.items()):
@@ -988,7 +986,7 @@ class ScopeStore:
                         fh, version=SNAPSHOT_VERSION, dim=self.index_dim, vecs=mat,
                         keys=text_array(keys),
                         generation=np.frombuffer(gen.encode(), dtype=np.uint8),
-                        light=np.frombuffer(zlib.compress(json.dumps(light, ensure_ascii=False).encode(), 6),
+                        light=np.frombuffer(zlib.compress(json.dumps(light, ensure_ascii=False).encode(), 3),
                                             dtype=np.uint8),
                         # The full rows' JSON texts in one blob (fast to decompress: level 1) and where each ends.
                         row_texts=np.frombuffer(zlib.compress(b"".join(encoded), 1), dtype=np.uint8),

@@ -417,6 +417,8 @@ def _save_snapshot(core: MemoryCore, store: ScopeStore) -> None:
     if g is None or path is None or g.version != store.graph_version:
         return  # dropped for a reload (merge, prune, erasure): the old file no longer matches the count
     gen = store.graph_generation()
+    if _written_at(path) == gen:
+        return  # the file already holds this graph (nothing changed it since it was read or written)
     with g.lock:
         ents = sorted(set(g.types) | set(g.mentioned_by) | {e for a, b, _w in g.rels.values() for e in (a, b)}
                       | {e for v in g.names.values() for e in v})
@@ -473,6 +475,18 @@ def _touching(ents: list[str], rkeys: list[str], ra: np.ndarray, rb: np.ndarray)
     stops = [*starts[1:].tolist(), len(ends)]
     keys = np.array(rkeys, dtype=object)[order % len(rkeys)].tolist()
     return {ents[e]: set(keys[a:b]) for e, a, b in zip(ends[starts].tolist(), starts.tolist(), stops, strict=True)}
+
+
+def _written_at(path: Any) -> str | None:
+    """The graph generation the snapshot at ``path`` was written at (None: absent, unreadable, an older version)."""
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            if int(z["version"]) != GRAPH_SNAPSHOT_VERSION:
+                return None
+            gens = text_lines(z["generation"])
+            return gens[0] if len(gens) == 1 else None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def _read_snapshot(store: ScopeStore) -> GraphMirror | None:
