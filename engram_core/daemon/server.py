@@ -361,7 +361,9 @@ class Daemon:
         try:
             from ..mcp import server as mcp_server
 
+            t = time.perf_counter()
             mcp_server.shared_server()
+            log.info("MCP server built in %.0f ms", (time.perf_counter() - t) * 1000)
         except Exception:
             log.exception("the MCP server could not be built")
 
