@@ -918,13 +918,16 @@ class ScopeStore:
         except Exception as exc:  # noqa: BLE001 - a bad snapshot only costs a slower start
             log.warning("mirror snapshot %s unreadable, reading the store: %s", path, exc)
             return False
-        vec_at = {k: i for i, k in enumerate(keys)}
         order = [row[0] for row in light]
-        rows_of = np.asarray([vec_at.get(k, -1) for k in order], dtype=np.int64)
-        has = rows_of >= 0
-        full = np.zeros((len(order), self.index_dim), dtype=np.float32)
-        if has.any():
-            full[has] = mat[rows_of[has]]
+        if keys == order:  # every memory has a vector: the rows are already in the light rows' order
+            full, has = mat, np.ones(len(order), dtype=bool)
+        else:
+            vec_at = {k: i for i, k in enumerate(keys)}
+            rows_of = np.asarray([vec_at.get(k, -1) for k in order], dtype=np.int64)
+            has = rows_of >= 0
+            full = np.zeros((len(order), self.index_dim), dtype=np.float32)
+            if has.any():
+                full[has] = mat[rows_of[has]]
         index = SearchIndex(self.index_dim)
         index.load(order, [row[13] if row[14] is None else row[14] for row in light], full, has, postings)
         with self._mirror_lock:
