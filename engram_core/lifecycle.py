@@ -63,6 +63,11 @@ def half_life_for(scope: str, memory_type: str, half_lives: dict[str, float]) ->
     return max(float(half_lives[memory_type]), SCOPE_RULES[scope].half_life_floor_days)
 
 
+def planned_half_life(scope: str, row: Row, half_lives: dict[str, float]) -> float:
+    """The half-life a sweep judges this memory by: its type's current one, else the one it was stored with."""
+    return half_life_for(scope, row.memory_type, half_lives) if row.memory_type in half_lives else row.half_life_days
+
+
 def injected_last_use(last_accessed_at: datetime, now: datetime) -> datetime:
     """Where an injection moves a memory's last use: halfway from the last use to now (never backwards)."""
     if now <= last_accessed_at:
@@ -119,7 +124,7 @@ def plan_sweep(rows: Iterable[Row], scope: str, now: datetime, half_lives: dict[
     grace = timedelta(days=FORGET_GRACE_DAYS)
     live: list[tuple[float, Row]] = []
     for r in rows:
-        want = half_life_for(scope, r.memory_type, half_lives) if r.memory_type in half_lives else r.half_life_days
+        want = planned_half_life(scope, r, half_lives)
         if abs(want - r.half_life_days) > 1e-9:
             plan.half_lives[r.key] = want
         s = r.strength(now, want)

@@ -25,6 +25,7 @@ RETRIEVAL_LOG_KEEP = 5000  # newest retrieval_log rows kept per store (pruned wh
 SWEEP_SLICE_S = 0.05
 SWEEP_FIRST_SLICE = 32  # memories in a store's first slice; the next ones are sized from how long it took
 SWEEP_SLICE_MAX = 2000
+FORGET_MARGIN = 1.5  # see sweep_rows
 
 
 @api
@@ -45,7 +46,7 @@ def maintain(core: MemoryCore, project: str | None = None, all_projects: bool = 
     for store in stores:
         if core.closed or core.stopping.is_set():
             break
-        rows = sweep_rows(store)
+        rows = sweep_rows(core, store)
         plan = plan_sweep(core, store, rows)
         label = "user" if store.scope == Scope.user else f"project:{store.database}"
         if dry_run:
@@ -121,21 +122,31 @@ def _unchanged(store: ScopeStore, row: lifecycle.Row) -> bool:
         row.created_at, row.last_accessed_at)
 
 
-def sweep_rows(store: ScopeStore) -> list[lifecycle.Row]:
-    """What the sweep plans from, for every memory of this store not yet forgotten."""
-    return [lifecycle.Row(key=key_of(r["id"]), memory_type=r["memory_type"], status=r["status"],
+def sweep_rows(core: MemoryCore, store: ScopeStore) -> list[lifecycle.Row]:
+    """What the sweep plans from, for every memory of this store not yet forgotten. When a memory was archived
+    matters only to one the sweep may forget (archived, not pinned, under the forget line): read for those alone."""
+    rows = [lifecycle.Row(key=key_of(r["id"]), memory_type=r["memory_type"], status=r["status"],
                           pinned=bool(r.get("pinned")), importance=float(r["importance"]),
                           access_count=int(r.get("access_count") or 0), half_life_days=float(r["half_life_days"]),
-                          created_at=r["created_at"], last_accessed_at=r["last_accessed_at"],
-                          status_changed_at=r.get("status_changed_at"))
+                          created_at=r["created_at"], last_accessed_at=r["last_accessed_at"])
             for r in store.lifecycle_rows()]
+    now, hl, scope = core.now(), core.half_lives(), store.scope.value
+    # Under the line with either half-life the plan may use (the row's, or the one its type has now), with a
+    # margin: the plan is made a moment later, and strength only falls.
+    line = lifecycle.FORGET_BELOW * FORGET_MARGIN
+    maybe = [r.key for r in rows if r.status == "archived" and not r.pinned
+             and min(r.strength(now), r.strength(now, lifecycle.planned_half_life(scope, r, hl))) < line]
+    since = store.archived_since(maybe)
+    for r in rows:
+        r.status_changed_at = since.get(r.key)
+    return rows
 
 
 def plan_sweep(core: MemoryCore, store: ScopeStore, rows: list[lifecycle.Row] | None = None) -> lifecycle.Plan:
     """What the sweep would do to this store now (``rows``: from sweep_rows, read now when not given)."""
     cap = (core.settings.max_memories_user if store.scope == Scope.user
            else core.settings.max_memories_project if store.scope == Scope.project else None)
-    return lifecycle.plan_sweep(sweep_rows(store) if rows is None else rows, store.scope.value, core.now(),
+    return lifecycle.plan_sweep(sweep_rows(core, store) if rows is None else rows, store.scope.value, core.now(),
                                 core.half_lives(), cap=cap, queued=store.pending_queue_keys())
 
 

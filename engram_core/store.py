@@ -1435,20 +1435,27 @@ class ScopeStore:
         return sum(s.values()), t, s
 
     def lifecycle_rows(self) -> list[dict[str, Any]]:
-        """What the sweep plans from (lifecycle.Row fields) for every memory not yet forgotten: the mirror's
-        fields (pending recall accesses included), plus when each archived memory was archived."""
-        archived = self.q1("RETURN array::join((SELECT VALUE record::id(id) + ' ' + <string> status_changed_at "
-                           "FROM memory WHERE status = 'archived'), '\n')") or ""
-        since = {}
-        for line in archived.split("\n"):
-            key, _, when = line.partition(" ")
-            if key:
-                since[key] = datetime.fromisoformat(when.replace("Z", "+00:00"))
+        """What the sweep plans from (lifecycle.Row fields but when each was archived: `archived_since`) for every
+        memory not yet forgotten: the mirror's fields, pending recall accesses included. No database read."""
         with self._mirror_lock:
             return [{"id": key, "memory_type": lt.memory_type, "status": lt.status, "pinned": lt.pinned,
                      "importance": lt.importance, "access_count": lt.access_count, "half_life_days": lt.half_life_days,
-                     "created_at": lt.created_at, "last_accessed_at": lt.last_accessed_at,
-                     "status_changed_at": since.get(key)} for key, lt in self.light.items()]
+                     "created_at": lt.created_at, "last_accessed_at": lt.last_accessed_at}
+                    for key, lt in self.light.items()]
+
+    def archived_since(self, keys: Sequence[str], chunk: int = 1000) -> dict[str, datetime]:
+        """When each of these memories last changed status (read for the few the sweep may forget: reading it for
+        every archived memory fetched each whole row, 2.3 s and 330 MB of engine memory for 43,000 at 100k)."""
+        out: dict[str, datetime] = {}
+        for i in range(0, len(keys), chunk):
+            text = self.q1("RETURN array::join((SELECT VALUE record::id(id) + ' ' + <string> status_changed_at "
+                           "FROM $ids WHERE status_changed_at != NONE), '\n')",
+                           {"ids": [record(k) for k in keys[i:i + chunk]]}) or ""
+            for line in text.split("\n"):
+                key, _, when = line.partition(" ")
+                if key:
+                    out[key] = datetime.fromisoformat(when.replace("Z", "+00:00"))
+        return out
 
     def pending_queue_keys(self) -> set[str]:
         rows = self.q1("SELECT VALUE memory_id FROM consolidation_queue WHERE status = 'pending' "

@@ -46,6 +46,30 @@ def test_sweep_moves_memories_through_the_lifecycle(service: EngramService, proj
     assert service.maintain(project=p).queued_for_consolidation == 0
 
 
+def test_the_sweep_reads_when_a_memory_was_archived_only_for_those_it_may_forget(
+        service: EngramService, project_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reading the archive date of every archived memory fetched each whole row (2.3 s and 330 MB of engine memory
+    for 43,000 at 100k): it is read for the archived memories under the forget line alone, and still decides."""
+    p = str(project_dir)
+    ids = {name: service.store(MemoryIn(content=f"{name} memory about topic {name}", memory_type="episodic",
+                                        importance=0.6), project=p).memory.id
+           for name in ("long_ago", "lately", "strong")}
+    now = datetime.now(UTC)
+    _age(service, p, ids["long_ago"], 40, status="archived", status_changed_at=now - timedelta(days=8))
+    # as weak, but archived two days ago: within the grace period, whatever its creation date says
+    _age(service, p, ids["lately"], 40, status="archived", status_changed_at=now - timedelta(days=2))
+    _age(service, p, ids["strong"], 0.5, status="archived", status_changed_at=now - timedelta(days=30))
+    store = service.project_store(p)
+    assert store is not None
+    asked: list[list[str]] = []
+    real = store.archived_since
+    monkeypatch.setattr(store, "archived_since", lambda keys: asked.append(sorted(keys)) or real(keys))
+    service.maintain(project=p)
+    assert asked == [sorted([ids["long_ago"], ids["lately"]])], "the strong one cannot be forgotten: not read"
+    status = {n: service.get(i, project=p).status for n, i in ids.items()}
+    assert status == {"long_ago": Status.forgotten, "lately": Status.archived, "strong": Status.archived}
+
+
 def test_sweep_updates_the_mirror_in_place(service: EngramService, project_dir: Path,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
     """The sweep hands the mirror its status changes instead of rebuilding it (a rebuild held every client for
