@@ -53,6 +53,7 @@ from ..wire.protocol import (
 from ..wire.types import WireTypeError, type_expr
 
 log = logging.getLogger("engram.daemon")
+LOGGERS = ("engram", "engram_core")  # what engram.log receives
 
 JOURNAL_NAME = "journal.jsonl"
 SPOOL_DIR = "spool"
@@ -1044,9 +1045,11 @@ def _setup_logging(home: Path, verbose: bool) -> None:
         os.close(fd)
         handler = logging.FileHandler(path, encoding="utf-8")
     handler.setFormatter(_RedactingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    root = logging.getLogger("engram")
-    root.handlers[:] = [handler]
-    root.setLevel(logging.INFO)
+    # The daemon's own loggers ("engram.*") and the core's, which log under their module names.
+    for name in LOGGERS:
+        root = logging.getLogger(name)
+        root.handlers[:] = [handler]
+        root.setLevel(logging.INFO)
 
 
 def serve(home: Path, idle_timeout_s: float | None = None, verbose: bool = False) -> int:
