@@ -7,9 +7,10 @@ and embeds) and `fuse` when it answers a recall. Every default here was chosen o
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from engram_core.search_index import rrf
 
@@ -108,5 +109,17 @@ def fuse(
         raise ValueError(f"unknown fusion method {method!r}")
     if boosts:
         fused = {d: s * boosts.get(d, 1.0) for d, s in fused.items()}
-    ranked = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))
+    ranked = best_first(list(fused.items()))
     return ranked if limit is None else ranked[:limit]
+
+
+_KEY, _SCORE = operator.itemgetter(0), operator.itemgetter(1)
+
+
+def best_first(items: list[Any]) -> list[Any]:
+    """Sort (key, score, …) items in place, highest score first, ties by key; returns them. Two sorts on C-level
+    keys, the second stable: the same order as a (-score, key) tuple built in Python per item, at a fraction of
+    the cost over the hundreds of candidates a recall ranks."""
+    items.sort(key=_KEY)
+    items.sort(key=_SCORE, reverse=True)
+    return items

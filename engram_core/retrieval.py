@@ -107,8 +107,8 @@ def rank(
             where[k] = store
         for k, _ in vec[:pool * 2]:
             where[k] = store
-    bm_all.sort(key=lambda t: (-t[1], t[0]))
-    vec_all.sort(key=lambda t: (-t[1], t[0]))
+    ranking.best_first(bm_all)
+    ranking.best_first(vec_all)
     bm_pos = {k: (i + 1, s) for i, (k, s) in enumerate(bm_all)}
     vec_pos = {k: (i + 1, s) for i, (k, s) in enumerate(vec_all)}
     top_weight = max((weights.get(s.scope.value, 1.0) for s in stores), default=1.0)
@@ -133,7 +133,7 @@ def rank(
     for lst in extra_lists:
         for i, (k, _) in enumerate(lst):
             fused_map[k] = fused_map.get(k, 0.0) + 1.0 / (ranking.DEFAULT_FUSION.k_rrf + i + 1)
-    fused = sorted(((k, v * boosts.get(k, 1.0)) for k, v in fused_map.items()), key=lambda t: (-t[1], t[0]))
+    fused = ranking.best_first([(k, v * boosts.get(k, 1.0)) for k, v in fused_map.items()])
 
     def candidates() -> Iterator[Candidate]:  # built as dedup asks for them: it stops after `limit` kept
         for key, final in fused:

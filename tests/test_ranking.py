@@ -71,3 +71,19 @@ def test_minmax() -> None:
     assert minmax([]) == []
     assert minmax([3.0, 3.0]) == [1.0, 1.0]
     assert minmax([1.0, 3.0, 2.0]) == [0.0, 1.0, 0.5]
+
+
+def test_best_first_orders_as_a_score_then_key_sort() -> None:
+    """best_first (two C-level sorts) gives the order of sorting by (-score, key), ties included, for pairs and
+    for the graph ranker's (key, score, store) triples."""
+    import random
+
+    from engram_core.ranking import best_first
+
+    rng = random.Random(7)
+    for _ in range(200):
+        items = [(f"k{rng.randrange(50):02d}-{i}", rng.choice([0.5, 1.0, rng.random()])) for i in range(rng.randrange(40))]
+        assert best_first(list(items)) == sorted(items, key=lambda t: (-t[1], t[0]))
+        store = object()
+        triples = [(k, s, store) for k, s in items]
+        assert best_first(list(triples)) == sorted(triples, key=lambda t: (-t[1], t[0]))

@@ -30,6 +30,7 @@ from ..models import (
     RelateResult,
     RelationType,
 )
+from ..ranking import best_first
 from ..redaction import redact_text
 from ..search_index import tokenize
 from ..store import (
@@ -639,18 +640,20 @@ def traverse(core: MemoryCore, store: ScopeStore, seeds: set[str]) -> dict[str, 
 
 def graph_ranker(core: MemoryCore, stores: Sequence[ScopeStore], query: str, qvec: Any,
                  filters: Any) -> list[tuple[str, float]]:
-    scored: list[tuple[float, str, ScopeStore]] = []
+    scored: list[tuple[str, float, ScopeStore]] = []
     for store in stores:
         seeds = query_seeds(core, store, query)
         if seeds:
-            scored += [(-s, k, store) for k, s in traverse(core, store, seeds).items()]
-    # Best first, filtered only until GRAPH_LIST_MAX are kept: a popular entity names a thousand memories or more.
-    scored.sort(key=lambda t: (t[0], t[1]))
+            found = traverse(core, store, seeds)
+            scored += zip(found, found.values(), itertools.repeat(store, len(found)), strict=True)
+    # Best first (a popular entity names a thousand memories or more: with a sort key built in Python per memory
+    # this ranker took 5-8 ms for a third of the queries at 15k), filtered only until GRAPH_LIST_MAX are kept.
+    best_first(scored)
     out: list[tuple[str, float]] = []
-    for neg, k, store in scored:
+    for k, score, store in scored:
         lt = store.light.get(k)
         if lt is not None and filters.admits(lt):
-            out.append((k, -neg))
+            out.append((k, score))
             if len(out) >= GRAPH_LIST_MAX:
                 break
     return out
