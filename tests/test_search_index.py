@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import threading
+from typing import Any
 
 import numpy as np
 import pytest
@@ -347,3 +348,35 @@ def test_large_index_scans_in_two_stages_and_keeps_the_projection_in_step() -> N
     small.upsert("a", "", vec())
     small.vector(vec(), 5)
     assert small._coarse is None  # noqa: SLF001 - below the threshold the scan is exact, nothing built
+
+
+def test_a_large_scan_runs_in_two_halves_with_the_same_products(monkeypatch: pytest.MonkeyPatch) -> None:
+    """From SPLIT_MIN_ROWS rows the cosine scan hands its second half to the helper thread (at 100k memories in the
+    daemon: recall p50 31.8 -> 26.4 ms); the products are those of one call, for whole matrices and gathered rows."""
+    from engram_core import search_index as si
+
+    submitted: list[int] = []
+    real = si._helper_thread
+
+    def counting() -> Any:
+        pool = real()
+
+        class Counting:
+            def submit(self, fn: Any, lo: int, hi: int) -> Any:
+                submitted.append(hi - lo)
+                return pool.submit(fn, lo, hi)
+
+        return Counting()
+
+    monkeypatch.setattr(si, "_helper_thread", counting)
+    rng = np.random.default_rng(5)
+    n = si.SPLIT_MIN_ROWS + 1001
+    matrix = rng.standard_normal((n, 384)).astype(np.float32)
+    vec = rng.standard_normal(384).astype(np.float32)
+    assert np.allclose(si._scan_rows(matrix, None, vec), matrix @ vec, rtol=1e-5, atol=1e-5)
+    rows = np.sort(rng.choice(n, si.SPLIT_MIN_ROWS, replace=False))
+    assert np.allclose(si._scan_rows(matrix, rows, vec), matrix[rows] @ vec, rtol=1e-5, atol=1e-5)
+    assert submitted == [n - n // 2, si.SPLIT_MIN_ROWS // 2]
+    small = matrix[: si.SPLIT_MIN_ROWS - 1]
+    assert np.array_equal(si._scan_rows(small, None, vec), small @ vec)  # below the line: one call, no helper
+    assert len(submitted) == 2
