@@ -351,8 +351,8 @@ def test_large_index_scans_in_two_stages_and_keeps_the_projection_in_step() -> N
 
 
 def test_a_large_scan_runs_in_two_halves_with_the_same_products(monkeypatch: pytest.MonkeyPatch) -> None:
-    """From SPLIT_MIN_ROWS rows the cosine scan hands its second half to the helper thread (at 100k memories in the
-    daemon: recall p50 31.8 -> 26.4 ms); the products are those of one call, for whole matrices and gathered rows."""
+    """A full scan from SPLIT_MIN_ROWS rows and the two-stage scan hand their second half to the helper thread (at
+    100k memories in the daemon: recall p50 31.8 -> 26.4 ms); the products are those of one call."""
     from engram_core import search_index as si
 
     submitted: list[int] = []
@@ -370,13 +370,32 @@ def test_a_large_scan_runs_in_two_halves_with_the_same_products(monkeypatch: pyt
 
     monkeypatch.setattr(si, "_helper_thread", counting)
     rng = np.random.default_rng(5)
-    n = si.SPLIT_MIN_ROWS + 1001
+    n = 9001
     matrix = rng.standard_normal((n, 384)).astype(np.float32)
     vec = rng.standard_normal(384).astype(np.float32)
-    assert np.allclose(si._scan_rows(matrix, None, vec), matrix @ vec, rtol=1e-5, atol=1e-5)
-    rows = np.sort(rng.choice(n, si.SPLIT_MIN_ROWS, replace=False))
-    assert np.allclose(si._scan_rows(matrix, rows, vec), matrix[rows] @ vec, rtol=1e-5, atol=1e-5)
-    assert submitted == [n - n // 2, si.SPLIT_MIN_ROWS // 2]
-    small = matrix[: si.SPLIT_MIN_ROWS - 1]
-    assert np.array_equal(si._scan_rows(small, None, vec), small @ vec)  # below the line: one call, no helper
+    assert np.allclose(si._scan_rows(matrix, None, vec, split=True), matrix @ vec, rtol=1e-5, atol=1e-5)
+    rows = np.sort(rng.choice(n, 4000, replace=False))
+    assert np.allclose(si._scan_rows(matrix, rows, vec, split=True), matrix[rows] @ vec, rtol=1e-5, atol=1e-5)
+    assert submitted == [n - n // 2, 2000]
+    assert np.array_equal(si._scan_rows(matrix, None, vec, split=False), matrix @ vec)  # one call, no helper
     assert len(submitted) == 2
+
+    # The index itself: below SPLIT_MIN_ROWS a full scan is one call; from COARSE_MIN_DOCS both stages split.
+    monkeypatch.setattr(si, "SPLIT_MIN_ROWS", 50)
+    monkeypatch.setattr(si.SearchIndex, "COARSE_MIN_DOCS", 80)
+    monkeypatch.setattr(si.SearchIndex, "COARSE_CANDIDATES", 20)
+    monkeypatch.setattr(si.SearchIndex, "COARSE_PER_ASKED", 1)
+    idx = SearchIndex(dim=8)
+    docs = rng.standard_normal((100, 8)).astype(np.float32)
+    for i, d in enumerate(docs[:40]):
+        idx.upsert(f"d{i}", f"text {i}", d)
+    submitted.clear()
+    top = idx.vector(docs[3], 5)
+    assert top[0][0] == "d3" and submitted == []
+    for i, d in enumerate(docs[40:70], start=40):
+        idx.upsert(f"d{i}", f"text {i}", d)
+    assert idx.vector(docs[60], 5)[0][0] == "d60" and submitted == [35]
+    for i, d in enumerate(docs[70:], start=70):
+        idx.upsert(f"d{i}", f"text {i}", d)
+    submitted.clear()
+    assert idx.vector(docs[90], 5)[0][0] == "d90" and len(submitted) == 2  # the projected rows, the candidates
