@@ -23,8 +23,6 @@ import Stemmer
 
 __all__ = ["STOPWORDS_EN", "Postings", "SearchIndex", "analyser_id", "rrf", "tokenize"]
 
-# The list bm25s uses for its English baseline; short on purpose: a longer list (e.g. dropping "when",
-# "what", pronouns) throws away words that matter in questions about people and time.
 # The cosine scan reads a whole matrix, which on one core is bound by memory bandwidth (BLAS runs on one thread:
 # its pool spins after each call, engram_core/__init__.py). A large scan runs in two halves, one helper thread
 # taking the second while the caller scans the first: numpy releases the GIL in the product and in a row gather.
@@ -61,6 +59,8 @@ def _scan_rows(matrix: np.ndarray, rows: np.ndarray | None, vec: np.ndarray, *, 
     return out
 
 
+# The list bm25s uses for its English baseline; short on purpose: a longer list (e.g. dropping "when",
+# "what", pronouns) throws away words that matter in questions about people and time.
 STOPWORDS_EN: frozenset[str] = frozenset(
     [
         "a",
