@@ -309,3 +309,23 @@ def test_graph_mirror_opens_from_its_snapshot_only_while_the_graph_is_unchanged(
             third.close()
     finally:
         again.close()
+
+
+def test_a_hubs_neighbours_are_kept_to_the_first_near_keep_and_traversal_still_sees_what_it_needs() -> None:
+    """A popular entity has thousands of relations: the mirror keeps its first NEAR_KEEP neighbours (kept whole,
+    the 96 such entities of the 100k set held 258,000), and a caller asking for more gets them all, in order."""
+    g = graph.GraphMirror()
+    g.add_entity("hub", "library", "hub")
+    n = graph.NEAR_KEEP * 3
+    for i in range(n):
+        g.add_entity(f"e{i:03d}", "library", f"e{i:03d}")
+        g.set_relation(f"r{i:03d}", "hub", f"e{i:03d}", 0.2 + 0.8 * ((i * 37) % n) / n, live=True)
+    full = sorted(((f"e{i:03d}", 0.5 * (0.2 + 0.8 * ((i * 37) % n) / n)) for i in range(n)),
+                  key=lambda t: (-t[1], t[0]))
+    with g.lock:
+        assert g.near("hub") == full  # computed: whole
+        assert len(g._near["hub"]) == graph.NEAR_KEEP  # kept: the first NEAR_KEEP
+        assert g.near("hub")[: graph.NEAR_KEEP] == full[: graph.NEAR_KEEP]  # answered from what was kept
+        assert g.near("hub", graph.NEAR_KEEP + 10) == full  # more asked: computed again, whole
+        g.set_relation("r000", "hub", "e000", 1.0, live=True)  # a change drops what was kept
+        assert g.near("hub")[0] == ("e000", 0.5)
