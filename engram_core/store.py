@@ -320,6 +320,12 @@ def use_engine_thread() -> None:
     _fill_in_background = True
 
 
+def works_in_background() -> bool:
+    """Whether this process prepares its mirrors in background threads (the daemon, see `use_engine_thread`);
+    scripts and tests do that work when it is first needed, with no thread outliving what they measure."""
+    return _fill_in_background
+
+
 def _attach(db: Any) -> UUID:
     # The SDK refuses attach() on embedded engines although the engine serves it: send the RPC directly.
     return db.attach() if isinstance(db, _EngineThread) else BlockingWsSurrealConnection.attach(db)

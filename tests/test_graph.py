@@ -329,3 +329,42 @@ def test_a_hubs_neighbours_are_kept_to_the_first_near_keep_and_traversal_still_s
         assert g.near("hub", graph.NEAR_KEEP + 10) == full  # more asked: computed again, whole
         g.set_relation("r000", "hub", "e000", 1.0, live=True)  # a change drops what was kept
         assert g.near("hub")[0] == ("e000", 0.5)
+
+
+def test_the_daemon_works_out_the_hubs_neighbours_ahead(env: tuple[EngramService, str],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """warm_hubs fills the neighbours of every entity with HUB_RELATIONS relations or more (only those), and a
+    process that works in the background (the daemon) starts it when a store's graph mirror is built."""
+    g = graph.GraphMirror()
+    for hub, n in (("big", graph.HUB_RELATIONS), ("small", graph.HUB_RELATIONS - 1)):
+        g.add_entity(hub, "library", hub)
+        for i in range(n):
+            g.add_entity(f"{hub}{i}", "library", f"{hub}{i}")
+            g.set_relation(f"{hub}-r{i}", hub, f"{hub}{i}", 0.5, live=True)
+    assert graph.warm_hubs(g) == 1
+    assert "big" in g._near and "small" not in g._near
+    assert graph.warm_hubs(g) == 0  # already there
+
+    import threading
+
+    import engram_core.store as store_mod
+
+    svc, proj = env
+    store = svc.project_store(proj)
+    assert store is not None
+    warmed = threading.Event()
+    seen: list[graph.GraphMirror] = []
+
+    def record(mirror: graph.GraphMirror) -> int:
+        seen.append(mirror)
+        warmed.set()
+        return 0
+
+    monkeypatch.setattr(graph, "warm_hubs", record)
+    graph.state(svc).of(store).graph = None
+    graph.mirror(svc, store)  # a script or a test: nothing in the background
+    assert not warmed.is_set()
+    monkeypatch.setattr(store_mod, "_fill_in_background", True)
+    graph.state(svc).of(store).graph = None
+    built = graph.mirror(svc, store)
+    assert warmed.wait(10) and seen == [built]

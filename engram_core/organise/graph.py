@@ -41,6 +41,7 @@ from ..store import (
     plain,
     text_array,
     text_lines,
+    works_in_background,
     write_private,
 )
 from . import entities as ex
@@ -66,6 +67,7 @@ TRAVERSE_MAX_NEIGHBOURS = 12
 TRAVERSE_MAX_MENTIONS = 150
 GRAPH_LIST_MAX = 100  # how many graph-found memories join the fusion
 NEAR_KEEP = 64  # neighbours kept per entity for traversal (which takes TRAVERSE_MAX_NEIGHBOURS beside the seeds)
+HUB_RELATIONS = 500  # an entity with this many relations has its neighbours worked out ahead (`warm_hubs`)
 SUBJECT_TYPES = ("project", "person")  # "this project" / "user": hubs that would link everything
 CONFLICT_TYPES = ("uses", "replaces", "causes", "contradicts")
 EVIDENCE_MAX = 50  # memory keys kept as a relation's evidence, newest last
@@ -534,7 +536,25 @@ def mirror(core: MemoryCore, store: ScopeStore) -> GraphMirror:
             g = None if st.graph is not None else _read_snapshot(store)
             g = st.graph = g or _load_mirror(store)
         store.snapshot_writers.setdefault("graph", functools.partial(_save_snapshot, core, store))
+        if works_in_background():
+            threading.Thread(target=warm_hubs, args=(g,), name="engram-graph-warm", daemon=True).start()
     return g
+
+
+def warm_hubs(g: GraphMirror) -> int:
+    """Work out the traversal neighbours of every hub (HUB_RELATIONS relations or more) ahead of the recalls
+    that name one: a hub's first traversal walks all its relations (up to 15,760 at 100k memories, 20-40 ms; the
+    graph ranker's p90 was 17-20 ms in the daemon). One hub at a time under the lock. Returns how many."""
+    with g.lock:
+        hubs = sorted((e for e, rels in g.touching.items() if len(rels) >= HUB_RELATIONS),
+                      key=lambda e: -len(g.touching[e]))
+    done = 0
+    for ekey in hubs:
+        with g.lock:
+            if ekey not in g._near:
+                g.near(ekey)
+                done += 1
+    return done
 
 
 def _remember(core: MemoryCore, store: ScopeStore, ents: Any, key: str | None = None,
