@@ -69,7 +69,19 @@ class Bookkeeper:
             with self._cond:
                 self._inflight -= 1
                 self._last = time.monotonic()
-                self._cond.notify()
+                self._cond.notify_all()  # the bookkeeping thread, and any job in `wait_idle`
+
+    def wait_idle(self, timeout_s: float = 60.0) -> bool:
+        """Wait until no recall is running: for background work that would take the GIL from one (a recall's
+        embedding releases it, and such work would run right then). False when ``timeout_s`` ran out."""
+        deadline = time.monotonic() + timeout_s
+        with self._cond:
+            while self._inflight and not self._closed:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(left)
+        return True
 
     def notify(self, store: ScopeStore) -> None:
         """A store has queued work (called by `ScopeStore.defer` / deferred strengthening)."""

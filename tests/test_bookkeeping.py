@@ -230,3 +230,32 @@ def test_a_script_that_never_closes_still_writes_its_queue(tmp_path: Path, embed
         assert again.get(key, project=str(proj)).access_count == 1
     finally:
         again.close()
+
+
+def test_wait_idle_waits_for_the_running_recalls() -> None:
+    """Background work (the graph's hubs) waits until no recall runs: it would take the GIL from one."""
+    import threading
+
+    from engram_core.bookkeeping import Bookkeeper
+
+    keeper = Bookkeeper()
+    assert keeper.wait_idle(0.0)  # nothing running
+    entered, release = threading.Event(), threading.Event()
+
+    def recall() -> None:
+        with keeper.busy():
+            entered.set()
+            release.wait(10)
+
+    t = threading.Thread(target=recall)
+    t.start()
+    assert entered.wait(10)
+    assert not keeper.wait_idle(0.05)  # a recall runs: not idle within the time given
+    done: list[bool] = []
+    waiter = threading.Thread(target=lambda: done.append(keeper.wait_idle(10)))
+    waiter.start()
+    release.set()  # the recall ends: the waiter is woken
+    waiter.join(10)
+    t.join(10)
+    assert done == [True]
+    keeper.close()

@@ -341,8 +341,9 @@ def test_the_daemon_works_out_the_hubs_neighbours_ahead(env: tuple[EngramService
         for i in range(n):
             g.add_entity(f"{hub}{i}", "library", f"{hub}{i}")
             g.set_relation(f"{hub}-r{i}", hub, f"{hub}{i}", 0.5, live=True)
-    assert graph.warm_hubs(g) == 1
-    assert "big" in g._near and "small" not in g._near
+    asked: list[int] = []
+    assert graph.warm_hubs(g, lambda: asked.append(1)) == 1
+    assert "big" in g._near and "small" not in g._near and asked == [1]  # waited once, before the hub
     assert graph.warm_hubs(g) == 0  # already there
 
     import threading
@@ -355,7 +356,8 @@ def test_the_daemon_works_out_the_hubs_neighbours_ahead(env: tuple[EngramService
     warmed = threading.Event()
     seen: list[graph.GraphMirror] = []
 
-    def record(mirror: graph.GraphMirror) -> int:
+    def record(mirror: graph.GraphMirror, before_each: Any) -> int:
+        assert before_each == svc.bookkeeper.wait_idle  # it waits for the recalls to end
         seen.append(mirror)
         warmed.set()
         return 0

@@ -11,7 +11,7 @@ import logging
 import math
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -537,19 +537,24 @@ def mirror(core: MemoryCore, store: ScopeStore) -> GraphMirror:
             g = st.graph = g or _load_mirror(store)
         store.snapshot_writers.setdefault("graph", functools.partial(_save_snapshot, core, store))
         if works_in_background():
-            threading.Thread(target=warm_hubs, args=(g,), name="engram-graph-warm", daemon=True).start()
+            threading.Thread(target=warm_hubs, args=(g, core.bookkeeper.wait_idle), name="engram-graph-warm",
+                             daemon=True).start()
     return g
 
 
-def warm_hubs(g: GraphMirror) -> int:
+def warm_hubs(g: GraphMirror, before_each: Callable[[], object] | None = None) -> int:
     """Work out the traversal neighbours of every hub (HUB_RELATIONS relations or more) ahead of the recalls
     that name one: a hub's first traversal walks all its relations (up to 15,760 at 100k memories, 20-40 ms; the
-    graph ranker's p90 was 17-20 ms in the daemon). One hub at a time under the lock. Returns how many."""
+    graph ranker's p90 was 17-20 ms in the daemon). One hub at a time under the lock, each after
+    ``before_each`` (the daemon: once no recall runs, so the first recall after a start, which built the
+    mirror, does not share the GIL with this). Returns how many."""
     with g.lock:
         hubs = sorted((e for e, rels in g.touching.items() if len(rels) >= HUB_RELATIONS),
                       key=lambda e: -len(g.touching[e]))
     done = 0
     for ekey in hubs:
+        if before_each is not None:
+            before_each()
         with g.lock:
             if ekey not in g._near:
                 g.near(ekey)
