@@ -30,6 +30,7 @@ __all__ = ["STOPWORDS_EN", "Postings", "SearchIndex", "analyser_id", "rrf", "tok
 # 10,000-row store of the 15k set was no faster (the helper's wake-up costs what the half saves), so full scans
 # split from SPLIT_MIN_ROWS rows, and the two-stage scan (from SearchIndex.COARSE_MIN_DOCS) always.
 SPLIT_MIN_ROWS = 20_000
+_CORES = os.cpu_count() or 1
 _helper: ThreadPoolExecutor | None = None
 _helper_lock = threading.Lock()
 
@@ -45,7 +46,7 @@ def _helper_thread() -> ThreadPoolExecutor:
 def _scan_rows(matrix: np.ndarray, rows: np.ndarray | None, vec: np.ndarray, *, split: bool) -> np.ndarray:
     """``matrix[rows] @ vec`` (``rows`` None: every row); with ``split``, the two halves on two threads."""
     n = matrix.shape[0] if rows is None else len(rows)
-    if not split or n < 2 or (os.cpu_count() or 1) < 2:
+    if not split or n < 2 or _CORES < 2:
         return (matrix if rows is None else matrix[rows]) @ vec
     out = np.empty(n, dtype=np.float32)
     half = n // 2

@@ -12,6 +12,7 @@ from typing import Any
 
 from ..collector import paused_collector
 from ..models import Association
+from ..ranking import best_first
 from ..scoring import memory_strength
 from ..store import ScopeStore
 from .base import MemoryCore, api, rid, short_hash, state
@@ -118,7 +119,7 @@ def spread_ranker(core: MemoryCore, stores: Sequence[ScopeStore], query: str, qv
                 if lt is None or not filters.admits(lt):
                     continue
                 out[other] = max(out.get(other, 0.0), w / (1 + rank))
-    return sorted(out.items(), key=lambda t: (-t[1], t[0]))
+    return best_first(list(out.items()))
 
 
 def spread_booster(core: MemoryCore, key: str, store: ScopeStore, light: Any,

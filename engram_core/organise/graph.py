@@ -649,7 +649,7 @@ def traverse(core: MemoryCore, store: ScopeStore, seeds: set[str]) -> dict[str, 
                 if taken >= TRAVERSE_MAX_NEIGHBOURS:
                     break
         ent_score: dict[str, float] = {s: 1.0 for s in sorted(seeds)}
-        ent_score.update(sorted(near.items(), key=lambda t: (-t[1], t[0]))[:TRAVERSE_MAX_NEIGHBOURS])
+        ent_score.update(best_first(list(near.items()))[:TRAVERSE_MAX_NEIGHBOURS])
         # A memory's score sums its entities, dampened so a note listing twenty files does not dominate.
         total: dict[str, float] = {}
         count: dict[str, int] = {}
