@@ -38,6 +38,8 @@ if TYPE_CHECKING:
     from .store import Light
 
 _UNSET = object()  # a cached "no such parameter"
+# Read once: pydantic builds `model_fields` anew at each access from the class (27 a memory, 10 memories a recall).
+_MEMORY_FIELDS = frozenset(Memory.model_fields)
 
 
 # ── extension points ─────────────────────────────────────────
@@ -76,6 +78,15 @@ class Booster(Protocol):
                  /) -> float: ...
 
 
+@dataclass(frozen=True)
+class Boost:
+    """A booster and the largest factor it ever gives. Recall scores a candidate only while it could still reach
+    the answer, which ``most`` makes safe to know; a factor above ``most`` is cut to it."""
+
+    booster: Booster
+    most: float
+
+
 @dataclass
 class Extensions:
     """What a layer on top of the core adds to writes and recalls, in the order it was registered."""
@@ -84,11 +95,11 @@ class Extensions:
     after_store: list[AfterStore] = field(default_factory=list)
     after_recall: list[AfterRecall] = field(default_factory=list)
     rankers: list[Ranker] = field(default_factory=list)
-    boosters: list[Booster] = field(default_factory=list)
+    boosters: list[Boost] = field(default_factory=list)
 
     def register(self, *, before_store: BeforeStore | None = None, after_store: AfterStore | None = None,
                  after_recall: AfterRecall | None = None, rankers: Sequence[Ranker] = (),
-                 boosters: Sequence[Booster] = ()) -> None:
+                 boosters: Sequence[Boost] = ()) -> None:
         if before_store is not None:
             self.before_store.append(before_store)
         if after_store is not None:
@@ -231,7 +242,7 @@ class MemoryCore:
             relevance=row.get("relevance_score", 0.0), confidence=row.get("confidence", 0.7),
             outcome_impact=row.get("outcome_impact", 0.0), user_feedback=row.get("user_feedback", 0.0),
             memory_type=row["memory_type"])
-        data = {k: v for k, v in row.items() if k in Memory.model_fields and v is not None}
+        data = {k: v for k, v in row.items() if k in _MEMORY_FIELDS and v is not None}
         data.update(id=key_of(row["id"]), scope=store.scope.value, memory_strength=strength, quality=quality)
         data.setdefault("metadata", {})
         return Memory(**data)

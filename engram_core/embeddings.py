@@ -192,6 +192,9 @@ SMALL_BATCH = 4  # up to this many texts (a query, a single store) run single-th
 RECENT_QUERIES = 256  # single texts whose vectors are kept (~1.5 KB each): a repeated query skips the model
 
 
+_BATCH_THREADS = max(1, min(2, os.cpu_count() or 1))
+
+
 class _OnnxModel:
     """all-MiniLM-L6-v2 on onnxruntime: tokenizers + mean pooling, the same vectors as sentence-transformers
     (cosine 1.0000 measured) at a fraction of the cost and without importing torch."""
@@ -220,11 +223,10 @@ class _OnnxModel:
         return self._ort.InferenceSession(str(self._path), opts, providers=["CPUExecutionProvider"])
 
     def _session_for(self, n: int):  # noqa: ANN202
-        threads = max(1, min(2, os.cpu_count() or 1))
-        if n <= SMALL_BATCH or threads == 1:
+        if n <= SMALL_BATCH or _BATCH_THREADS == 1:
             return self.session
         if self._batch_session is None:
-            self._batch_session = self._session(threads)
+            self._batch_session = self._session(_BATCH_THREADS)
         return self._batch_session
 
     def encode(self, texts: list[str], batch_size: int = 32) -> np.ndarray:

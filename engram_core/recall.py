@@ -69,7 +69,7 @@ def _recall(core: MemoryCore, query: str, project: str | None, session: str | No
         types={t.value for t in types} if types else None,
         tags={t.lower() for t in tags} if tags else None)
     extra = [ranker(core, stores, query, qvec, filters) for ranker in core.extensions.rankers]
-    boosters = [functools.partial(b, core) for b in core.extensions.boosters]
+    boosters = [(functools.partial(b.booster, core), b.most) for b in core.extensions.boosters]
     winners = retrieval.rank(stores, query, qvec, limit=limit, weights=weights, filters=filters, now=core.now(),
                              extra=extra, boosters=boosters, context={"session": session, "project": project})
     by_store: dict[int, tuple[ScopeStore, list[str]]] = {}

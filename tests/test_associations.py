@@ -70,11 +70,12 @@ def test_spreading_surfaces_an_associated_memory(env: tuple[EngramService, str])
         return ids.index(linked) + 1 if linked in ids else None
 
     with_spread = rank()
+    spread = next(b for b in svc.extensions.boosters if b.booster is assoc.spread_booster)
     svc.extensions.rankers.remove(assoc.spread_ranker)
-    svc.extensions.boosters.remove(assoc.spread_booster)
+    svc.extensions.boosters.remove(spread)
     without = rank()
     svc.extensions.rankers.append(assoc.spread_ranker)
-    svc.extensions.boosters.append(assoc.spread_booster)
+    svc.extensions.boosters.append(spread)
     assert with_spread is not None
     assert without is None or without > with_spread
 

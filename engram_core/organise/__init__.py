@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core import MemoryCore
+from ..core import Boost, MemoryCore
 from ..store import Light, ScopeStore
 from . import associations, contradictions, episodes, graph
 from .base import state
@@ -95,4 +95,5 @@ def register(core: MemoryCore) -> None:
         core.extensions.register(
             before_store=before_store, after_store=after_store, after_recall=associations.after_recall,
             rankers=[graph.graph_ranker, associations.spread_ranker],
-            boosters=[episodes.boundary_booster, consolidated_booster, associations.spread_booster])
+            boosters=[Boost(episodes.boundary_booster, most=1.0), Boost(consolidated_booster, most=1.0),
+                      Boost(associations.spread_booster, most=associations.SPREAD_BOOST_MOST)])

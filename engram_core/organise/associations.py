@@ -21,6 +21,8 @@ COACTIVATION = 0.1
 DECAY_PER_DAY = 0.01
 PRUNE_BELOW = 0.05
 SPREAD_MIN_WEIGHT = 0.3  # only strong edges carry activation
+# spread_booster's largest factor: 1 + an activation of w / (1 + rank), and co-activation keeps w at most 1.
+SPREAD_BOOST_MOST = 2.0
 COACTIVATE_TOP = 3  # the first few results of a recall are what the agent reads together
 WORKING_CAPACITY = 7
 WORKING_BOUNDS = (5, 9)
