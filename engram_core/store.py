@@ -936,6 +936,8 @@ class ScopeStore:
                 row_blob = zlib.decompress(bytes(z["row_texts"]))
                 row_offsets = z["row_offsets"].tolist()
                 postings = _read_postings(z)
+                # Optional (a snapshot from before it has none): the two-stage scan's basis.
+                projection = ((z["c_basis"], int(z["c_basis_at"])) if "c_basis" in z.files else None)
         except Exception as exc:  # noqa: BLE001 - a bad snapshot only costs a slower start
             log.warning("mirror snapshot %s unreadable, reading the store: %s", path, exc)
             return False
@@ -950,7 +952,8 @@ class ScopeStore:
             if has.any():
                 full[has] = mat[rows_of[has]]
         index = SearchIndex(self.index_dim)
-        index.load(order, [row[13] if row[14] is None else row[14] for row in light], full, has, postings)
+        index.load(order, [row[13] if row[14] is None else row[14] for row in light], full, has, postings,
+                   projection)
         with self._mirror_lock:
             self.index = index
             self.light.clear()
@@ -992,6 +995,8 @@ class ScopeStore:
                      for (k, lt), t in zip(self.light.items(), self.index.texts(order), strict=True)]
             row_texts = [self.rows.snapshot_text(row[0]) or "" for row in light]
             postings = self.index.export_postings([row[0] for row in light])
+            projection = self.index.projection()
+            extra = {} if projection is None else {"c_basis": projection[0], "c_basis_at": projection[1]}
         for name, write in list(self.snapshot_writers.items()):
             try:
                 write()
@@ -1018,7 +1023,7 @@ class ScopeStore:
                         p_analyser=np.frombuffer(postings.analyser.encode(), dtype=np.uint8),
                         p_terms=text_array(postings.terms),
                         p_offsets=postings.offsets, p_slots=postings.slots, p_tfs=postings.tfs,
-                        p_doc_len=postings.doc_len))
+                        p_doc_len=postings.doc_len, **extra))
             except OSError as exc:
                 log.warning("vector snapshot %s not written: %s", path, exc)
 
