@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from engram_core.search_index import rrf
 
-__all__ = ["FusionConfig", "DEFAULT_FUSION", "contextual_text", "fuse", "minmax"]
+__all__ = ["FusionConfig", "DEFAULT_FUSION", "best_first", "contextual_text", "fuse", "fused_scores", "minmax"]
 
 FusionMethod = Literal["rrf", "score"]
 
@@ -79,6 +79,31 @@ def minmax(scores: Sequence[float]) -> list[float]:
     return [(s - lo) / (hi - lo) for s in scores]
 
 
+def fused_scores(
+    bm25: Sequence[tuple[str, float]],
+    vec: Sequence[tuple[str, float]],
+    *,
+    method: FusionMethod = DEFAULT_FUSION.method,
+    k_rrf: int = DEFAULT_FUSION.k_rrf,
+    w_bm25: float = DEFAULT_FUSION.w_bm25,
+    w_vec: float = DEFAULT_FUSION.w_vec,
+    alpha: float = DEFAULT_FUSION.alpha,
+) -> dict[str, float]:
+    """A BM25 list and a cosine list (each best first) fused: each document's score, in no order (`fuse` orders
+    them; recall adds its other lists first)."""
+    if method == "rrf":
+        return rrf([[d for d, _ in bm25], [d for d, _ in vec]], k=k_rrf, weights=[w_bm25, w_vec])
+    if method == "score":
+        fused: dict[str, float] = {}
+        # A document missing from one list gets that list's floor (0 after min-max), not a penalty below it.
+        for (doc_id, _), s in zip(bm25, minmax([s for _, s in bm25]), strict=True):
+            fused[doc_id] = fused.get(doc_id, 0.0) + (1.0 - alpha) * s
+        for (doc_id, _), s in zip(vec, minmax([s for _, s in vec]), strict=True):
+            fused[doc_id] = fused.get(doc_id, 0.0) + alpha * s
+        return fused
+    raise ValueError(f"unknown fusion method {method!r}")
+
+
 def fuse(
     bm25: Sequence[tuple[str, float]],
     vec: Sequence[tuple[str, float]],
@@ -96,17 +121,7 @@ def fuse(
     `boosts` multiplies a document's fused score (e.g. memory_strength-derived, scope weight); documents not
     in it keep a factor of 1. Ties break on the id so the order is deterministic.
     """
-    if method == "rrf":
-        fused = rrf([[d for d, _ in bm25], [d for d, _ in vec]], k=k_rrf, weights=[w_bm25, w_vec])
-    elif method == "score":
-        fused = {}
-        # A document missing from one list gets that list's floor (0 after min-max), not a penalty below it.
-        for (doc_id, _), s in zip(bm25, minmax([s for _, s in bm25]), strict=True):
-            fused[doc_id] = fused.get(doc_id, 0.0) + (1.0 - alpha) * s
-        for (doc_id, _), s in zip(vec, minmax([s for _, s in vec]), strict=True):
-            fused[doc_id] = fused.get(doc_id, 0.0) + alpha * s
-    else:
-        raise ValueError(f"unknown fusion method {method!r}")
+    fused = fused_scores(bm25, vec, method=method, k_rrf=k_rrf, w_bm25=w_bm25, w_vec=w_vec, alpha=alpha)
     if boosts:
         fused = {d: s * boosts.get(d, 1.0) for d, s in fused.items()}
     ranked = best_first(list(fused.items()))

@@ -131,7 +131,7 @@ def rank(
     extra_lists = [[(k, sc) for k, sc in lst if k in where or _find(stores, k, where)] for lst in extra]
     extra_lists = [[(k, sc) for k, sc in lst if filters.admits(where[k].light[k])] for lst in extra_lists]
     scope_boost = {id(s): _weight_boost(weights.get(s.scope.value, 1.0), top_weight) for s in stores}
-    fused_map = dict(ranking.fuse(bm_all, vec_all))
+    fused_map = ranking.fused_scores(bm_all, vec_all)
     for lst in extra_lists:
         for i, (k, _) in enumerate(lst):
             fused_map[k] = fused_map.get(k, 0.0) + 1.0 / (ranking.DEFAULT_FUSION.k_rrf + i + 1)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engram_core.ranking import DEFAULT_FUSION, contextual_text, fuse, minmax
+from engram_core.ranking import DEFAULT_FUSION, contextual_text, fuse, fused_scores, minmax
 
 
 def test_contextual_text_puts_memory_first_and_keeps_recent_context() -> None:
@@ -87,3 +87,11 @@ def test_best_first_orders_as_a_score_then_key_sort() -> None:
         store = object()
         triples = [(k, s, store) for k, s in items]
         assert best_first(list(triples)) == sorted(triples, key=lambda t: (-t[1], t[0]))
+
+
+def test_fused_scores_are_fuses_scores_unordered() -> None:
+    bm, vec = [("a", 9.0), ("b", 5.0), ("d", 1.0)], [("b", 0.9), ("c", 0.8), ("a", 0.1)]
+    for method in ("rrf", "score"):
+        scores = fused_scores(bm, vec, method=method)  # type: ignore[arg-type]
+        assert scores == dict(fuse(bm, vec, method=method))  # type: ignore[arg-type]
+        assert set(scores) == {"a", "b", "c", "d"}
