@@ -399,3 +399,43 @@ def test_a_large_scan_runs_in_two_halves_with_the_same_products(monkeypatch: pyt
         idx.upsert(f"d{i}", f"text {i}", d)
     submitted.clear()
     assert idx.vector(docs[90], 5)[0][0] == "d90" and len(submitted) == 2  # the projected rows, the candidates
+
+
+def test_nearest_many_gives_each_query_its_exact_top_k_without_its_skipped_ids() -> None:
+    """One pass for a chunk of queries (an import's contradiction checks): each query gets what a brute-force
+    cosine top-k gives, equal scores by slot as `vector` orders them, the ids it skips left out; removed
+    documents, documents without a vector and a None or zero query vector give nothing."""
+    rng = np.random.default_rng(11)
+    idx = SearchIndex(384)
+    vecs: dict[str, np.ndarray] = {}
+    for i in range(300):
+        v = rng.standard_normal(384).astype(np.float32)
+        if i % 50 == 7:
+            v = vecs[f"d{i - 1}"].copy()  # an equal score: its order must be the slots'
+        vecs[f"d{i}"] = v
+        idx.upsert(f"d{i}", f"text {i}", v)
+    idx.upsert("words-only", "no vector", None)
+    for i in range(0, 300, 9):
+        idx.remove(f"d{i}")
+        del vecs[f"d{i}"]
+    idx.upsert("late", "reuses a freed slot", rng.standard_normal(384).astype(np.float32))
+    vecs["late"] = idx.embedding("late")  # type: ignore[assignment]
+    ids = list(vecs)
+    unit = np.stack([vecs[d] / np.linalg.norm(vecs[d]) for d in ids])
+    queries: list[np.ndarray | None] = [vecs["d6"], vecs["d7"], rng.standard_normal(384).astype(np.float32),
+                                        None, np.zeros(384, dtype=np.float32), vecs["late"]]
+    skip = [{"d6", "d5"}, set(), {"d1", "d2", "not-there"}, {"d3"}, set()]  # one fewer than the queries
+    got = idx.nearest_many(queries, 8, skip)
+    assert got[3] == [] and got[4] == []
+    for q, want_skip, answer in zip(queries, [*skip, set()], got, strict=True):
+        if q is None or not np.any(q):
+            continue
+        scores = unit @ (q / np.linalg.norm(q))
+        slot = {d: idx._slot_of[d] for d in ids}
+        order = sorted((d for d in ids if d not in want_skip), key=lambda d: (-scores[ids.index(d)], slot[d]))[:8]
+        assert [d for d, _ in answer] == order
+        assert [s for _, s in answer] == pytest.approx([float(scores[ids.index(d)]) for d in order], abs=1e-5)
+        assert not want_skip & {d for d, _ in answer}
+    # What `vector` answers (the exact scan below COARSE_MIN_DOCS), the same order and scores
+    assert [d for d, _ in got[1]] == [d for d, _ in idx.vector(vecs["d7"], 8)]
+    assert idx.nearest_many([vecs["d7"]], 0) == [[]] and SearchIndex(384).nearest_many([vecs["d7"]], 3) == [[]]

@@ -65,13 +65,16 @@ def after_store(core: MemoryCore, store: ScopeStore, items: Sequence[tuple[str, 
     lives = iter(graph.write_extractions(core, store, todo, writes) if todo or writes else [])
     found: list[contradictions.Candidate] = []
     keys = [k for k, _ in items]
-    for i, ((key, fields), plan, vec) in enumerate(zip(items, plans, vecs, strict=True)):
+    checked = [fields.get("memory_type") != "working" for _, fields in items]
+    nears = contradictions.nearest_for_check(store, [v if c else None for v, c in zip(vecs, checked, strict=True)],
+                                             [set(keys[i + 1:]) if c else () for i, c in enumerate(checked)])
+    for i, ((key, fields), plan, near) in enumerate(zip(items, plans, nears, strict=True)):
         live = next(lives) if plan is not None else []
         if live:
             found += contradictions.check_relations(core, store, key, plan.rels if plan else [], live)
-        if fields.get("memory_type") != "working":
-            found += contradictions.check_near(core, store, key, fields.get("content", ""), vec,
-                                               memory_type=fields.get("memory_type"), later=set(keys[i + 1:]))
+        if checked[i]:
+            found += contradictions.check_near(core, store, key, fields.get("content", ""), near,
+                                               memory_type=fields.get("memory_type"))
         else:
             associations.enforce_working_capacity(core, store, later=set(keys[i + 1:]))
     contradictions.queue(store, found)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -236,19 +237,27 @@ def check_relations(core: MemoryCore, store: ScopeStore, memory_key: str | None,
     return found
 
 
+NEAR_K = 5  # how many nearest neighbours of a new memory are judged (besides itself)
+
+
+def nearest_for_check(store: ScopeStore, vecs: Sequence[np.ndarray | None],
+                      later: Sequence[Collection[str]]) -> list[list[tuple[str, float]]]:
+    """`check_near`'s neighbours for a chunk of new memories in one pass over the store's vectors: for each,
+    its NEAR_K + 1 nearest (itself among them), leaving out ``later[i]``, the chunk's memories written after it.
+    Taken before the chunk's checks: nothing in them takes a memory out of the index (a working memory over
+    capacity spills to episodic, which changes its type, read at the check, not its vector)."""
+    return store.index.nearest_many(vecs, NEAR_K + 1, later)
+
+
 def check_near(core: MemoryCore, store: ScopeStore, key: str, content: str,
-               vec: np.ndarray | None, *, k: int = 5, memory_type: str | None = None,
-               later: frozenset[str] | set[str] = frozenset()) -> list[Candidate]:
+               near: Sequence[tuple[str, float]], *, memory_type: str | None = None) -> list[Candidate]:
     """Memories close in topic to the new one that differ in a value or in negation: the closest
-    NEAR_MAX_PER_MEMORY of its k nearest neighbours. ``later``: memories of the same chunk written after this
-    one, which it must not see (as if the chunk were written one memory at a time).
+    NEAR_MAX_PER_MEMORY of its NEAR_K nearest neighbours ``near`` (`nearest_for_check`: best first, the memory
+    itself among them, none written after it in its chunk).
 
     Two episodes never contradict each other: each records something that happened ("fixed a bug in auth",
     "fixed the same kind of bug in payments"); a fact or a procedure can be contradicted, by either."""
-    if vec is None:
-        return []
     found: list[Candidate] = []
-    near = [(o, c) for o, c in store.index.vector(vec, k + 1 + len(later)) if o not in later][:k + 1]
     for other, cos in near:
         if other == key or cos < CANDIDATE_COSINE:
             continue
