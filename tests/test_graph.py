@@ -7,13 +7,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from surrealdb import RecordID
 
 from engram_core.config import Settings
 from engram_core.core import Extensions
 from engram_core.models import EntityIn, MemoryIn
 from engram_core.organise import graph, relations
 from engram_core.service import EngramService
-from engram_core.store import text_lines
+from engram_core.store import key_of, text_lines
 
 
 def store(svc: EngramService, project: str, text: str, **kw: object) -> str:
@@ -139,7 +140,8 @@ def test_a_promoted_memory_joins_the_graph_of_its_new_scope(env: tuple[EngramSer
 def _snapshot(g: graph.GraphMirror) -> tuple[object, ...]:
     rels = {k: (a, b, round(w, 6)) for k, (a, b, w) in g.rels.items()}
     touching = {k: v for k, v in g.touching.items() if v}
-    return g.names, g.types, g.mentioned_by, rels, touching
+    conflicting = {k: v for k, v in g.conflicting.items() if v}
+    return g.names, g.types, g.mentioned_by, rels, touching, conflicting
 
 
 def test_graph_mirror_stays_in_step_with_the_store(env: tuple[EngramService, str]) -> None:
@@ -172,8 +174,38 @@ def test_graph_mirror_stays_in_step_with_the_store(env: tuple[EngramService, str
     assert any(w >= 0.6 for _a, _b, w in kept.rels.values()), "the repeated evidence strengthened an edge"
     fresh = graph._load_mirror(pstore)
     assert _snapshot(kept) == _snapshot(fresh)
+    assert any(kept.conflicting.values()), "the writes above must give conflict-prone relations to compare"
     assert {e: kept.near(e) for e in fresh.types} == {e: fresh.near(e) for e in fresh.types}
     assert any(fresh.near(e) for e in fresh.types), "the comparison above must cover some neighbours"
+
+
+def test_the_relation_check_reads_an_entitys_conflict_prone_relations_from_the_mirror(
+        env: tuple[EngramService, str]) -> None:
+    """A write that states a conflict-prone relation checks the live ones of those types at either end. They come
+    from the graph mirror (a popular entity has thousands of co-mention relations, which the database would fetch
+    first): for every entity, the same relations the database finds through its graph keys."""
+    svc, p = env
+    libs = ["redis", "celery", "httpx", "django", "alembic", "sqlalchemy", "pydantic", "pytest"]
+    for i, lib in enumerate(libs):  # co-mentions around pytest: its relations are mostly related_to
+        store(svc, p, f"In src/app/mod_{i}.py, {lib} and pytest fixtures share the settings from conftest.py")
+    store(svc, p, "We switched from jest to pytest for the API tests")
+    store(svc, p, "auth.py raises TokenExpiredError when the JWT expires; we use redis for sessions")
+    relations.relate_entities(svc, "pytest", "flaky retries", "causes", project=p)
+    pstore = svc.project_store(p)
+    assert pstore is not None
+    g = graph.mirror(svc, pstore)
+    seen = 0
+    for ekey in sorted(g.types):
+        rows = pstore.q1("SELECT VALUE record::id(id) FROM array::distinct($e<->relates_to) "
+                         "WHERE invalid_at IS NONE AND relation_type IN $t",
+                         {"e": RecordID("entity", ekey), "t": sorted(graph.CONFLICT_TYPES)}) or []
+        got = [key_of(r) for r in graph._conflict_relations(svc, pstore, [ekey])]
+        assert got == sorted(str(r) for r in rows), ekey
+        seen += bool(got)
+        assert len(g.touching.get(ekey, ())) >= len(got)
+    assert seen >= 2
+    (pytest_key,) = g.names["pytest"]
+    assert len(g.touching[pytest_key]) > len(g.conflicting[pytest_key]) >= 2
 
 
 def _record_queries(monkeypatch: pytest.MonkeyPatch) -> list[str]:

@@ -97,10 +97,9 @@ def subject_for(store: ScopeStore) -> ex.Extracted:
 # ── writing ──────────────────────────────────────────────────
 _WRITE = """
 LET $pre_rels = (SELECT id, evidence, invalid_at FROM $pre_ids);
--- The relations at either end of a checked entity, through the engine's graph keys (schema 008: no index on
--- `in` / `out`; a `WHERE in IN … OR out IN …` would scan the whole table). No IF around the SELECT: an IF block
--- (3.2.4) hands back a one-row result as the row itself, not a list.
-LET $touching = array::distinct($check<->relates_to);
+-- $touching: the conflict-prone relations at either end of a checked entity, from the graph mirror
+-- (`_conflict_relations`). No IF around the SELECT: an IF block (3.2.4) hands back a one-row result as the row
+-- itself, not a list.
 LET $pre_live = (SELECT id, in, out, relation_type, evidence, out.category AS category, out.name AS out_name,
                         in.name AS in_name FROM $touching
                  WHERE invalid_at IS NONE AND relation_type IN $conflict_types);
@@ -137,7 +136,7 @@ RETURN {pre_rels: $pre_rels, pre_live: $pre_live,
         post: IF array::len($check) > 0 {
           (SELECT id, in, out, weight, invalid_at, relation_type, out.category AS category, out.name AS out_name,
                   in.name AS in_name FROM $rel_ids)
-        } ELSE { (SELECT id, in, out, weight, invalid_at FROM $rel_ids) }};
+        } ELSE { (SELECT id, in, out, weight, invalid_at, relation_type FROM $rel_ids) }};
 """.replace("EVIDENCE_MAX", str(EVIDENCE_MAX))
 
 
@@ -240,7 +239,8 @@ def write_extractions(core: MemoryCore, store: ScopeStore, plans: Sequence[Extra
             e["n"] += 1
     check = sorted({c for p in plans for c in p.check})
     params = {
-        "now": now, "inc": STRENGTHEN, "ep_writes": list(episode_writes), "conflict_types": sorted(CONFLICT_TYPES), "check": [rid("entity", c) for c in check],
+        "now": now, "inc": STRENGTHEN, "ep_writes": list(episode_writes), "conflict_types": sorted(CONFLICT_TYPES),
+        "check": [rid("entity", c) for c in check], "touching": _conflict_relations(core, store, check),
         "pre_ids": rel_ids if check else [], "rel_ids": rel_ids, "eps": list(eps.values()),
         "set_ep": [{"mem": rid("memory", p.key), "ep": p.episode} for p in plans
                    if p.episode is not None and not p.episode_on_row and p.key is not None],
@@ -267,10 +267,24 @@ def write_extractions(core: MemoryCore, store: ScopeStore, plans: Sequence[Extra
                     for e in p.mentioned:
                         g.add_mention(p.key, entity_key(e.key, e.entity_type))
             for k, r in post.items():
-                g.set_relation(k, key_of(r["in"]), key_of(r["out"]), float(r["weight"]), r.get("invalid_at") is None)
+                g.set_relation(k, key_of(r["in"]), key_of(r["out"]), float(r["weight"]), r.get("invalid_at") is None,
+                               conflict=r.get("relation_type") in CONFLICT_TYPES)
     if not check:
         return [[] for _ in plans]
     return _live_after_each(plans, got, post)
+
+
+def _conflict_relations(core: MemoryCore, store: ScopeStore, check: Sequence[str]) -> list[RecordID]:
+    """The live relations of a conflict-prone type at either end of these entities, from the graph mirror. The
+    database reaches them only through every relation of each entity (graph keys, then each edge's row for its
+    type): a library named in thousands of memories has thousands of co-mention relations, and fetching them for
+    every import chunk that checks it took ~150 ms at 50,000 memories and grew with the store."""
+    if not check:
+        return []
+    g = mirror(core, store)
+    with g.lock:
+        keys = sorted({k for c in check for k in g.conflicting.get(c, ())})
+    return [rid("relates_to", k) for k in keys]
 
 
 _STAMPS = ("first_seen", "last_seen", "created_at", "updated_at", "valid_from")
@@ -329,6 +343,9 @@ class GraphMirror:
         self.mentioned_by: dict[str, dict[str, None]] = {}  # entity key → memory keys, oldest first
         self.rels: dict[str, tuple[str, str, float]] = {}  # live relation key → (in, out, weight)
         self.touching: dict[str, set[str]] = {}  # entity key → live relation keys at either end
+        # entity key → the live relations at either end of a conflict-prone type (CONFLICT_TYPES): a few of an
+        # entity's relations, where `touching` holds thousands for a popular one (its co-mentions)
+        self.conflicting: dict[str, set[str]] = {}
         self.version = 0  # the store's graph_version this was loaded at
         # entity key → its first NEAR_KEEP traversal neighbours (other entity, 0.5 × weight), strongest first: a
         # popular entity has thousands of relations, and recall would otherwise walk them all for every query
@@ -364,24 +381,30 @@ class GraphMirror:
     def add_mention(self, memory: str, ekey: str) -> None:
         self.mentioned_by.setdefault(ekey, {})[memory] = None
 
-    def set_relation(self, rkey: str, a: str, b: str, weight: float, live: bool) -> None:
+    def set_relation(self, rkey: str, a: str, b: str, weight: float, live: bool, *, conflict: bool = False) -> None:
+        """A relation written (``live``) or ended; ``conflict``: its type is conflict-prone (a relation's type is
+        part of its key, so a later write of it may leave this out)."""
         self._near.pop(a, None)
         self._near.pop(b, None)
         if not live:
             self.rels.pop(rkey, None)
             for end in (a, b):
                 self.touching.get(end, set()).discard(rkey)
+                self.conflicting.get(end, set()).discard(rkey)
             return
         self.rels[rkey] = (a, b, weight)
         self.touching.setdefault(a, set()).add(rkey)
         self.touching.setdefault(b, set()).add(rkey)
+        if conflict:
+            self.conflicting.setdefault(a, set()).add(rkey)
+            self.conflicting.setdefault(b, set()).add(rkey)
 
 
 _LOAD = """RETURN {
   e: array::join((SELECT VALUE record::id(id) + ' ' + entity_type + ' ' + name_key FROM entity), '\n'),
   m: array::join((SELECT VALUE record::id(in) + ' ' + record::id(out) FROM mentions), '\n'),
   r: array::join((SELECT VALUE record::id(id) + ' ' + record::id(in) + ' ' + record::id(out) + ' ' + <string>weight
-                  FROM relates_to WHERE invalid_at IS NONE), '\n')
+                  + ' ' + relation_type FROM relates_to WHERE invalid_at IS NONE), '\n')
 };"""
 
 
@@ -401,8 +424,9 @@ def _load_mirror(store: ScopeStore) -> GraphMirror:
             g.add_mention(parts[0], parts[1])
     for line in (got.get("r") or "").split("\n"):
         parts = line.split(" ")
-        if len(parts) == 4:
-            g.set_relation(parts[0], parts[1], parts[2], float(parts[3].rstrip("f")), True)
+        if len(parts) == 5:
+            g.set_relation(parts[0], parts[1], parts[2], float(parts[3].rstrip("f")), True,
+                           conflict=parts[4] in CONFLICT_TYPES)
     return g
 
 
@@ -410,7 +434,8 @@ def _load_mirror(store: ScopeStore) -> GraphMirror:
 # appeared: 0.57 against ~0.3 KB a memory).
 # 3: numpy arrays in an .npz (the keys one newline-joined text each, the positions int32): parsing version 2's
 # JSON (19 MB at 100,000 memories, 277,000 relations) was ~0.75 s of the first recall after a start.
-GRAPH_SNAPSHOT_VERSION = 3
+# 4: which relations are of a conflict-prone type (`r_conflict`), for an import's relation checks.
+GRAPH_SNAPSHOT_VERSION = 4
 
 
 def _snapshot_path(store: ScopeStore) -> Any:
@@ -436,6 +461,7 @@ def _save_snapshot(core: MemoryCore, store: ScopeStore) -> None:
         mems = sorted({m for ms in g.mentioned_by.values() for m in ms})
         mem_at = {m: i for i, m in enumerate(mems)}
         rkeys = list(g.rels)
+        conflict = {k for ks in g.conflicting.values() for k in ks}
         if any("\n" in k for k in itertools.chain(ents, mems, rkeys)):
             log.warning("graph snapshot of %s not written: a key holds a newline", store.database)
             return  # derived ids never do; the next start reads the store
@@ -459,6 +485,7 @@ def _save_snapshot(core: MemoryCore, store: ScopeStore) -> None:
             "r_a": np.array([at[g.rels[k][0]] for k in rkeys], dtype=np.int32),
             "r_b": np.array([at[g.rels[k][1]] for k in rkeys], dtype=np.int32),
             "r_w": np.array([g.rels[k][2] for k in rkeys], dtype=np.float64),
+            "r_conflict": np.array([k in conflict for k in rkeys], dtype=np.bool_),
         }
     write_private(path, lambda fh: np.savez(fh, **arrays))
     old = store.side_snapshot_path("graph")  # version 2's JSON, no longer read
@@ -509,7 +536,7 @@ def _read_snapshot(store: ScopeStore) -> GraphMirror | None:
             ents, mems, rkeys = text_lines(z["entities"]), text_lines(z["memories"]), text_lines(z["r_keys"])
             types, m_entity, m_end, m_memory, n_end, n_entity = (
                 z[k].tolist() for k in ("types", "m_entity", "m_end", "m_memory", "n_end", "n_entity"))
-            ra, rb, r_w = z["r_a"], z["r_b"], z["r_w"].tolist()
+            ra, rb, r_w, r_conflict = z["r_a"], z["r_b"], z["r_w"].tolist(), z["r_conflict"]
         kinds = meta["kinds"]
         g = GraphMirror()
         g.version = store.graph_version
@@ -522,6 +549,8 @@ def _read_snapshot(store: ScopeStore) -> GraphMirror | None:
         a_keys, b_keys = [ents[i] for i in ra.tolist()], [ents[i] for i in rb.tolist()]
         g.rels = dict(zip(rkeys, zip(a_keys, b_keys, r_w, strict=True), strict=True))
         g.touching = _touching(ents, rkeys, ra, rb)
+        g.conflicting = _touching(ents, [k for k, c in zip(rkeys, r_conflict.tolist(), strict=True) if c],
+                                  ra[r_conflict], rb[r_conflict])
         return g
     except (OSError, ValueError, KeyError, TypeError, IndexError) as exc:
         log.warning("graph snapshot %s unreadable, reading the store: %s", path, exc)
