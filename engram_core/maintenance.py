@@ -4,6 +4,7 @@ redaction of what an older version stored."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from . import lifecycle
 from .api import api
@@ -13,7 +14,7 @@ from .heap import release_freed_memory
 from .models import CompactedStore, CompactReport, MaintenanceReport, Scope
 from .promotion import promote_project_to_user
 from .sessions import recover_stale_sessions
-from .store import CompactionOvertaken, CompactionStopped, ScopeStore, key_of
+from .store import CompactionOvertaken, CompactionStopped, Connection, ScopeStore, key_of
 from .stored_redaction import redact_store
 
 RETRIEVAL_LOG_KEEP = 5000  # newest retrieval_log rows kept per store (pruned when the store is compacted)
@@ -194,44 +195,54 @@ def compact(core: MemoryCore, project: str | None = None, only_due: bool = False
         if stop():
             report.stopped.append(str(conn.path))
             continue
-        with core.api_lock.background(), core.lock:
-            # Held recall log rows count as written: if they alone make the store due, the compaction writes
-            # them into the fresh copy (and nothing of them is left behind).
-            if only_due and not conn.compaction_due(sum(s.held_log_bytes(LOG_COMPACT_S) for s in stores)):
-                continue
-            t0 = time.perf_counter()
-            erased = conn.erased
-            for store in stores:
-                store.drain()
-                store.prune_retrieval_log(RETRIEVAL_LOG_KEEP)
-        between_requests = True
-        try:
-            try:
-                before, after = conn.compact(stop=stop, piece=core.api_lock.background)
-            except CompactionOvertaken:
-                between_requests = False
-                with core.api_lock.background(), core.lock:
-                    for store in stores:
-                        store.drain()
-                    before, after = conn.compact(stop=stop)
-        except CompactionStopped:
-            report.stopped.append(str(conn.path))
+        if only_due and conn.compaction_running:  # another caller is compacting it now (`engram import`'s, or ours)
             continue
-        # The cold-start snapshot holds text too: after an erasure it is rewritten from the mirror (else it is
-        # still valid, the copy keeps the change count it is checked against, and taking it costs ~0.4 s at
-        # 5,000 memories under the lock).
-        snapshots = [s for s in stores if erased and s.snapshot_path is not None and s.snapshot_path.exists()]
-        for store in snapshots:  # the bookkeeping held during the copy, written a piece at a time off the lock:
-            store.drain_due(0.0)  # taking the snapshot applies it first (1.4 s at 5,000 memories, under the lock)
-        with core.api_lock.background():
-            writes = [store.capture_snapshot() for store in snapshots]
-        for write in writes:  # encoding and writing it needs no lock
-            if write is not None:
-                write()
-        report.stores.append(CompactedStore(path=str(conn.path), before_bytes=before, after_bytes=after,
-                                            took_ms=(time.perf_counter() - t0) * 1000,
-                                            copied_between_requests=between_requests))
+        # One compaction of a store at a time, taken before the request lock: the retry below holds that lock
+        # while it compacts, and a second compaction waiting for it between two pieces would otherwise deadlock.
+        with conn.compaction_turn():
+            _compact_one(core, conn, stores, only_due, stop, report)
     return report
+
+
+def _compact_one(core: MemoryCore, conn: Connection, stores: list[ScopeStore], only_due: bool,
+                 stop: Callable[[], bool], report: CompactReport) -> None:
+    with core.api_lock.background(), core.lock:
+        # Held recall log rows count as written: if they alone make the store due, the compaction writes
+        # them into the fresh copy (and nothing of them is left behind).
+        if only_due and not conn.compaction_due(sum(s.held_log_bytes(LOG_COMPACT_S) for s in stores)):
+            return
+        t0 = time.perf_counter()
+        erased = conn.erased
+        for store in stores:
+            store.drain()
+            store.prune_retrieval_log(RETRIEVAL_LOG_KEEP)
+    between_requests = True
+    try:
+        try:
+            before, after = conn.compact(stop=stop, piece=core.api_lock.background)
+        except CompactionOvertaken:
+            between_requests = False
+            with core.api_lock.background(), core.lock:
+                for store in stores:
+                    store.drain()
+                before, after = conn.compact(stop=stop)
+    except CompactionStopped:
+        report.stopped.append(str(conn.path))
+        return
+    # The cold-start snapshot holds text too: after an erasure it is rewritten from the mirror (else it is
+    # still valid, the copy keeps the change count it is checked against, and taking it costs ~0.4 s at
+    # 5,000 memories under the lock).
+    snapshots = [s for s in stores if erased and s.snapshot_path is not None and s.snapshot_path.exists()]
+    for store in snapshots:  # the bookkeeping held during the copy, written a piece at a time off the lock:
+        store.drain_due(0.0)  # taking the snapshot applies it first (1.4 s at 5,000 memories, under the lock)
+    with core.api_lock.background():
+        writes = [store.capture_snapshot() for store in snapshots]
+    for write in writes:  # encoding and writing it needs no lock
+        if write is not None:
+            write()
+    report.stores.append(CompactedStore(path=str(conn.path), before_bytes=before, after_bytes=after,
+                                        took_ms=(time.perf_counter() - t0) * 1000,
+                                        copied_between_requests=between_requests))
 
 
 @api

@@ -368,6 +368,11 @@ class Connection:
         # Compaction bookkeeping: the size after the last one, and whether something was erased since.
         self.baseline = self.disk_bytes()
         self.erased = False
+        # One compaction of these files at a time: two would copy into the same `.compact` directory, and the one
+        # that finished first would close the engine the other was still reading (seen at the end of a 50,000
+        # memory import: `engram import`'s compaction and the daemon's forced one).
+        self._compaction = threading.RLock()
+        self._compactions_running = 0
         # Statements run that may have written (a compaction copying between requests checks it), and whether such
         # a copy is running (held bookkeeping waits for its end rather than make it stale).
         self.writes = 0
@@ -487,6 +492,27 @@ class Connection:
         and CompactionStopped is raised (`engram stop` must not wait minutes for it)."""
         if self.path is None:
             return 0, 0
+        with self.compaction_turn():  # a second caller waits for the first, then compacts what it left
+            return self._compact(stop, piece)
+
+    @contextlib.contextmanager
+    def compaction_turn(self) -> Iterator[None]:
+        """This store's turn to be compacted (re-entrant: the caller may take it around its retry). Take it
+        before any request lock: a compaction holds one while it retries."""
+        with self._compaction:
+            self._compactions_running += 1
+            try:
+                yield
+            finally:
+                self._compactions_running -= 1
+
+    @property
+    def compaction_running(self) -> bool:
+        return self._compactions_running > 0
+
+    def _compact(self, stop: Callable[[], bool] | None,
+                 piece: Callable[[], contextlib.AbstractContextManager[Any]] | None) -> tuple[int, int]:
+        assert self.path is not None
         each = piece or contextlib.nullcontext
         tmp = self.path.with_name(self.path.name + ".compact")
         new: Any = None
@@ -1233,6 +1259,12 @@ class ScopeStore:
         self.q(query_file("erase_traces.surql"), {"ids": [record(k) for k in keys], "keys": list(keys)})
         self.graph_version += 1  # the organise layer's graph mirror reloads
         self.conn.erased = True
+        # A graph snapshot written before holds the erased entities' names, and a mirror dropped for a reload is
+        # not saved over it: derived data, removed now (the next start reads the graph from the store).
+        for suffix in ("npz", "json"):
+            side = self.side_snapshot_path("graph", suffix)
+            if side is not None:
+                side.unlink(missing_ok=True)
 
     def scrub_retrieval_log(self, keys: list[str], words: set[str]) -> int:
         """Recall queries are the user's words and stay, except where they quote an erased memory: a logged

@@ -8,6 +8,7 @@ import json
 import re
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 from support import REPO_ROOT, DaemonProc, new_project
@@ -178,6 +179,63 @@ def test_only_stores_that_erased_or_grew_are_due_for_compaction(tmp_path: Path, 
         assert [s.path for s in due.stores] == [str(a / ".claude" / "engram" / "project.db")]
         assert files_holding(a / ".claude" / "engram", MARK) == []
         assert svc.compact(only_due=True).stores == []
+    finally:
+        svc.close()
+
+
+def test_one_compaction_of_a_store_at_a_time(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    """`engram import` ends with a compaction while the daemon may start its own: both copied into the same
+    `.compact` directory, and the first to finish closed the engine the other was reading ("Event loop is closed"
+    at the end of a 50,000-memory import). A due-only compaction leaves a store being compacted alone; an asked-for
+    one waits for it, then compacts what it left. Nothing is lost either way."""
+    from collections.abc import Iterator
+    from typing import Any
+
+    from engram_core import store as store_module
+    from engram_core.models import MemoryIn
+    from engram_core.service import EngramService
+
+    monkeypatch.setenv("ENGRAM_EMBEDDING_PROVIDER", "none")
+    a = new_project(tmp_path, "a")
+    svc = EngramService(tmp_path / "home")
+    real_copy = store_module._copy_store
+    meanwhile: dict[str, Any] = {}
+
+    def counts(svc: EngramService) -> dict[str, Any]:
+        return {sc.scope.value: (sc.total, sc.by_status) for sc in svc.stats(project=str(a)).scopes}
+
+    asked = threading.Thread(target=lambda: meanwhile.setdefault("asked", svc.compact(project=str(a))))
+
+    def copy_with_others_meanwhile(*args: Any, **kwargs: Any) -> Iterator[Any]:
+        steps = real_copy(*args, **kwargs)
+        first = next(steps)
+        if not meanwhile.get("others"):  # the first compaction, between its pieces (outside every lock)
+            meanwhile["others"] = True
+
+            def first_then_others() -> None:
+                meanwhile["due"] = svc.compact(only_due=True)
+                asked.start()  # waits for this compaction to end
+                first()
+            yield first_then_others
+        else:
+            yield first
+        yield from steps
+
+    try:
+        ids = [svc.store(MemoryIn(content=f"note {i} about {MARK} and the deploy"), project=str(a)).memory.id
+               for i in range(30)]
+        svc.forget(ids[0], project=str(a), erase=True, confirm=True)  # due now
+        before = counts(svc)
+        assert before["project"][0] == 30
+        monkeypatch.setattr(store_module, "_copy_store", copy_with_others_meanwhile)
+        first = svc.compact(project=str(a))
+        asked.join(120)
+        assert not asked.is_alive()
+        db = str(a / ".claude" / "engram" / "project.db")
+        assert [s.path for s in first.stores] == [db]
+        assert meanwhile["due"].stores == [] and meanwhile["due"].stopped == []
+        assert [s.path for s in meanwhile["asked"].stores] == [db]
+        assert counts(svc) == before
     finally:
         svc.close()
 
