@@ -65,9 +65,10 @@ def after_store(core: MemoryCore, store: ScopeStore, items: Sequence[tuple[str, 
     lives = iter(graph.write_extractions(core, store, todo, writes) if todo or writes else [])
     found: list[contradictions.Candidate] = []
     keys = [k for k, _ in items]
+    later = [set(keys[i + 1:]) for i in range(len(keys))]  # each memory sees the chunk as written one by one
     checked = [fields.get("memory_type") != "working" for _, fields in items]
     nears = contradictions.nearest_for_check(store, [v if c else None for v, c in zip(vecs, checked, strict=True)],
-                                             [set(keys[i + 1:]) if c else () for i, c in enumerate(checked)])
+                                             later)
     for i, ((key, fields), plan, near) in enumerate(zip(items, plans, nears, strict=True)):
         live = next(lives) if plan is not None else []
         if live:
@@ -76,7 +77,7 @@ def after_store(core: MemoryCore, store: ScopeStore, items: Sequence[tuple[str, 
             found += contradictions.check_near(core, store, key, fields.get("content", ""), near,
                                                memory_type=fields.get("memory_type"))
         else:
-            associations.enforce_working_capacity(core, store, later=set(keys[i + 1:]))
+            associations.enforce_working_capacity(core, store, later=later[i])
     contradictions.queue(store, found)
 
 
