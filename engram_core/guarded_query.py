@@ -103,14 +103,14 @@ def _json_safe(value: Any) -> Any:
 
 
 def _readable_vectors(value: Any) -> Any:
-    """A stored vector (float32 bytes since schema 006) shown as its numbers, as `engram export` writes it and as
-    the console showed it when vectors were stored as floats."""
-    from .store import decode_vector
+    """A stored vector (bytes since schema 006) shown as its numbers, as `engram export` writes it and as the
+    console showed it when vectors were stored as floats."""
+    from .store import decode_vector, vector_size
 
     if isinstance(value, dict):
         out = {}
         for k, v in value.items():
-            vec = decode_vector(v) if k == "embedding" and isinstance(v, bytes) and len(v) % 4 == 0 else None
+            vec = decode_vector(v) if k == "embedding" and isinstance(v, bytes) and vector_size(v) else None
             out[k] = vec.tolist() if vec is not None else _readable_vectors(v)
         return out
     if isinstance(value, list):

@@ -179,6 +179,9 @@ def _fits(p: Postings, n: int, drop_stopwords: bool) -> bool:
             and (len(p.slots) == 0 or (int(p.slots.min()) >= 0 and int(p.slots.max()) < n)))
 
 
+UNIT_TOLERANCE = 2e-3  # a unit vector in float16 is off by ~1e-4 at most
+
+
 def _as_unit_vector(vec: np.ndarray | Sequence[float], dim: int) -> np.ndarray | None:
     arr = np.asarray(vec, dtype=np.float32).reshape(-1)
     if arr.shape[0] != dim:
@@ -186,7 +189,9 @@ def _as_unit_vector(vec: np.ndarray | Sequence[float], dim: int) -> np.ndarray |
     norm = float(np.linalg.norm(arr))
     if not math.isfinite(norm) or norm == 0.0:
         return None
-    return arr / norm
+    # A stored vector is a unit vector rounded to half precision (store.encode_vector): kept as it is, the index
+    # holds exactly what the store and the snapshot hold, whichever way it was filled.
+    return arr if abs(norm - 1.0) <= UNIT_TOLERANCE else arr / norm
 
 
 class SearchIndex:

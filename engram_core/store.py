@@ -16,6 +16,7 @@ import functools
 import hashlib
 import json
 import logging
+import math
 import os
 import re
 import secrets
@@ -46,7 +47,7 @@ from .models import Scope
 from .redaction import redact_value
 from .row_mirror import FIELDS as ROW_FIELDS
 from .row_mirror import FILL_QUERY, RowMirror, from_json_row
-from .search_index import Postings, SearchIndex
+from .search_index import UNIT_TOLERANCE, Postings, SearchIndex
 
 log = logging.getLogger(__name__)
 # A store is compacted when its files outgrow their size after the last compaction by half plus this much.
@@ -84,7 +85,8 @@ LIGHT_FIELDS = (
 # now read back as one bytes value, cheap enough to read them all when the snapshot is out of date).
 # 4: the light rows zlib-compressed, an indexed text equal to the content not written twice (~0.8 KB a memory).
 # 5: the full rows (row_mirror.py) in a blob of their own, held undecoded until a recall asks for one.
-SNAPSHOT_VERSION = 5
+# 6: the vectors in half precision, as the store keeps them (encode_vector): 769 B a memory instead of 1,536.
+SNAPSHOT_VERSION = 6
 # Schema 006 stores every vector as float32 bytes; `_vectors_to_bytes` converts a store written before it.
 VECTOR_BYTES_SCHEMA = 6
 # What schemas 009 (graph edges) and 010 (entities) stop writing, as the rows written before get it cleared
@@ -99,7 +101,8 @@ _LEAN_ROWS = {
 }
 cbor_encode.install()  # every request to the engine is encoded by cbor_encode (the SDK's bytes, ~4.5x sooner)
 
-VECTOR_DTYPE = np.dtype("<f4")
+VECTOR_DTYPE = np.dtype("<f2")  # encode_vector says why
+HALF_TAG = b"h"
 FORGOTTEN = "[forgotten]"  # what an erased memory's content and the recall queries that quoted it become
 
 
@@ -126,21 +129,48 @@ def content_hash(text: str) -> str:
 
 
 def encode_vector(vec: Any) -> bytes | None:
-    """A vector as the store keeps it (schema 006): little-endian float32 bytes, 1,536 B for 384 dimensions. A list
-    of floats took ~8 KB a row on disk and the SDK decoded it float by float (a bytes value is one slice)."""
+    """A vector as the store keeps it: a tag byte, then little-endian float16 values (769 B for 384 dimensions).
+
+    Half precision halves what a memory's vector costs on disk and in the vector snapshot (1,536 → 769 B): a
+    unit vector's components need no more (the change in a cosine is ~1e-4; LoCoMo recall@10: docs/storage.md).
+    A vector is stored as a unit vector, so the search index keeps the decoded values as they are (the same
+    whether it was filled from the store or from the snapshot). The odd length tells it from the float32 bytes
+    of stores written before (schema 006: always a multiple of four), which are still read. Bytes given are
+    taken as already encoded."""
     if vec is None or isinstance(vec, bytes):
         return vec
-    arr = np.asarray(vec, dtype=VECTOR_DTYPE)
-    return arr.tobytes() if arr.size else None
+    arr = np.asarray(vec, dtype=np.float32).reshape(-1)
+    if not arr.size:
+        return None
+    norm = float(np.linalg.norm(arr))
+    # Every provider's vectors are unit already; anything else is made so before it is rounded. A vector read
+    # back (unit within rounding) is kept as it is, so encoding it again gives the same bytes (export, import).
+    if math.isfinite(norm) and norm > 0.0 and abs(norm - 1.0) > UNIT_TOLERANCE:
+        arr = arr / norm
+    return HALF_TAG + arr.astype(VECTOR_DTYPE).tobytes()
 
 
 def decode_vector(raw: Any) -> np.ndarray | None:
-    """A stored vector back as float32 (a list of floats, as a store before schema 006 holds it, is read too)."""
+    """A stored vector as float32 values. Float32 bytes (written before) and a list of floats (before schema 006)
+    come back as `encode_vector` would store them now, so the mirror holds the same values whichever form a row
+    has, and whether it was filled from the store or from the snapshot."""
     if raw is None:
         return None
-    arr = np.frombuffer(raw, dtype=VECTOR_DTYPE) if isinstance(raw, bytes | bytearray | memoryview) \
-        else np.asarray(raw, dtype=np.float32)
-    return arr.astype(np.float32) if arr.size else None
+    if isinstance(raw, bytes | bytearray | memoryview):
+        raw = bytes(raw)
+        if len(raw) % 2 == 1 and raw[:1] == HALF_TAG:
+            return np.frombuffer(raw, dtype=VECTOR_DTYPE, offset=1).astype(np.float32) if len(raw) > 1 else None
+        arr = np.frombuffer(raw, dtype=np.dtype("<f4"))
+    else:
+        arr = np.asarray(raw, dtype=np.float32).reshape(-1)
+    return decode_vector(encode_vector(arr)) if arr.size else None
+
+
+def vector_size(raw: bytes) -> int | None:
+    """How many numbers a stored vector's bytes hold, or None when the bytes are not a vector's."""
+    if len(raw) % 2 == 1 and raw[:1] == HALF_TAG:
+        return (len(raw) - 1) // 2
+    return len(raw) // 4 if raw and len(raw) % 4 == 0 else None
 
 
 def with_vector_bytes(fields: Mapping[str, Any]) -> dict[str, Any]:
@@ -797,8 +827,8 @@ class ScopeStore:
         return current
 
     def _vectors_to_bytes(self, chunk: int = 1000) -> None:
-        """Before schema 006: rewrite every vector stored as a list of floats (memories and entities) as float32
-        bytes, bit for bit the float32 value every writer stored it from. The field first accepts both forms, so
+        """Before schema 006: rewrite every vector stored as a list of floats (memories and entities) as bytes
+        (`encode_vector`, the form every vector is written in now). The field first accepts both forms, so
         each chunk commits on its own (a store of any size, in bounded memory) and a row not yet converted can still
         be written; an interrupted upgrade goes on from the rows still holding floats at the next open, and
         schema 006 then narrows the type to bytes. The floats are read once (the SDK decodes them one by one:
@@ -957,7 +987,7 @@ class ScopeStore:
                         or "generation" not in z.files or bytes(z["generation"]).decode() != gen):
                     return False
                 keys = text_lines(z["keys"])
-                mat = z["vecs"]
+                mat = z["vecs"].astype(np.float32)  # float16 values (encode_vector), as the store keeps them
                 light = json.loads(zlib.decompress(bytes(z["light"])).decode())
                 row_blob = zlib.decompress(bytes(z["row_texts"]))
                 row_offsets = z["row_offsets"].tolist()
@@ -1038,7 +1068,7 @@ class ScopeStore:
             try:
                 with self._snapshot_write_lock:  # a close may write it at the same time: one after the other
                     write_private(path, lambda fh: np.savez(
-                        fh, version=SNAPSHOT_VERSION, dim=self.index_dim, vecs=mat,
+                        fh, version=SNAPSHOT_VERSION, dim=self.index_dim, vecs=mat.astype(VECTOR_DTYPE),
                         keys=text_array(keys),
                         generation=np.frombuffer(gen.encode(), dtype=np.uint8),
                         light=np.frombuffer(zlib.compress(json.dumps(light, ensure_ascii=False).encode(), 3),

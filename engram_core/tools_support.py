@@ -16,7 +16,7 @@ from .console import run_query
 from .core import MemoryCore
 from .models import ExploredStore, ExploreResult, MemoryPatch, MemoryType, SkillMatch, SkillRecall, SkillRun
 from .recall import recall
-from .store import ScopeStore, plain
+from .store import ScopeStore, plain, vector_size
 from .vocabulary import SCOPES, ScopeOrAll
 from .writing import update
 
@@ -38,7 +38,7 @@ def _count(store: ScopeStore, table: str) -> int:
 def _strip(value: Any) -> Any:
     """Sample rows without their 384-float embeddings (nobody reads them, they cost tokens)."""
     if isinstance(value, dict):
-        return {k: (f"<{len(v) // 4 if isinstance(v, bytes) else len(v)} floats>"
+        return {k: (f"<{vector_size(v) if isinstance(v, bytes) else len(v)} floats>"
                     if k == "embedding" and isinstance(v, bytes | list) else _strip(v))
                 for k, v in value.items()}
     if isinstance(value, list):

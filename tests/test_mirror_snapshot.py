@@ -1,5 +1,6 @@
 """The mirror snapshot: a store opens from a file while the store's change counter matches it; otherwise every row
-is read from the database, vectors as float32 bytes."""
+is read from the database, each vector one bytes value. The vectors come back exactly as the store holds them
+(half precision), whichever way the mirror was filled."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import numpy as np
 import pytest
 
 from engram_core.models import Scope
-from engram_core.store import Connection, ScopeStore
+from engram_core.store import HALF_TAG, Connection, ScopeStore, decode_vector, encode_vector
 
 
 def _fill(store: ScopeStore, n: int) -> dict[str, np.ndarray]:
@@ -25,7 +26,7 @@ def _fill(store: ScopeStore, n: int) -> dict[str, np.ndarray]:
                                   "half_life_days": 1.0, "search_text": f"note {i}",
                                   "embedding": None if i == 3 else [float(x) for x in v]})
         if i != 3:
-            vecs[key] = v / np.linalg.norm(v)
+            vecs[key] = decode_vector(encode_vector(v))  # what the store keeps: the unit vector, half precision
     return vecs
 
 
@@ -46,7 +47,8 @@ def _mirror_reads(monkeypatch: pytest.MonkeyPatch) -> list[list[dict]]:
 
 def test_an_out_of_date_snapshot_reads_every_vector_as_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """When the snapshot does not match the store (a write since, a damaged file), the mirror is read from the rows in
-    one query, each vector one float32 bytes value (schema 006): no float of it is decoded one by one."""
+    one query, each vector one bytes value (schema 006): no float of it is decoded one by one. A vector written as
+    float32 bytes (by a version before half precision) is read too."""
     conn = Connection.file(tmp_path / "project.db")
     store = ScopeStore(conn, Scope.project, "p")
     vecs = _fill(store, 8)
@@ -59,18 +61,20 @@ def test_an_out_of_date_snapshot_reads_every_vector_as_bytes(tmp_path: Path, mon
     store.reload_mirror()
     assert len(reads) == 1 and len(reads[0]) == 8
     assert {type(r.get("embedding")) for r in reads[0]} == {bytes, type(None)}
-    assert all(len(r["embedding"]) == 384 * 4 for r in reads[0] if r.get("embedding") is not None)
-    assert np.allclose(store.index.embedding("k1"), np.full(384, 1 / np.sqrt(384)), atol=1e-6)
+    assert {len(r["embedding"]) for r in reads[0] if r.get("embedding") is not None} == {1 + 384 * 2, 384 * 4}
+    assert all(r["embedding"][:1] == HALF_TAG for r in reads[0] if r.get("embedding") and r["id"].id != "k1")
+    assert np.array_equal(store.index.embedding("k1"), decode_vector(encode_vector(np.full(384, 0.5))))
+    assert np.allclose(store.index.embedding("k1"), np.full(384, 1 / np.sqrt(384)), atol=1e-4)
     for k, v in vecs.items():
         if k != "k1":
-            assert np.allclose(store.index.embedding(k), v, atol=1e-6)
+            assert np.array_equal(store.index.embedding(k), v)
     assert store.index.embedding("k3") is None and "k3" in store.light
 
     # A damaged snapshot costs only speed.
     store.snapshot_path.write_bytes(b"not a snapshot")
     store.reload_mirror()
     assert len(reads) == 2
-    assert np.allclose(store.index.embedding("k0"), vecs["k0"], atol=1e-6)
+    assert np.array_equal(store.index.embedding("k0"), vecs["k0"])
     conn.close()
 
 
@@ -138,11 +142,14 @@ def test_the_vectors_come_back_from_the_snapshot_in_their_places(tmp_path: Path,
     store = ScopeStore(conn, Scope.project, "p")
     vecs = _fill(store, n)
     store.save_snapshot()
+    assert store.snapshot_path is not None
+    with np.load(store.snapshot_path) as z:
+        assert z["vecs"].dtype == np.float16  # as the store keeps them: half the bytes of float32
     store.reload_mirror()
     assert set(store.light) == {f"k{i}" for i in range(n)}
     for key in store.light:
         if key in vecs:
-            assert np.allclose(store.index.embedding(key), vecs[key], atol=1e-6), key
+            assert np.array_equal(store.index.embedding(key), vecs[key]), key
         else:
             assert store.index.embedding(key) is None
     top = store.index.vector(vecs["k1"], 1)

@@ -1,5 +1,6 @@
-"""Vectors are stored as float32 bytes (schema 006): what a new store holds, how a store written before is upgraded
-(every vector bit for bit, recall unchanged), and every reader of a vector (mirror, export, console, explore)."""
+"""Vectors are stored as bytes (schema 006; half precision since snapshot v6, float32 bytes before): what a new store
+holds, how a store written before is upgraded (every vector as `encode_vector` writes it, recall unchanged), and
+every reader of a vector (mirror, export, console, explore)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,15 @@ import pytest
 
 from engram_core.models import MemoryIn, MemoryPatch, Scope
 from engram_core.service import EngramService
-from engram_core.store import VECTOR_BYTES_SCHEMA, Connection, ScopeStore, migrations
+from engram_core.store import (
+    HALF_TAG,
+    VECTOR_BYTES_SCHEMA,
+    Connection,
+    ScopeStore,
+    decode_vector,
+    encode_vector,
+    migrations,
+)
 from engram_core.tools_support import _strip
 
 TEXTS = [
@@ -42,7 +51,7 @@ def _old_format_store(path: Path, ns: str, db: str, vectors: list[list[float]]) 
     conn.close()
 
 
-def test_an_old_store_is_upgraded_bit_for_bit_and_recall_finds_the_same(engram_home: Path, embedder) -> None:  # noqa: ANN001
+def test_an_old_store_is_upgraded_to_bytes_and_recall_finds_the_same(engram_home: Path, embedder) -> None:  # noqa: ANN001
     vecs = embedder.embed(TEXTS)
     floats = [[float(x) for x in v] for v in vecs]  # exactly what the old writer stored
     _old_format_store(engram_home / "user.db", "user", "default", floats)
@@ -55,8 +64,8 @@ def test_an_old_store_is_upgraded_bit_for_bit_and_recall_finds_the_same(engram_h
             got = {k: v for k, v in raw}
             assert sorted(got) == [f"{prefix}{i}" for i in range(len(TEXTS))]
             for i, f in enumerate(floats):
-                assert isinstance(got[f"{prefix}{i}"], bytes) and len(got[f"{prefix}{i}"]) == 384 * 4
-                assert got[f"{prefix}{i}"] == np.asarray(f, dtype=np.float32).tobytes()  # bit for bit
+                assert isinstance(got[f"{prefix}{i}"], bytes) and len(got[f"{prefix}{i}"]) == 1 + 384 * 2
+                assert got[f"{prefix}{i}"] == encode_vector(np.asarray(f, dtype=np.float32))
         assert store.q1("SELECT VALUE embedding FROM ONLY memory:gone") is None
         assert store.conn.erased, "the old floats are still in the files: the store is due for compaction"
         # An upgraded row can be written again (a row left with floats would be refused by the bytes type).
@@ -64,15 +73,17 @@ def test_an_old_store_is_upgraded_bit_for_bit_and_recall_finds_the_same(engram_h
         for i, text in enumerate(TEXTS):
             hits = svc.recall(text, scope="user").hits
             assert hits and hits[0].memory.id == f"m{i}", (text, [h.memory.id for h in hits])
-        # The mirror's vectors are the stored ones.
+        # The mirror's vectors are the stored ones, within half precision of the model's.
         for i, v in enumerate(vecs):
-            assert np.allclose(store.index.embedding(f"m{i}"), v / np.linalg.norm(v), atol=1e-7)
+            got_vec = store.index.embedding(f"m{i}")
+            assert np.array_equal(got_vec, decode_vector(encode_vector(v)))
+            assert np.allclose(got_vec, v, atol=1e-3) and float(np.dot(got_vec, v)) > 0.99999
         # The compaction the upgrade asks for copies the new definitions and the bytes (the engine's own
         # `embedding.*` float definition, left behind, made the copy refuse them).
         report = svc.compact(only_due=True)
         assert [s.path for s in report.stores] == [str(engram_home / "user.db")]
         assert "embedding.*" not in (store.q1("INFO FOR TABLE memory") or {}).get("fields", {})
-        assert store.q1("SELECT VALUE embedding FROM ONLY memory:m3") == np.asarray(floats[3], np.float32).tobytes()
+        assert store.q1("SELECT VALUE embedding FROM ONLY memory:m3") == encode_vector(floats[3])
 
     # Opened again: nothing left to convert, the upgrade does not run twice.
     with EngramService(engram_home, embedder=embedder) as svc:
@@ -80,16 +91,17 @@ def test_an_old_store_is_upgraded_bit_for_bit_and_recall_finds_the_same(engram_h
         assert svc.recall(TEXTS[2], scope="user").hits[0].memory.id == "m2"
 
 
-def test_a_new_memory_is_stored_as_float32_bytes(service: EngramService, project_dir: Path) -> None:
+def test_a_new_memory_is_stored_as_half_precision_bytes(service: EngramService, project_dir: Path) -> None:
     p = str(project_dir)
     m = service.store(MemoryIn(content="Deploys go through Argo CD, never kubectl apply"), project=p).memory
     store = service.project_store(p)
     assert store is not None
     raw = store.q1("SELECT VALUE embedding FROM ONLY type::record('memory', $k)", {"k": m.id})
-    assert isinstance(raw, bytes) and len(raw) == 384 * 4
+    assert isinstance(raw, bytes) and len(raw) == 1 + 384 * 2 and raw[:1] == HALF_TAG  # 769 B, not 1,536
     assert store.q1("RETURN type::of((SELECT VALUE embedding FROM ONLY type::record('memory', $k)))",
                     {"k": m.id}) == "bytes"
-    assert np.allclose(np.frombuffer(raw, dtype="<f4"), store.get_embedding(m.id))
+    assert np.array_equal(np.frombuffer(raw[1:], dtype="<f2").astype(np.float32), store.get_embedding(m.id))
+    assert np.array_equal(store.index.embedding(m.id), store.get_embedding(m.id))
     # The engine refuses a vector as floats now: one form only.
     with pytest.raises(Exception, match="bytes"):
         store.q("UPDATE type::record('memory', $k) SET embedding = [0.5, 0.5]", {"k": m.id})
@@ -105,13 +117,13 @@ def test_readers_show_a_vector_as_its_numbers(service: EngramService, project_di
     m = service.store(MemoryIn(content="The cache key includes the [locale] \\ and 🚀 flag"), project=p).memory
     store = service.project_store(p)
     assert store is not None
-    stored = np.frombuffer(store.q1("SELECT VALUE embedding FROM ONLY type::record('memory', $k)", {"k": m.id}),
-                           dtype="<f4")
+    stored = decode_vector(store.q1("SELECT VALUE embedding FROM ONLY type::record('memory', $k)", {"k": m.id}))
+    assert stored is not None
     exported = [r for r in service.export_memories(project=p) if r.id == m.id][0]
     assert exported.embedding == [float(x) for x in stored]
     rows = service.run_query("SELECT * FROM memory", project=p).statements[0].rows
     assert rows[0]["embedding"] == [float(x) for x in stored]
-    assert _strip({"embedding": stored.tobytes()}) == {"embedding": "<384 floats>"}
+    assert _strip({"embedding": encode_vector(stored)}) == {"embedding": "<384 floats>"}
 
 
 def test_promotion_copies_the_vector_into_the_higher_scope(service: EngramService, project_dir: Path) -> None:
@@ -143,7 +155,7 @@ def test_scope_store_decodes_old_floats_only_in_the_upgrade(tmp_path: Path) -> N
     conn = Connection.file(tmp_path / "project.db")
     store = ScopeStore(conn, Scope.project, "p")
     for i, f in enumerate(floats):
-        assert store.get_embedding(f"m{i}").tobytes() == np.asarray(f, dtype=np.float32).tobytes()
+        assert np.array_equal(store.get_embedding(f"m{i}"), decode_vector(encode_vector(f)))
     conn.close()
 
 
@@ -182,5 +194,24 @@ def test_an_interrupted_upgrade_goes_on_at_the_next_open(tmp_path: Path, monkeyp
     store = ScopeStore(conn, Scope.project, "p")
     assert store.schema_version() >= VECTOR_BYTES_SCHEMA
     for i, f in enumerate(floats):
-        assert store.q1(f"SELECT VALUE embedding FROM ONLY memory:m{i}") == np.asarray(f, np.float32).tobytes()
+        assert store.q1(f"SELECT VALUE embedding FROM ONLY memory:m{i}") == encode_vector(f)
     conn.close()
+
+
+def test_a_vector_read_back_encodes_to_the_same_bytes() -> None:
+    """What `engram export` writes (the stored vector's numbers) is stored again bit for bit by `engram import`,
+    and every form a vector was ever stored in (float32 bytes, a list of floats) reads back as the half-precision
+    vector a write stores now: the mirror holds the same values whichever form a row has."""
+    rng = np.random.default_rng(5)
+    for scale in (1.0, 3.7, 0.01):
+        v = (rng.normal(size=384) * scale).astype(np.float32)
+        if scale == 1.0:
+            v /= np.linalg.norm(v)
+        raw = encode_vector(v)
+        assert raw is not None and len(raw) == 1 + 384 * 2
+        back = decode_vector(raw)
+        assert back is not None and abs(float(np.linalg.norm(back)) - 1.0) < 1e-3
+        assert encode_vector(back) == raw and encode_vector([float(x) for x in back]) == raw
+        assert np.array_equal(decode_vector(v.astype("<f4").tobytes()), back)  # float32 bytes, written before
+        assert np.array_equal(decode_vector([float(x) for x in v]), back)  # floats, before schema 006
+    assert encode_vector(np.zeros(0)) is None and decode_vector(None) is None
