@@ -87,7 +87,7 @@ LIGHT_FIELDS = (
 # 5: the full rows (row_mirror.py) in a blob of their own, held undecoded until a recall asks for one.
 # 6: the vectors in half precision, as the store keeps them (encode_vector): 769 B a memory instead of 1,536.
 SNAPSHOT_VERSION = 6
-# Schema 006 stores every vector as float32 bytes; `_vectors_to_bytes` converts a store written before it.
+# Schema 006 stores every vector as bytes; `_vectors_to_bytes` converts a store written before it.
 VECTOR_BYTES_SCHEMA = 6
 # What schemas 009 (graph edges) and 010 (entities) stop writing, as the rows written before get it cleared
 # (`_lean_rows`): schema version → (table, which rows still hold it, how it is cleared).
@@ -1498,7 +1498,7 @@ class ScopeStore:
     def export_rows(self, after: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
         """Every memory with every stored field, in id order (the order they were written: ids are ULIDs),
         ``limit`` at a time after the key ``after``; its vector as a list of floats (the export format a person
-        can read, and what `restore_row` takes back), each exactly the float32 value stored."""
+        can read, and what `restore_row` takes back), each exactly the value stored."""
         where = "WHERE id > $after" if after else ""
         page = "LIMIT $limit" if limit is not None else ""
         rows = [plain(r) for r in self.q1(f"SELECT * OMIT memory_strength FROM memory {where} ORDER BY id {page}",

@@ -153,7 +153,7 @@ def _store_batch(core: MemoryCore, batch: _Batch, vecs: np.ndarray | None, why: 
             continue
         fields["search_text"] = texts[i]
         if vecs is not None:
-            fields["embedding"] = vecs[i]  # float32, stored as bytes
+            fields["embedding"] = vecs[i]  # float32; stored as half-precision bytes (encode_vector)
         key = core.new_id()
         for before in core.extensions.before_store:
             before(core, store, key, fields, vecs[i] if vecs is not None else None)
