@@ -722,9 +722,19 @@ def _copy_database(src: Any, dst: Any, ns: str, db: str,
 
 
 def _insert_rows(dst: Any, name: str, relation: bool, computed: set[str], rows: list[dict[str, Any]]) -> None:
-    rows = [{k: _without_none(v) for k, v in r.items() if k not in computed and v is not None} for r in rows]
+    rows = [{k: _copied_vector(v) if k == "embedding" else _without_none(v)
+             for k, v in r.items() if k not in computed and v is not None} for r in rows]
     into = "INSERT RELATION INTO" if relation else "INSERT INTO"
     dst.query(f"{into} `{name}` $rows RETURN NONE", {"rows": rows}).execute()
+
+
+def _copied_vector(raw: Any) -> Any:
+    """A vector written as float32 bytes (before half precision) is copied in today's form: a store written
+    before shrinks at its next compaction, and the mirror, which holds the half-precision values of either
+    form (`decode_vector`), stays what it was."""
+    if isinstance(raw, bytes) and raw[:1] != HALF_TAG and vector_size(raw):
+        return encode_vector(decode_vector(raw))
+    return raw
 
 
 @dataclass

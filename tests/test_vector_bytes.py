@@ -215,3 +215,28 @@ def test_a_vector_read_back_encodes_to_the_same_bytes() -> None:
         assert np.array_equal(decode_vector(v.astype("<f4").tobytes()), back)  # float32 bytes, written before
         assert np.array_equal(decode_vector([float(x) for x in v]), back)  # floats, before schema 006
     assert encode_vector(np.zeros(0)) is None and decode_vector(None) is None
+
+
+def test_a_compaction_rewrites_float32_vectors_in_half_precision(service: EngramService, project_dir: Path) -> None:
+    """A store written before half precision holds float32 bytes: they are read as they are, and its next
+    compaction copies them in today's form (half the bytes), with recall and the mirror unchanged."""
+    p = str(project_dir)
+    keys = [service.store(MemoryIn(content=t), project=p).memory.id for t in TEXTS]
+    store = service.project_store(p)
+    assert store is not None
+    vecs = {k: store.get_embedding(k) for k in keys}
+    for k, v in vecs.items():  # as the version before wrote them
+        store.conn.run(store.namespace, store.database, "UPDATE type::record('memory', $k) SET embedding = $e",
+                       {"k": k, "e": np.asarray(v, dtype="<f4").tobytes()})
+    store.reload_mirror()
+    before = [[h.memory.id for h in service.recall(t, project=p, strengthen=False).hits] for t in TEXTS]
+    assert all(np.array_equal(store.index.embedding(k), v) for k, v in vecs.items())
+    store.conn.erased = True  # due
+    report = service.compact(project=p, only_due=True)
+    assert [s.path for s in report.stores] == [str(store.conn.path)]
+    for k, v in vecs.items():
+        raw = store.q1("SELECT VALUE embedding FROM ONLY type::record('memory', $k)", {"k": k})
+        assert raw == encode_vector(v) and len(raw) == 1 + 384 * 2
+        assert np.array_equal(store.index.embedding(k), v)
+    store.reload_mirror()
+    assert [[h.memory.id for h in service.recall(t, project=p, strengthen=False).hits] for t in TEXTS] == before
