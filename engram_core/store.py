@@ -61,6 +61,11 @@ LOG_ROW_BYTES = 1300  # what one retrieval_log row adds to the engine's files (m
 COPY_PIECE_S = 0.05
 COPY_FIRST_BATCH = 50
 COPY_MAX_BATCH = 2000
+# A batch is read with START (this engine build pushes LIMIT into neither `WHERE id > $last` nor a record range:
+# both cost as much as the rows before or after), so each batch first skips the rows before it. A batch of at least
+# 1/COPY_SKIP_SHARE of them keeps that skipping linear in all: sized by time alone, batches shrank to 25 rows once
+# the skip outgrew the piece, and the copy grew with the square of the table (a 50,000-memory store's took > 10 min).
+COPY_SKIP_SHARE = 100
 COPYING_RETRY_S = 1.0  # held bookkeeping is tried again this often while a compaction copies between requests
 ACCESS_CHUNK = 100  # memories whose access counts one bookkeeping write applies (ScopeStore.drain_due)
 # A statement that may change rows (anything but a plain read) empties the row cache.
@@ -716,7 +721,8 @@ def _copy_database(src: Any, dst: Any, ns: str, db: str,
                 break
             if piece_s is not None:
                 took = max(time.perf_counter() - t, 1e-4)
-                batch = max(COPY_FIRST_BATCH // 2, min(COPY_MAX_BATCH, int(len(rows) * piece_s / took)))
+                batch = max(COPY_FIRST_BATCH // 2, start // COPY_SKIP_SHARE,
+                            min(COPY_MAX_BATCH, int(len(rows) * piece_s / took)))
     if tail:
         yield lambda: dst.query(";\n".join(tail)).execute()
 
