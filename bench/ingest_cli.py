@@ -3,7 +3,8 @@
 For each code tree given (a checkout of an older commit, and this one), in turn and `--rounds` times: a fresh
 HOME, ENGRAM_HOME and git project under --work, the daemon started first (`engram stats`), then
 `engram import FILE --json` timed from inside the project. Prints one JSON object: each run's rate with the load
-average before and after (the machine may be shared: compare runs of the same invocation only).
+average before and after (the machine may be shared: compare runs of the same invocation only), and the disk the
+data root and the project's store take after `engram stop`, per memory.
 
     python bench/realpath_text.py --project 1000 --user 0 --seed 7 > /tmp/ingest/d.jsonl
     git -C . archive 066acdc | tar -x -C /tmp/ingest/code_base
@@ -47,8 +48,11 @@ def one(label: str, code: Path, data: Path, work: Path) -> dict[str, object]:
     subprocess.run([*cli, "stop"], env=env, cwd=d / "proj", capture_output=True, check=False)
     out = json.loads(p.stdout)
     n = out["stored"] + out["merged"]
+    # The data root and the project's store, as `engram stop` left them (stores and the snapshots beside them).
+    disk = sum(f.stat().st_size for root in (d / "eh", d / "proj" / ".claude") for f in root.rglob("*") if f.is_file())
     return {"code": label, "memories": n, "import_s": round(wall, 1), "per_s": round(n / wall, 1),
-            "daemon_start_s": round(started, 1), "load_before": l0, "load_after": l1}
+            "daemon_start_s": round(started, 1), "load_before": l0, "load_after": l1,
+            "disk_kb_per_memory": round(disk / 1024 / max(1, n), 2)}
 
 
 def main() -> None:

@@ -96,7 +96,7 @@ def fill(svc: EngramService, store: ScopeStore, n: int, seed: int) -> dict[str, 
             ents = ex.extract_entities(str(m["content"]))
             for e in ents:
                 g.add_entity(graph.entity_key(e.key, e.entity_type), e.entity_type, e.key)
-                g.add_mention(key, graph.entity_key(e.key, e.entity_type))
+            g.add_memory(key, [graph.entity_key(e.key, e.entity_type) for e in ents])  # mentions and co-mentions
             for r in ex.extract_relations(str(m["content"]), ents, subject) if ents else []:
                 a = graph.entity_key(r.source.key, r.source.entity_type)
                 b = graph.entity_key(r.target.key, r.target.entity_type)

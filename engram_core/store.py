@@ -41,6 +41,7 @@ from . import cbor_encode, engine_levels
 from .clock import Clock
 from .collector import paused_collector
 from .config import ensure_private_dir, restrict_tree
+from .entity_order import in_text_order
 from .heap import release_freed_memory
 from .ids import IdSource, ulid
 from .models import Scope
@@ -94,6 +95,8 @@ LIGHT_FIELDS = (
 SNAPSHOT_VERSION = 6
 # Schema 006 stores every vector as bytes; `_vectors_to_bytes` converts a store written before it.
 VECTOR_BYTES_SCHEMA = 6
+# Schema 011 keeps a memory's entities on its row and stores no co-mention; `_entity_lists` moves a store written before.
+ENTITY_LISTS_SCHEMA = 11
 # What schemas 009 (graph edges) and 010 (entities) stop writing, as the rows written before get it cleared
 # (`_lean_rows`): schema version → (table, which rows still hold it, how it is cleared).
 _LEAN_ROWS = {
@@ -837,6 +840,8 @@ class ScopeStore:
                     self._vectors_to_bytes()
                 if version in _LEAN_ROWS:
                     self._lean_rows(version, text)
+                if version == ENTITY_LISTS_SCHEMA:
+                    self._entity_lists()
                 self.q(f"BEGIN TRANSACTION;\n{text}\nUPSERT schema_meta:current SET version = {version}, "
                        f"applied_at = time::now();\nCOMMIT TRANSACTION;")
                 current = version
@@ -876,15 +881,60 @@ class ScopeStore:
         self.q(definitions)
         for table, holding, clear in _LEAN_ROWS[version]:
             ids = self.q1(f"SELECT VALUE id FROM {table} WHERE {holding}") or []
-            events = (self.q1(f"INFO FOR TABLE {table}") or {}).get("events") or {}
-            lift = "".join(f"REMOVE EVENT {name} ON TABLE {table};\n" for name in events)
-            back = "".join(re.sub(r"^DEFINE EVENT ", "DEFINE EVENT OVERWRITE ", str(d)) + ";\n" for d in events.values())
             for i in range(0, len(ids), chunk):
-                self.q(f"BEGIN TRANSACTION;\n{lift}UPDATE $ids SET {clear} RETURN NONE;\n{back}"
-                       "UPSERT mirror_meta:graph SET n = (n ?? 0) + 1 RETURN NONE;\nCOMMIT TRANSACTION;",
-                       {"ids": ids[i:i + chunk]})
+                self.q(self._eventless([table], f"UPDATE $ids SET {clear} RETURN NONE;\n"), {"ids": ids[i:i + chunk]})
             if ids:
                 self.conn.erased = True  # the old versions stay in the engine's files until the next compaction
+
+    def _eventless(self, tables: Sequence[str], body: str, counters: Sequence[str] = ("graph",)) -> str:
+        """``body`` in one transaction with the tables' events lifted (they fire per row: a rewrite of every row is
+        several times slower with them) and defined again as they were, the change counters bumped once instead."""
+        lift, back = "", ""
+        for table in tables:
+            events = (self.q1(f"INFO FOR TABLE {table}") or {}).get("events") or {}
+            lift += "".join(f"REMOVE EVENT {name} ON TABLE {table};\n" for name in events)
+            back += "".join(re.sub(r"^DEFINE EVENT ", "DEFINE EVENT OVERWRITE ", str(d)) + ";\n"
+                            for d in events.values())
+        bump = "".join(f"UPSERT mirror_meta:{c} SET n = (n ?? 0) + 1 RETURN NONE;\n" for c in counters)
+        return f"BEGIN TRANSACTION;\n{lift}{body}{back}{bump}COMMIT TRANSACTION;"
+
+    def _entity_lists(self, chunk: int = 2000) -> None:
+        """Before schema 011 is recorded: each memory's mention edges become its entity list (`memory.entities`,
+        the entities in the order its text first names them), and the co-mention relations the extraction stored
+        (`related_to` with no source: the agent's say 'agent') are deleted; the graph derives them from the lists
+        now (organise/graph.py). ``chunk`` memories a transaction, each with its list written and its edges
+        deleted; an interrupted upgrade goes on from the edges left at the next open."""
+        self.q("DEFINE FIELD OVERWRITE entities ON memory TYPE option<array<record<entity>>>;")
+        tables = (self.q1("INFO FOR DB") or {}).get("tables") or {}
+        if "mentions" in tables:
+            got = self.q1("RETURN {m: array::join((SELECT VALUE <string>record::id(in) + ' ' + <string>record::id(out) "
+                          "FROM mentions), '\n'), e: array::join((SELECT VALUE <string>record::id(id) + ' ' + name_key "
+                          "FROM entity), '\n')}")
+            names = dict(line.split(" ", 1) for line in (got.get("e") or "").split("\n") if " " in line)
+            lists: dict[str, set[str]] = {}
+            for line in (got.get("m") or "").split("\n"):
+                memory, _, ekey = line.partition(" ")
+                if ekey:
+                    lists.setdefault(memory, set()).add(ekey)
+            keys = sorted(lists)
+            for i in range(0, len(keys), chunk):
+                part = keys[i:i + chunk]
+                texts = dict(self.q1("SELECT VALUE [record::id(id), content] FROM $ids",
+                                     {"ids": [record(k) for k in part]}) or [])
+                rows = [{"id": record(k), "e": [RecordID("entity", e) for e in in_text_order(
+                    texts.get(k) or "", {e: names.get(e, "") for e in lists[k]})]} for k in part]
+                self.q(self._eventless(
+                    [MEMORY_TABLE, "mentions"],
+                    "FOR $r IN $rows { UPDATE $r.id SET entities = $r.e WHERE entities = NONE RETURN NONE; };\n"
+                    "LET $edges = $ids->mentions;\nDELETE $edges RETURN NONE;\n", ("memory", "graph")),
+                    {"rows": rows, "ids": [r["id"] for r in rows]})
+            if keys:
+                self.conn.erased = True  # the edges and the rows before their lists stay in the files until compacted
+        co = self.q1("SELECT VALUE id FROM relates_to WHERE relation_type = 'related_to' AND source = NONE") or []
+        for i in range(0, len(co), chunk):
+            self.q(self._eventless(["relates_to"], "DELETE $ids RETURN NONE;\n"), {"ids": co[i:i + chunk]})
+        if co:
+            self.conn.erased = True
 
     def _has_schema_meta(self) -> bool:
         info = self.q1("INFO FOR DB")

@@ -71,7 +71,8 @@ def tables_in_schema() -> list[str]:
     from engram_core.store import SCHEMA_DIR
 
     text = "\n".join(f.read_text() for f in sorted(SCHEMA_DIR.glob("*.surql")))
-    return sorted(set(re.findall(r"DEFINE TABLE (?:IF NOT EXISTS |OVERWRITE )?(\w+)", text)))
+    removed = set(re.findall(r"REMOVE TABLE (?:IF EXISTS )?(\w+)", text))  # `mentions` (schema 011)
+    return sorted(set(re.findall(r"DEFINE TABLE (?:IF NOT EXISTS |OVERWRITE )?(\w+)", text)) - removed)
 
 
 def files_holding_any_case(root: Path, needle: str) -> list[str]:

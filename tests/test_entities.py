@@ -53,8 +53,7 @@ def test_urls() -> None:
 
 def rels(text: str) -> set[tuple[str, str, str]]:
     ents = extract_entities(text)
-    return {(r.source.name, r.relation_type, r.target.name) for r in extract_relations(text, ents)
-            if r.relation_type != "related_to"}
+    return {(r.source.name, r.relation_type, r.target.name) for r in extract_relations(text, ents)}
 
 
 def test_typed_relations() -> None:
@@ -72,8 +71,11 @@ def test_negated_use_is_not_a_use() -> None:
     assert not any(r[1] == "uses" for r in rels("Do not use yarn here."))
 
 
-def test_co_mentions_are_related_to() -> None:
-    ents = extract_entities("src/db.py opens sqlalchemy sessions")
-    got = {(r.source.name, r.relation_type, r.target.name) for r in extract_relations("src/db.py opens sqlalchemy "
-                                                                                        "sessions", ents)}
-    assert ("src/db.py", "related_to", "sqlalchemy") in got
+def test_relations_are_only_the_typed_ones_the_text_states() -> None:
+    """Entities merely named together are linked by the graph from the memory's entity list (test_graph.py), not
+    extracted as relations."""
+    text = "src/db.py opens sqlalchemy sessions"
+    assert extract_relations(text, extract_entities(text)) == []
+    assert {r.relation_type for r in extract_relations("auth.py raises TokenExpiredError; we use pytest",
+                                                       extract_entities("auth.py raises TokenExpiredError; "
+                                                                        "we use pytest"))} == {"causes", "uses"}

@@ -31,6 +31,57 @@ def test_mentions_and_dedup_by_name_and_type(env: tuple[EngramService, str]) -> 
     assert ents[0].mention_count == 2 and set(ents[0].memory_ids) == {a, b}
 
 
+def test_co_mentions_are_derived_from_the_memories_entity_lists(env: tuple[EngramService, str]) -> None:
+    """Schema 011: a memory's row holds the entities its text names, in order; two of them named together are linked
+    (`related_to`) with no row of their own: one link per pair of entities whichever comes first, between the first
+    six that are not commands, 0.3 strong and +0.1 for each further memory naming both; erasing a memory takes its
+    part away. The graph tools show them as relations whose evidence is the memories naming both."""
+    svc, p = env
+    a = store(svc, p, "src/db.py opens sqlalchemy sessions; run `make test` before merging [x] \\ 🚀")
+    b = store(svc, p, "sqlalchemy sessions leak when src/db.py forgets to close them")
+    c = store(svc, p, "In src/a.py and src/b.py, redis, celery, httpx, django and alembic share settings")
+    pstore = svc.project_store(p)
+    assert pstore is not None
+    assert "mentions" not in (pstore.q1("INFO FOR DB") or {}).get("tables", {})
+    assert pstore.q1("SELECT VALUE id FROM relates_to") == [], "nothing stored for co-mentions"
+    listed = pstore.q1("SELECT VALUE entities.name FROM ONLY $m", {"m": RecordID("memory", a)})
+    assert listed[:2] == ["src/db.py", "sqlalchemy"] and set(listed[2:]) == {"make test", "make"}  # as the text names them
+
+    rels = graph.search_knowledge_graph(svc, "sqlalchemy", project=p).relations
+    pair = [r for r in rels if {r.source_name, r.target_name} == {"src/db.py", "sqlalchemy"}]
+    assert len(pair) == 1 and pair[0].relation_type == "related_to" and pair[0].id.startswith(graph.CO_PREFIX)
+    assert pair[0].weight == pytest.approx(0.4) and pair[0].evidence == [a, b]
+    assert not [r for r in rels if "make test" in (r.source_name, r.target_name)], "a command is not linked"
+    linked = {n for r in graph.search_knowledge_graph(svc, "redis", project=p).relations
+              for n in (r.source_name, r.target_name)}
+    assert {"src/a.py", "django"} <= linked and "alembic" not in linked, "the first six only"
+    g = graph.mirror(svc, pstore)
+    assert sum(k.startswith(graph.CO_PREFIX) for k in g.rels) == 3 + 15  # a's three pairs (b names one again), c's
+
+    svc.forget(b, project=p, erase=True, confirm=True)
+    pair = [r for r in graph.search_knowledge_graph(svc, "sqlalchemy", project=p).relations
+            if {r.source_name, r.target_name} == {"src/db.py", "sqlalchemy"}]
+    assert pair[0].weight == pytest.approx(0.3) and pair[0].evidence == [a]
+    assert pstore.q1("SELECT VALUE entities FROM ONLY $m", {"m": RecordID("memory", b)}) is None
+    assert graph._load_mirror(pstore).rels == graph.mirror(svc, pstore).rels
+    assert c in graph.search_knowledge_graph(svc, "celery", project=p).memory_ids
+
+
+def test_the_mirror_takes_a_memory_once_even_when_read_before_its_entities() -> None:
+    """A new memory's row (with its list) is written before its entities: a mirror loaded between the two has its
+    mentions and waits for `add_memory` for its co-mentions; a memory taken twice counts once."""
+    g = graph.GraphMirror()
+    g.mentioned_by = {"e1": {"m1": None}, "e2": {"m1": None}}
+    g.pending["m1"] = ["e1", "e2"]
+    for k in ("e1", "e2"):
+        g.add_entity(k, "library", k)
+    g.add_memory("m1", ["e1", "e2"])
+    g.add_memory("m1", ["e1", "e2"])
+    assert g.rels == {graph.co_key("e1", "e2"): ("e1", "e2", graph.CO_MENTION_WEIGHT)} and not g.pending
+    g.add_memory("m2", ["e2", "e1"])
+    assert g.rels[graph.co_key("e2", "e1")] == ("e1", "e2", pytest.approx(0.4))
+
+
 def test_dedup_by_embedding_cosine(env: tuple[EngramService, str]) -> None:
     svc, p = env
     out = graph.add_entities(svc, [EntityIn(name="user authentication", entity_type="concept")], project=p)
@@ -335,8 +386,9 @@ def test_graph_mirror_opens_from_its_snapshot_only_while_the_graph_is_unchanged(
             pstore = third.project_store(p)
             assert pstore is not None
             assert state(third).of(pstore).graph is None
-            weights = {w for _a, _b, w in graph.mirror(third, pstore).rels.values()}
-            assert weights == {0.99}
+            rels = graph.mirror(third, pstore).rels
+            assert {w for k, (_a, _b, w) in rels.items() if not k.startswith(graph.CO_PREFIX)} == {0.99}
+            assert {w for k, (_a, _b, w) in rels.items() if k.startswith(graph.CO_PREFIX)} == {0.3}, "derived"
         finally:
             third.close()
     finally:

@@ -1,8 +1,10 @@
-"""Schemas 008 to 010: the relation tables keep no index on `in` / `out` (every query that finds an edge by one of
-its ends walks the engine's graph keys instead), and edges and entities no longer carry fields no reader used. A store
-written before upgrades at its first open and its graph answers exactly as before: traversal, the detail of one
-memory, contradiction candidates on write (which strengthen upgraded rows), erasure of a memory's entities and
-co-activation edges, and a compaction after."""
+"""Schemas 008 to 011: the relation tables keep no index on `in` / `out` (every query that finds an edge by one of
+its ends walks the engine's graph keys instead), edges and entities no longer carry fields no reader used (009, 010),
+and a memory's entities are a list on its row, its co-mentions derived from those lists, not stored (011). A store
+written before upgrades at its first open and its graph answers as before: the entities and the memories naming
+them, the typed relations and the agent's, the co-mentions (now one per pair of entities, also where a typed relation
+joins them), the detail of one memory, contradiction candidates on write (which strengthen upgraded rows), erasure of
+a memory's entities and co-activation edges, and a compaction after."""
 
 from __future__ import annotations
 
@@ -10,11 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from legacy_graph import write_legacy_graph
 
 import engram_core.store as store_mod
+from engram_core.config import Settings
 from engram_core.models import EntityIn, MemoryIn
 from engram_core.organise import associations as assoc
 from engram_core.organise import contradictions as cx
+from engram_core.organise import entities as ex
 from engram_core.organise import graph, relations
 from engram_core.service import EngramService
 from engram_core.store import ScopeStore, key_of
@@ -27,31 +32,53 @@ TEXTS = [
     "We use Jest as the test runner for the web app.",
     "Zebramark7731Loader in src/zebra/loader.py raises Zebramark7731Error on empty input; we use pytest for it",
     "src/worker.py depends on auth.py for the token refresh",
+    # more than six entities that are not commands: only the first six are linked, in the order the text names them
+    "In src/a.py and src/b.py, redis, celery, httpx, django and alembic share settings; run `make test` after",
 ]
 
 
 def _indexes(store: ScopeStore) -> set[str]:
-    return {i for t in EDGE_INDEXES for i in (store.q1(f"INFO FOR TABLE {t}") or {}).get("indexes", {})}
+    tables = (store.q1("INFO FOR DB") or {}).get("tables") or {}
+    return {i for t in EDGE_INDEXES if t in tables for i in (store.q1(f"INFO FOR TABLE {t}") or {}).get("indexes", {})}
 
 
-def _view(svc: EngramService, p: str, ids: list[str]) -> dict[str, Any]:
-    """What a user sees of the graph: the knowledge-graph search two hops out, and each memory's detail pane."""
-    found = graph.search_knowledge_graph(svc, "TokenExpiredError", project=p, depth=2)
-    out: dict[str, Any] = {
-        "entities": sorted((e.name, e.entity_type, tuple(e.memory_ids)) for e in found.entities),
-        "relations": sorted((r.source_name, r.relation_type, r.target_name, round(r.weight, 6), tuple(r.evidence))
-                            for r in found.relations),
-        "memories": found.memory_ids,
-    }
-    for k in ids:
-        detail = graph.memory_graph(svc, k, project=p)
-        out[k] = (sorted(e.name for e in detail.entities),
-                  sorted((r.source_name, r.relation_type, r.target_name) for r in detail.relations))
-    return out
+def _names(store: ScopeStore) -> dict[str, tuple[str, str]]:
+    return {key_of(r["id"]): (r["name"], r["entity_type"]) for r in store.q1("SELECT id, name, entity_type FROM entity")
+            or []}
 
 
-def _service(tmp_path: Path, embedder: Any) -> EngramService:  # noqa: ANN401 - LocalEmbedder
-    return EngramService(home=tmp_path / "home", embedder=embedder, recover_sessions=False)
+def _stored(store: ScopeStore, names: dict[str, tuple[str, str]]) -> set[tuple[Any, ...]]:
+    """The relations a store holds as rows, other than extracted co-mentions: the typed ones and the agent's."""
+    rows = store.q1("SELECT * FROM relates_to WHERE relation_type != 'related_to' OR source = 'agent'") or []
+    return {(names[key_of(r["in"])][0], r["relation_type"], names[key_of(r["out"])][0], round(r["weight"], 6),
+             tuple(r["evidence"])) for r in rows}
+
+
+def _before(store: ScopeStore) -> dict[str, Any]:
+    """The graph of a store written before schema 011, read from its rows: the memories naming each entity, the stored
+    relations, and the co-mentions as unordered pairs of names."""
+    names = _names(store)
+    naming: dict[str, set[str]] = {}
+    for m in store.q1("SELECT in, out FROM mentions") or []:
+        naming.setdefault(names[key_of(m["out"])][0], set()).add(key_of(m["in"]))
+    co = {frozenset((names[key_of(r["in"])][0], names[key_of(r["out"])][0]))
+          for r in store.q1("SELECT in, out FROM relates_to WHERE relation_type = 'related_to' AND source != 'agent'")
+          or []}
+    return {"naming": naming, "stored": _stored(store, names), "co": co}
+
+
+def _after(svc: EngramService, store: ScopeStore) -> dict[str, Any]:
+    """The same, as this code serves it: the memories naming each entity from their lists, co-mentions derived."""
+    names = _names(store)
+    g = graph.mirror(svc, store)
+    naming = {names[e][0]: set(ms) for e, ms in g.mentioned_by.items() if ms}
+    co = {frozenset((names[a][0], names[b][0])): w for k, (a, b, w) in g.rels.items() if k.startswith(graph.CO_PREFIX)}
+    return {"naming": naming, "stored": _stored(store, names), "co": co}
+
+
+def _service(tmp_path: Path, embedder: Any, **settings: Any) -> EngramService:  # noqa: ANN401 - LocalEmbedder
+    return EngramService(home=tmp_path / "home", embedder=embedder, recover_sessions=False,
+                         settings=Settings(**settings) if settings else None)
 
 
 def test_an_old_store_upgrades_and_its_graph_answers_the_same(tmp_path: Path, embedder: Any,
@@ -63,25 +90,28 @@ def test_an_old_store_upgrades_and_its_graph_answers_the_same(tmp_path: Path, em
     real = store_mod.migrations()
     lean_row, lean_entity = graph._relation_row, graph._entity_row
 
+    def old_entity(e: Any, now: Any, source: str = "extracted", description: str | None = None) -> dict[str, Any]:  # noqa: ANN401
+        return lean_entity(e, now, source, description) | {"scope": "project"}  # the rest came from defaults
+
     def old_row(r: Any, memory_key: str | None, now: Any, source: str = "extracted") -> dict[str, Any]:  # noqa: ANN401
         row = lean_row(r, memory_key, now, source)
         row["fields"] |= {"scope": "project", "created_at": now, "source": source}  # what it wrote before 009
         return row
 
-    def old_entity(e: Any, now: Any, source: str = "extracted", description: str | None = None) -> dict[str, Any]:  # noqa: ANN401
-        return lean_entity(e, now, source, description) | {"scope": "project"}  # the rest came from defaults
-
     with monkeypatch.context() as old:  # the store as Engram wrote it before schema 008
         old.setattr(store_mod, "migrations", lambda: [m for m in real if m[0] < 8])
         old.setattr(graph, "_relation_row", old_row)
         old.setattr(graph, "_entity_row", old_entity)
-        with _service(tmp_path, embedder) as svc:
+        # The memories' rows by this code (the organise layer off: no entity list), their graph as it was written.
+        with _service(tmp_path, embedder, organise=False) as svc:
             ids = [svc.store(MemoryIn(content=t), project=p).memory.id for t in TEXTS]
+            store = svc.project_store(p)
+            assert store is not None and store.schema_version() == 7
+            write_legacy_graph(store, list(zip(ids, TEXTS, strict=True)), svc.now(), before_009=True)
             assoc.coactivate_memories(svc, [ids[0], ids[1]], project=p)
             assoc.coactivate_memories(svc, [ids[0], ids[3]], project=p)
             relations.relate_entities(svc, "payments worker", "Redis", "uses", project=p)  # stated by the agent
-            store = svc.project_store(p)
-            assert store is not None and store.schema_version() == 7
+            relations.relate_entities(svc, "auth.py", "TokenExpiredError", "related_to", project=p)  # the agent's too
             assert _indexes(store) == set().union(*EDGE_INDEXES.values())
             rels = store.q1("SELECT * FROM relates_to") or []
             assert rels and all(r["scope"] == "project" and r["created_at"] for r in rels)
@@ -90,18 +120,42 @@ def test_an_old_store_upgrades_and_its_graph_answers_the_same(tmp_path: Path, em
             ents = store.q1("SELECT * FROM entity") or []
             assert all(e["scope"] == "project" and e["created_at"] and "description" in e for e in ents)
             assert {e["source"] for e in ents} == {"extracted", "agent"}
-            before = _view(svc, p, ids)
-    assert before["relations"] and all(before[k][0] for k in ids), before
+            before = _before(store)
+    assert before["co"] and before["stored"] and before["naming"]
 
     with _service(tmp_path, embedder) as svc:
         store = svc.project_store(p)
-        assert store is not None and store.schema_version() == real[-1][0] >= 8
+        assert store is not None and store.schema_version() == real[-1][0] >= 11
         assert _indexes(store) == set()
-        assert _view(svc, p, ids) == before
+        assert "mentions" not in ((store.q1("INFO FOR DB") or {}).get("tables") or {})
+        assert store.q1("SELECT VALUE id FROM relates_to WHERE relation_type = 'related_to' AND source = NONE") == []
+        after = _after(svc, store)
+        assert after["naming"] == before["naming"] and after["stored"] == before["stored"]
+        # One co-mention per pair of entities, the pairs a typed relation also joins among them; each as strong as
+        # the memories naming both make it.
+        assert before["co"] <= set(after["co"])
+        names = {n for pair in after["co"] for n in pair}
+        expected: dict[frozenset[str], int] = {}
+        for t in TEXTS:
+            core = [e.name for e in graph.named(t) if e.entity_type != "command"][:graph.CO_MENTION_MAX]
+            for i, a in enumerate(core):
+                for b in core[i + 1:]:
+                    expected[frozenset((a, b))] = expected.get(frozenset((a, b)), 0) + 1
+        assert {pair: graph.co_weight(n) for pair, n in expected.items()} == after["co"]
+        assert "alembic" not in names, "the seventh entity of the long note is not linked"
+        # Each memory's list: the entities its text names, in the order it first names them (as a new one's).
+        for k, t in zip(ids, TEXTS, strict=True):
+            listed = store.q1("SELECT VALUE entities.name FROM ONLY $m", {"m": store_mod.record(k)})
+            assert listed == [e.name for e in graph.named(t)]
+            assert sorted(listed) == sorted(e.name for e in ex.extract_entities(t))
+        detail = graph.memory_graph(svc, ids[0], project=p)
+        assert {e.name for e in detail.entities} == {"auth.py", "TokenExpiredError"}
+        assert {(r.source_name, r.relation_type, r.target_name) for r in detail.relations} >= {
+            ("auth.py", "causes", "TokenExpiredError"), ("TokenExpiredError", "related_to", "auth.py")}
         _assert_lean(store)
         assert store.conn.erased, "the rewritten rows' old versions are in the files: due for compaction"
         # Every edge is reachable from both of its ends through the graph keys (what the queries now rely on).
-        for table in EDGE_INDEXES:
+        for table in ("relates_to", "associated_with"):
             for e in store.q1(f"SELECT id, in, out FROM {table}") or []:
                 assert e["id"] in store.q1(f"RETURN $a->{table}", {"a": e["in"]})
                 assert e["id"] in store.q1(f"RETURN $b<-{table}", {"b": e["out"]})
@@ -111,11 +165,13 @@ def test_an_old_store_upgrades_and_its_graph_answers_the_same(tmp_path: Path, em
                            project=p).memory.id
         assert ("functional", frozenset((ids[2], vitest))) in {
             (c.kind, frozenset((c.a.id, c.b.id))) for c in cx.list_contradictions(svc, project=p)}
-        # A mention's id is the integer derived from its ends; writing it again adds nothing.
-        mine = store.q1("SELECT id, out FROM $m->mentions", {"m": store_mod.record(vitest)}) or []
-        assert mine and all(m["id"] == graph.mention_id(vitest, key_of(m["out"])) for m in mine)
+        # A new memory's list is written with its row; writing its graph again adds nothing.
+        mine = store.q1("SELECT VALUE entities FROM ONLY $m", {"m": store_mod.record(vitest)})
+        assert mine and graph.mirror(svc, store).mentioned_by[key_of(mine[0])].get(vitest, 0) is None
+        co_before = dict(_after(svc, store)["co"])
         graph.write_extraction(svc, store, vitest, "For the web app we use Vitest; run it with `npm run test`.", None)
-        assert len(store.q1("SELECT id FROM $m->mentions", {"m": store_mod.record(vitest)})) == len(mine)
+        assert store.q1("SELECT VALUE entities FROM ONLY $m", {"m": store_mod.record(vitest)}) == mine
+        assert _after(svc, store)["co"] == co_before
 
         # Erasing a memory removes the entities only it mentioned, their edges, and its co-activation edges.
         assert {a.id for a in assoc.memory_associations(svc, ids[0], project=p)} == {ids[1], ids[3]}
@@ -125,12 +181,15 @@ def test_an_old_store_upgrades_and_its_graph_answers_the_same(tmp_path: Path, em
         assert sorted(map(sorted, edges)) == [sorted(ids[:2])]
         pytest_entity = graph.search_knowledge_graph(svc, "pytest", project=p).entities
         assert pytest_entity == [], "pytest was mentioned by the erased memory only"
-        after_erase = _view(svc, p, ids[:3])
+        assert store.q1("SELECT VALUE entities FROM ONLY $m", {"m": store_mod.record(ids[3])}) is None
+        after_erase = _after(svc, store)
+        assert not [pair for pair in after_erase["co"] if "src/zebra/loader.py" in pair], "its co-mentions went too"
+        assert ids[3] not in {m for ms in after_erase["naming"].values() for m in ms}
 
         # The compaction copies the edges (their graph keys included) without the indexes.
         svc.compact()
         assert _indexes(store) == set()
-        assert _view(svc, p, ids[:3]) == after_erase
+        assert _after(svc, store) == after_erase
         _assert_lean(store)
 
 
@@ -140,7 +199,6 @@ def _assert_lean(store: ScopeStore) -> None:
     rels = store.q1("SELECT * FROM relates_to") or []
     assert rels and not [r for r in rels if {"scope", "created_at"} & set(r)]
     assert {r.get("source") for r in rels} == {None, "agent"}
-    assert all(set(m) == {"id", "in", "out"} for m in store.q1("SELECT * FROM mentions") or [])
     ents = store.q1("SELECT * FROM entity") or []
     assert ents and not [e for e in ents if {"scope", "created_at"} & set(e) or e.get("description") == ""]
     assert {e.get("source") for e in ents} == {None, "agent"}

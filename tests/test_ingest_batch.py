@@ -18,7 +18,7 @@ from engram_core.models import MemoryIn
 from engram_core.organise import contradictions as cx
 from engram_core.search_index import SearchIndex
 from engram_core.service import EngramService
-from engram_core.store import key_of, plain
+from engram_core.store import plain
 from engram_core.writing import IMPORT_CHUNK
 
 T0 = datetime(2025, 6, 2, 9, 30, tzinfo=UTC)
@@ -78,7 +78,7 @@ def _snapshot(svc: EngramService, proj: str) -> dict[str, Any]:
                        "metadata, memory_type, created_at FROM memory ORDER BY id"),
         "entity": rows("SELECT * OMIT embedding FROM entity ORDER BY id"),
         "relates_to": rows("SELECT * FROM relates_to ORDER BY id"),
-        "mentions": sorted((key_of(m["in"]), key_of(m["out"])) for m in rows("SELECT in, out FROM mentions")),
+        "mentions": rows("SELECT id, entities FROM memory WHERE entities != NONE ORDER BY id"),
         "episode": rows("SELECT * FROM episode ORDER BY id"),
         "contradiction_queue": rows("SELECT * FROM contradiction_queue ORDER BY id"),
         "mirror": sorted((k, lt.episode_id, lt.content_hash) for k, lt in st.light.items()),

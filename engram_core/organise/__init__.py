@@ -3,8 +3,8 @@ self-tuning and the recursive tools. Nothing here needs an LLM; where a summary 
 supplies it through the API (`propose_consolidation_summary`, `resolve_contradiction`).
 
 `register(core)` wires the layer into a memory core through its extension points (core.Extensions):
-- before_store: the episode of a new memory, so its row is written once;
-- after_store: for a chunk of new memories, entities + mentions + relations and episode assignment (one
+- before_store: the episode and the entity list of a new memory, so its row is written once;
+- after_store: for a chunk of new memories, entities + relations and episode assignment (one
   database round trip), contradiction candidates (one more if any), working-memory limit;
 - after_recall: Hebbian co-activation of the top results;
 - rankers: graph traversal and one-step association spreading, fused by RRF;
@@ -32,7 +32,8 @@ CONSOLIDATED_DISCOUNT = 0.6  # the memory it was merged into carries the content
 
 
 def before_store(core: MemoryCore, store: ScopeStore, key: str, fields: dict[str, Any], vec: Any) -> None:
-    """The episode is known before the row is written, so the row is written once with it."""
+    """The episode and the entity list are known before the row is written, so the row is written once with them."""
+    state(core).of(store).mentioned[key] = graph.list_into_row(fields)
     if vec is not None:
         norm = float(np.linalg.norm(vec))
         vec = np.asarray(vec, dtype=np.float32) / norm if norm > 0 else None
@@ -43,8 +44,8 @@ def before_store(core: MemoryCore, store: ScopeStore, key: str, fields: dict[str
 
 
 def after_store(core: MemoryCore, store: ScopeStore, items: Sequence[tuple[str, dict[str, Any]]]) -> None:
-    """A chunk of new memories (in the order written, already in the mirror): the episodes, entities, mentions
-    and relations of all of them in one round trip, then their contradiction candidates in one more. Each
+    """A chunk of new memories (in the order written, already in the mirror): the episodes, entities and
+    relations of all of them in one round trip, then their contradiction candidates in one more. Each
     memory is judged as if the chunk had been written one memory at a time (tests/test_ingest_batch.py)."""
     ss = state(core).of(store)
     plans: list[graph.Extraction | None] = []
@@ -54,7 +55,8 @@ def after_store(core: MemoryCore, store: ScopeStore, items: Sequence[tuple[str, 
         on_row = ss.new_episode.pop(key, None)
         ep = on_row or episodes.assign(core, store, fields, vec)
         plans.append(graph.plan_extraction(core, store, key, fields.get("content", ""), ep,
-                                           episode_on_row=on_row is not None))
+                                           episode_on_row=on_row is not None, mentioned=ss.mentioned.pop(key, None),
+                                           list_on_row="entities" in fields))
         vecs.append(vec)
         if ep is not None:
             lt = store.light.get(key)

@@ -52,6 +52,8 @@ class StoreState:
     adjacency: dict[str, dict[str, float]] | None = None  # memory key → {memory key: association weight}
     streams: dict[str, Stream] = field(default_factory=dict)
     new_episode: dict[str, str] = field(default_factory=dict)  # memory key → episode given before its write
+    # memory key → the entities its text names, extracted for its row's entity list before its write (graph.py)
+    mentioned: dict[str, list[Any]] = field(default_factory=dict)
     # Episode rows opened or ended for memories not yet through after_store (episodes.assign), in order: sent
     # with their graph write (graph.write_extractions).
     writes: list[dict[str, Any]] = field(default_factory=list)

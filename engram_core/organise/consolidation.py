@@ -155,11 +155,12 @@ def find_episodic_topics(core: MemoryCore, store: ScopeStore, *, dry_run: bool) 
     for k in eps:
         for t in store.light[k].tags:
             topics.setdefault(f"tag:{t}", set()).add(k)
-    rows = store.q1("SELECT in, out.name AS name, out.entity_type AS t FROM $ids->mentions",
+    rows = store.q1("SELECT id, entities.name AS names, entities.entity_type AS types FROM $ids WHERE entities != NONE",
                     {"ids": [rid("memory", k) for k in eps]}) or []
     for r in rows:
-        if r.get("t") not in graph.SUBJECT_TYPES:
-            topics.setdefault(f"entity:{r['name']}", set()).add(key_of(r["in"]))
+        for name, etype in zip(r.get("names") or [], r.get("types") or [], strict=False):
+            if name is not None and etype not in graph.SUBJECT_TYPES:
+                topics.setdefault(f"entity:{name}", set()).add(key_of(r["id"]))
     n = 0
     claimed: set[str] = set()
     # Largest topic first, ties by name: which topic claims a memory must not depend on set or row order.

@@ -3,7 +3,8 @@ gazetteer. Pure functions; they run on every stored memory, so they must stay we
 
 What is found: file paths, packages and libraries, commands and tools, error types, functions and
 classes, URLs. Relations come from a handful of phrasings that coding notes actually use ("we use X",
-"switched from X to Y", "X raises Y", "fixed Y by …"); anything else mentioned together is `related_to`.
+"switched from X to Y", "X raises Y", "fixed Y by …"). Entities merely named together are linked too, but that link
+is not extracted here: the graph derives it from each memory's entity list (graph.py, `co_mention_core`).
 """
 
 from __future__ import annotations
@@ -205,18 +206,14 @@ def _find(ents: list[Extracted], text: str) -> Extracted | None:
     return g
 
 
-def extract_relations(text: str, ents: list[Extracted], subject: Extracted = SUBJECT_PROJECT,
-                      *, co_mention: bool = True) -> list[ExtractedRelation]:
-    """Typed relations stated by the text; other entities mentioned together become `related_to`."""
+def extract_relations(text: str, ents: list[Extracted], subject: Extracted = SUBJECT_PROJECT) -> list[ExtractedRelation]:
+    """The typed relations the text states."""
     rels: list[ExtractedRelation] = []
-    typed_pairs: set[tuple[str, str]] = set()
 
     def add(src: Extracted | None, rel: str, dst: Extracted | None, conf: float = 0.7) -> None:
         if src is None or dst is None or src.key == dst.key:
             return
         rels.append(ExtractedRelation(src, rel, dst, conf))
-        typed_pairs.add((src.key, dst.key))
-        typed_pairs.add((dst.key, src.key))
 
     low = text
     replaced: set[str] = set()
@@ -272,11 +269,4 @@ def extract_relations(text: str, ents: list[Extracted], subject: Extracted = SUB
         add(_find(ents, m.group(1)), "tested_by", _find(ents, m.group(2)))
     for m in re.finditer(r"`?([\w./@-]+)`?\s+(?:is\s+)?configured\s+(?:by|in|via)\s+`?([\w./@-]+)`?", low, re.I):
         add(_find(ents, m.group(1)), "configured_by", _find(ents, m.group(2)))
-    if co_mention:
-        # Co-mention links are weak evidence; cap them so a long note does not create a clique of dozens.
-        core = [e for e in ents if e.entity_type != "command"][:6]
-        for i, a in enumerate(core):
-            for b in core[i + 1:]:
-                if (a.key, b.key) not in typed_pairs:
-                    rels.append(ExtractedRelation(a, "related_to", b, 0.5))
     return rels

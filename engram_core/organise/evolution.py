@@ -27,12 +27,15 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Literal
 
+from surrealdb import RecordID
+
 from .. import lifecycle, retrieval
 from ..api import EngramError
 from ..maintenance import plan_sweep
 from ..models import EvolutionChange, EvolutionReport, ParamProposal, RetrievalLogEntry, Rollback, UsageStat
 from ..scoring import DEFAULT_HALF_LIVES
 from ..store import ScopeStore, key_of, plain
+from . import graph
 from .base import MemoryCore, api
 
 MIN_LOG_ENTRIES = 50
@@ -259,12 +262,17 @@ def reflect(core: MemoryCore, store: ScopeStore, *, dry_run: bool = False,
         if len(keys) >= 10:
             insights.append(("consolidation_signal", f"{len(keys)} episodic memories tagged {tag!r} could become "
                                                      "one semantic memory", keys[:20]))
-    hubs = store.q1("SELECT id, name, count(->relates_to) + count(<-relates_to) AS degree FROM entity "
-                    "WHERE entity_type NOT IN ['project', 'person']") or []
-    for h in hubs:
-        if int(h.get("degree") or 0) > 20:
-            insights.append(("graph_insight", f"entity {h['name']!r} links {h['degree']} others: a hub, "
-                                              "consider splitting it", [f"entity:{key_of(h['id'])}"]))
+    # An entity's live relations, the co-mentions derived from the memories' entity lists among them (graph.py).
+    g = graph.mirror(core, store)
+    with g.lock:
+        degree = {e: len(rels) for e, rels in g.touching.items()
+                  if len(rels) > 20 and g.types.get(e) not in graph.SUBJECT_TYPES}
+    names = dict(store.q1("SELECT VALUE [record::id(id), name] FROM $ids",
+                          {"ids": [RecordID("entity", e) for e in sorted(degree)]}) or []) if degree else {}
+    for e in sorted(degree, key=lambda e: (-degree[e], e)):
+        if e in names:
+            insights.append(("graph_insight", f"entity {names[e]!r} links {degree[e]} others: a hub, "
+                                              "consider splitting it", [f"entity:{e}"]))
     archived = by_status.get("archived", 0)
     if total >= 20 and archived / total > 0.5:
         insights.append(("decay_anomaly", f"{archived} of {total} memories archived: half-lives may be too short", []))

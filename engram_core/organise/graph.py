@@ -1,10 +1,15 @@
 """The knowledge graph: entities (deduplicated per scope), typed relations that strengthen on repeated
-evidence, mentions from memories, pruning, and graph traversal as a recall signal."""
+evidence, mentions from memories, pruning, and graph traversal as a recall signal.
+
+What is stored (schema 011): entity rows, the typed relations and the ones the agent states (`relates_to` edges), and
+on each memory row the entities its text names (`memory.entities`, in order of first appearance). Two entities a
+memory names together are linked (`related_to`, a co-mention) without a row of their own: the link is derived from
+the memories' entity lists, in the graph mirror and in what the graph tools show (`co_mention_core`). Stored as
+edges, co-mentions were 97 % of the relations and, with the mention edges, 4.4 KB of every memory on disk."""
 
 from __future__ import annotations
 
 import functools
-import hashlib
 import itertools
 import json
 import logging
@@ -21,6 +26,7 @@ from surrealdb import RecordID
 
 from ..collector import paused_collector
 from ..embeddings import try_embed
+from ..entity_order import in_text_order
 from ..models import (
     AddEntitiesResult,
     EntityIn,
@@ -81,13 +87,25 @@ def relation_key(src: str, relation_type: str, dst: str) -> str:
     return short_hash("rel", src, relation_type, dst)
 
 
-def mention_id(memory_key: str, ekey: str) -> RecordID:
-    """A mention edge's id: a 63-bit integer derived from its two ends. An edge id is written in the row and in
-    its four graph keys, and nothing refers to a mention by id: as an integer (8 bytes) instead of the engine's
-    random 20-character one it saved 0.27 KB a memory (4 mentions a memory; docs/storage.md). Derived from the
-    ends, so writing the same mention again is a no-op (INSERT … IGNORE)."""
-    digest = hashlib.blake2b(f"{memory_key}\x1f{ekey}".encode(), digest_size=8).digest()
-    return RecordID("mentions", int.from_bytes(digest, "big") >> 1)
+CO_MENTION_MAX = 6  # a memory links its first six entities that are not commands: a long note makes no clique of dozens
+CO_PREFIX = "co_"  # a co-mention's key: derived, never a row (a stored relation's key is a bare hash)
+
+
+def co_key(a: str, b: str) -> str:
+    """The one key of the co-mention link between two entities, whichever a memory names first."""
+    x, y = (a, b) if a < b else (b, a)
+    return CO_PREFIX + short_hash("co", x, y)
+
+
+def co_weight(n: int) -> float:
+    """A co-mention's weight when ``n`` memories name both: as a stored relation strengthens (+0.1 a memory)."""
+    return min(1.0, CO_MENTION_WEIGHT + STRENGTHEN * (n - 1))
+
+
+def co_mention_core(ekeys: Sequence[str], types: dict[str, str]) -> list[str]:
+    """The entities of one memory (its list, in order) that it links to each other: the first CO_MENTION_MAX that
+    are known entities and not commands."""
+    return [k for k in dict.fromkeys(ekeys) if types.get(k, "command") != "command"][:CO_MENTION_MAX]
 
 
 def subject_for(store: ScopeStore) -> ex.Extracted:
@@ -117,7 +135,8 @@ IF array::len($ents) > 0 {
     confidence += 0.02 RETURN NONE;
   UPDATE $ent_ids SET confidence = 1.0 WHERE confidence > 1.0 RETURN NONE;
 };
-IF array::len($mentions) > 0 { INSERT RELATION IGNORE INTO mentions $mentions RETURN NONE; };
+-- A memory written without its entity list (promoted, or older than schema 011): the list now.
+FOR $m IN $set_ents { UPDATE $m.id SET entities = $m.e RETURN NONE; };
 FOR $r IN $rels {
   LET $cur = (SELECT VALUE evidence FROM ONLY $r.id);
   IF $cur != NONE {
@@ -177,7 +196,7 @@ class Extraction:
     """What one memory (or one stated relation) writes into the graph, planned before the chunk's round trip."""
 
     key: str | None  # the memory; None for a relation the agent states
-    mentioned: list[ex.Extracted]
+    mentioned: list[ex.Extracted]  # the entities the memory's text names, in order: its entity list
     rels: list[ex.ExtractedRelation]
     ent_rows: list[dict[str, Any]]
     rel_rows: list[dict[str, Any]]
@@ -186,12 +205,28 @@ class Extraction:
     episode_on_row: bool = False
     now: datetime | None = None
     entities: list[ex.Extracted] = field(default_factory=list)  # mentioned + relation endpoints
+    list_on_row: bool = True  # the memory's row was written with its entity list (`entity_list`)
+
+
+def entity_list(ents: Sequence[ex.Extracted]) -> list[RecordID]:
+    """What a memory row holds in `entities`: the entities its text names, in order (`named`)."""
+    return [rid("entity", entity_key(e.key, e.entity_type)) for e in ents]
+
+
+def named(content: str) -> list[ex.Extracted]:
+    """The entities a memory's text names, in the order it first names them (entity_order.py: the rule the lists
+    of a store written before schema 011 were given by too)."""
+    ents = {entity_key(e.key, e.entity_type): e for e in ex.extract_entities(content)}
+    return [ents[k] for k in in_text_order(content, {k: e.key for k, e in ents.items()})]
 
 
 def plan_extraction(core: MemoryCore, store: ScopeStore, key: str, content: str, episode_id: str | None, *,
-                    episode_on_row: bool = False) -> Extraction | None:
-    """Entities, mentions and relations of one memory, or None when it writes nothing into the graph."""
-    ents = ex.extract_entities(content)
+                    episode_on_row: bool = False, mentioned: Sequence[ex.Extracted] | None = None,
+                    list_on_row: bool = True) -> Extraction | None:
+    """Entities, mentions and relations of one memory, or None when it writes nothing into the graph.
+    ``mentioned``: its entities as already extracted (before its row was written, `on_row`); ``list_on_row``:
+    whether that row holds its entity list (else this write adds it, an empty one included)."""
+    ents = list(mentioned) if mentioned is not None else named(content)
     subject = subject_for(store)
     rels = ex.extract_relations(content, ents, subject) if ents else []
     now = core.now()
@@ -199,7 +234,7 @@ def plan_extraction(core: MemoryCore, store: ScopeStore, key: str, content: str,
     for r in rels:
         all_ents.setdefault((r.source.key, r.source.entity_type), r.source)
         all_ents.setdefault((r.target.key, r.target.entity_type), r.target)
-    if not all_ents and episode_id is None:
+    if not all_ents and episode_id is None and list_on_row:
         return None
     check: set[str] = set()
     for r in rels:
@@ -208,15 +243,25 @@ def plan_extraction(core: MemoryCore, store: ScopeStore, key: str, content: str,
             check.add(entity_key(r.target.key, r.target.entity_type))
     return Extraction(key=key, mentioned=ents, rels=rels, ent_rows=[_entity_row(e, now) for e in all_ents.values()],
                       rel_rows=[_relation_row(r, key, now) for r in rels], check=sorted(check),
-                      episode=episode_id, episode_on_row=episode_on_row, now=now, entities=list(all_ents.values()))
+                      episode=episode_id, episode_on_row=episode_on_row, now=now, entities=list(all_ents.values()),
+                      list_on_row=list_on_row)
+
+
+def list_into_row(fields: dict[str, Any]) -> list[ex.Extracted]:
+    """Before a new memory's row is written: its entity list goes into the row (`fields["entities"]`), so the row
+    is written once; returns the entities for its graph write (`plan_extraction`)."""
+    ents = named(fields.get("content", ""))
+    fields["entities"] = entity_list(ents)
+    return ents
 
 
 def write_extraction(core: MemoryCore, store: ScopeStore, key: str, content: str,
-                     episode_id: str | None, *, episode_on_row: bool = False,
+                     episode_id: str | None, *, episode_on_row: bool = False, list_on_row: bool = True,
                      ) -> tuple[list[ex.ExtractedRelation], list[dict[str, Any]]]:
     """One memory's `write_extractions`: the relations written and the live ones sharing an endpoint with a
     conflict-prone one (the contradiction candidates)."""
-    plan = plan_extraction(core, store, key, content, episode_id, episode_on_row=episode_on_row)
+    plan = plan_extraction(core, store, key, content, episode_id, episode_on_row=episode_on_row,
+                           list_on_row=list_on_row)
     if plan is None:
         return [], []
     return plan.rels, write_extractions(core, store, [plan])[0]
@@ -246,13 +291,12 @@ def write_extractions(core: MemoryCore, store: ScopeStore, plans: Sequence[Extra
                    if p.episode is not None and not p.episode_on_row and p.key is not None],
         "ents": [_unstamped(e) for p in plans for e in p.ent_rows],
         "ent_ids": list(dict.fromkeys(e["id"] for p in plans for e in p.ent_rows)),
-        "mentions": [{"id": mention_id(p.key, k), "in": rid("memory", p.key), "out": rid("entity", k)}
-                     for p in plans if p.key is not None
-                     for k in (entity_key(e.key, e.entity_type) for e in p.mentioned)],
+        "set_ents": [{"id": rid("memory", p.key), "e": entity_list(p.mentioned)} for p in plans
+                     if p.key is not None and not p.list_on_row],
         "rels": [{**r, "fields": _unstamped(r["fields"])} for p in plans for r in p.rel_rows],
     }
-    # The one memory field it writes is the episode (of a memory written without it), which the mirror takes
-    # below: the rows stay held.
+    # The memory fields it writes are the episode (of a memory written without it), which the mirror takes
+    # below, and the entity list, which no row mirror holds: the rows stay held.
     got = store.q(_WRITE, params, memory_rows=())[-1] or {}
     for e in params["set_ep"]:
         store.mirror_fields(key_of(e["mem"]), episode_id=e["ep"])
@@ -264,8 +308,7 @@ def write_extractions(core: MemoryCore, store: ScopeStore, plans: Sequence[Extra
                 for e in p.entities:
                     g.add_entity(entity_key(e.key, e.entity_type), e.entity_type, e.key)
                 if p.key is not None:
-                    for e in p.mentioned:
-                        g.add_mention(p.key, entity_key(e.key, e.entity_type))
+                    g.add_memory(p.key, [entity_key(e.key, e.entity_type) for e in p.mentioned])
             for k, r in post.items():
                 g.set_relation(k, key_of(r["in"]), key_of(r["out"]), float(r["weight"]), r.get("invalid_at") is None,
                                conflict=r.get("relation_type") in CONFLICT_TYPES)
@@ -332,9 +375,10 @@ def _live_after_each(plans: Sequence[Extraction], got: dict[str, Any],
 
 class GraphMirror:
     """The graph as recall reads it, in memory: entity names and types, which memories mention each entity,
-    and the live relations with their weights. Loaded once per store from three compact strings (the SDK's
-    CBOR decoder would otherwise decode every row field by field) and kept in step by every write here;
-    maintenance that rewrites the graph wholesale (merging, pruning, superseding) drops it for a reload."""
+    and the live relations with their weights: the stored ones and the co-mentions derived from the memories'
+    entity lists (`add_memory`). Loaded once per store from three compact strings (the SDK's CBOR decoder would
+    otherwise decode every row field by field) and kept in step by every write here; maintenance that rewrites
+    the graph wholesale (merging, pruning, erasing) drops it for a reload."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -347,6 +391,9 @@ class GraphMirror:
         # entity's relations, where `touching` holds thousands for a popular one (its co-mentions)
         self.conflicting: dict[str, set[str]] = {}
         self.version = 0  # the store's graph_version this was loaded at
+        # memory key → its entity list, for a memory read from the store before all its entities were (a new
+        # memory's row is written before its entities): its co-mentions wait for `add_memory`
+        self.pending: dict[str, list[str]] = {}
         # entity key → its first NEAR_KEEP traversal neighbours (other entity, 0.5 × weight), strongest first: a
         # popular entity has thousands of relations, and recall would otherwise walk them all for every query
         # naming it (kept whole, the 96 such entities of the 100k set held 258,000 neighbours).
@@ -378,8 +425,22 @@ class GraphMirror:
         self._near[ekey] = found[:NEAR_KEEP]
         return found
 
-    def add_mention(self, memory: str, ekey: str) -> None:
-        self.mentioned_by.setdefault(ekey, {})[memory] = None
+    def add_memory(self, memory: str, ekeys: Sequence[str]) -> None:
+        """A memory's entity list (in order; its entities already added): its mentions, and a co-mention between
+        each two of its `co_mention_core`, strengthened by each further memory naming both. A memory already
+        taken changes nothing (its list is written once)."""
+        if not ekeys or (memory in self.mentioned_by.get(ekeys[0], ()) and memory not in self.pending):
+            return
+        self.pending.pop(memory, None)
+        for ekey in ekeys:
+            self.mentioned_by.setdefault(ekey, {})[memory] = None
+        core = co_mention_core(ekeys, self.types)
+        for i, a in enumerate(core):
+            for b in core[i + 1:]:
+                k = co_key(a, b)
+                cur = self.rels.get(k)
+                weight = CO_MENTION_WEIGHT if cur is None else min(1.0, cur[2] + STRENGTHEN)
+                self.set_relation(k, min(a, b), max(a, b), weight, True)
 
     def set_relation(self, rkey: str, a: str, b: str, weight: float, live: bool, *, conflict: bool = False) -> None:
         """A relation written (``live``) or ended; ``conflict``: its type is conflict-prone (a relation's type is
@@ -402,7 +463,8 @@ class GraphMirror:
 
 _LOAD = """RETURN {
   e: array::join((SELECT VALUE record::id(id) + ' ' + entity_type + ' ' + name_key FROM entity), '\n'),
-  m: array::join((SELECT VALUE record::id(in) + ' ' + record::id(out) FROM mentions), '\n'),
+  m: array::join((SELECT VALUE record::id(id) + ' ' + array::join(entities.map(|$e| record::id($e)), ' ')
+                  FROM memory WHERE array::len(entities ?? []) > 0), '\n'),
   r: array::join((SELECT VALUE record::id(id) + ' ' + record::id(in) + ' ' + record::id(out) + ' ' + <string>weight
                   + ' ' + relation_type FROM relates_to WHERE invalid_at IS NONE), '\n')
 };"""
@@ -416,12 +478,24 @@ def _load_mirror(store: ScopeStore) -> GraphMirror:
         parts = line.split(" ", 2)
         if len(parts) == 3:
             g.add_entity(parts[0], parts[1], parts[2])
-    # Sorted by memory id (a ULID), so "oldest first" holds after a reload too: the rows come in the order of
-    # their random record ids, and traversal keeps the newest TRAVERSE_MAX_MENTIONS of a busy entity.
+    # Sorted by memory id (a ULID), so "oldest first" holds after a reload too, and traversal keeps the newest
+    # TRAVERSE_MAX_MENTIONS of a busy entity. The co-mentions are counted first and set once each.
+    pairs: dict[tuple[str, str], int] = {}
     for line in sorted((got.get("m") or "").split("\n")):
-        parts = line.split(" ")
-        if len(parts) == 2:
-            g.add_mention(parts[0], parts[1])
+        memory, *ekeys = line.split(" ")
+        if not ekeys:
+            continue
+        for ekey in ekeys:
+            g.mentioned_by.setdefault(ekey, {})[memory] = None
+        if any(k not in g.types for k in ekeys):
+            g.pending[memory] = ekeys
+            continue
+        core = sorted(co_mention_core(ekeys, g.types))
+        for i, a in enumerate(core):
+            for b in core[i + 1:]:
+                pairs[a, b] = pairs.get((a, b), 0) + 1
+    for (a, b), n in pairs.items():
+        g.set_relation(co_key(a, b), a, b, co_weight(n), True)
     for line in (got.get("r") or "").split("\n"):
         parts = line.split(" ")
         if len(parts) == 5:
@@ -435,7 +509,9 @@ def _load_mirror(store: ScopeStore) -> GraphMirror:
 # 3: numpy arrays in an .npz (the keys one newline-joined text each, the positions int32): parsing version 2's
 # JSON (19 MB at 100,000 memories, 277,000 relations) was ~0.75 s of the first recall after a start.
 # 4: which relations are of a conflict-prone type (`r_conflict`), for an import's relation checks.
-GRAPH_SNAPSHOT_VERSION = 4
+# 5: the co-mentions derived from the memories' entity lists (schema 011), one per pair of entities: a version 4 file
+# holds them as the edges they were, one per pair and order, and is ignored (the graph is read from the store once).
+GRAPH_SNAPSHOT_VERSION = 5
 
 
 def _snapshot_path(store: ScopeStore) -> Any:
@@ -591,21 +667,14 @@ def warm_hubs(g: GraphMirror, before_each: Callable[[], object] | None = None) -
     return done
 
 
-def _remember(core: MemoryCore, store: ScopeStore, ents: Any, key: str | None = None,
-              mentioned: Sequence[str] = (), rels: Sequence[dict[str, Any]] = ()) -> None:
-    """Apply what a write put in the database to the mirror (if loaded: otherwise the load will see it)."""
+def _remember(core: MemoryCore, store: ScopeStore, ents: Sequence[ex.Extracted]) -> None:
+    """Entities a write put in the database join the mirror (if loaded: otherwise the load will see them)."""
     g = state(core).of(store).graph
     if g is None:
         return
     with g.lock:
         for e in ents:
             g.add_entity(entity_key(e.key, e.entity_type), e.entity_type, e.key)
-        if key is not None:
-            for ekey in mentioned:
-                g.add_mention(key, ekey)
-        for r in rels:
-            g.set_relation(key_of(r["id"]), key_of(r["in"]), key_of(r["out"]), float(r["weight"]),
-                           r.get("invalid_at") is None)
 
 
 def _index_name(names: dict[str, set[str]], nkey: str, ekey: str, etype: str) -> None:
@@ -741,8 +810,32 @@ def _relations(rows: list[dict[str, Any]], names: dict[str, str], scope: str) ->
     return out
 
 
-def _expand(store: ScopeStore, seeds: set[str], depth: int, limit: int,
+def _co_mention_rows(g: GraphMirror, store: ScopeStore, frontier: set[str], most: int) -> list[dict[str, Any]]:
+    """The co-mentions at the frontier, as the rows a stored relation has (they have none: derived from the
+    memories' entity lists), the strongest ``most``. Evidence: the memories naming both, newest last; confidence as a
+    stored relation's would be after that many (0.5, +0.05 a memory); valid from the first of them. Caller holds
+    the lock."""
+    found: dict[str, tuple[str, str, float]] = {}
+    for ekey in sorted(frontier):
+        for k in g.touching.get(ekey, ()):
+            if k.startswith(CO_PREFIX):
+                found[k] = g.rels[k]
+    rows = []
+    for k, (a, b, w) in sorted(found.items(), key=lambda kv: (-kv[1][2], kv[0]))[:most]:
+        by_a, by_b = g.mentioned_by.get(a, {}), g.mentioned_by.get(b, {})
+        small, large = (by_a, by_b) if len(by_a) <= len(by_b) else (by_b, by_a)
+        both = sorted(m for m in small if m in large)  # memory keys are ULIDs: oldest first
+        first = store.light.get(both[0]) if both else None
+        rows.append({"id": rid("relates_to", k), "in": rid("entity", a), "out": rid("entity", b),
+                     "relation_type": "related_to", "weight": w,
+                     "confidence": min(1.0, 0.5 + 0.05 * max(0, len(both) - 1)), "evidence": both[-EVIDENCE_MAX:],
+                     "valid_from": first.created_at if first is not None else None, "invalid_at": None})
+    return rows
+
+
+def _expand(core: MemoryCore, store: ScopeStore, seeds: set[str], depth: int, limit: int,
             include_invalid: bool) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, list[str]]]:
+    g = mirror(core, store)
     frontier, seen = set(seeds), set(seeds)
     # Sets are walked sorted: the entities, edges and memories returned (and which ones `limit` keeps) must not
     # depend on string hashing (PYTHONHASHSEED).
@@ -751,14 +844,19 @@ def _expand(store: ScopeStore, seeds: set[str], depth: int, limit: int,
     for _ in range(max(0, depth)):
         if not frontier:
             break
-        # Through the graph keys (schema 008), bound by LET first: the engine (3.2.4) orders and limits a
-        # function's result wrongly when it is the FROM itself. Ties by id, as the table scan this was returned them.
-        rows = store.q1(f"LET $x = array::distinct($f<->relates_to); SELECT * FROM $x{cond} "
-                        "ORDER BY weight DESC, id LIMIT $lim",
-                        {"f": [rid("entity", k) for k in sorted(frontier)], "lim": limit * 5})
+        # The stored relations through the graph keys (schema 008), bound by LET first: the engine (3.2.4) orders
+        # and limits a function's result wrongly when it is the FROM itself. With the co-mentions, strongest
+        # first, ties by id.
+        rows = [plain(r) for r in store.q1(f"LET $x = array::distinct($f<->relates_to); SELECT * FROM $x{cond} "
+                                           "ORDER BY weight DESC, id LIMIT $lim",
+                                           {"f": [rid("entity", k) for k in sorted(frontier)], "lim": limit * 5})
+                or []]
+        with g.lock:
+            rows += [plain(r) for r in _co_mention_rows(g, store, frontier, limit * 5)]
+        rows.sort(key=lambda r: (-float(r["weight"]), key_of(r["id"])))
         nxt: set[str] = set()
-        for r in rows or []:
-            edges[key_of(r["id"])] = plain(r)
+        for r in rows[:limit * 5]:
+            edges[key_of(r["id"])] = r
             for end in (key_of(r["in"]), key_of(r["out"])):
                 if end not in seen and len(seen) < limit:
                     seen.add(end)
@@ -766,12 +864,9 @@ def _expand(store: ScopeStore, seeds: set[str], depth: int, limit: int,
         frontier = nxt
     ids = [rid("entity", k) for k in sorted(seen)]
     ents = plain(store.q1("SELECT * OMIT embedding FROM $ids", {"ids": ids})) or []
-    mrows = store.q1("SELECT in, out FROM $ids<-mentions", {"ids": ids})
-    mentions: dict[str, list[str]] = {}
-    for m in mrows or []:
-        mentions.setdefault(key_of(m["out"]), []).append(key_of(m["in"]))
-    for ms in mentions.values():
-        ms.sort()  # memory ids are ULIDs: oldest first, whatever order the mention rows were stored in
+    with g.lock:
+        # memory keys are ULIDs: sorted, oldest first
+        mentions = {k: sorted(g.mentioned_by[k]) for k in sorted(seen) if g.mentioned_by.get(k)}
     return ents, list(edges.values()), mentions
 
 
@@ -796,7 +891,7 @@ def search_knowledge_graph(core: MemoryCore, query: str, project: str | None = N
         seeds = list(dict.fromkeys([*named, *(key_of(r["id"]) for r in rows or [])]))[:limit]
         if not seeds:
             continue
-        ents, edges, mentions = _expand(store, set(seeds), depth, limit, include_invalid)
+        ents, edges, mentions = _expand(core, store, set(seeds), depth, limit, include_invalid)
         names = {key_of(e["id"]): e["name"] for e in ents}
         result.entities += _entities(ents, store.scope.value, mentions)
         result.relations += _relations(edges, names, store.scope.value)
@@ -812,12 +907,12 @@ def memory_graph(core: MemoryCore, memory_id: str, project: str | None = None,
                  session: str | None = None) -> GraphResult:
     """The entities one memory mentions and the relations among them and their neighbours (TUI detail pane)."""
     store, key = core.scopes.locate(memory_id, project, session)
-    rows = store.q1("SELECT VALUE out FROM $m->mentions", {"m": rid("memory", key)})
-    seeds = {key_of(r) for r in rows or []}
+    listed = store.q1("SELECT VALUE entities FROM ONLY $m", {"m": rid("memory", key)})
+    seeds = {key_of(r) for r in listed or []}
     result = GraphResult(query=None)
     if not seeds:
         return result
-    ents, edges, mentions = _expand(store, seeds, 1, 50, True)
+    ents, edges, mentions = _expand(core, store, seeds, 1, 50, True)
     names = {key_of(e["id"]): e["name"] for e in ents}
     # The pane shows this memory's entities; neighbours appear only as relation endpoints.
     result.entities = _entities([e for e in ents if key_of(e["id"]) in seeds], store.scope.value, mentions)
@@ -957,6 +1052,7 @@ def merge_similar_entities(core: MemoryCore, store: ScopeStore, *, dry_run: bool
     for r in rows:
         by_type.setdefault(r["entity_type"], []).append(r)
     merged = 0
+    g = mirror(core, store)
     for etype, group in by_type.items():
         if etype in SUBJECT_TYPES or len(group) < 2:
             continue
@@ -974,21 +1070,24 @@ def merge_similar_entities(core: MemoryCore, store: ScopeStore, *, dry_run: bool
                 gone.add(j)
                 merged += 1
                 if not dry_run:
-                    _merge_entity(store, key_of(group[j]["id"]), key_of(group[i]["id"]))
+                    old = key_of(group[j]["id"])
+                    with g.lock:
+                        naming = sorted(g.mentioned_by.get(old, ()))
+                    _merge_entity(store, old, key_of(group[i]["id"]), naming)
     if merged and not dry_run:
         invalidate_names(core, store)
     return merged
 
 
-def _merge_entity(store: ScopeStore, old: str, new: str) -> None:
-    """Point the old entity's mentions and relations at the survivor, then delete it (maintenance only)."""
+def _merge_entity(store: ScopeStore, old: str, new: str, naming: Sequence[str]) -> None:
+    """Point the old entity's mentions (the entity lists of ``naming``, the memories naming it) and relations at the
+    survivor, then delete it (maintenance only)."""
     o, n = rid("entity", old), rid("entity", new)
-    mems = store.q1("SELECT VALUE in FROM $o<-mentions", {"o": o}) or []
     edges = store.q1("SELECT * FROM array::distinct($o<->relates_to)", {"o": o}) or []
-    store.q("LET $x = array::concat(array::distinct($o<->relates_to), $o<-mentions); DELETE $x RETURN NONE;",
-            {"o": o})
-    if mems:
-        store.q("RELATE $m->mentions->$n RETURN NONE", {"m": mems, "n": n})
+    store.q("LET $x = array::distinct($o<->relates_to); DELETE $x RETURN NONE;", {"o": o})
+    if naming:
+        store.q("UPDATE $m SET entities = array::distinct(entities.map(|$e| IF $e = $o THEN $n ELSE $e END)) "
+                "WHERE entities CONTAINS $o RETURN NONE", {"m": [rid("memory", k) for k in naming], "o": o, "n": n})
     for e in edges:
         a = n if key_of(e["in"]) == old else e["in"]
         b = n if key_of(e["out"]) == old else e["out"]
@@ -1015,9 +1114,13 @@ def prune_graph(core: MemoryCore, store: ScopeStore, *, now: datetime | None = N
                      "AND invalid_at IS NONE", {"c": cutoff}) or []
     if not dry_run:
         if weak:
+            g = mirror(core, store)
+            with g.lock:
+                naming = sorted({m for w in weak for m in g.mentioned_by.get(key_of(w), ())})
             # Edges by the graph keys of their ends (schema 008), bound by LET: DELETE refuses the walk in place.
-            store.q("LET $x = array::concat(array::distinct($w<->relates_to), $w<-mentions); DELETE $x RETURN NONE; "
-                    "DELETE $w;", {"w": weak})
+            store.q("LET $x = array::distinct($w<->relates_to); DELETE $x RETURN NONE; "
+                    "UPDATE $m SET entities = array::complement(entities, $w) RETURN NONE; DELETE $w;",
+                    {"w": weak, "m": [rid("memory", k) for k in naming]})
             invalidate_names(core, store)
         if stale:
             store.q("UPDATE $s SET invalid_at = $n RETURN NONE", {"s": stale, "n": now or core.now()})
@@ -1026,18 +1129,18 @@ def prune_graph(core: MemoryCore, store: ScopeStore, *, now: datetime | None = N
 
 
 def backfill(core: MemoryCore, store: ScopeStore, *, limit: int = 500, dry_run: bool = False) -> int:
-    """Memories that never went through the store hook (promoted from a session, imported by an older
-    version) get their entities now."""
+    """Memories that never went through the store hook (stored with the organise layer off, imported by an older
+    version) get their entities now. A memory without an entity list has not been read for them (an empty list:
+    read, and it names none; before schema 011, `metadata.graph_scanned` said so)."""
     rows = store.q1("SELECT id, content FROM memory WHERE status NOT IN ['forgotten', 'superseded'] "
-                    "AND count(->mentions) = 0 AND metadata.graph_scanned != true LIMIT $n", {"n": limit}) or []
+                    "AND entities = NONE AND metadata.graph_scanned != true LIMIT $n", {"n": limit}) or []
     done = 0
     for r in rows:
         k = key_of(r["id"])
         if dry_run:
             done += bool(ex.extract_entities(r["content"]))
             continue
-        _, _ = write_extraction(core, store, k, r["content"], None)
-        store.q("UPDATE $id SET metadata.graph_scanned = true RETURN NONE", {"id": r["id"]})
+        _, _ = write_extraction(core, store, k, r["content"], None, list_on_row=False)
         done += 1
     return done
 
