@@ -85,7 +85,13 @@ class Scopes:
                 return self._projects[db][1]
             path = project_store_dir(root) / "project.db"
             conn = Connection.file(path)
-            store = self._open_store(conn, Scope.project, db)
+            try:
+                store = self._open_store(conn, Scope.project, db)
+            except BaseException:
+                # An open that failed part-way (an upgrade stopped, a disk fault) must not keep the files locked:
+                # the next request in this process opens the store again and goes on from where it stopped.
+                conn.close()
+                raise
             self._project_conns[db] = conn
             self._projects[db] = (root, store)
             self._register_project(root, db, store)

@@ -204,6 +204,22 @@ def _assert_lean(store: ScopeStore) -> None:
     assert {e.get("source") for e in ents} == {None, "agent"}
 
 
+def _stopping_after_two(chunk_marker: str) -> Any:  # noqa: ANN401 - a ScopeStore.q stand-in
+    """ScopeStore.q that stops the process (KeyboardInterrupt) when a third upgrade chunk (a query holding
+    ``chunk_marker``) is about to run: the two before it are committed."""
+    original = ScopeStore.q
+    calls = {"n": 0}
+
+    def q(self: ScopeStore, sql: str, params: Any = None, **kw: Any) -> Any:  # noqa: ANN401
+        if chunk_marker in sql:
+            calls["n"] += 1
+            if calls["n"] > 2:
+                raise KeyboardInterrupt
+        return original(self, sql, params, **kw)
+
+    return q
+
+
 def test_an_interrupted_lean_upgrade_goes_on_at_the_next_open(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Schema 009 clears the old rows chunk by chunk, each chunk committed with the table's events defined again;
     a stop between chunks leaves schema 8 recorded, and the next open clears the rest."""
@@ -217,18 +233,8 @@ def test_an_interrupted_lean_upgrade_goes_on_at_the_next_open(tmp_path: Path, mo
         "scope: 'project'}; RELATE (type::record('entity', $i))->relates_to->(type::record('entity', $i + 1)) "
         "CONTENT {relation_type: 'uses', scope: 'project'}; };")
     events = (s.q1("INFO FOR TABLE relates_to") or {})["events"]
-    calls = {"n": 0}
-    original = ScopeStore.q
-
-    def stop_after_two_chunks(self: ScopeStore, sql: str, params: Any = None, **kw: Any) -> Any:  # noqa: ANN401
-        if "UPDATE $ids SET scope = NONE" in sql:
-            calls["n"] += 1
-            if calls["n"] > 2:
-                raise KeyboardInterrupt
-        return original(self, sql, params, **kw)
-
     with monkeypatch.context() as m:
-        m.setattr(ScopeStore, "q", stop_after_two_chunks)
+        m.setattr(ScopeStore, "q", _stopping_after_two("UPDATE $ids SET scope = NONE"))
         m.setattr(store_mod.ScopeStore._lean_rows, "__defaults__", (3,))  # chunks of 3 rows
         with pytest.raises(KeyboardInterrupt):
             ScopeStore(conn, store_mod.Scope.project, "p_lean")
@@ -241,6 +247,46 @@ def test_an_interrupted_lean_upgrade_goes_on_at_the_next_open(tmp_path: Path, mo
     assert again.q1("SELECT VALUE id FROM entity WHERE scope != NONE OR created_at != NONE OR description = ''") == []
     assert len(again.q1("SELECT VALUE id FROM entity") or []) == 7
     conn.close()
+
+
+def test_an_interrupted_entity_list_upgrade_goes_on_at_the_next_open(tmp_path: Path, embedder: Any,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Schema 011 writes the lists chunk by chunk; a stop between chunks leaves schema 10 recorded, the mention edges
+    and co-mention rows in place, and the chunks written keep their lists: the next open writes the rest, and every
+    memory's list holds exactly the entities its edges pointed at, in the order its text names them."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    proj = tmp_path / "proj"
+    (proj / ".git").mkdir(parents=True)
+    p = str(proj)
+    real = store_mod.migrations()
+    texts = [*TEXTS, *(f"In src/mod_{i}.py, redis and celery share the settings from conftest.py" for i in range(5))]
+    with monkeypatch.context() as old:  # written by the code before schema 011
+        old.setattr(store_mod, "migrations", lambda: [m for m in real if m[0] < 11])
+        with _service(tmp_path, embedder, organise=False) as svc:
+            ids = [svc.store(MemoryIn(content=t), project=p).memory.id for t in texts]
+            store = svc.project_store(p)
+            assert store is not None and store.schema_version() == 10
+            write_legacy_graph(store, list(zip(ids, texts, strict=True)), svc.now())
+            before = _before(store)
+    with monkeypatch.context() as m:
+        m.setattr(ScopeStore, "q", _stopping_after_two("SET entities = $lists"))
+        m.setattr(store_mod.ScopeStore._entity_lists, "__defaults__", (3,))  # chunks of 3 memories
+        with pytest.raises(KeyboardInterrupt), _service(tmp_path, embedder) as svc:
+            svc.project_store(p)  # opening the store upgrades it
+    with monkeypatch.context() as old, _service(tmp_path, embedder, organise=False) as svc:  # as it was left
+        old.setattr(store_mod, "migrations", lambda: [m for m in real if m[0] < 11])
+        store = svc.project_store(p)
+        assert store is not None and store.schema_version() == 10
+        listed = store.q1("SELECT VALUE id FROM memory WHERE entities != NONE") or []
+        assert len(listed) == 2 * 3 and _before(store) == before, "two chunks moved, every edge still there"
+    with _service(tmp_path, embedder) as svc:
+        store = svc.project_store(p)
+        assert store is not None and store.schema_version() == real[-1][0]
+        after = _after(svc, store)
+        assert after["naming"] == before["naming"] and after["stored"] == before["stored"] and before["co"] <= set(after["co"])
+        for k, t in zip(ids, texts, strict=True):
+            listed = store.q1("SELECT VALUE entities.name FROM ONLY $m", {"m": store_mod.record(k)})
+            assert listed == [e.name for e in graph.named(t)], t
 
 
 def test_an_entity_named_again_with_a_description_takes_it(env: tuple[EngramService, str]) -> None:
