@@ -9,6 +9,7 @@ data or the model shows up in both. Turn and question embeddings are cached unde
     python bench/locomo.py --ablation            # also every idea in the ablation table
     python bench/locomo.py --holdout conv-43     # also report tune-on-4 / test-on-1
     python bench/locomo.py --engine service      # also Engram's figures through EngramService.recall
+    python bench/locomo.py --engine service --deterministic   # the same, the same answers every run (A/B)
 """
 
 from __future__ import annotations
@@ -433,9 +434,10 @@ class ServiceEngine:
     the questions before it, which measures the order of the question file, not retrieval.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, deterministic: bool = False) -> None:
         self.tmp = Path(tempfile.mkdtemp(prefix="engram-locomo-"))
         self.services: list[Any] = []
+        self.deterministic = deterministic
 
     def build(self, conv: Conversation) -> Retriever:
         from engram_core.models import MemoryIn
@@ -444,8 +446,20 @@ class ServiceEngine:
         root = self.tmp / conv.sample_id
         home, project = root / "home", root / "project"
         project.mkdir(parents=True)
+        options: dict[str, Any] = {}
+        if self.deterministic:
+            # Memory ids are ULIDs: their random part orders memories stored in the same millisecond, which decides
+            # ties (a question or two of 760 moves between runs of the same code). A frozen clock and sequential ids
+            # give the same answers every run: what an A/B of two codes needs.
+            from datetime import UTC, datetime
+
+            from engram_core.clock import FrozenClock
+            from engram_core.ids import SequentialIds
+
+            t0 = datetime(2026, 1, 1, tzinfo=UTC)
+            options = {"clock": FrozenClock(t0), "ids": SequentialIds(t0)}
         with _env(ENGRAM_HOME=str(home)):
-            svc = EngramService(home)
+            svc = EngramService(home, **options)
         self.services.append(svc)
         memories = [
             MemoryIn(
@@ -490,6 +504,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--holdout", help="tune the grid on the other four conversations and report the pick on this one"
     )
     ap.add_argument("--out", type=Path, help="also write the JSON here")
+    ap.add_argument("--deterministic", action="store_true",
+                    help="with --engine service: a frozen clock and sequential memory ids, the same answers every run "
+                         "(for comparing two codes; the figures differ from a real clock's)")
     args = ap.parse_args(argv)
 
     convs = load(args.data)
@@ -504,7 +521,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         methods[f"engram: {name}"] = engram_builder(enc, cfg)
     service: ServiceEngine | None = None
     if args.engine == "service":
-        service = ServiceEngine()
+        service = ServiceEngine(deterministic=args.deterministic)
         methods["engram: service (EngramService.recall, chosen config)"] = service.build
 
     report: dict[str, Any] = {

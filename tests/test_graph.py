@@ -33,12 +33,13 @@ def test_mentions_and_dedup_by_name_and_type(env: tuple[EngramService, str]) -> 
 
 def test_co_mentions_are_derived_from_the_memories_entity_lists(env: tuple[EngramService, str]) -> None:
     """Schema 011: a memory's row holds the entities its text names, in order; two of them named together are linked
-    (`related_to`) with no row of their own: one link per pair of entities whichever comes first, between the first
-    six that are not commands, 0.3 strong and +0.1 for each further memory naming both; erasing a memory takes its
-    part away. The graph tools show them as relations whose evidence is the memories naming both."""
+    (`related_to`, from the one named first) with no row of their own, between the first six that are not commands,
+    0.3 strong and +0.1 for each further memory naming them in that order; erasing a memory takes its part away. The
+    graph tools show them as relations whose evidence is the memories linking them."""
     svc, p = env
     a = store(svc, p, "src/db.py opens sqlalchemy sessions; run `make test` before merging [x] \\ 🚀")
     b = store(svc, p, "sqlalchemy sessions leak when src/db.py forgets to close them")
+    a2 = store(svc, p, "src/db.py pools sqlalchemy connections per worker")
     c = store(svc, p, "In src/a.py and src/b.py, redis, celery, httpx, django and alembic share settings")
     pstore = svc.project_store(p)
     assert pstore is not None
@@ -47,22 +48,22 @@ def test_co_mentions_are_derived_from_the_memories_entity_lists(env: tuple[Engra
     listed = pstore.q1("SELECT VALUE entities.name FROM ONLY $m", {"m": RecordID("memory", a)})
     assert listed[:2] == ["src/db.py", "sqlalchemy"] and set(listed[2:]) == {"make test", "make"}  # as the text names them
 
-    rels = graph.search_knowledge_graph(svc, "sqlalchemy", project=p).relations
-    pair = [r for r in rels if {r.source_name, r.target_name} == {"src/db.py", "sqlalchemy"}]
-    assert len(pair) == 1 and pair[0].relation_type == "related_to" and pair[0].id.startswith(graph.CO_PREFIX)
-    assert pair[0].weight == pytest.approx(0.4) and pair[0].evidence == [a, b]
-    assert not [r for r in rels if "make test" in (r.source_name, r.target_name)], "a command is not linked"
-    linked = {n for r in graph.search_knowledge_graph(svc, "redis", project=p).relations
-              for n in (r.source_name, r.target_name)}
+    def links(query: str) -> dict[tuple[str, str], tuple[float, list[str]]]:
+        rels = graph.search_knowledge_graph(svc, query, project=p).relations
+        assert all(r.relation_type == "related_to" and r.id.startswith(graph.CO_PREFIX) for r in rels)
+        return {(r.source_name, r.target_name): (round(r.weight, 6), r.evidence) for r in rels}
+
+    got = links("sqlalchemy")
+    assert got[("src/db.py", "sqlalchemy")] == (0.4, [a, a2]) and got[("sqlalchemy", "src/db.py")] == (0.3, [b])
+    assert not [k for k in got if "make test" in k], "a command is not linked"
+    linked = {n for k in links("redis") for n in k}
     assert {"src/a.py", "django"} <= linked and "alembic" not in linked, "the first six only"
     g = graph.mirror(svc, pstore)
-    assert sum(k.startswith(graph.CO_PREFIX) for k in g.rels) == 3 + 15  # a's three pairs (b names one again), c's
+    assert sum(k.startswith(graph.CO_PREFIX) for k in g.rels) == 3 + 1 + 15  # a's three (a2 names one again), b's, c's
 
-    svc.forget(b, project=p, erase=True, confirm=True)
-    pair = [r for r in graph.search_knowledge_graph(svc, "sqlalchemy", project=p).relations
-            if {r.source_name, r.target_name} == {"src/db.py", "sqlalchemy"}]
-    assert pair[0].weight == pytest.approx(0.3) and pair[0].evidence == [a]
-    assert pstore.q1("SELECT VALUE entities FROM ONLY $m", {"m": RecordID("memory", b)}) is None
+    svc.forget(a2, project=p, erase=True, confirm=True)
+    assert links("sqlalchemy")[("src/db.py", "sqlalchemy")] == (0.3, [a])
+    assert pstore.q1("SELECT VALUE entities FROM ONLY $m", {"m": RecordID("memory", a2)}) is None
     assert graph._load_mirror(pstore).rels == graph.mirror(svc, pstore).rels
     assert c in graph.search_knowledge_graph(svc, "celery", project=p).memory_ids
 
@@ -78,8 +79,10 @@ def test_the_mirror_takes_a_memory_once_even_when_read_before_its_entities() -> 
     g.add_memory("m1", ["e1", "e2"])
     g.add_memory("m1", ["e1", "e2"])
     assert g.rels == {graph.co_key("e1", "e2"): ("e1", "e2", graph.CO_MENTION_WEIGHT)} and not g.pending
-    g.add_memory("m2", ["e2", "e1"])
-    assert g.rels[graph.co_key("e2", "e1")] == ("e1", "e2", pytest.approx(0.4))
+    g.add_memory("m2", ["e1", "e2"])
+    assert g.rels[graph.co_key("e1", "e2")] == ("e1", "e2", pytest.approx(0.4))
+    g.add_memory("m3", ["e2", "e1"])  # the other order: a link of its own
+    assert g.rels[graph.co_key("e2", "e1")] == ("e2", "e1", graph.CO_MENTION_WEIGHT)
 
 
 def test_dedup_by_embedding_cosine(env: tuple[EngramService, str]) -> None:

@@ -56,12 +56,12 @@ def _stored(store: ScopeStore, names: dict[str, tuple[str, str]]) -> set[tuple[A
 
 def _before(store: ScopeStore) -> dict[str, Any]:
     """The graph of a store written before schema 011, read from its rows: the memories naming each entity, the stored
-    relations, and the co-mentions as unordered pairs of names."""
+    relations, and the co-mentions as (first named, second named) pairs of names."""
     names = _names(store)
     naming: dict[str, set[str]] = {}
     for m in store.q1("SELECT in, out FROM mentions") or []:
         naming.setdefault(names[key_of(m["out"])][0], set()).add(key_of(m["in"]))
-    co = {frozenset((names[key_of(r["in"])][0], names[key_of(r["out"])][0]))
+    co = {(names[key_of(r["in"])][0], names[key_of(r["out"])][0])
           for r in store.q1("SELECT in, out FROM relates_to WHERE relation_type = 'related_to' AND source != 'agent'")
           or []}
     return {"naming": naming, "stored": _stored(store, names), "co": co}
@@ -72,7 +72,7 @@ def _after(svc: EngramService, store: ScopeStore) -> dict[str, Any]:
     names = _names(store)
     g = graph.mirror(svc, store)
     naming = {names[e][0]: set(ms) for e, ms in g.mentioned_by.items() if ms}
-    co = {frozenset((names[a][0], names[b][0])): w for k, (a, b, w) in g.rels.items() if k.startswith(graph.CO_PREFIX)}
+    co = {(names[a][0], names[b][0]): w for k, (a, b, w) in g.rels.items() if k.startswith(graph.CO_PREFIX)}
     return {"naming": naming, "stored": _stored(store, names), "co": co}
 
 
@@ -131,16 +131,17 @@ def test_an_old_store_upgrades_and_its_graph_answers_the_same(tmp_path: Path, em
         assert store.q1("SELECT VALUE id FROM relates_to WHERE relation_type = 'related_to' AND source = NONE") == []
         after = _after(svc, store)
         assert after["naming"] == before["naming"] and after["stored"] == before["stored"]
-        # One co-mention per pair of entities, the pairs a typed relation also joins among them; each as strong as
-        # the memories naming both make it.
-        assert before["co"] <= set(after["co"])
+        # A co-mention from each entity to each named after it, the pairs a typed relation also joins among them; each
+        # as strong as the memories naming them in that order make it. The order is the text's now (the extraction's
+        # before): the same pairs, one way or the other.
+        assert {frozenset(pair) for pair in before["co"]} <= {frozenset(pair) for pair in after["co"]}
         names = {n for pair in after["co"] for n in pair}
-        expected: dict[frozenset[str], int] = {}
+        expected: dict[tuple[str, str], int] = {}
         for t in TEXTS:
             core = [e.name for e in graph.named(t) if e.entity_type != "command"][:graph.CO_MENTION_MAX]
             for i, a in enumerate(core):
                 for b in core[i + 1:]:
-                    expected[frozenset((a, b))] = expected.get(frozenset((a, b)), 0) + 1
+                    expected[a, b] = expected.get((a, b), 0) + 1
         assert {pair: graph.co_weight(n) for pair, n in expected.items()} == after["co"]
         assert "alembic" not in names, "the seventh entity of the long note is not linked"
         # Each memory's list: the entities its text names, in the order it first names them (as a new one's).
@@ -151,7 +152,7 @@ def test_an_old_store_upgrades_and_its_graph_answers_the_same(tmp_path: Path, em
         detail = graph.memory_graph(svc, ids[0], project=p)
         assert {e.name for e in detail.entities} == {"auth.py", "TokenExpiredError"}
         assert {(r.source_name, r.relation_type, r.target_name) for r in detail.relations} >= {
-            ("auth.py", "causes", "TokenExpiredError"), ("TokenExpiredError", "related_to", "auth.py")}
+            ("auth.py", "causes", "TokenExpiredError"), ("auth.py", "related_to", "TokenExpiredError")}
         _assert_lean(store)
         assert store.conn.erased, "the rewritten rows' old versions are in the files: due for compaction"
         # Every edge is reachable from both of its ends through the graph keys (what the queries now rely on).
@@ -283,7 +284,8 @@ def test_an_interrupted_entity_list_upgrade_goes_on_at_the_next_open(tmp_path: P
         store = svc.project_store(p)
         assert store is not None and store.schema_version() == real[-1][0]
         after = _after(svc, store)
-        assert after["naming"] == before["naming"] and after["stored"] == before["stored"] and before["co"] <= set(after["co"])
+        assert after["naming"] == before["naming"] and after["stored"] == before["stored"]
+        assert {frozenset(pair) for pair in before["co"]} <= {frozenset(pair) for pair in after["co"]}
         for k, t in zip(ids, texts, strict=True):
             listed = store.q1("SELECT VALUE entities.name FROM ONLY $m", {"m": store_mod.record(k)})
             assert listed == [e.name for e in graph.named(t)], t

@@ -92,9 +92,10 @@ CO_PREFIX = "co_"  # a co-mention's key: derived, never a row (a stored relation
 
 
 def co_key(a: str, b: str) -> str:
-    """The one key of the co-mention link between two entities, whichever a memory names first."""
-    x, y = (a, b) if a < b else (b, a)
-    return CO_PREFIX + short_hash("co", x, y)
+    """The key of the co-mention link from ``a`` to ``b`` (a memory names ``a`` first). A pair named in both orders
+    has two links, as it had two stored relations before schema 011: recall's graph step takes the stronger, and
+    its scores stay what they were (a link counting both orders reordered LoCoMo's answers: docs/benchmarks.md)."""
+    return CO_PREFIX + short_hash("co", a, b)
 
 
 def co_weight(n: int) -> float:
@@ -426,9 +427,9 @@ class GraphMirror:
         return found
 
     def add_memory(self, memory: str, ekeys: Sequence[str]) -> None:
-        """A memory's entity list (in order; its entities already added): its mentions, and a co-mention between
-        each two of its `co_mention_core`, strengthened by each further memory naming both. A memory already
-        taken changes nothing (its list is written once)."""
+        """A memory's entity list (in order; its entities already added): its mentions, and a co-mention from each
+        entity of its `co_mention_core` to each it names after it, strengthened by each further memory naming
+        them in that order. A memory already taken changes nothing (its list is written once)."""
         if not ekeys or (memory in self.mentioned_by.get(ekeys[0], ()) and memory not in self.pending):
             return
         self.pending.pop(memory, None)
@@ -440,7 +441,7 @@ class GraphMirror:
                 k = co_key(a, b)
                 cur = self.rels.get(k)
                 weight = CO_MENTION_WEIGHT if cur is None else min(1.0, cur[2] + STRENGTHEN)
-                self.set_relation(k, min(a, b), max(a, b), weight, True)
+                self.set_relation(k, a, b, weight, True)
 
     def set_relation(self, rkey: str, a: str, b: str, weight: float, live: bool, *, conflict: bool = False) -> None:
         """A relation written (``live``) or ended; ``conflict``: its type is conflict-prone (a relation's type is
@@ -490,7 +491,7 @@ def _load_mirror(store: ScopeStore) -> GraphMirror:
         if any(k not in g.types for k in ekeys):
             g.pending[memory] = ekeys
             continue
-        core = sorted(co_mention_core(ekeys, g.types))
+        core = co_mention_core(ekeys, g.types)
         for i, a in enumerate(core):
             for b in core[i + 1:]:
                 pairs[a, b] = pairs.get((a, b), 0) + 1
@@ -812,19 +813,34 @@ def _relations(rows: list[dict[str, Any]], names: dict[str, str], scope: str) ->
 
 def _co_mention_rows(g: GraphMirror, store: ScopeStore, frontier: set[str], most: int) -> list[dict[str, Any]]:
     """The co-mentions at the frontier, as the rows a stored relation has (they have none: derived from the
-    memories' entity lists), the strongest ``most``. Evidence: the memories naming both, newest last; confidence as a
-    stored relation's would be after that many (0.5, +0.05 a memory); valid from the first of them. Caller holds
-    the lock."""
-    found: dict[str, tuple[str, str, float]] = {}
-    for ekey in sorted(frontier):
-        for k in g.touching.get(ekey, ()):
-            if k.startswith(CO_PREFIX):
-                found[k] = g.rels[k]
+    memories' entity lists), the strongest ``most``. Evidence: the memories that link them in that order, newest
+    last, among the newest 200 naming both (their lists read here: the mirror keeps who names an entity, not in what
+    order); confidence as a stored relation's would be after that many (0.5, +0.05 a memory); valid from the first."""
+    with g.lock:
+        found: dict[str, tuple[str, str, float]] = {}
+        for ekey in sorted(frontier):
+            for k in g.touching.get(ekey, ()):
+                if k.startswith(CO_PREFIX):
+                    found[k] = g.rels[k]
+        chosen = sorted(found.items(), key=lambda kv: (-kv[1][2], kv[0]))[:most]
+        naming: dict[str, list[str]] = {}
+        for k, (a, b, _w) in chosen:
+            by_a, by_b = g.mentioned_by.get(a, {}), g.mentioned_by.get(b, {})
+            small, large = (by_a, by_b) if len(by_a) <= len(by_b) else (by_b, by_a)
+            # memory keys are ULIDs: oldest first; the newest few only (a pair of hubs is named by thousands)
+            naming[k] = sorted(m for m in small if m in large)[-4 * EVIDENCE_MAX:]
+        types = dict(g.types)
+    wanted = sorted({m for ms in naming.values() for m in ms})
+    lists = {key_of(r["id"]): [key_of(e) for e in r.get("entities") or []]
+             for r in store.q1("SELECT id, entities FROM $ids", {"ids": [rid("memory", m) for m in wanted]}) or []
+             } if wanted else {}
     rows = []
-    for k, (a, b, w) in sorted(found.items(), key=lambda kv: (-kv[1][2], kv[0]))[:most]:
-        by_a, by_b = g.mentioned_by.get(a, {}), g.mentioned_by.get(b, {})
-        small, large = (by_a, by_b) if len(by_a) <= len(by_b) else (by_b, by_a)
-        both = sorted(m for m in small if m in large)  # memory keys are ULIDs: oldest first
+    for k, (a, b, w) in chosen:
+        both = []
+        for m in naming[k]:
+            core = co_mention_core(lists.get(m, []), types)
+            if a in core and b in core and core.index(a) < core.index(b):
+                both.append(m)
         first = store.light.get(both[0]) if both else None
         rows.append({"id": rid("relates_to", k), "in": rid("entity", a), "out": rid("entity", b),
                      "relation_type": "related_to", "weight": w,
@@ -851,8 +867,7 @@ def _expand(core: MemoryCore, store: ScopeStore, seeds: set[str], depth: int, li
                                            "ORDER BY weight DESC, id LIMIT $lim",
                                            {"f": [rid("entity", k) for k in sorted(frontier)], "lim": limit * 5})
                 or []]
-        with g.lock:
-            rows += [plain(r) for r in _co_mention_rows(g, store, frontier, limit * 5)]
+        rows += [plain(r) for r in _co_mention_rows(g, store, frontier, limit * 5)]
         rows.sort(key=lambda r: (-float(r["weight"]), key_of(r["id"])))
         nxt: set[str] = set()
         for r in rows[:limit * 5]:
