@@ -322,8 +322,9 @@ def test_bridge_carries_on_after_the_daemon_is_killed(light_daemon: DaemonProc, 
 
 
 def test_bridge_reaps_the_daemon_it_started(light_daemon: DaemonProc, tmp_path: Path) -> None:
-    """A daemon the bridge (re)started is its child: once it exits (here: shut down) it must not stay a zombie
-    for the rest of the agent's session."""
+    """A daemon the bridge (re)started is its child: once it exits (here: shut down, as `engram stop` does) it
+    must not stay a zombie for the rest of the agent's session, and it stays stopped until the session's next
+    request starts it again (the bridge used to start it the moment it went away, undoing `engram stop`)."""
     import select
     import time
 
@@ -354,6 +355,18 @@ def test_bridge_reaps_the_daemon_it_started(light_daemon: DaemonProc, tmp_path: 
             time.sleep(0.01)
         assert not Path(f"/proc/{pid}").exists(), f"daemon {pid} left as a zombie of the bridge"
         assert bridge.proc.poll() is None  # while the bridge lives on
+        assert bridge.proc.stderr is not None
+        lost = bridge.proc.stderr.readline().decode()  # written once the bridge has seen the connection close
+        assert "lost the Engram daemon; the next request starts it again" in lost, lost
+        children = Path(f"/proc/{bridge.proc.pid}/task/{bridge.proc.pid}/children")
+        deadline = time.monotonic() + 2  # a restart starts the daemon within milliseconds of the loss
+        while time.monotonic() < deadline:
+            assert not children.read_text().split(), "the bridge started a daemon that nothing asked for"
+            time.sleep(0.05)
+        assert not light_daemon.answers()
+        got = bridge.tool("memory_stats", {})  # the next request starts it again
+        assert not got["result"].get("isError"), got
+        assert light_daemon.answers()
     finally:
         bridge.close()
 

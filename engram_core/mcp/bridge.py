@@ -12,8 +12,9 @@ write to one Engram session), the project (``ENGRAM_PROJECT``, ``CLAUDE_PROJECT_
 
 Exit: at once on SIGINT or SIGTERM (Claude Code sends SIGINT, then SIGTERM 100 ms later), and within a second
 of stdin's end. Nothing is lost by exiting: every write is the daemon's, acknowledged after it is stored.
-If the daemon goes away mid-session, the bridge restarts it, replays the client's ``initialize`` and carries
-on; requests in flight at that moment are answered with an error.
+If the daemon goes away mid-session, requests in flight at that moment are answered with an error; the next
+request starts it again (not the moment it went away: ``engram stop`` must leave it stopped until it is
+needed), replays the client's ``initialize`` on the new connection and carries on.
 
 Deliberately no imports from this package: it must run where only the plugin folder is (hooks' python3).
 """
@@ -148,11 +149,9 @@ class Bridge:
         # Held while a request is recorded and sent, and while a lost connection's requests are answered:
         # each request is answered once, by the daemon or by the bridge, never both.
         self.send_lock = threading.Lock()
-        self.ready = threading.Event()  # set while a connection is attached
-        self.failed = ""  # why the daemon could not be reached again
-        self.sock: socket.socket | None = None
+        self.sock: socket.socket | None = None  # None once the daemon went away: the next request reconnects
         self.init_lines: list = []  # the client's initialize and initialized, replayed after a reconnect
-        self.pending: dict = {}  # JSON-RPC ids sent on the current connection and not yet answered
+        self.pending: dict = {}  # JSON-RPC id sent and not yet answered → the connection it went on
         self.stdin_closed = False
         self.done = threading.Event()
 
@@ -166,6 +165,8 @@ class Bridge:
                                 "error": {"code": -32603, "message": message}}) + "\n").encode())
 
     def connect(self) -> None:
+        """Attach to the daemon (starting it when none answers) and replay the client's initialize. Caller holds
+        send_lock, or is the only thread (start-up)."""
         deadline = time.monotonic() + START_TIMEOUT_S
         while True:
             try:
@@ -184,7 +185,6 @@ class Bridge:
             sock.sendall((json.dumps(first) + "\n").encode() + b"".join(self.init_lines[1:]))
         self.sock = sock
         threading.Thread(target=self.from_daemon, args=(sock,), daemon=True).start()
-        self.ready.set()
 
     def from_daemon(self, sock: socket.socket) -> None:
         f = sock.makefile("rb")
@@ -204,48 +204,48 @@ class Bridge:
         if self.stdin_closed:
             self.done.set()
             return
-        # The daemon went away under a live session: answer what it took with it, then reconnect.
+        # The daemon went away under a live session: answer what it took with it. The next request starts it
+        # again, not this moment: after `engram stop` the daemon must stay stopped until it is needed.
         with self.send_lock:
-            self.ready.clear()
-            for key in list(self.pending):
-                self.pending.pop(key, None)
-                self.error_reply(json.loads(key), "the Engram daemon restarted during this call; retry it")
+            if self.sock is sock:
+                self.sock = None
+            for key, on in list(self.pending.items()):
+                if on is sock:
+                    del self.pending[key]
+                    self.error_reply(json.loads(key), "the Engram daemon stopped during this call; retry it")
         try:  # noqa: SIM105 - no contextlib import on the start-up path
             sock.close()
         except OSError:
             pass
-        sys.stderr.write("engram mcp: lost the Engram daemon; reconnecting (starting it if needed)\n")
+        sys.stderr.write("engram mcp: lost the Engram daemon; the next request starts it again\n")
         sys.stderr.flush()
-        try:
-            self.connect()
-            sys.stderr.write("engram mcp: reconnected\n")
-            sys.stderr.flush()
-        except BridgeError as exc:
-            self.failed = str(exc)
-            sys.stderr.write(f"engram mcp: {exc}\n")
-            self.ready.set()  # wake a waiting sender: it answers with the reason
 
     def send(self, line: bytes, req_id: object) -> None:
         key = json.dumps(req_id) if req_id is not None else None
-        deadline = time.monotonic() + START_TIMEOUT_S + 10
-        while True:
-            self.ready.wait(max(0.0, deadline - time.monotonic()))
-            with self.send_lock:
-                if not self.failed and not self.ready.is_set() and time.monotonic() < deadline:
-                    continue  # the connection was lost between the wait and the lock: wait for the next one
-                if self.failed or not self.ready.is_set():
-                    if key is not None:
-                        self.error_reply(req_id, f"Engram is unavailable: {self.failed or 'the daemon did not return'}")
-                    return
+        with self.send_lock:
+            for _attempt in range(2):  # a connection found dead while sending: once more on a new one
+                if self.sock is None:
+                    try:
+                        self.connect()
+                    except BridgeError as exc:
+                        sys.stderr.write(f"engram mcp: {exc}\n")
+                        sys.stderr.flush()
+                        if key is not None:
+                            self.error_reply(req_id, f"Engram is unavailable: {exc}")
+                        return
+                    sys.stderr.write("engram mcp: reconnected\n")
+                    sys.stderr.flush()
                 if key is not None:
-                    self.pending[key] = True
+                    self.pending[key] = self.sock
                 try:
                     assert self.sock is not None
                     self.sock.sendall(line)
                     return
                 except OSError:
-                    self.pending.pop(key, None)  # not sent: the reader is reconnecting; send it again after
-                    self.ready.clear()
+                    self.pending.pop(key, None)
+                    self.sock = None  # its reader answers what else went on it when it finds it closed
+            if key is not None:
+                self.error_reply(req_id, "Engram is unavailable: the daemon closed every connection; retry it")
 
     def run(self) -> int:
         try:
@@ -266,19 +266,20 @@ class Bridge:
             except ValueError:
                 msg = None
             req_id = None
-            if isinstance(msg, dict):
-                if msg.get("method") in ("initialize", "notifications/initialized"):
-                    self.init_lines.append(line)
-                if "id" in msg and "method" in msg:
-                    req_id = msg["id"]
+            if isinstance(msg, dict) and "id" in msg and "method" in msg:
+                req_id = msg["id"]
             self.send(line, req_id)
+            # Recorded after it is sent: a reconnect inside that send replays only the lines before it.
+            if isinstance(msg, dict) and msg.get("method") in ("initialize", "notifications/initialized"):
+                self.init_lines.append(line)
         self.stdin_closed = True
-        if self.sock is not None:
+        sock = self.sock
+        if sock is not None:
             try:  # noqa: SIM105
-                self.sock.shutdown(socket.SHUT_WR)
+                sock.shutdown(socket.SHUT_WR)
             except OSError:
                 pass
-        self.done.wait(EOF_GRACE_S)  # let the daemon answer what was already sent
+            self.done.wait(EOF_GRACE_S)  # let the daemon answer what was already sent
         return 0
 
     def refuse(self, reason: str) -> int:
