@@ -577,6 +577,9 @@ class Connection:
                     if write is not None:
                         write()
                 new.close()
+                # The copy is one level-0 table: the engine's moves of it down would fall at the next opens
+                # (engine_levels.settle); nobody waits for the fresh copy yet.
+                engine_levels.settle(tmp, lambda: _engine_factory(f"surrealkv://{tmp}").close())
                 with each(), self.lock:
                     self._still_wanted(stop, writes)
                     self._switch_to(tmp)

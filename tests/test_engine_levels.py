@@ -80,3 +80,63 @@ def test_an_unreadable_manifest_changes_nothing(tmp_path: Path) -> None:
     (path / "manifest" / "00000000000000000000.manifest").write_bytes(b"\x00\x09garbage")
     assert engine_levels.level0_tables(path) is None
     assert not engine_levels.merge_due_at_open(path)
+
+
+def _bulk_store(path: Path, megabytes: int) -> None:
+    """A store written in one go and closed, as a compaction's copy is: one level-0 table of all of it."""
+    db = Surreal(f"surrealkv://{path}")
+    db.use("project", "p")
+    blob = "x" * 3000
+    for start in range(0, megabytes * 1000 // 3, 1000):
+        db.query("FOR $i IN $ids { CREATE type::record('note', $i) SET v = $b RETURN NONE }",
+                 {"ids": list(range(start, start + 1000)), "b": blob}).execute()
+    db.close()
+
+
+def test_a_large_copy_is_settled_before_anyone_opens_it(tmp_path: Path) -> None:
+    """Over ~256 MB, the engine rewrites a one-go store's table at each of the next two closes (2.3 s at 100,000
+    memories): the first start after a compaction waited for it. `settle` makes those moves itself, and then an
+    open and close rewrites nothing (level 0 only gains the table that close writes)."""
+    path = tmp_path / "copy.db"
+    _bulk_store(path, 300)
+    first = engine_levels.levels(engine_levels.manifest_file(path).read_bytes())  # type: ignore[union-attr]
+    assert first is not None and len(first[0]) == 1 and not any(first[1:]), first
+    opens = engine_levels.settle(path, lambda: Surreal(f"surrealkv://{path}").close())
+    assert opens == 3, opens  # two opens that moved the table down, one that moved nothing
+    settled = engine_levels.levels(engine_levels.manifest_file(path).read_bytes())  # type: ignore[union-attr]
+    assert settled is not None and any(settled[2:]), settled  # below level 1: pushed down twice
+    Surreal(f"surrealkv://{path}").close()  # what the first start after the compaction does
+    after = engine_levels.levels(engine_levels.manifest_file(path).read_bytes())  # type: ignore[union-attr]
+    assert after is not None and after[1:] == settled[1:] and set(settled[0]) <= set(after[0]), (settled, after)
+    db = Surreal(f"surrealkv://{path}")
+    db.use("project", "p")
+    assert db.query("RETURN count(SELECT id FROM note)").execute()[-1] == 100_000
+    db.close()
+
+
+def test_a_small_copy_is_opened_once(tmp_path: Path) -> None:
+    path = tmp_path / "copy.db"
+    _bulk_store(path, 3)
+    assert engine_levels.settle(path, lambda: Surreal(f"surrealkv://{path}").close()) == 1
+
+
+def test_compaction_settles_its_copy_before_switching_to_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "project.db"
+    for i in range(3):
+        _open_write_close(path, i)
+    settled: list[Path] = []
+    real = engine_levels.settle
+
+    def spy(at: Path, open_close, most: int = 4) -> int:  # noqa: ANN001
+        assert at != path and at.exists() and path.exists()  # the copy, before it takes the store's place
+        settled.append(at)
+        return real(at, open_close, most)
+
+    monkeypatch.setattr(engine_levels, "settle", spy)
+    conn = Connection.file(path)
+    try:
+        conn.compact()
+    finally:
+        conn.close()
+    assert settled == [path.with_name(path.name + ".compact")]
+    assert _count(path) == 3
