@@ -53,15 +53,20 @@ def levels(data: bytes) -> list[list[int]] | None:
     return out
 
 
-def level0_tables(path: Path) -> int | None:
-    """How many level-0 tables the closed store at ``path`` has; None when that cannot be read."""
+def store_levels(path: Path) -> list[list[int]] | None:
+    """The table ids of each level of the closed store at ``path``; None when they cannot be read."""
     manifest = manifest_file(path)
     if manifest is None:
         return None
     try:
-        found = levels(manifest.read_bytes())
+        return levels(manifest.read_bytes())
     except OSError:
         return None
+
+
+def level0_tables(path: Path) -> int | None:
+    """How many level-0 tables the closed store at ``path`` has; None when that cannot be read."""
+    found = store_levels(path)
     return len(found[0]) if found else None
 
 
@@ -73,13 +78,7 @@ def merge_due_at_open(path: Path) -> bool:
 
 def _settled_part(path: Path) -> tuple[frozenset[int], tuple[tuple[int, ...], ...]] | None:
     """What a close may rewrite: the level-0 tables (a close only adds one) and every deeper level."""
-    manifest = manifest_file(path)
-    if manifest is None:
-        return None
-    try:
-        found = levels(manifest.read_bytes())
-    except OSError:
-        return None
+    found = store_levels(path)
     return None if not found else (frozenset(found[0]), tuple(tuple(x) for x in found[1:]))
 
 

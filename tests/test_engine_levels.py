@@ -99,14 +99,14 @@ def test_a_large_copy_is_settled_before_anyone_opens_it(tmp_path: Path) -> None:
     open and close rewrites nothing (level 0 only gains the table that close writes)."""
     path = tmp_path / "copy.db"
     _bulk_store(path, 300)
-    first = engine_levels.levels(engine_levels.manifest_file(path).read_bytes())  # type: ignore[union-attr]
+    first = engine_levels.store_levels(path)
     assert first is not None and len(first[0]) == 1 and not any(first[1:]), first
     opens = engine_levels.settle(path, lambda: Surreal(f"surrealkv://{path}").close())
     assert opens == 3, opens  # two opens that moved the table down, one that moved nothing
-    settled = engine_levels.levels(engine_levels.manifest_file(path).read_bytes())  # type: ignore[union-attr]
+    settled = engine_levels.store_levels(path)
     assert settled is not None and any(settled[2:]), settled  # below level 1: pushed down twice
     Surreal(f"surrealkv://{path}").close()  # what the first start after the compaction does
-    after = engine_levels.levels(engine_levels.manifest_file(path).read_bytes())  # type: ignore[union-attr]
+    after = engine_levels.store_levels(path)
     assert after is not None and after[1:] == settled[1:] and set(settled[0]) <= set(after[0]), (settled, after)
     db = Surreal(f"surrealkv://{path}")
     db.use("project", "p")
