@@ -31,6 +31,20 @@ def test_mentions_and_dedup_by_name_and_type(env: tuple[EngramService, str]) -> 
     assert ents[0].mention_count == 2 and set(ents[0].memory_ids) == {a, b}
 
 
+def test_an_answer_lists_an_entitys_newest_memories_only(env: tuple[EngramService, str],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A library named in 20,000 notes of a 100k store put all of them in every graph answer (megabytes into the
+    agent's context, 93 s to gather): an entity lists its newest MENTIONS_SHOWN, mention_count says how many."""
+    monkeypatch.setattr(graph, "MENTIONS_SHOWN", 2)
+    svc, p = env
+    ids = [store(svc, p, f"pydantic validates the {what} payload") for what in ("login", "billing", "search", "export")]
+    res = graph.search_knowledge_graph(svc, "pydantic", project=p)
+    ent = next(e for e in res.entities if e.name == "pydantic")
+    assert ent.mention_count == 4 and ent.memory_ids == ids[2:]  # memory ids are ULIDs: newest last
+    assert len(res.memory_ids) == len(set(res.memory_ids)) and set(ids[2:]) <= set(res.memory_ids)
+    assert not set(ids[:2]) & set(res.memory_ids)
+
+
 def test_co_mentions_are_derived_from_the_memories_entity_lists(env: tuple[EngramService, str]) -> None:
     """Schema 011: a memory's row holds the entities its text names, in order; two of them named together are linked
     (`related_to`, from the one named first) with no row of their own, between the first six that are not commands,

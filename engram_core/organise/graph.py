@@ -10,6 +10,7 @@ edges, co-mentions were 97 % of the relations and, with the mention edges, 4.4 K
 from __future__ import annotations
 
 import functools
+import heapq
 import itertools
 import json
 import logging
@@ -77,6 +78,9 @@ HUB_RELATIONS = 500  # an entity with this many relations has its neighbours wor
 SUBJECT_TYPES = ("project", "person")  # "this project" / "user": hubs that would link everything
 CONFLICT_TYPES = ("uses", "replaces", "causes", "contradicts")
 EVIDENCE_MAX = 50  # memory keys kept as a relation's evidence, newest last
+# memory keys a graph answer lists for an entity, the newest: a library named in 20,000 notes of a 100k store put
+# all of them in each answer (megabytes into the agent's context, and 93 s to gather)
+MENTIONS_SHOWN = 50
 
 
 def entity_key(name_key: str, entity_type: str) -> str:
@@ -880,8 +884,9 @@ def _expand(core: MemoryCore, store: ScopeStore, seeds: set[str], depth: int, li
     ids = [rid("entity", k) for k in sorted(seen)]
     ents = plain(store.q1("SELECT * OMIT embedding FROM $ids", {"ids": ids})) or []
     with g.lock:
-        # memory keys are ULIDs: sorted, oldest first
-        mentions = {k: sorted(g.mentioned_by[k]) for k in sorted(seen) if g.mentioned_by.get(k)}
+        # memory keys are ULIDs: the newest MENTIONS_SHOWN, oldest first
+        mentions = {k: sorted(heapq.nlargest(MENTIONS_SHOWN, g.mentioned_by[k])) for k in sorted(seen)
+                    if g.mentioned_by.get(k)}
     return ents, list(edges.values()), mentions
 
 
@@ -896,7 +901,7 @@ def search_knowledge_graph(core: MemoryCore, query: str, project: str | None = N
     depth = max(0, min(depth, 3))
     limit = max(1, min(limit, 200))
     result = GraphResult(query=query)
-    memory_ids: list[str] = []
+    memory_ids: dict[str, None] = {}  # in the order met, each once
     for store in core.scopes.stores("all", project, session):
         named = sorted(query_seeds(core, store, query))
         needle = query.strip().lower()
@@ -911,9 +916,9 @@ def search_knowledge_graph(core: MemoryCore, query: str, project: str | None = N
         result.entities += _entities(ents, store.scope.value, mentions)
         result.relations += _relations(edges, names, store.scope.value)
         for e in ents:
-            memory_ids += [m for m in mentions.get(key_of(e["id"]), []) if m not in memory_ids]
+            memory_ids.update(dict.fromkeys(mentions.get(key_of(e["id"]), [])))
     result.entities.sort(key=lambda e: (-e.mention_count, e.name, e.id))
-    result.memory_ids = memory_ids[: limit * 5]
+    result.memory_ids = list(memory_ids)[: limit * 5]
     return result
 
 
