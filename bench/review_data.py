@@ -176,6 +176,65 @@ DUPLICATE_FORMS = {
 }
 
 
+# Written after the detector was tuned on the forms above, and measured without changing it (`--style heldout`):
+# other words for the same attributes, other texture.
+HELDOUT_ATTRIBUTES = [
+    Attribute("port", SERVICES, ATTRIBUTES[0].values, [
+        "Locally, {s} is exposed on {v}.",
+        "If you need to hit the {s} service by hand, it answers at 127.0.0.1:{v}.",
+        "The {s} container publishes port {v}.",
+    ], [
+        "Since the network rework the {s} container publishes port {v} rather than {o}.",
+        "{S}'s port changed to {v}; anything still calling {o} will fail.",
+        "If you need to hit the {s} service by hand, it answers at 127.0.0.1:{v}.",
+    ]),
+    Attribute("test_runner", APPS, RUNNERS, [
+        "Specs for the {s} app are executed by {v}.",
+        "In {s} we write the unit specs for {v}.",
+    ], [
+        "The {s} app's specs moved over to {v}; please stop adding {o} specs.",
+        "We replaced {o} with {v} in the {s} app.",
+        "Specs for the {s} app are executed by {v}.",
+    ]),
+    Attribute("deploy", SERVICES, DEPLOYERS, [
+        "Shipping a new {s} build is done through {v}.",
+        "{S} goes to production via {v}.",
+    ], [
+        "{S} goes to production via {v} these days, not {o}.",
+        "Shipping a new {s} build is done through {v}.",
+    ]),
+    Attribute("python", REPOS, PYTHONS, [
+        "The interpreter for the {s} repo is Python {v}.",
+        "{S} runs its tooling under Python {v}.",
+    ], [
+        "We upgraded the {s} repo's interpreter to Python {v}; {o} is no longer supported there.",
+        "The interpreter for the {s} repo is Python {v}.",
+    ]),
+    Attribute("database", SERVICES, DATABASES, [
+        "The {s} service's records are kept in {v}.",
+        "Persistence for {s}: {v}.",
+    ], [
+        "The {s} service's records were moved out of {o} into {v}.",
+        "Persistence for {s}: {v}.",
+    ]),
+    Attribute("owner", SERVICES, PEOPLE, [
+        "Ping {v} before touching the {s} service; it's theirs.",
+        "The point of contact for {s} is {v}.",
+    ], [
+        "The point of contact for {s} is now {v}; {o} moved to another team.",
+        "Ping {v} before touching the {s} service; it's theirs.",
+    ]),
+]
+HELDOUT_DUPLICATES = {
+    "port": ["{S} can be reached on port {v} on a dev machine.", "Port {v} belongs to the {s} service."],
+    "test_runner": ["The {s} app relies on {v} for its unit specs."],
+    "deploy": ["Production releases of {s} go through {v}."],
+    "python": ["Use a Python {v} interpreter when working in {s}."],
+    "database": ["All of {s}'s state lives in {v}."],
+    "owner": ["{v} is responsible for the {s} service."],
+}
+
+
 def _file(rng: random.Random, area: str) -> str:
     return f"{rng.choice(DIRS)}/{area}/{rng.choice(STEMS)}.{rng.choice(EXTS)}"
 
@@ -188,7 +247,7 @@ def _say(form: str, s: str, v: str, o: str = "") -> str:
     return form.format(s=s, S=_cap(s), v=v, o=o)
 
 
-def _texture(rng: random.Random, serial: int) -> tuple[str, str]:
+def _texture(rng: random.Random, serial: int) -> tuple[str, str, tuple[str, str] | None]:
     """Statements whose subject is unique to them (a file, a pull request, an incident): parallel in shape."""
     area, area2 = rng.choice(SERVICES), rng.choice(SERVICES)
     f, lib, env, cmd = _file(rng, area), rng.choice(LIBS), rng.choice(ENVS), rng.choice(COMMANDS)
@@ -209,13 +268,35 @@ def _texture(rng: random.Random, serial: int) -> tuple[str, str]:
     kind, text = rng.choice(forms)
     if rng.random() < 0.4:
         text += " " + rng.choice(FILLER)
-    return kind, text
+    return kind, text, None
+
+
+def _texture_heldout(rng: random.Random, serial: int) -> tuple[str, str, tuple[str, str] | None]:
+    area = rng.choice(SERVICES)
+    f, lib, env, cmd = _file(rng, area), rng.choice(LIBS), rng.choice(ENVS), rng.choice(COMMANDS)
+    fn, err, pr = rng.choice(FUNCS), rng.choice(ERRORS), 1000 + serial * 7 + rng.randint(0, 6)
+    forms = [
+        ("procedural", f"Running the {area} suite: `{cmd}`, with {env} exported and a local {lib}."),
+        ("episodic", f"Code review on #{pr} ({area}): reviewer wants {fn} split out of {f}."),
+        ("episodic", f"{err} in {area} traced to {fn} in {f}; {lib} client was reused across threads (#{pr})."),
+        ("semantic", f"{f} is where {area} reads {env}; missing it makes {fn} raise {err}."),
+        ("procedural", f"When {area} tests hang, stop {lib}, delete its volume, then rerun `{cmd}`."),
+    ]
+    i = rng.randrange(len(forms))
+    kind, text = forms[i]
+    if rng.random() < 0.4:
+        text += " " + rng.choice(FILLER)
+    # Forms 0 and 4 name no file or review: one each per area, or they would state one thing twice.
+    return kind, text, (str(i), area) if i in (0, 4) else None
 
 
 def generate(n: int = 3000, seed: int = 5, contradictions: int = 60, duplicate_groups: int = 50,
-             lookalikes: int = 80) -> list[dict[str, Any]]:
-    """``n`` memories in time order, each with its label (`label` key, removed before import)."""
+             lookalikes: int = 80, style: str = "tuned") -> list[dict[str, Any]]:
+    """``n`` memories in time order, each with its label (`label` key, removed before import). ``style``:
+    "tuned" (the forms the detector was developed on) or "heldout" (forms written afterwards)."""
     rng = random.Random(seed)
+    attributes = HELDOUT_ATTRIBUTES if style == "heldout" else ATTRIBUTES
+    dup_forms = HELDOUT_DUPLICATES if style == "heldout" else DUPLICATE_FORMS
     now = datetime(2026, 11, 1, tzinfo=UTC)
     used: set[tuple[str, str]] = set()  # (attribute, subject): each subject's attribute has one planted story
     rows: list[dict[str, Any]] = []
@@ -236,7 +317,7 @@ def generate(n: int = 3000, seed: int = 5, contradictions: int = 60, duplicate_g
 
     # True contradictions: an old statement, then weeks later the new value.
     for i in range(contradictions):
-        attr = ATTRIBUTES[i % len(ATTRIBUTES)]
+        attr = attributes[i % len(attributes)]
         s = fresh(attr)
         if s is None:
             continue
@@ -248,19 +329,20 @@ def generate(n: int = 3000, seed: int = 5, contradictions: int = 60, duplicate_g
             t_old - rng.uniform(5, 35), f"c{i}")
     # Duplicate groups: one fact, 2-4 wordings, days apart.
     for i in range(duplicate_groups):
-        attr = ATTRIBUTES[(i * 5 + 3) % len(ATTRIBUTES)]
+        attr = attributes[(i * 5 + 3) % len(attributes)]
         s = fresh(attr)
         if s is None:
             continue
         v = rng.choice(attr.values)
-        forms = rng.sample(attr.plain + DUPLICATE_FORMS[attr.name], rng.choice([2, 2, 3, 3, 4]))
+        forms = rng.sample(attr.plain + dup_forms[attr.name], min(rng.choice([2, 2, 3, 3, 4]),
+                                                                  len(attr.plain) + len(dup_forms[attr.name])))
         t = rng.uniform(10, 200)
         for form in forms:
             add(_say(form, s, v), "semantic", f"{attr.name}:{s}", v, "duplicate", t, f"d{i}")
             t -= rng.uniform(0.5, 20)
     # Look-alikes: the same form about two subjects (usually with two values).
     for i in range(lookalikes):
-        attr = ATTRIBUTES[(i + 4) % len(ATTRIBUTES)]
+        attr = attributes[(i + 4) % len(attributes)]
         s1, s2 = fresh(attr), fresh(attr)
         if s1 is None or s2 is None:
             continue
@@ -269,7 +351,7 @@ def generate(n: int = 3000, seed: int = 5, contradictions: int = 60, duplicate_g
         add(_say(form, s1, v1), "semantic", f"{attr.name}:{s1}", v1, "lookalike", rng.uniform(1, 200), f"l{i}")
         add(_say(form, s2, v2), "semantic", f"{attr.name}:{s2}", v2, "lookalike", rng.uniform(1, 200), f"l{i}")
     # Parallel attribute statements about the remaining subjects: the look-alikes of a real store.
-    for attr in ATTRIBUTES:
+    for attr in attributes:
         for s in attr.subjects:
             if (attr.name, s) in used or rng.random() < 0.35:
                 continue
@@ -278,13 +360,18 @@ def generate(n: int = 3000, seed: int = 5, contradictions: int = 60, duplicate_g
             add(_say(rng.choice(attr.plain), s, v), "semantic", f"{attr.name}:{s}", v, "texture",
                 rng.uniform(1, 200), f"a:{attr.name}:{s}")
     seen = {r["content"] for r in rows}
+    shapes: set[tuple[str, str]] = set()
     serial = 0
     while len(rows) < n:
         serial += 1
-        kind, text = _texture(rng, serial)
-        if text in seen:
+        kind, text, shape = (_texture_heldout if style == "heldout" else _texture)(rng, serial)
+        # Texture says each thing of each subject once: a second "when the X tests hang, stop Y" with another Y
+        # would be a real contradiction (or duplicate) left unlabelled.
+        if text in seen or (shape and shape in shapes):
             continue
         seen.add(text)
+        if shape:
+            shapes.add(shape)
         add(text, kind, f"t{serial}", "", "texture", rng.uniform(0.5, 200), f"t{serial}")
     rows.sort(key=lambda r: r["created_at"])
     return rows
@@ -294,9 +381,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=3000)
     ap.add_argument("--seed", type=int, default=5)
+    ap.add_argument("--style", choices=("tuned", "heldout"), default="tuned")
     ap.add_argument("--labels", action="store_true", help="keep each line's label (not importable)")
     a = ap.parse_args()
-    for r in generate(a.n, a.seed):
+    for r in generate(a.n, a.seed, style=a.style):
         if not a.labels:
             r = {k: v for k, v in r.items() if k != "label"}
         sys.stdout.write(json.dumps(r) + "\n")

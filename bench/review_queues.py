@@ -33,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+import realpath_text  # noqa: E402
 from review_data import generate  # noqa: E402
 
 PY = str(ROOT / ".venv" / "bin" / "python") if (ROOT / ".venv" / "bin" / "python").exists() else sys.executable
@@ -134,9 +135,17 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=3000)
     ap.add_argument("--seed", type=int, default=5)
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "review_queues.json")
+    ap.add_argument("--style", choices=("tuned", "heldout"), default="tuned",
+                    help="the forms the detector was developed on, or forms written afterwards (review_data.py)")
+    ap.add_argument("--realpath", type=int, metavar="N", default=None,
+                    help="instead: N memories of bench/realpath_text.py (2/3 project, 1/3 user; no labels): open "
+                         "contradictions per 100 memories and the consolidation queue after the import")
     ap.add_argument("--keep", type=Path, help="work in this folder and keep it (default: a temporary one)")
     a = ap.parse_args()
-    rows = generate(a.n, a.seed)
+    if a.realpath:
+        rows = realpath_text.memories(a.realpath * 2 // 3, a.realpath - a.realpath * 2 // 3, seed=7)
+    else:
+        rows = generate(a.n, a.seed, style=a.style)
     with contextlib.ExitStack() as stack:
         work = a.keep or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="engram-review-")))
         for d in (work / "home", work / "engram-home", work / "proj" / ".git"):
@@ -162,15 +171,29 @@ def main() -> None:
                     after = f"{page[-1]['database']}/{page[-1]['id']}" if "database" in page[-1] else None
                     if after is None:
                         break
-                contradictions = client.call("list_contradictions", project=proj, status="all", limit=100_000)
-                consolidations = client.call("list_consolidations", project=proj, status="all", limit=1000)
+                if a.realpath:
+                    realpath_report = {
+                        "contradictions": client.call("count_contradictions", project=proj),
+                        "open_sample": [[c["a"]["content"], c["b"]["content"], c["evidence"]] for c in client.call(
+                            "list_contradictions", project=proj, limit=10)],
+                        "consolidations": client.call("count_consolidations", project=proj),
+                        "consolidation_sample": [[s["content"] for s in i["sources"]] + i["evidence"][:1]
+                                                 for i in client.call("list_consolidations", project=proj, limit=8)]}
+                else:
+                    contradictions = client.call("list_contradictions", project=proj, status="all", limit=100_000)
+                    consolidations = client.call("list_consolidations", project=proj, status="all", limit=1000)
         finally:
             with contextlib.suppress(Exception):
                 engram(work, "stop", timeout=300)
-    out = {"bench": "review_queues", "seed": a.seed, "import": {
-        "stored": report.get("stored"), "merged": report.get("merged"), "seconds": round(took, 1)},
-        **score(rows, by_content, contradictions, consolidations),
-        "load_1min": os.getloadavg()[0]}
+    imported = {"stored": report.get("stored"), "merged": report.get("merged"), "seconds": round(took, 1)}
+    if a.realpath:
+        c = realpath_report["contradictions"]
+        out = {"bench": "review_queues --realpath", "memories": a.realpath, "import": imported,
+               "open_contradictions_per_100": round(100 * c["open"] / a.realpath, 2), **realpath_report,
+               "load_1min": os.getloadavg()[0]}
+    else:
+        out = {"bench": "review_queues", "seed": a.seed, "style": a.style, "import": imported,
+               **score(rows, by_content, contradictions, consolidations), "load_1min": os.getloadavg()[0]}
     text = json.dumps(out, indent=2)
     print(text)
     a.out.parent.mkdir(parents=True, exist_ok=True)

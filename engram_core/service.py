@@ -108,8 +108,11 @@ class EngramService(MemoryCore):
     resolve_contradiction = contradictions.resolve_contradiction
     reopen_contradiction = contradictions.reopen_contradiction
     count_contradictions = contradictions.count_contradictions
+    resolve_contradictions = contradictions.resolve_contradictions
     list_consolidations = consolidation.list_consolidations
     count_consolidations = consolidation.count_consolidations
+    reopen_consolidation = consolidation.reopen_consolidation
+    decide_consolidations = consolidation.decide_consolidations
     approve_consolidation = consolidation.approve_consolidation
     reject_consolidation = consolidation.reject_consolidation
     propose_consolidation_summary = consolidation.propose_consolidation_summary

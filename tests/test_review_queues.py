@@ -110,6 +110,31 @@ def test_near_duplicates_are_proposed_by_the_import_itself(daemon: DaemonProc, t
             assert engram(daemon, "show", src, cwd=proj)["consolidated_into"] == done["memory"]["id"]
 
 
+def test_bulk_decisions_are_undoable(daemon: DaemonProc, tmp_path: Path) -> None:
+    proj = new_project(tmp_path, "bulk")
+    rows = [{"content": "The audit service listens on port 7001.", "created_at": "2026-02-01T10:00:00Z"},
+            {"content": "The audit service listens on port 7002.", "created_at": "2026-03-01T10:00:00Z"},
+            {"content": "Tests for the audit module run with pytest -x.", "created_at": "2026-02-01T10:00:00Z"},
+            {"content": "Run the audit module's tests with pytest -x.", "created_at": "2026-02-02T10:00:00Z"}]
+    import_lines(daemon, proj, rows)
+    before = engram(daemon, "review", cwd=proj)
+    assert before["contradictions"]["counts"]["open"] == 1 and before["consolidations"]["counts"]["pending"] == 1
+    settled = engram(daemon, "review", "resolve-all", "--min", "0.5", cwd=proj)
+    assert settled["count"] == 1
+    approved = engram(daemon, "review", "approve-all", cwd=proj)
+    assert approved["count"] == 1
+    after = engram(daemon, "review", cwd=proj)
+    assert after["contradictions"]["counts"]["open"] == 0 and after["consolidations"]["counts"]["pending"] == 0
+    merged = engram(daemon, "stats", cwd=proj)
+    for item_id in settled["ids"] + approved["ids"]:
+        engram(daemon, "review", "reopen", item_id, cwd=proj)
+    again = engram(daemon, "review", cwd=proj)
+    assert again["contradictions"]["counts"]["open"] == 1 and again["consolidations"]["counts"]["pending"] == 1
+    statuses = {s["content"]: s["status"] for s in again["consolidations"]["items"][0]["sources"]}
+    assert set(statuses.values()) <= {"created", "active"}, statuses
+    assert merged, "stats answered"
+
+
 def test_maintain_full_runs_the_whole_pipeline(daemon: DaemonProc, tmp_path: Path) -> None:
     proj = new_project(tmp_path, "full")
     engram(daemon, "store", "Redis runs on port 6379 in docker-compose.yml", cwd=proj)

@@ -162,6 +162,8 @@ def scenario(call: Callable[..., Any], project: str) -> dict[str, Any]:
     c("propose_consolidation_summary", item_id=items[0].id, summary="Checkout and deploy failures recur",
       project=p)
     c("approve_consolidation", item_id=items[0].id, project=p)
+    c("reopen_consolidation", item_id=items[0].id, project=p)
+    c("approve_consolidation", item_id=items[0].id, project=p)
     c("reject_consolidation", item_id=items[1].id, project=p)
     conflicts = c("list_contradictions", project=p)
     assert conflicts, "the scenario needs one contradiction (15 vs 60 minutes)"
@@ -169,6 +171,8 @@ def scenario(call: Callable[..., Any], project: str) -> dict[str, Any]:
     c("reopen_contradiction", contradiction_id=conflicts[0].id, project=p)
     c("count_contradictions", project=p)
     c("count_consolidations", project=p)
+    c("resolve_contradictions", project=p, min_confidence=0.99)
+    c("decide_consolidations", action="reject", project=p, reason="no-such-reason")
     c("list_episodes", project=p, session=SESSION)
     c("end_episode", session=SESSION, project=p)
     c("session_summary", session=SESSION, summary="Worked on the backend tests", project=p)

@@ -5,7 +5,10 @@
     engram review consolidations [--all]  near-duplicate groups and other proposals, with why they were grouped
     engram review resolve ID keep_b       settle a contradiction (keep_a, keep_b, keep_both, merge)
     engram review reopen ID               undo a resolution (a person's, an agent's or one applied without asking)
-    engram review approve ID | reject ID  decide a consolidation item
+    engram review approve ID | reject ID  decide a consolidation item (reopen ID undoes either)
+    engram review resolve-all --min 0.9   every open contradiction that confident, by its suggested resolution
+    engram review resolve-all --kind value --keep-both   dismiss a whole class
+    engram review approve-all --max-risk 0.2 | reject-all --reason decay   bulk decisions on consolidations
 """
 
 from __future__ import annotations
@@ -14,7 +17,10 @@ import argparse
 import json
 from typing import Any
 
-ACTIONS = ("list", "contradictions", "consolidations", "resolve", "reopen", "approve", "reject")
+from ..wire.protocol import RemoteError
+
+ACTIONS = ("list", "contradictions", "consolidations", "resolve", "reopen", "approve", "reject", "resolve-all",
+           "approve-all", "reject-all")
 RESOLUTIONS = ("keep_a", "keep_b", "keep_both", "merge")
 
 
@@ -27,7 +33,13 @@ def add_arguments(sp: Any) -> None:
     sp.add_argument("--all", action="store_true", help="resolved and decided items too")
     sp.add_argument("--limit", type=int, default=20, help="how many items of each queue (default 20)")
     sp.add_argument("--text", default=None, help="merge: the merged text; approve: the text to store instead")
-    sp.add_argument("--reason", default=None, help="reject: why the memories should stay apart")
+    sp.add_argument("--reason", default=None, help="reject: why the memories should stay apart; reject-all and "
+                    "approve-all: only items queued for this reason (duplicate, decay, episodic_to_semantic…)")
+    sp.add_argument("--min", type=float, default=0.9, dest="min_confidence",
+                    help="resolve-all: only contradictions at least this confident (default 0.9)")
+    sp.add_argument("--kind", default=None, help="resolve-all: only this kind (value, negation, functional…)")
+    sp.add_argument("--keep-both", action="store_true", help="resolve-all: dismiss them (both hold) instead")
+    sp.add_argument("--max-risk", type=float, default=None, help="approve-all: only items at or below this risk")
 
 
 def _short(text: str, n: int = 110) -> str:
@@ -46,8 +58,24 @@ def run(args: argparse.Namespace, client: Any, project: str, emit: Any, die: Any
                           merged_content=args.text, project=project)
         return _done(args, emit, out, out.get("message", "resolved"))
     if act == "reopen":
-        out = client.call("reopen_contradiction", contradiction_id=args.id, project=project)
-        return _done(args, emit, out, f"contradiction {out['id']} is open again; both memories are back as they were")
+        try:
+            out = client.call("reopen_contradiction", contradiction_id=args.id, project=project)
+            return _done(args, emit, out, f"contradiction {out['id']} is open again; both memories are back as "
+                                          "they were")
+        except RemoteError as exc:  # not a contradiction's id: a consolidation item's
+            if "no contradiction queue item" not in exc.message:
+                raise
+        out = client.call("reopen_consolidation", item_id=args.id, project=project)
+        return _done(args, emit, out, f"consolidation item {out['id']} is pending again; its memories are back "
+                                      "as they were")
+    if act == "resolve-all":
+        out = client.call("resolve_contradictions", project=project, min_confidence=args.min_confidence,
+                          kind=args.kind, resolution="keep_both" if args.keep_both else "suggested")
+        return _done(args, emit, out, out["message"])
+    if act in ("approve-all", "reject-all"):
+        out = client.call("decide_consolidations", project=project, action=act.split("-")[0],
+                          max_risk=args.max_risk, reason=args.reason, note=None)
+        return _done(args, emit, out, out["message"])
     if act == "approve":
         out = client.call("approve_consolidation", item_id=args.id, project=project, edited_content=args.text)
         return _done(args, emit, out, out.get("message", "approved"))

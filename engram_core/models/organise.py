@@ -150,6 +150,14 @@ class ContradictionCounts(BaseModel):
     open_by_kind: dict[str, int] = Field(default_factory=dict)
 
 
+class BulkOutcome(BaseModel):
+    """What a bulk decision did: the items decided (each undoable on its own) and a sentence saying so."""
+
+    ids: list[str] = Field(default_factory=list)
+    count: int = 0
+    message: str = ""
+
+
 class ContradictionOutcome(BaseModel):
     id: str
     resolution: str

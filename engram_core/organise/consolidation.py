@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from typing import Any, Literal
 
 from ..models import (
+    BulkOutcome,
     ConsolidationCounts,
     ConsolidationItem,
     ConsolidationOutcome,
@@ -388,6 +389,9 @@ def approve_consolidation(core: MemoryCore, item_id: str, project: str | None = 
         p.content, p.source = edited_content.strip(), "agent"
     out = ConsolidationOutcome(item_id=key_of(row["id"]), status="completed")
     result_id: str | None = None
+    before = {k: store.get(k) or {} for k in live}
+    undo: dict[str, Any] = {"statuses": {k: r.get("status") for k, r in before.items()},
+                            "metadata": {k: r.get("metadata") or {} for k, r in before.items()}, "created": None}
     if row["reason"] == "promotion":
         rep = promote(core, live[0], target_scope="user", project=core.scopes.root_of(store))
         result_id = (rep.promoted or rep.merged or [None])[0]
@@ -408,6 +412,7 @@ def approve_consolidation(core: MemoryCore, item_id: str, project: str | None = 
             metadata={"consolidated_from": live, "consolidation_item": out.item_id, "summary_source": p.source},
             source="consolidation"))
         result_id = mem.id
+        undo["created"] = None if mem.id in live else mem.id
         if mem.id in live:
             # Identical text to one source: the core folded the write into it; that source is the survivor.
             surv = store.get(mem.id) or {}
@@ -427,8 +432,8 @@ def approve_consolidation(core: MemoryCore, item_id: str, project: str | None = 
         out.memory = to_memory(core, store, mem.id)
         out.message = f"{len(live)} source(s) consolidated into {mem.id}"
     store.q("UPDATE $id SET status = 'completed', processed_at = $now, result_id = $r, decided_by = $d, "
-            "proposal = $p", {"id": row["id"], "r": result_id, "d": decided_by, "p": p.model_dump(),
-                              "now": core.now()})
+            "proposal = $p, undo = $u", {"id": row["id"], "r": result_id, "d": decided_by, "p": p.model_dump(),
+                                         "now": core.now(), "u": None if row["reason"] == "promotion" else undo})
     _log(store, "approve", item_id=out.item_id, result_id=result_id,
          details={"reason": row["reason"], "sources": live, "decided_by": decided_by},
          took_ms=(time.perf_counter() - t0) * 1000)
@@ -445,6 +450,67 @@ def reject_consolidation(core: MemoryCore, item_id: str, project: str | None = N
             {"id": row["id"], "n": reason, "now": core.now()})
     _log(store, "reject", item_id=key_of(row["id"]), details={"reason": reason})
     return _item(core, store, store.q1("SELECT * FROM ONLY $id", {"id": row["id"]}))
+
+
+@api
+def reopen_consolidation(core: MemoryCore, item_id: str, project: str | None = None) -> ConsolidationItem:
+    """Undo a decision: an applied item's sources get back their status and metadata and the memory it wrote is
+    archived; a rejected item is pending again. A promotion is undone in the user scope (`engram forget`)."""
+    store, row = _load(core, item_id, project)
+    key = key_of(row["id"])
+    if row["status"] == "pending":
+        raise EngramError(f"item {key} is pending: nothing to undo")
+    if row["status"] == "completed":
+        undo = row.get("undo")
+        if not undo:
+            raise EngramError(f"item {key} cannot be undone here ({row['reason']}: "
+                              + ("forget the promoted memory in the user scope)" if row["reason"] == "promotion"
+                                 else "applied before decisions could be undone)"))
+        when = core.now()
+        created = undo.get("created")
+        if created and store.get(created) is not None:
+            store.set_status(created, "archived", f"consolidation {key} undone", when)
+        for k, status in (undo.get("statuses") or {}).items():
+            if store.get(k) is not None:
+                store.update_memory(k, {"status": status, "status_reason": f"consolidation {key} undone",
+                                        "status_changed_at": when, "consolidated_into": None,
+                                        "metadata": (undo.get("metadata") or {}).get(k, {})})
+    store.q("UPDATE $id SET status = 'pending', processed_at = NONE, result_id = NONE, decided_by = NONE, "
+            "undo = NONE, note = NONE", {"id": row["id"]})
+    _log(store, "reopen", item_id=key, details={"was": row["status"]})
+    return _item(core, store, store.q1("SELECT * FROM ONLY $id", {"id": row["id"]}))
+
+
+@api
+def decide_consolidations(core: MemoryCore, action: Literal["approve", "reject"], project: str | None = None,
+                          max_risk: float | None = None, reason: str | None = None,
+                          note: str | None = None) -> BulkOutcome:
+    """A bulk decision on pending items: approve every one at or below ``max_risk`` (the confident ones), or
+    reject a whole class (``reason``: duplicate, decay…). Each item decided can be undone with
+    `reopen_consolidation`; the ids are in the answer."""
+    store = core.scopes.primary(project)
+    cond, params = "status = 'pending'", {}
+    if max_risk is not None:
+        cond += " AND risk <= $r"
+        params["r"] = max_risk
+    if reason:
+        cond += " AND reason = $why"
+        params["why"] = reason
+    ids = [key_of(i) for i in store.q1(f"SELECT VALUE id FROM consolidation_queue WHERE {cond} "
+                                       "ORDER BY priority DESC LIMIT 1000", params) or []]
+    done: list[str] = []
+    for item in ids:
+        try:
+            if action == "approve":
+                approve_consolidation(core, item, project=project)
+            else:
+                reject_consolidation(core, item, project=project, reason=note)
+            done.append(item)
+        except (NotFound, EngramError):
+            continue
+    verb = "approved" if action == "approve" else "rejected"
+    return BulkOutcome(ids=done, count=len(done),
+                       message=f"{len(done)} item(s) {verb}; each can be undone (reopen_consolidation)")
 
 
 @api

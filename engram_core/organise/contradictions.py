@@ -20,7 +20,14 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ..models import Contradiction, ContradictionCounts, ContradictionOutcome, MemoryIn, MemoryType
+from ..models import (
+    BulkOutcome,
+    Contradiction,
+    ContradictionCounts,
+    ContradictionOutcome,
+    MemoryIn,
+    MemoryType,
+)
 from ..search_index import tokenize
 from ..store import ScopeStore, key_of, plain
 from ..writing import write_into
@@ -132,7 +139,7 @@ def judge(old: str, new: str, cosine: float, vocab: sj.Vocabulary | None = None)
         return Verdict("update", f"{cmp.why_subject}; one states it, the other negates it", kind="negation")
     wa, wb = _words(old), _words(new)
     for w in wa - wb:
-        if _ANT.get(w) in wb - wa and close:
+        if _ANT.get(w) in wb - wa and close and cosine >= ATTRIBUTE_COSINE and overlap >= TOPIC_OVERLAP:
             return Verdict("update", f"{cmp.why_subject}; opposites: {w} vs {_ANT[w]}")
     same_values = so.values == sn.values or (so.values <= sn.values or sn.values <= so.values)
     if not same_values:
@@ -140,7 +147,14 @@ def judge(old: str, new: str, cosine: float, vocab: sj.Vocabulary | None = None)
     if cosine >= DUPLICATE_COSINE or (ta and tb and len(ta & tb) / len(ta | tb) >= 0.8):
         return Verdict("duplicate", f"cosine {cosine:.2f}, same values and polarity")
     smaller = so.values if len(so.values) <= len(sn.values) else sn.values
-    if anchored and smaller and cosine >= ANCHORED_DUPLICATE_COSINE:
+    # One names a file, a review or a function the other does not: more specific, so less likely the same
+    # statement; and a subset of the values is weaker evidence than the same values.
+    needed = ANCHORED_DUPLICATE_COSINE
+    if so.values != sn.values:
+        needed += 0.1
+    if (so.subjects - sn.subjects) or (sn.subjects - so.subjects):
+        needed += 0.1
+    if anchored and smaller and cosine >= needed:
         vals = ", ".join(sorted(so.values)[:3])
         return Verdict("duplicate", f"{cmp.why_subject}, same value ({vals}), cosine {cosine:.2f}")
     return Verdict("distinct", f"cosine {cosine:.2f}: related but not the same statement")
@@ -557,6 +571,38 @@ def reopen_contradiction(core: MemoryCore, contradiction_id: str, project: str |
     if c is None:
         raise NotFound("one of the two memories no longer exists")
     return c
+
+
+@api
+def resolve_contradictions(core: MemoryCore, resolution: Literal["suggested", "keep_both"] = "suggested",
+                           project: str | None = None, min_confidence: float = 0.0, kind: str | None = None,
+                           session: str | None = None) -> BulkOutcome:
+    """A bulk resolution of open contradictions: every one at or above ``min_confidence`` (and of ``kind``)
+    settled by its suggested resolution (those without one are left open), or a whole class dismissed as
+    holding both (keep_both). Each can be undone with `reopen_contradiction`; the ids are in the answer."""
+    done: list[str] = []
+    left = 0
+    for store in core.scopes.stores("all", project, session):
+        cond, params = "status = 'open' AND confidence >= $c", {"c": min_confidence}
+        if kind:
+            cond += " AND kind = $k"
+            params["k"] = kind
+        for r in store.q1(f"SELECT * FROM contradiction_queue WHERE {cond} ORDER BY confidence DESC LIMIT 1000",
+                          params) or []:
+            row = plain(r)
+            how = row.get("suggested") if resolution == "suggested" else "keep_both"
+            if how not in ("keep_a", "keep_b", "keep_both"):
+                left += 1
+                continue
+            try:
+                _resolve(core, store, row, how, None, "user")
+                done.append(key_of(row["id"]))
+            except (NotFound, EngramError):
+                left += 1
+    msg = f"{len(done)} contradiction(s) resolved; each can be undone (reopen_contradiction)"
+    if left:
+        msg += f"; {left} left open (no suggested resolution)"
+    return BulkOutcome(ids=done, count=len(done), message=msg)
 
 
 def open_count(core: MemoryCore, project: str | None) -> int:

@@ -46,6 +46,19 @@ _NOT_NAMES = STOPWORDS_EN | {
     "python", "node", "go", "rust", "docker", "default", "big", "small", "legacy", "core", "upstream",
     "downstream", "remote", "given", "affected", "whose", "his", "her", "my", "a", "an", "the"}
 _HEAD = re.compile(r"(?<![\w/.-])([A-Za-z][\w-]*)(?:'s)?\s+(?:" + "|".join(HEAD_NOUNS) + r")(?:'s)?\b", re.I)
+# Nouns that follow a component's name often enough to learn it from ("the shipping tests", "billing's
+# deploys"), but that also follow ordinary words: names learned from these must not be verbs or adjectives.
+WEAK_HEADS = ("tests", "suite", "specs", "requests", "deploys", "releases", "builds", "container", "records",
+              "logs", "migrations", "fixtures", "endpoints", "queue", "workers", "dashboards", "config")
+_WEAK_HEAD = re.compile(r"(?<![\w/.-])([a-z][\w-]*)(?:'s)?\s+(?:" + "|".join(WEAK_HEADS) + r")\b")
+_NOT_COMPONENTS = {"newer", "older", "faster", "slower", "later", "earlier", "bigger", "smaller", "recent",
+                   "latest", "upcoming", "previous", "next", "future", "past", "pull", "merge", "run", "runs", "write", "add", "fix", "make", "use", "skip", "mark", "flaky", "slow", "failing",
+                   "passing", "all", "more", "fewer", "end-to-end", "e2e", "smoke", "regression", "load", "stress",
+                   "our", "your", "their", "its", "the", "these", "those", "some", "many", "few", "old", "new",
+                   "hanging", "broken", "fast", "long", "short", "api", "http", "database", "db", "sql", "ci",
+                   "nightly", "daily", "weekly", "parallel", "local", "remote", "pending", "open", "stale",
+                   "dead", "retry", "batch", "async", "sync", "rerun", "then", "and", "or", "when", "if", "before",
+                   "after", "with", "without", "for", "of", "in", "on", "at", "to", "from", "by", "about", "as"}
 _REF = re.compile(r"(?i:(?:\bPR|\bMR|\bissue|\bticket|\bbug)?\s*#\d+\b)|\b[A-Z][A-Z0-9]+-\d+\b")
 _REGION = re.compile(r"\b[a-z]{2,}(?:-[a-z]+)+-\d+[a-z]?\b")
 _CODE = re.compile(r"\b[a-z][a-z0-9]*_[a-z0-9_]+\b|\b[A-Za-z_]\w*\(\)")
@@ -58,8 +71,10 @@ BRANCHES = {"master", "main", "trunk", "develop", "development", "release", "sta
 _CHANGE = re.compile(
     r"\b(?:now|no longer|not any ?more|anymore|instead(?: of)?|migrated|migrating|moved|switched|switching|"
     r"replaced|replacing|renamed|raised|bumped|upgraded|downgraded|changed|took over|taken over|"
-    r"used to(?: be)?|(?:is|are) gone|was|were|deprecated|dropped|deleted|retired|from\s+\S+\s+to)\b", re.I)
-_OLD_MARK = re.compile(r"\b(?:from|used to be|was|were|instead of|not|no longer(?: \w+)?|replac\w*|over from)\s+"
+    r"used to(?: be)?|(?:is|are) gone|was|were|deprecated|dropped|deleted|retired|rather than|these days|"
+    r"stop (?:using|adding)|from\s+\S+\s+to)\b", re.I)
+_OLD_MARK = re.compile(r"\b(?:from|used to be|was|were|instead of|rather than|not|no longer(?: \w+)?|replac\w*|"
+                       r"over from|stop (?:using|adding)|calling)\s+"
                        r"(?:the\s+|port\s+|python\s+|node(?:\.js)?\s+)?(\S+)", re.I)
 
 
@@ -75,7 +90,7 @@ class Vocabulary:
         for text in texts:
             p = _parts(text)
             self.components |= p.heads
-            self.names |= {n for n in p.mid_names if n.lower() not in self.components}
+            self.names |= p.mid_names
 
 
 def vocabulary(core: MemoryCore, store: ScopeStore) -> Vocabulary:
@@ -130,7 +145,9 @@ _ABBREVIATIONS = {"API", "CI", "CD", "PR", "MR", "SQL", "HTTP", "HTTPS", "JSON",
 _NEG = re.compile(r"\b(?:not|never|don't|doesn't|didn't|isn't|aren't|wasn't|won't|shouldn't|mustn't|cannot|"
                   r"can't|no longer|avoid|disabled?)\b", re.I)
 _NEW_MARK = re.compile(r"\bfrom\s+(?:port\s+|node(?:\.js)?\s+|python\s+)?\S+\s+to\s+(?:port\s+|node(?:\.js)?\s+|python\s+)?"
-                       r"([\w.+-]+)|\b([\w.+-]+)\s+instead of\b|^\s*([A-Z][\w.+-]*)\s+(?:took|has taken) over\b", re.I)
+                       r"([\w.+-]+)|\b([\w.+-]+)\s+instead of\b|^\s*([A-Z][\w.+-]*)\s+(?:took|has taken) over\b|"
+                       r"\b(?:moved|switched|migrated|changed|upgraded|bumped|raised)(?: over)? to\s+"
+                       r"(?:port\s+|node(?:\.js)?\s+|python\s+)?([\w.+-]+)", re.I)
 _OLD_AFTER = re.compile(r"(\S+)\s+(?:lockfile\s+|images?\s+)?(?:no longer exists|is gone|are gone|was deleted|"
                         r"were deleted|are deleted|is deleted|is deprecated|is retired)", re.I)
 
@@ -142,6 +159,14 @@ def _parts(text: str) -> _Parts:
         w = m.group(1).lower()
         if w not in _NOT_NAMES and not w.isdigit() and ex.gazetteer_hit(w) is None:
             heads.add(w)
+    for m in _WEAK_HEAD.finditer(text):
+        w = m.group(1).lower()
+        if (w not in _NOT_NAMES and w not in _NOT_COMPONENTS and w not in HEAD_NOUNS and not w.endswith("ed")
+                and not w.isdigit() and ex.gazetteer_hit(w) is None and len(w) > 2):
+            heads.add(w)
+    # A hyphenated name opening a sentence ("Ml-models targets Python 3.13") names its subject.
+    for m in re.finditer(r"(?:^|[.!?;:]\s+)([A-Z][a-z0-9]*(?:-[a-z0-9]+)+)\b", text):
+        heads.add(m.group(1).lower())
     mid: set[str] = set()
     capitals: set[str] = set()
     for m in _CAPITAL.finditer(text):
@@ -159,7 +184,8 @@ def _parts(text: str) -> _Parts:
     idents |= {re.sub(r"\s+", " ", m.group(0).strip().lower()) for m in _REF.finditer(text)}
     idents |= {m.group(0).rstrip("()").lower() for m in _CODE.finditer(text)}
     idents |= {m.group(1).lower() for m in ex.CAMEL.finditer(text)}
-    numbers = {m.group(0).lower().lstrip("v") for m in _NUMBER.finditer(text) if not _inside_ref(text, m.start())}
+    numbers = {_port_of(m.group(0).lower().lstrip("v")) for m in _NUMBER.finditer(text)
+               if not _inside_ref(text, m.start())}
     # URLs and cloud regions are values of what they configure, never subjects.
     numbers |= {m.group(0).rstrip(".,;:").lower() for m in ex.URL.finditer(text)}
     numbers |= {m.group(0).lower() for m in _REGION.finditer(text)}
@@ -206,6 +232,11 @@ def read(text: str, vocab: Vocabulary | None = None) -> Statement:
         elif (hit := ex.gazetteer_hit(w)) is not None and hit.key in values:
             old.add(hit.key)
     return Statement(frozenset(subjects), frozenset(values), p.changes, frozenset(old), p.negated, p.versions)
+
+
+def _port_of(number: str) -> str:
+    """127.0.0.1:8080 and 8080 are one port."""
+    return number.rsplit(":", 1)[1] if re.fullmatch(r"\d+(?:\.\d+){3}:\d+", number) else number
 
 
 def _canonical(name: str) -> str:
@@ -308,8 +339,7 @@ def subject_slots(old_text: str, new_text: str, values: frozenset[str],
     """Where two statements of one shape differ in a name that is no value: the slot that names their subject
     ("Deploys of shipping go out through Render" / "Deploys of archive go out through Render"). Empty unless
     most words line up (paraphrases differ everywhere and say nothing this way)."""
-    ta = [w.strip(".,;:()'\"`") for w in _SLOT_WORD.findall(old_text)]
-    tb = [w.strip(".,;:()'\"`") for w in _SLOT_WORD.findall(new_text)]
+    ta, tb = _slot_words(old_text), _slot_words(new_text)
     la, lb = [w.lower() for w in ta], [w.lower() for w in tb]
     if not la or not lb:
         return []
@@ -328,6 +358,29 @@ def subject_slots(old_text: str, new_text: str, values: frozenset[str],
         if _names_something(xa, vocab, i1 > 0) and _names_something(xb, vocab, j1 > 0):
             slots.append((" ".join(xa[1 if i1 else 0:]), " ".join(xb[1 if j1 else 0:])))
     return slots
+
+
+def _slot_words(text: str) -> list[str]:
+    """The words of a statement; a sentence's first word in lower case when it is an ordinary opener ("Run",
+    "Tests", "We"), whose capital says nothing, and kept when it may be a name ("Geo's port changed…")."""
+    out, start = [], True
+    for raw in _SLOT_WORD.findall(text):
+        w = raw.strip(".,;:()'\"`")
+        out.append(w.lower() if start and w.lower() in _STARTERS else w)
+        start = raw.endswith((".", "!", "?", ":", ";"))
+    return out
+
+
+# Words that open a sentence in coding notes and name nothing: function words, imperatives, common nouns.
+_STARTERS = STOPWORDS_EN | {
+    "run", "running", "use", "using", "test", "tests", "testing", "start", "stop", "open", "close", "add", "remove",
+    "fix", "fixed", "check", "make", "set", "keep", "install", "build", "builds", "deploy", "deploys", "deploying",
+    "release", "releases", "point", "remember", "ping", "questions", "heads", "migrated", "bumped", "raised",
+    "base", "locally", "unit", "specs", "code", "since", "when", "then", "always", "never", "please", "note",
+    "ask", "asked", "investigated", "refactored", "decided", "we", "i", "you", "they", "it", "our", "my", "your",
+    "there", "here", "every", "each", "all", "some", "ci", "pull", "write", "read", "avoid", "prefer",
+    "do", "don't", "after", "before", "during", "while", "if", "for", "in", "on", "at", "to", "from",
+    "with", "without", "by", "about", "persistence", "shipping", "production", "config"}
 
 
 _NAME_BEFORE = {"of", "for", "in", "from", "at", "the", "to", "about", "by", "your", "our", "my", "their"}
