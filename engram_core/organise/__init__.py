@@ -62,13 +62,13 @@ def after_store(core: MemoryCore, store: ScopeStore, items: Sequence[tuple[str, 
             lt = store.light.get(key)
             if lt is not None:
                 lt.episode_id = ep  # the mirror row was read before the episode was known
-    vocab = subjects.vocabulary(core, store)
-    vocab.learn(fields.get("content", "") for _, fields in items)
+    vocab = subjects.vocabulary(core, store, exclude={k for k, _ in items})
     writes, ss.writes = ss.writes, []
     todo = [p for p in plans if p is not None]
     lives = iter(graph.write_extractions(core, store, todo, writes) if todo or writes else [])
     found: list[contradictions.Candidate] = []
     duplicates: list[tuple[str, str, float, str]] = []
+    superseded: set[str] = set()
     keys = [k for k, _ in items]
     later = [set(keys[i + 1:]) for i in range(len(keys))]  # each memory sees the chunk as written one by one
     checked = [fields.get("memory_type") != "working" for _, fields in items]
@@ -78,11 +78,16 @@ def after_store(core: MemoryCore, store: ScopeStore, items: Sequence[tuple[str, 
         live = next(lives) if plan is not None else []
         if live:
             found += contradictions.check_relations(core, store, key, plan.rels if plan else [], live)
+        vocab.learn([fields.get("content", "")])  # as if the chunk were written one memory at a time
         if checked[i]:
             near_found = contradictions.check_near(core, store, key, fields.get("content", ""), near,
                                                    memory_type=fields.get("memory_type"),
-                                                   created_at=fields.get("created_at"), vocab=vocab)
+                                                   created_at=fields.get("created_at"), vocab=vocab,
+                                                   gone=superseded)
             found += near_found.contradictions
+            # A memory this chunk supersedes leaves recall at the chunk's end; the memories after it in the
+            # chunk must not meet it, as they would not had each been written alone.
+            superseded |= {c.b if c.suggested == "keep_a" else c.a for c in near_found.contradictions if c.strong}
             duplicates += [(key, other, cos, why) for other, cos, why in near_found.duplicates]
         else:
             associations.enforce_working_capacity(core, store, later=later[i])

@@ -35,7 +35,7 @@ from ..store import ScopeStore, key_of, plain
 from ..writing import write_into
 from . import associations, contradictions, evolution, graph
 from . import subjects as sj
-from .base import EngramError, MemoryCore, NotFound, api, rid, to_memory
+from .base import EngramError, MemoryCore, NotFound, api, rid, short_hash, to_memory
 
 REASONS = ("decay", "duplicate", "promotion", "merge", "scheduled", "episodic_to_semantic")
 BASE_RISK = {"duplicate": 0.1, "decay": 0.2, "promotion": 0.5, "merge": 0.6, "scheduled": 0.5,
@@ -106,7 +106,12 @@ def queue(core: MemoryCore, store: ScopeStore, reason: str, keys: list[str], *, 
     if existing or dry_run:
         return None
     proposal = extractive(core, store, keys, reason, topic)
-    row = store.create("consolidation_queue", {
+    # A duplicate group's id comes from its memories: the write path proposes it whenever its chunk ends, and
+    # the ids the service hands out must not depend on when that is.
+    key = short_hash("consolidation", reason, *keys) if reason == "duplicate" else None
+    if key is not None and store.q1("SELECT VALUE id FROM ONLY $id", {"id": rid("consolidation_queue", key)}):
+        return None
+    row = store.create("consolidation_queue", key=key, fields={
         "memory_id": rid("memory", keys[0]), "memory_ids": [rid("memory", k) for k in keys], "reason": reason,
         "priority": round(priority, 4), "risk": risk_for(reason, len(keys)), "topic": topic,
         "proposal": proposal.model_dump(), "created_at": core.now(), "evidence": evidence or []})

@@ -122,9 +122,13 @@ def judge(old: str, new: str, cosine: float, vocab: sj.Vocabulary | None = None)
         return Verdict("distinct", f"cosine {cosine:.2f}, word overlap {overlap:.2f}: different topics")
     # Two values of one kind are one attribute's only where the statements say the same sort of thing of
     # their subject (a deploy tool and an owner are both names) or the values share a functional category.
-    same_attribute = (cmp.functional or cmp.names_old_value or cosine >= ATTRIBUTE_COSINE
-                      or sj.same_attribute(old, new, so, sn) >= ATTRIBUTE_OVERLAP)
-    if cmp.conflict and same_attribute and (anchored or cmp.functional or cosine >= TOPIC_COSINE):
+    same_attribute = (cmp.functional or (cmp.names_old_value and cosine >= CHANGE_COSINE)
+                      or cosine >= ATTRIBUTE_COSINE or sj.same_attribute(old, new, so, sn) >= ATTRIBUTE_OVERLAP)
+    # With no identifier for the subject, only a stated change or one shape with one value swapped tells two
+    # statements are about one thing: template-like notes ("my usual setup: …, and X for formatting") repeat
+    # with other values without being about one subject.
+    single_swap = len([x for x in changed if x[0] or x[1]]) == 1 and (cosine >= TOPIC_COSINE or cmp.functional)
+    if cmp.conflict and same_attribute and (anchored or strong_change or single_swap):
         was = ", ".join(sorted(cmp.only_old)[:3])
         now = ", ".join(sorted(cmp.only_new)[:3])
         how = "the newer says it changed from " if cmp.names_old_value else ""
@@ -134,7 +138,11 @@ def judge(old: str, new: str, cosine: float, vocab: sj.Vocabulary | None = None)
                        confidence=confidence)
     close = anchored or cosine >= DUPLICATE_COSINE
     said_change = sn.changes and cmp.same_subject is not False
-    if so.negated != sn.negated and overlap >= TOPIC_OVERLAP and (
+    # A polarity flip of one statement: what changed is the negation and at most a few words beside it, not a
+    # whole clause that happens to hold a "not" ("… to avoid a second database" vs "… the docs recommend it").
+    residue = [w for x, y in changed for w in (x + " " + y).split() if not sj.negation_word(w)] if changed else None
+    flip = (residue is not None and len(residue) <= 3) or (residue is None and cosine >= 0.9)
+    if so.negated != sn.negated and overlap >= TOPIC_OVERLAP and flip and (
             (close and cosine >= NEGATION_COSINE) or (said_change and cosine >= CHANGE_COSINE)):
         return Verdict("update", f"{cmp.why_subject}; one states it, the other negates it", kind="negation")
     wa, wb = _words(old), _words(new)
@@ -252,11 +260,10 @@ def settle_strong(core: MemoryCore, store: ScopeStore, cands: list[Candidate], q
         c = strong.get(key)
         if c is None:
             continue
-        row = store.q1("SELECT * FROM ONLY $id", {"id": rid("contradiction_queue", key)})
-        if not row or row.get("status") != "open":
-            continue
+        # Queued a moment ago by `queue` (and new then): no need to read it back.
+        row = {"id": rid("contradiction_queue", key), "memory_a": c.a, "memory_b": c.b, "status": "open"}
         try:
-            _resolve(core, store, plain(row), c.suggested, None, "policy")  # type: ignore[arg-type]
+            _resolve(core, store, row, c.suggested, None, "policy")  # type: ignore[arg-type]
             n += 1
         except (NotFound, EngramError):
             continue
@@ -344,16 +351,18 @@ class NearFindings:
 
 def check_near(core: MemoryCore, store: ScopeStore, key: str, content: str,
                near: Sequence[tuple[str, float]], *, memory_type: str | None = None,
-               created_at: datetime | None = None, vocab: sj.Vocabulary | None = None) -> NearFindings:
+               created_at: datetime | None = None, vocab: sj.Vocabulary | None = None,
+               gone: Collection[str] = ()) -> NearFindings:
     """Judge a new memory against its nearest neighbours ``near`` (`nearest_for_check`: best first, the memory
     itself among them, none written after it in its chunk): at most NEAR_MAX_PER_MEMORY contradictions (each
     suggesting the newer statement, by ``created_at``), and every neighbour that says the same thing.
 
-    Two episodes never contradict each other: each records something that happened ("fixed a bug in auth",
-    "fixed the same kind of bug in payments"); a fact or a procedure can be contradicted, by either."""
+    An episode is never the older side: it records something that happened ("fixed a bug in auth with
+    graphql"), which a later change ("we switched from graphql") does not make untrue; a fact or a procedure
+    can be contradicted, by either."""
     out = NearFindings([], [])
     for other, cos in near:
-        if other == key or cos < CANDIDATE_COSINE:
+        if other == key or cos < CANDIDATE_COSINE or other in gone:
             continue
         lt = store.light.get(other)
         if lt is None or lt.status in ("archived",) or lt.memory_type == "working":
@@ -362,8 +371,9 @@ def check_near(core: MemoryCore, store: ScopeStore, key: str, content: str,
         old_text, new_text = (lt.content, content) if new_is_newer else (content, lt.content)
         v = judge(old_text, new_text, cos, vocab)
         if v.cls == "update":
-            if memory_type == "episodic" and lt.memory_type == "episodic":
-                continue
+            older_type = lt.memory_type if new_is_newer else memory_type
+            if older_type == "episodic":
+                continue  # what happened stays true: a later change supersedes facts and procedures only
             if len(out.contradictions) < NEAR_MAX_PER_MEMORY:
                 out.contradictions.append(Candidate(v.kind, other, key, [v.why], core.now(),
                                                     suggested="keep_b" if new_is_newer else "keep_a",

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -44,7 +44,8 @@ _NOT_NAMES = STOPWORDS_EN | {
     "one", "own", "unit", "integration", "http", "main", "single", "separate", "entire", "current", "previous",
     "next", "first", "last", "any", "that", "this", "these", "those", "which", "another", "public", "private", "internal", "external", "production", "staging", "test", "tests", "web-facing",
     "python", "node", "go", "rust", "docker", "default", "big", "small", "legacy", "core", "upstream",
-    "downstream", "remote", "given", "affected", "whose", "his", "her", "my", "a", "an", "the"}
+    "downstream", "remote", "given", "affected", "whose", "his", "her", "my", "a", "an", "the", "batch", "nightly",
+    "cron", "release", "build", "deploy"}
 _HEAD = re.compile(r"(?<![\w/.-])([A-Za-z][\w-]*)(?:'s)?\s+(?:" + "|".join(HEAD_NOUNS) + r")(?:'s)?\b", re.I)
 # Nouns that follow a component's name often enough to learn it from ("the shipping tests", "billing's
 # deploys"), but that also follow ordinary words: names learned from these must not be verbs or adjectives.
@@ -73,7 +74,12 @@ _CHANGE = re.compile(
     r"replaced|replacing|renamed|raised|bumped|upgraded|downgraded|changed|took over|taken over|"
     r"used to(?: be)?|(?:is|are) gone|was|were|deprecated|dropped|deleted|retired|rather than|these days|"
     r"stop (?:using|adding)|from\s+\S+\s+to)\b", re.I)
-_OLD_MARK = re.compile(r"\b(?:from|used to be|was|were|instead of|rather than|not|no longer(?: \w+)?|replac\w*|"
+_MARKER = re.compile(r"\b(?:from(?! now on)|instead of|rather than|no longer|not|replac\w*|stop (?:using|adding)|"
+                     r"used to be|was|were|took over|calling)\b", re.I)
+# Markers that follow the value they retire ("Bob moved to another team", "3.10 is no longer supported").
+_MARKER_AFTER = re.compile(r"\b(?:moved to another|is no longer|are no longer|no longer exists|is gone|are gone|"
+                           r"is deprecated|are deleted|was deleted|is retired|left the team)\b", re.I)
+_OLD_MARK = re.compile(r"\b(?:from(?! now on)|used to be|was|were|instead of|rather than|not|no longer(?: \w+)?|replac\w*|"
                        r"over from|stop (?:using|adding)|calling)\s+"
                        r"(?:the\s+|port\s+|python\s+|node(?:\.js)?\s+)?(\S+)", re.I)
 
@@ -93,13 +99,13 @@ class Vocabulary:
             self.names |= p.mid_names
 
 
-def vocabulary(core: MemoryCore, store: ScopeStore) -> Vocabulary:
-    """The store's learned components and names, read from its memories on first use, then kept up to date by
-    the write path (organise `after_store`)."""
+def vocabulary(core: MemoryCore, store: ScopeStore, *, exclude: Collection[str] = ()) -> Vocabulary:
+    """The store's learned components and names, read from its memories on first use (but ``exclude``: a
+    chunk being written, which learns memory by memory), then kept up to date by the write path."""
     ss = state(core).of(store)
     if ss.vocab is None:
         vocab = Vocabulary()
-        vocab.learn(lt.content for lt in list(store.light.values()))
+        vocab.learn(lt.content for k, lt in list(store.light.items()) if k not in exclude)
         ss.vocab = vocab
     return ss.vocab
 
@@ -115,6 +121,7 @@ class Statement:
     old_values: frozenset[str]
     negated: bool
     versions: frozenset[tuple[str, str]] = frozenset()
+    after_marker: frozenset[str] = frozenset()  # words soon after "no longer", "instead of", "from"…
 
 
 @dataclass(frozen=True)
@@ -134,6 +141,7 @@ class _Parts:
     old_spans: tuple[str, ...]
     new_spans: tuple[str, ...]
     negated: bool
+    after_marker: frozenset[str] = frozenset()
 
 
 # Tool names that are also everyday words in lower case ("go out through", "make sure", "just run").
@@ -144,7 +152,7 @@ _ABBREVIATIONS = {"API", "CI", "CD", "PR", "MR", "SQL", "HTTP", "HTTPS", "JSON",
                   "TCP", "UDP", "HTML", "CSS", "JWT", "CSV", "XML", "ORM", "OS", "VM", "IDE", "FAQ", "ETA", "EOD"}
 _NEG = re.compile(r"\b(?:not|never|don't|doesn't|didn't|isn't|aren't|wasn't|won't|shouldn't|mustn't|cannot|"
                   r"can't|no longer|avoid|disabled?)\b", re.I)
-_NEW_MARK = re.compile(r"\bfrom\s+(?:port\s+|node(?:\.js)?\s+|python\s+)?\S+\s+to\s+(?:port\s+|node(?:\.js)?\s+|python\s+)?"
+_NEW_MARK = re.compile(r"\bfrom(?! now on)\s+(?:port\s+|node(?:\.js)?\s+|python\s+)?\S+\s+to\s+(?:port\s+|node(?:\.js)?\s+|python\s+)?"
                        r"([\w.+-]+)|\b([\w.+-]+)\s+instead of\b|^\s*([A-Z][\w.+-]*)\s+(?:took|has taken) over\b|"
                        r"\b(?:moved|switched|migrated|changed|upgraded|bumped|raised)(?: over)? to\s+"
                        r"(?:port\s+|node(?:\.js)?\s+|python\s+)?([\w.+-]+)", re.I)
@@ -202,6 +210,14 @@ def _parts(text: str) -> _Parts:
     versions = {(_canonical(m.group(1)), m.group(2)) for m in _VERSIONED.finditer(text)
                 if m.group(1).lower() not in STOPWORDS_EN and m.group(1).lower() != "port"}
     changes = bool(_CHANGE.search(text))
+    after: set[str] = set()
+    spots = [text[m.end():].split()[:5] for m in _MARKER.finditer(text)]
+    spots += [text[:m.start()].split()[-3:] for m in _MARKER_AFTER.finditer(text)]
+    for words in spots:
+        for w in words:
+            w = w.strip(".,;:()'\"`").lower()
+            hit = ex.gazetteer_hit(w)
+            after |= {w, w.lstrip("v"), _canonical(w)} | ({hit.key} if hit else set())
     spans: tuple[str, ...] = ()
     new_spans: tuple[str, ...] = ()
     if changes or _NEG.search(text):
@@ -211,7 +227,8 @@ def _parts(text: str) -> _Parts:
     return _Parts(frozenset(heads), frozenset(mid), frozenset(re.findall(r"[a-z][\w-]*", text.lower())),
                   frozenset(capitals), frozenset(idents), frozenset(numbers), frozenset(tools),
                   frozenset(branches), changes=changes, versions=frozenset(versions),
-                  old_spans=spans, new_spans=new_spans, negated=bool(_NEG.search(text)))
+                  old_spans=spans, new_spans=new_spans, negated=bool(_NEG.search(text)),
+                  after_marker=frozenset(after))
 
 
 def read(text: str, vocab: Vocabulary | None = None) -> Statement:
@@ -231,7 +248,14 @@ def read(text: str, vocab: Vocabulary | None = None) -> Statement:
             old.add(w.lstrip("v"))
         elif (hit := ex.gazetteer_hit(w)) is not None and hit.key in values:
             old.add(hit.key)
-    return Statement(frozenset(subjects), frozenset(values), p.changes, frozenset(old), p.negated, p.versions)
+    return Statement(frozenset(subjects), frozenset(values), p.changes, frozenset(old), p.negated, p.versions,
+                     p.after_marker)
+
+
+def negation_word(word: str) -> bool:
+    """A word that negates or states a change ("not", "no", "longer", "never", "disabled", "now")."""
+    w = word.lower().strip(".,;:()")
+    return bool(_NEG.fullmatch(w) or _CHANGE.fullmatch(w)) or w in ("no", "longer", "do", "does", "did")
 
 
 def _port_of(number: str) -> str:
@@ -279,10 +303,10 @@ def compare(old: Statement, new: Statement) -> Comparison:
         same, why = None, "no identifier names the subject"
     old_named = set(new.old_values)
     if new.changes or new.negated:
-        # A change statement that also names a value the older one states names what it changed from
-        # ("we no longer deploy it with Render; it goes out through Ansible now").
+        # A change statement that also names, just after "no longer", "instead of", "from"…, a value the older
+        # one states names what it changed from ("we no longer deploy it with Render; it goes out through …").
         fresh = _kinds(new.values - old.values)
-        old_named |= {v for v in old.values & new.values if _kinds([v]) & fresh}
+        old_named |= {v for v in old.values & new.values & new.after_marker if _kinds([v]) & fresh}
     new_vals = new.values - old_named
     only_old, only_new = old.values - new_vals, new_vals - old.values
     ka, kb = _kinds(only_old), _kinds(only_new)
@@ -420,7 +444,7 @@ def is_path(word: str) -> bool:
     return bool(ex.PATH.fullmatch(word)) and ("/" in word or "." in word)
 
 
-SAME_SHAPE = 0.6  # share of the shorter statement's words that line up with the other's in order
+SAME_SHAPE = 0.45  # share of the shorter statement's words that line up with the other's in order
 
 
 def same_attribute(old_text: str, new_text: str, old: Statement, new: Statement) -> float:
