@@ -285,8 +285,9 @@ def build_server() -> Any:
         return t.call_in_context("memory_aggregate", results=results, final_limit=final_limit,
                              dedup_threshold=dedup_threshold)
 
-    @mcp.tool(description="Let the memory system tune itself from its retrieval log (scope weights, half-lives, "
-              "promotion thresholds), within bounded steps. dry_run previews the changes.")
+    @mcp.tool(description="Let the memory system tune itself from its retrieval log and feedback: scope weights "
+              "and per-type decay half-lives, within bounded steps (promotion thresholds and strategy weights are "
+              "not tuned; manual settings win). dry_run previews the changes.")
     def evolve_memory_system(dry_run: bool = True,
                              lookback_days: Annotated[int, Field(ge=1, le=365)] = 30) -> Any:
         return t.call_in_context("evolve_memory_system", dry_run=dry_run, lookback_days=lookback_days)
