@@ -23,6 +23,7 @@ from .embeddings import try_embed
 from .models import ImportError_, ImportReport, Memory, MemoryIn, MemoryPatch, Scope, Status, StoreResult
 from .redaction import redact, redact_text, redact_value
 from .scopes import Session
+from .scoring import importance_after_verdict
 from .store import ScopeStore, content_hash
 
 FUTURE_SKEW = timedelta(minutes=5)  # a created_at later than this is refused (decay cannot start in the future)
@@ -340,6 +341,11 @@ def update(core: MemoryCore, memory_id: str, patch: MemoryPatch, project: str | 
     if "metadata" in changes:
         current = store.get(key) or {}
         changes["metadata"] = {**current.get("metadata", {}), **redact_value(changes["metadata"])}
+    if "user_feedback" in changes and "importance" not in changes:
+        # A verdict moves importance (helpful up, not helpful down, bounded): rank and decay follow it.
+        current = store.get(key)
+        if current is not None:
+            changes["importance"] = importance_after_verdict(float(current["importance"]), changes["user_feedback"])
     row = store.update_memory(key, changes)
     if row is None:
         raise NotFound(f"no memory with id {key!r}")

@@ -432,11 +432,14 @@ def cmd_feedback(args: argparse.Namespace) -> int:
             value = float(args.verdict)
         except ValueError:
             _die(f"verdict must be one of {', '.join(FEEDBACK_VALUES)} or a number from 0 to 1")
-    m = _client(args).call("update", memory_id=args.id, patch={"user_feedback": value}, project=_project(args))
+    client = _client(args)
+    before = client.call("get", memory_id=args.id, project=_project(args))
+    m = client.call("update", memory_id=args.id, patch={"user_feedback": value}, project=_project(args))
     if args.json:
         _emit(m)
     else:
-        print(f"{m['id']}: user feedback {m['user_feedback']:.2f} (quality now {m['quality']:.2f})")
+        print(f"{m['id']}: user feedback {m['user_feedback']:.2f}; importance {before['importance']:.2f} → "
+              f"{m['importance']:.2f} (ranks and fades by it), quality now {m['quality']:.2f}")
     return EXIT_OK
 
 
@@ -748,7 +751,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     sp.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
     project_opt(sp)
 
-    sp = add("feedback", "say whether a memory helped (its user_feedback signal)", cmd_feedback)
+    sp = add("feedback", "say whether a memory helped: helpful raises its importance by 0.1, not-helpful lowers it by 0.1 (floor "
+             "0.05), so it ranks and fades accordingly", cmd_feedback)
     sp.add_argument("id", help="memory id")
     sp.add_argument("verdict", help="helpful, partly, not-helpful, or a number from 0 to 1")
     project_opt(sp)

@@ -200,7 +200,8 @@ def build_server() -> Any:
         pinned: bool | None = None,
         metadata: dict[str, Any] | None = None,
         user_feedback: Annotated[float | None, Field(ge=0.0, le=1.0, description=(
-            "the user's verdict on this memory: 1.0 helpful, 0.5 partly, 0.0 not helpful"))] = None,
+            "the user's verdict on this memory: 1.0 helpful (importance +0.1), 0.5 partly, 0.0 not "
+            "helpful (importance -0.1)"))] = None,
     ) -> dict[str, Any]:
         patch = {k: v for k, v in {"content": content, "tags": tags, "importance": importance,
                                    "memory_type": memory_type, "pinned": pinned, "metadata": metadata,
@@ -226,8 +227,9 @@ def build_server() -> Any:
     def memory_stats() -> dict[str, Any]:
         return t.call("stats", project=t.project, session=t.session)
 
-    @mcp.tool(description="Mark whether the last recall of this exact query helped; useful memories gain "
-              "relevance, this tunes future recall.")
+    @mcp.tool(description="Mark whether the last recall of this exact query helped: each memory it returned "
+              "gains importance (+0.1) if useful or loses it (-0.1) if not, so it ranks higher or lower and fades "
+              "slower or sooner; the verdict is also logged for evolve_memory_system.")
     def mark_retrieval_useful(query: Annotated[str, Field(min_length=1)], was_useful: bool,
                               reason: str | None = None) -> dict[str, Any]:
         return t.call("mark_retrieval_useful", query=query, was_useful=was_useful, reason=reason,
