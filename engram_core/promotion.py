@@ -49,7 +49,7 @@ def copy_up(core: MemoryCore, source: ScopeStore, key: str, target: ScopeStore, 
                                       "source", "episode_id", "metadata", "created_at", "last_accessed_at")
                   if row.get(k) is not None}
         fields["half_life_days"] = lifecycle.half_life_for(target.scope.value, row["memory_type"],
-                                                           core.half_lives())
+                                                           core.half_lives(core.project_root_of(target)))
         fields.update(scope=target.scope.value, promoted_from=source_ref,
                       promotion_chain=[*row.get("promotion_chain", []), source_ref],
                       status="active", status_reason=f"promoted from {source.scope.value}",

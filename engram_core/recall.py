@@ -57,7 +57,7 @@ def _recall(core: MemoryCore, query: str, project: str | None, session: str | No
             log: bool) -> RecallResult:
     t0 = time.perf_counter()
     stores = core.scopes.stores(scope, project, session)
-    weights = core.scope_weights(profile)
+    weights = core.scope_weights(profile, project)
     qvec = None
     degraded = None
     if getattr(core.embedder, "available", False):

@@ -66,7 +66,8 @@ def _prepare(core: MemoryCore, mem: MemoryIn, store: ScopeStore, sess: Session |
         "tags": tags,
         "importance": mem.importance,
         "confidence": mem.confidence,
-        "half_life_days": lifecycle.half_life_for(store.scope.value, mem.memory_type.value, core.half_lives()),
+        "half_life_days": lifecycle.half_life_for(store.scope.value, mem.memory_type.value,
+                                                  core.half_lives(core.project_root_of(store))),
         "metadata": metadata,
         "source": source,
         "session_id": sess.key if sess else None,
@@ -337,7 +338,7 @@ def update(core: MemoryCore, memory_id: str, patch: MemoryPatch, project: str | 
         if changes["memory_type"] == "working" and store.scope != Scope.session:
             raise EngramError("working memories are session-only")
         changes["half_life_days"] = lifecycle.half_life_for(store.scope.value, changes["memory_type"],
-                                                            core.half_lives())
+                                                            core.half_lives(core.project_root_of(store)))
     if "metadata" in changes:
         current = store.get(key) or {}
         changes["metadata"] = {**current.get("metadata", {}), **redact_value(changes["metadata"])}

@@ -328,6 +328,28 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return EXIT_OK if ok else EXIT_ERROR
 
 
+def cmd_config(args: argparse.Namespace) -> int:
+    from .doctor import shell_only_settings
+
+    report = _client(args).call("settings_report", project=_project(args))
+    report["ignored"] = [*report["ignored"], *shell_only_settings(report)]
+    if args.json:
+        _emit(report)
+        return EXIT_OK
+    print(f"user file:    {report['user_file']}")
+    print(f"project file: {report['project_file'] or '(no project)'}")
+    print("precedence:   default < evolved < user file < project file < environment "
+          "(daemon-wide settings: never from a project file)")
+    width = max(len(s["name"]) for s in report["settings"])
+    for s in report["settings"]:
+        value = json.dumps(s["value"], ensure_ascii=False) if isinstance(s["value"], dict) else s["value"]
+        note = f"  ({s['note']})" if s.get("note") else ""
+        print(f"{s['name']:<{width}}  {value!s:<24} {s['source']:<12} {s['applies']}{note}")
+    for line in report["ignored"]:
+        print(f"IGNORED  {line}")
+    return EXIT_OK
+
+
 def cmd_setup(args: argparse.Namespace) -> int:
     from ..paths import engram_home
     from .agent_setup import AGENTS, SetupError
@@ -372,7 +394,7 @@ def cmd_recall(args: argparse.Namespace) -> int:
     hits = [_flat_hit(h) for h in result["hits"]]
     if args.json:
         _emit({"query": result["query"], "strategy": result["strategy"], "degraded": result.get("degraded"),
-               "took_ms": result["took_ms"], "hits": hits})
+               "took_ms": result["took_ms"], "scope_weights": result.get("scope_weights"), "hits": hits})
         return EXIT_OK
     if not hits:
         print(f"nothing recalled for {query!r}")
@@ -793,6 +815,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
              cmd_export)
     sp.add_argument("--scope", choices=("all", *SCOPES), default="all", help="which scope(s) (default all)")
     sp.add_argument("--output", "-o", default=None, help="file to write (mode 0600); default stdout")
+    project_opt(sp)
+
+    sp = add("config", "every effective setting for this project and where it came from (default, user file, "
+             "project file, environment, evolved); values that are ignored, and why", cmd_config)
     project_opt(sp)
 
     sp = add("doctor", "check the installation, the stores, the daemon and the Claude Code integration "
