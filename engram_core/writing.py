@@ -16,7 +16,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import ValidationError
 
-from . import lifecycle, ranking
+from . import lifecycle, promotion, ranking
 from .api import EngramError, NotFound, api, short_error
 from .core import MemoryCore
 from .embeddings import try_embed
@@ -171,6 +171,7 @@ def _store_batch(core: MemoryCore, batch: _Batch, vecs: np.ndarray | None, why: 
         store.insert_memories(rows)
         for key, fields in rows:
             store.mirror_new(key, fields)
+        promotion.note_fingerprints(core, store, [(f["memory_type"], f["content_hash"]) for _k, f in rows])
     for store, dup, fields in merges:
         store.merge_into(dup, access_count=0, importance=fields["importance"], tags=fields["tags"],
                          merged_from="duplicate-store")
@@ -184,6 +185,12 @@ def write(core: MemoryCore, items: list[MemoryIn], project: str | None, session:
           age_dates: bool = False) -> list[StoreResult]:
     """`_write`, then each memory read back as it now stands. The caller holds ``core.lock``."""
     written = _write(core, items, project, session, age_dates)
+    for i, (action, store, key, kinds, msg) in enumerate(written):
+        if action == "created" and store.scope == Scope.session:
+            ref = promotion.promote_if_important(core, store, key)
+            if ref:
+                written[i] = (action, store, key, kinds, f"{msg}; importance ≥ {promotion.IMMEDIATE_IMPORTANCE}: "
+                                                         f"promoted to project scope at once ({ref})")
     rows: dict[int, dict[str, dict[str, Any]]] = {}
     for store in {id(w[1]): w[1] for w in written}.values():
         # read as recall reads them: the rows stay held in the store's row mirror
@@ -205,7 +212,7 @@ def write_into(core: MemoryCore, store: ScopeStore, mem: MemoryIn) -> Memory:
 @api
 def store(core: MemoryCore, memory: MemoryIn, project: str | None = None, session: str | None = None) -> StoreResult:
     """Store one memory (secrets redacted first); an exact duplicate in the same scope is merged, and says so."""
-    if core.settings.disabled:
+    if core.settings_for(project).disabled:
         raise EngramError("Engram is disabled for this project (disabled: true in .claude/engram.local.md)")
     with core.lock:
         result = write(core, [memory], project, session)[0]
@@ -350,6 +357,8 @@ def update(core: MemoryCore, memory_id: str, patch: MemoryPatch, project: str | 
     row = store.update_memory(key, changes)
     if row is None:
         raise NotFound(f"no memory with id {key!r}")
+    if store.scope == Scope.session and "importance" in changes and promotion.promote_if_important(core, store, key):
+        row = store.get(key) or row
     return core.to_memory(row, store)
 
 
@@ -381,7 +390,10 @@ def forget(core: MemoryCore, memory_id: str, project: str | None = None, session
                           "confirm it (confirm=true, or --yes on the command line)")
     if erase:
         words = store.unique_words(key)
+        light = store.light.get(key)
         row = store.forget_memory(key, reason)
+        if light is not None:
+            promotion.drop_fingerprint(core, store, light.content_hash)
         store.conn.erased = True  # the old bytes stay in the engine's files until the next compaction
         # Recall logs live in project stores (else the user's): any may hold a recall that returned it.
         if store.scope == Scope.user:
