@@ -39,7 +39,7 @@ class Daemon(Protocol):
     def session_successor(self, session: str) -> str: ...
 
 INSTRUCTIONS = """Engram is your persistent memory across sessions, in three scopes: session (this conversation,
-promoted at its end if it proved useful), project (this repository) and user (everything you do for this person).
+promoted to the project at once at importance 0.85+, else at its end if it proved useful), project (this repository) and user (everything you do for this person).
 Recall before you re-derive something a past session may already know (conventions, decisions, fixes to errors);
 store what a future session should not have to rediscover, as one self-contained fact per memory.
 Recalled memories may be stale: check them against the code before relying on them.
@@ -151,7 +151,8 @@ def build_server() -> Any:
     @mcp.tool(description="Store one memory. Use for a fact, decision, convention, fix or procedure a later session "
               "should know. One self-contained statement per memory; secrets are redacted. scope: 'project' "
               "(default, this repository), 'user' (true across projects: preferences, habits), 'session' (this "
-              "conversation only; promoted at its end if important). An identical memory is merged, not duplicated.")
+              "conversation only; promoted to project scope at once at importance 0.85+, else at the session's end "
+              "if used or important). An identical memory is merged, not duplicated.")
     def store_memory(
         content: Annotated[str, Field(min_length=1, max_length=100_000, description="the memory text")],
         memory_type: Annotated[MemoryTypeName, Field(description="semantic: facts; procedural: how-tos; "
