@@ -344,7 +344,7 @@ def cmd_config(args: argparse.Namespace) -> int:
     for s in report["settings"]:
         value = json.dumps(s["value"], ensure_ascii=False) if isinstance(s["value"], dict) else s["value"]
         note = f"  ({s['note']})" if s.get("note") else ""
-        print(f"{s['name']:<{width}}  {value!s:<24} {s['source']:<12} {s['applies']}{note}")
+        print(f"{s['name']:<{width}}  {s['source']:<12} {s['applies']:<11}  {value}{note}")
     for line in report["ignored"]:
         print(f"IGNORED  {line}")
     return EXIT_OK
