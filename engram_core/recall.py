@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from . import retrieval
+from . import promotion, retrieval
 from .api import EngramError, NotFound, api
 from .core import MemoryCore
 from .embeddings import try_embed
@@ -152,6 +152,8 @@ def mark_retrieval_useful(core: MemoryCore, query: str, was_useful: bool, reason
             "outcome_impact = math::clamp(outcome_impact + $d, 0.0, 1.0)",
             {"id": record(key), "d": delta, "step": step, "floor": IMPORTANCE_FLOOR})
         s.refresh([key])  # the mirror ranks by the new importance at once
+        if was_useful and s.scope == Scope.session:
+            promotion.promote_if_important(core, s, key)  # seed 002 §5: at 0.85 it goes to the project now
     return FeedbackResult(log_id=key_of(row["id"]), updated=True,
                           message=f"marked {'useful' if was_useful else 'not useful'} "
                                   f"(logged in {store.scope.value} scope)")
