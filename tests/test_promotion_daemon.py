@@ -58,3 +58,24 @@ async def test_important_session_memory_reaches_the_project_at_once(daemon: Daem
     contents = [h["content"] for h in hits["hits"]]
     assert "The payments sandbox rejects cards ending in 0000" in contents
     assert "Scratch: tried the sandbox twice" not in contents
+
+
+def test_erasing_a_memory_drops_its_fingerprint(tmp_path: Path) -> None:
+    d = DaemonProc(tmp_path / "home", model=False)
+    try:
+        d.start()
+        proj = new_project(tmp_path, "erasing")
+        mid = ok_json(engram(d, "store", "The vault path is secret/team-x", "--json", cwd=proj))["memory"]["id"]
+        count = "SELECT count() AS n FROM project_fingerprint GROUP ALL"
+        c = d.client()
+        try:
+            def rows() -> int:
+                res = c.call("run_query", surql=count, scope="user")
+                return (res["statements"][0]["rows"] or [{"n": 0}])[0]["n"]
+            assert rows() == 1
+            ok_json(engram(d, "forget", mid, "--erase", "--yes", "--json", cwd=proj))
+            assert rows() == 0
+        finally:
+            c.close()
+    finally:
+        d.stop()
