@@ -23,7 +23,7 @@ IMMEDIATE_IMPORTANCE = 0.85  # seed 002 §5: session → project during the sess
 USER_TYPES = ("semantic", "procedural")  # what may go up to the user scope (seed 000 §5)
 
 
-# ── cross-project recurrence: the user store's project_fingerprint table (schema 012) ──
+# ── cross-project recurrence: the user store's project_fingerprint table (schema 013) ──
 def _fingerprint_key(db: str, fp: str) -> str:
     return f"{db}_{fp}"
 

@@ -136,7 +136,7 @@ def test_working_memory_spills_the_same_in_a_chunk(tmp_path: Path, embedder: Any
 def test_an_import_costs_a_bounded_number_of_round_trips_per_chunk(service: EngramService, project_dir: Path,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """Not one query per memory: each chunk is its rows in one INSERT, its graph and episodes in one statement,
-    its contradiction candidates in one more, its content fingerprints in one on the user store (schema 012), and
+    its contradiction candidates in one more, its content fingerprints in one on the user store (schema 013), and
     the first chunk may load what a store loads once."""
     lines = _lines()
     service.import_lines(lines[:5], project=str(project_dir))  # the store is opened and loaded
