@@ -108,7 +108,10 @@ class EngramService(MemoryCore):
     relate_entities = relations.relate_entities
     list_contradictions = contradictions.list_contradictions
     resolve_contradiction = contradictions.resolve_contradiction
+    reopen_contradiction = contradictions.reopen_contradiction
+    count_contradictions = contradictions.count_contradictions
     list_consolidations = consolidation.list_consolidations
+    count_consolidations = consolidation.count_consolidations
     approve_consolidation = consolidation.approve_consolidation
     reject_consolidation = consolidation.reject_consolidation
     propose_consolidation_summary = consolidation.propose_consolidation_summary

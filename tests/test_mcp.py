@@ -19,7 +19,8 @@ EXPECTED_TOOLS = {"store_memory", "recall_memories", "get_memory", "update_memor
                   "engram_explore", "engram_execute", "recall_skill", "mark_retrieval_useful", "memory_peek",
                   "memory_partition", "memory_aggregate", "evolve_memory_system",
                   "list_consolidations", "propose_consolidation_summary", "approve_consolidation",
-                  "reject_consolidation", "list_contradictions", "resolve_contradiction", "add_entities",
+                  "reject_consolidation", "list_contradictions", "resolve_contradiction", "reopen_contradiction",
+                  "add_entities",
                   "relate_entities", "end_episode", "session_summary"}
 BRIDGE = REPO_ROOT / "engram_core" / "mcp" / "bridge.py"
 
@@ -410,7 +411,13 @@ async def test_review_tools_consolidations_contradictions_graph_episodes(daemon:
             "Ran alembic upgrade head and it failed on the users table",
             "alembic autogenerate missed the new index on orders",
             "Fixed alembic env.py to import all models before autogenerate")]
-        payload(await s.call_tool("reflect_and_consolidate", {"dry_run": False}))
+        planned = payload(await s.call_tool("reflect_and_consolidate", {"dry_run": True}))
+        assert planned["dry_run"] and planned["queued"]["episodic_to_semantic"] == 1
+        assert payload(await s.call_tool("list_consolidations", {}))["count"] == 0, "a dry run queues nothing"
+        ran = payload(await s.call_tool("reflect_and_consolidate", {}))  # acts by default
+        assert ran["dry_run"] is False and ran["queued"]["episodic_to_semantic"] == 1
+        full = payload(await s.call_tool("reflect_and_consolidate", {"level": "full"}))
+        assert full["levels"] == ["light", "full"], full["levels"]
         listed = payload(await s.call_tool("list_consolidations", {}))
         [item] = [i for i in listed["items"] if i["reason"] == "episodic_to_semantic"]
         assert {src["id"] for src in item["sources"]} == set(sources)
@@ -435,6 +442,12 @@ async def test_review_tools_consolidations_contradictions_graph_episodes(daemon:
         assert res["resolution"] == "keep_b" and res["superseded"] == [pair["a"]["id"]]
         assert "already resolved" in error_text(await s.call_tool("resolve_contradiction", {
             "contradiction_id": pair["id"], "resolution": "keep_a"}))
+        again = payload(await s.call_tool("reopen_contradiction", {"contradiction_id": pair["id"]}))
+        assert again["status"] == "open" and again["a"]["status"] != "superseded", again
+        assert "nothing to undo" in error_text(await s.call_tool("reopen_contradiction",
+                                                                 {"contradiction_id": pair["id"]}))
+        listed = payload(await s.call_tool("list_contradictions", {}))
+        assert listed["total_open"] >= 1 and any(c["id"] == pair["id"] for c in listed["contradictions"])
         bad = error_text(await s.call_tool("resolve_contradiction", {"contradiction_id": "x", "resolution": "both"}))
         assert "resolution" in bad
 

@@ -167,6 +167,9 @@ def scenario(call: Callable[..., Any], project: str) -> dict[str, Any]:
     conflicts = c("list_contradictions", project=p)
     assert conflicts, "the scenario needs one contradiction (15 vs 60 minutes)"
     c("resolve_contradiction", contradiction_id=conflicts[0].id, resolution="keep_both", project=p)
+    c("reopen_contradiction", contradiction_id=conflicts[0].id, project=p)
+    c("count_contradictions", project=p)
+    c("count_consolidations", project=p)
     c("list_episodes", project=p, session=SESSION)
     c("end_episode", session=SESSION, project=p)
     c("session_summary", session=SESSION, summary="Worked on the backend tests", project=p)

@@ -18,6 +18,7 @@ from typing import Any, NoReturn
 
 from .. import __version__
 from ..vocabulary import MEMORY_TYPES, SCOPES
+from . import review
 
 # Lines per request while storing: the progress bar moves (and its rate updates) this often, and the daemon
 # embeds each 64-line chunk of a request while it writes the one before (writing.import_lines).
@@ -517,11 +518,20 @@ def cmd_redact(args: argparse.Namespace) -> int:
 
 
 def cmd_maintain(args: argparse.Namespace) -> int:
-    report = _client(args).call("maintain", project=_project(args), all_projects=args.all_projects,
-                                dry_run=args.dry_run)
+    client = _client(args)
+    report = client.call("maintain", project=_project(args), all_projects=args.all_projects, dry_run=args.dry_run)
+    if args.full:
+        report["consolidation"] = client.call("reflect_and_consolidate", project=_project(args),
+                                              dry_run=args.dry_run, level="full")
     if args.json:
         _emit(report)
         return EXIT_OK
+    if args.full:
+        c = report["consolidation"]
+        queued = ", ".join(f"{k} {v}" for k, v in c["queued"].items() if v) or "nothing new"
+        print(f"consolidation ({', '.join(c['levels'])}): queued {queued}; {c['auto_approved']} applied by policy, "
+              f"{c['pending_review']} wait for review (`engram review`); {c['contradictions_open']} open "
+              "contradiction(s)")
     moved = ", ".join(f"{k} {v}" for k, v in report["transitions"].items()) or "no transitions"
     if report.get("dry_run"):
         print(f"dry run, nothing changed. The sweep would move: {moved}; "
@@ -539,6 +549,10 @@ def cmd_maintain(args: argparse.Namespace) -> int:
         print(f"  {report['awaiting_forget']} archived memories are below 0.01: forgotten after 7 days in the archive "
               "unless recalled (never in the user scope)")
     return EXIT_OK
+
+
+def cmd_review(args: argparse.Namespace) -> int:
+    return review.run(args, _client(args), _project(args), _emit, _die)
 
 
 def cmd_evolve(args: argparse.Namespace) -> int:
@@ -794,6 +808,15 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     sp = add("maintain", "run the maintenance sweep now (decay, consolidation queue, promotion)", cmd_maintain)
     sp.add_argument("--all-projects", action="store_true", help="every known project, not just this one")
     sp.add_argument("--dry-run", action="store_true", help="say what the sweep would do and change nothing")
+    sp.add_argument("--full", action="store_true",
+                    help="then the whole consolidation pipeline: near-duplicate groups, recurring episodes, "
+                         "promotion proposals, closed-episode summaries, graph pruning (`engram review` shows them)")
+    project_opt(sp)
+
+    sp = add("review", "the review queues: contradictions (strongest first, with the suggested resolution) and "
+             "consolidation proposals, with true totals; resolve, reopen (undo), approve or reject an item",
+             cmd_review)
+    review.add_arguments(sp)
     project_opt(sp)
 
     sp = add("evolve", "self-tuning: show the proposals the retrieval log justifies (--apply applies them), "

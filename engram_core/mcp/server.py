@@ -262,10 +262,14 @@ def build_server() -> Any:
                                limit: Annotated[int, Field(ge=1, le=100)] = 10) -> Any:
         return t.call_in_context("search_knowledge_graph", query=query, limit=limit)
 
-    @mcp.tool(description="Consolidate: summarise related episodes into lasting memories, archive noise, promote "
-              "what proved useful. dry_run shows the plan without changing anything.")
-    def reflect_and_consolidate(dry_run: bool = True) -> Any:
-        return t.call_in_context("reflect_and_consolidate", dry_run=dry_run)
+    @mcp.tool(description="Run the consolidation pipeline now. light: entity backfill, near-duplicate groups and "
+              "recurring episodes proposed, low-risk items applied by policy; full adds promotion proposals, "
+              "closed-episode summaries and graph pruning; reflection adds self-tuning and insights; auto follows "
+              "the session schedule. Proposals wait in list_consolidations for approval. dry_run reports what "
+              "would be queued and changes nothing.")
+    def reflect_and_consolidate(dry_run: bool = False,
+                                level: Literal["auto", "light", "full", "reflection"] = "auto") -> Any:
+        return t.call_in_context("reflect_and_consolidate", dry_run=dry_run, level=level)
 
     @mcp.tool(description="A statistical peek at a large memory store without loading it: counts by type and "
               "status, top tags, date range and a few representative samples (near `focus` if given).")
@@ -323,22 +327,32 @@ def build_server() -> Any:
     def reject_consolidation(item_id: Annotated[str, Field(min_length=1)], reason: str | None = None) -> Any:
         return t.call_in_context("reject_consolidation", item_id=item_id, reason=reason)
 
-    @mcp.tool(description="List contradictions found between memories (two statements that cannot both hold), "
-              "newest first, with both memories' text. Settle each with resolve_contradiction.")
+    @mcp.tool(description="List contradictions found between memories (two statements about the same subject "
+              "that cannot both hold), the strongest first, with both memories' text, the evidence, and the "
+              "suggested resolution (the newer statement, when it says it replaced the other). total_open is "
+              "the true count. Settle each with resolve_contradiction; reopen_contradiction undoes one.")
     def list_contradictions(status: Literal["open", "resolved", "all"] = "open",
-                            limit: Annotated[int, Field(ge=1, le=200)] = 20) -> Any:
-        found = t.call_in_context("list_contradictions", status=status, limit=limit)
-        return {"count": len(found), "contradictions": found}
+                            limit: Annotated[int, Field(ge=1, le=200)] = 20,
+                            order: Literal["strongest", "newest"] = "strongest") -> Any:
+        found = t.call_in_context("list_contradictions", status=status, limit=limit, order=order)
+        counts = t.call_in_context("count_contradictions")
+        return {"count": len(found), "total_open": counts["open"] if isinstance(counts, dict) else counts.open,
+                "contradictions": found}
 
     @mcp.tool(description="Settle a contradiction: keep_a or keep_b (the other is superseded: hidden from recall, "
               "kept for audit), keep_both (both hold in different contexts), or merge (merged_content replaces "
-              "both). Check the code first when the memories are about it.")
+              "both). Check the code first when the memories are about it. reopen_contradiction undoes it.")
     def resolve_contradiction(contradiction_id: Annotated[str, Field(min_length=1)],
                               resolution: Literal["keep_a", "keep_b", "keep_both", "merge"],
                               merged_content: Annotated[str | None, Field(min_length=1, max_length=20_000)] = None
                               ) -> Any:
         return t.call_in_context("resolve_contradiction", contradiction_id=contradiction_id, resolution=resolution,
-                             merged_content=merged_content)
+                             merged_content=merged_content, decided_by="agent")
+
+    @mcp.tool(description="Undo a contradiction's resolution (yours, the user's, or one Engram applied without "
+              "asking): both memories get their status back and the pair is open again.")
+    def reopen_contradiction(contradiction_id: Annotated[str, Field(min_length=1)]) -> Any:
+        return t.call_in_context("reopen_contradiction", contradiction_id=contradiction_id)
 
     @mcp.tool(description="Add entities (files, libraries, functions, concepts, decisions…) to the knowledge "
               "graph by name; an existing entity of the same name and type is strengthened, not duplicated.")

@@ -103,6 +103,18 @@ class ConsolidationItem(BaseModel):
     sources: list[Memory] = Field(default_factory=list)
     proposal: Proposal | None = None
     needs_review: bool = True
+    evidence: list[str] = Field(default_factory=list)  # why these memories were grouped
+
+
+class ConsolidationCounts(BaseModel):
+    """True totals of a project's consolidation queue."""
+
+    pending: int = 0
+    needs_review: int = 0  # pending at or above the auto-approval risk: a person or the agent decides
+    completed: int = 0
+    rejected: int = 0
+    failed: int = 0
+    pending_by_reason: dict[str, int] = Field(default_factory=dict)
 
 
 class ConsolidationOutcome(BaseModel):
@@ -123,6 +135,19 @@ class Contradiction(BaseModel):
     status: str
     resolution: str | None = None
     scope: str
+    suggested: str | None = None  # keep_a / keep_b: the newer statement, when time says which holds
+    confidence: float = 0.5  # the detector's: the strongest cases come first
+    decided_by: str | None = None  # user, agent, or policy (resolved without asking)
+    resolved_at: datetime | None = None
+
+
+class ContradictionCounts(BaseModel):
+    """True totals of a project's contradictions (and its user and session scopes')."""
+
+    open: int = 0
+    resolved: int = 0
+    resolved_without_asking: int = 0
+    open_by_kind: dict[str, int] = Field(default_factory=dict)
 
 
 class ContradictionOutcome(BaseModel):

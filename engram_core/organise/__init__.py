@@ -22,7 +22,7 @@ import numpy as np
 
 from ..core import Boost, MemoryCore
 from ..store import Light, ScopeStore
-from . import associations, contradictions, episodes, graph
+from . import associations, consolidation, contradictions, episodes, graph, subjects
 from .base import state
 
 __all__ = ["register"]
@@ -62,10 +62,13 @@ def after_store(core: MemoryCore, store: ScopeStore, items: Sequence[tuple[str, 
             lt = store.light.get(key)
             if lt is not None:
                 lt.episode_id = ep  # the mirror row was read before the episode was known
+    vocab = subjects.vocabulary(core, store)
+    vocab.learn(fields.get("content", "") for _, fields in items)
     writes, ss.writes = ss.writes, []
     todo = [p for p in plans if p is not None]
     lives = iter(graph.write_extractions(core, store, todo, writes) if todo or writes else [])
     found: list[contradictions.Candidate] = []
+    duplicates: list[tuple[str, str, float, str]] = []
     keys = [k for k, _ in items]
     later = [set(keys[i + 1:]) for i in range(len(keys))]  # each memory sees the chunk as written one by one
     checked = [fields.get("memory_type") != "working" for _, fields in items]
@@ -76,11 +79,18 @@ def after_store(core: MemoryCore, store: ScopeStore, items: Sequence[tuple[str, 
         if live:
             found += contradictions.check_relations(core, store, key, plan.rels if plan else [], live)
         if checked[i]:
-            found += contradictions.check_near(core, store, key, fields.get("content", ""), near,
-                                               memory_type=fields.get("memory_type"))
+            near_found = contradictions.check_near(core, store, key, fields.get("content", ""), near,
+                                                   memory_type=fields.get("memory_type"),
+                                                   created_at=fields.get("created_at"), vocab=vocab)
+            found += near_found.contradictions
+            duplicates += [(key, other, cos, why) for other, cos, why in near_found.duplicates]
         else:
             associations.enforce_working_capacity(core, store, later=later[i])
-    contradictions.queue(store, found)
+    queued = contradictions.queue(store, found)
+    contradictions.settle_strong(core, store, found, queued)
+    if duplicates:
+        consolidation.propose_duplicates(core, store, duplicates)
+
 
 
 def consolidated_booster(core: MemoryCore, key: str, store: ScopeStore, light: Light,

@@ -57,6 +57,7 @@ class StoreState:
     # Episode rows opened or ended for memories not yet through after_store (episodes.assign), in order: sent
     # with their graph write (graph.write_extractions).
     writes: list[dict[str, Any]] = field(default_factory=list)
+    vocab: Any = None  # subjects.Vocabulary: the components and names the store's memories name
 
 
 class OrganiseState:

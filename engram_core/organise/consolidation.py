@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from typing import Any, Literal
 
 from ..models import (
+    ConsolidationCounts,
     ConsolidationItem,
     ConsolidationOutcome,
     MemoryIn,
@@ -32,12 +33,14 @@ from ..scoring import days_between, memory_strength
 from ..store import ScopeStore, key_of, plain
 from ..writing import write_into
 from . import associations, contradictions, evolution, graph
+from . import subjects as sj
 from .base import EngramError, MemoryCore, NotFound, api, rid, to_memory
 
 REASONS = ("decay", "duplicate", "promotion", "merge", "scheduled", "episodic_to_semantic")
 BASE_RISK = {"duplicate": 0.1, "decay": 0.2, "promotion": 0.5, "merge": 0.6, "scheduled": 0.5,
              "episodic_to_semantic": 0.5}
 DEFAULT_AUTO_BELOW = 0.3
+SINGLE_DECAY_RISK = 0.35
 MERGE_COSINE = 0.80
 MIN_EPISODES = 3
 LIVE = ("created", "active")
@@ -51,6 +54,8 @@ def auto_approve_below(core: MemoryCore) -> float:
 def risk_for(reason: str, n_sources: int, agent_summary: bool = False) -> float:
     # More sources folded into one statement lose more; an agent-written summary loses less than extraction.
     risk = BASE_RISK.get(reason, 0.5) + 0.05 * max(0, n_sources - 2) - (0.1 if agent_summary else 0.0)
+    if reason == "decay" and n_sources == 1:
+        risk = SINGLE_DECAY_RISK  # approving it archives the memory: a person decides
     return round(min(1.0, max(0.0, risk)), 3)
 
 
@@ -91,7 +96,7 @@ def extractive(core: MemoryCore, store: ScopeStore, keys: list[str], reason: str
 
 
 def queue(core: MemoryCore, store: ScopeStore, reason: str, keys: list[str], *, priority: float,
-          topic: str | None = None, dry_run: bool = False) -> str | None:
+          topic: str | None = None, dry_run: bool = False, evidence: list[str] | None = None) -> str | None:
     """Queue once: an item pending (or rejected) on the same set of memories is not queued again."""
     keys = sorted(set(keys))
     existing = store.q1("SELECT VALUE id FROM consolidation_queue WHERE reason = $r AND status IN ['pending', "
@@ -103,8 +108,72 @@ def queue(core: MemoryCore, store: ScopeStore, reason: str, keys: list[str], *, 
     row = store.create("consolidation_queue", {
         "memory_id": rid("memory", keys[0]), "memory_ids": [rid("memory", k) for k in keys], "reason": reason,
         "priority": round(priority, 4), "risk": risk_for(reason, len(keys)), "topic": topic,
-        "proposal": proposal.model_dump(), "created_at": core.now()})
+        "proposal": proposal.model_dump(), "created_at": core.now(), "evidence": evidence or []})
     return key_of(row["id"])
+
+
+MAX_GROUP = 6  # a duplicate group grows to this many memories; past it a new item starts
+
+
+def propose_duplicates(core: MemoryCore, store: ScopeStore, pairs: list[tuple[str, str, float, str]]) -> int:
+    """Near-duplicates found as memories are written (or by the reflection pass): (memory, memory, cosine, why).
+    Pairs that share a memory form one group; a group that meets a pending duplicate item joins it. A pair a
+    person rejected is not proposed again. Returns how many items were created or grown."""
+    parent: dict[str, str] = {}
+
+    def find(x: str) -> str:
+        while parent.setdefault(x, x) != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    why: dict[frozenset[str], tuple[float, str]] = {}
+    for a, b, cos, reason in pairs:
+        if a == b:
+            continue
+        parent[find(a)] = find(b)
+        why[frozenset((a, b))] = (cos, reason)
+    if not why:
+        return 0
+    groups: dict[str, set[str]] = {}
+    for k in list(parent):
+        groups.setdefault(find(k), set()).add(k)
+    members = sorted(parent)
+    rows = store.q1("SELECT id, memory_ids, status, evidence FROM consolidation_queue WHERE reason = 'duplicate' "
+                    "AND status IN ['pending', 'rejected'] AND memory_ids CONTAINSANY $ids",
+                    {"ids": [rid("memory", k) for k in members]}) or []
+    rejected = [{key_of(m) for m in r["memory_ids"]} for r in rows if r["status"] == "rejected"]
+    pending = [(r["id"], {key_of(m) for m in r["memory_ids"]}, list(r.get("evidence") or []))
+               for r in rows if r["status"] == "pending"]
+    n = 0
+    for group in groups.values():
+        evidence = [f"{_short(a)} ≈ {_short(b)}: {w[1]}" for pair, w in sorted(why.items(), key=lambda x: -x[1][0])
+                    if pair <= group and not any(pair <= r for r in rejected)
+                    for a, b in [sorted(pair)]]
+        if not evidence:
+            continue
+        cos = max(w[0] for pair, w in why.items() if pair <= group)
+        joined = next((p for p in pending if p[1] & group and len(p[1] | group) <= MAX_GROUP), None)
+        if joined is not None:
+            item_id, old, old_evidence = joined
+            keys = sorted(old | group)
+            if set(keys) == old:
+                continue
+            proposal = extractive(core, store, keys, "duplicate")
+            store.q("UPDATE $id SET memory_ids = $ids, evidence = $ev, proposal = $p, risk = $r, "
+                    "priority = math::max([priority, $pr])",
+                    {"id": item_id, "ids": [rid("memory", k) for k in keys],
+                     "ev": list(dict.fromkeys([*old_evidence, *evidence]))[:20], "p": proposal.model_dump(),
+                     "r": risk_for("duplicate", len(keys)), "pr": round(cos, 4)})
+            joined[1].update(keys)
+            n += 1
+        elif queue(core, store, "duplicate", sorted(group)[:MAX_GROUP], priority=cos, evidence=evidence):
+            n += 1
+    return n
+
+
+def _short(key: str) -> str:
+    return key[-8:]
 
 
 # ── detectors ────────────────────────────────────────────────
@@ -115,10 +184,15 @@ def _live_keys(store: ScopeStore, types: Iterable[str] | None = None) -> list[st
 
 
 def find_pairs(core: MemoryCore, store: ScopeStore, *, deadline: float, dry_run: bool) -> dict[str, int]:
-    """Near-duplicates (→ duplicate) and close but different statements of the same type (→ merge)."""
+    """Near-duplicates among live memories (→ duplicate items, grouped), in replay-priority order, within the
+    deadline. The write path proposes most of them as memories arrive; this pass finds what it could not (a
+    store written before, a neighbour that arrived later). Close statements that are not the same (another
+    attribute, another subject) are never proposed: merging them would lose one."""
+    vocab = sj.vocabulary(core, store)
     found = {"duplicate": 0, "merge": 0}
     keys = sorted(_live_keys(store), key=lambda k: -replay_priority(core, store, k))
     done: set[frozenset[str]] = set()
+    pairs: list[tuple[str, str, float, str]] = []
     for k in keys:
         if time.monotonic() > deadline:
             break
@@ -128,21 +202,20 @@ def find_pairs(core: MemoryCore, store: ScopeStore, *, deadline: float, dry_run:
         a = store.light[k]
         for other, cos in store.index.vector(vec, 6):
             pair = frozenset((k, other))
-            if other == k or cos < MERGE_COSINE or pair in done or other not in store.light:
+            if other == k or cos < contradictions.CANDIDATE_COSINE or pair in done or other not in store.light:
                 continue
             b = store.light[other]
             if b.status not in LIVE or b.memory_type == "working":
                 continue
             done.add(pair)
-            cls, _why = contradictions.classify_pair(a.content, b.content, cos)
-            if cls == "duplicate":
-                reason = "duplicate"
-            elif cls == "distinct" and a.memory_type == b.memory_type and a.memory_type in ("semantic", "procedural"):
-                reason = "merge"
-            else:
-                continue  # updates are contradictions, not consolidations
-            if queue(core, store, reason, [k, other], priority=cos, dry_run=dry_run) or dry_run:
-                found[reason] += 1
+            old, new = (a, b) if a.created_at <= b.created_at else (b, a)
+            v = contradictions.judge(old.content, new.content, cos, vocab)
+            if v.cls == "duplicate":
+                pairs.append((k, other, cos, v.why))
+    if dry_run:
+        found["duplicate"] = len(pairs)
+    elif pairs:
+        found["duplicate"] = propose_duplicates(core, store, pairs)
     return found
 
 
@@ -247,7 +320,7 @@ def _item(core: MemoryCore, store: ScopeStore, row: dict[str, Any]) -> Consolida
         risk=float(row.get("risk") or 0.0), status=row["status"], created_at=row["created_at"],
         topic=row.get("topic"), scope=store.scope.value, sources=sources,
         proposal=Proposal(**p) if isinstance(p, dict) and p.get("content") else None,
-        needs_review=float(row.get("risk") or 0.0) >= auto_approve_below(core))
+        needs_review=float(row.get("risk") or 0.0) >= auto_approve_below(core), evidence=row.get("evidence") or [])
 
 
 @api
@@ -263,6 +336,25 @@ def list_consolidations(core: MemoryCore, project: str | None = None,
                     "ORDER BY priority DESC, created_at, memory_id, reason LIMIT $n",
                     {"s": status, "n": max(1, min(limit, 1000))}) or []
     return [_item(core, store, r) for r in rows]
+
+
+@api
+def count_consolidations(core: MemoryCore, project: str | None = None) -> ConsolidationCounts:
+    """True totals of the queue: by status, pending ones by reason, and how many of those need a decision."""
+    store = core.scopes.primary(project)
+    threshold = auto_approve_below(core)
+    out = ConsolidationCounts()
+    rows = store.q1("SELECT status, reason, risk >= $t AS review, count() AS n FROM consolidation_queue "
+                    "GROUP BY status, reason, review", {"t": threshold}) or []
+    for r in rows:
+        n = int(r["n"])
+        if r["status"] == "pending":
+            out.pending += n
+            out.needs_review += n if r.get("review") else 0
+            out.pending_by_reason[r["reason"]] = out.pending_by_reason.get(r["reason"], 0) + n
+        elif r["status"] in ("completed", "rejected", "failed"):
+            setattr(out, r["status"], getattr(out, r["status"]) + n)
+    return out
 
 
 def _load(core: MemoryCore, item_id: str, project: str | None) -> tuple[ScopeStore, dict[str, Any]]:
@@ -304,10 +396,12 @@ def approve_consolidation(core: MemoryCore, item_id: str, project: str | None = 
         out.sources = {live[0]: src.get("status", "active")}
         out.message = rep.message
     elif len(live) == 1 and p.source == "extractive":
-        # Nothing to fold together: the memory itself is kept, in summary form, as consolidated.
-        store.set_status(live[0], "consolidated", f"consolidation {out.item_id} ({row['reason']})")
-        out.sources = {live[0]: "consolidated"}
-        out.message = "kept as consolidated (single source, no new memory)"
+        # Nothing to fold it into: `consolidated` means merged into a summary that names it, so a memory that
+        # decayed alone is archived (restorable) instead, and keeps its rank until then.
+        store.set_status(live[0], "archived", f"consolidation {out.item_id} ({row['reason']}): nothing to merge "
+                                              "it with")
+        out.sources = {live[0]: "archived"}
+        out.message = "archived (a single source: nothing to merge it with; `engram restore` brings it back)"
     else:
         mem = write_into(core, store, MemoryIn(
             content=p.content, memory_type=MemoryType(p.memory_type), tags=p.tags, importance=p.importance,

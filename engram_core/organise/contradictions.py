@@ -12,7 +12,6 @@ Three detectors:
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
@@ -21,11 +20,12 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ..models import Contradiction, ContradictionOutcome, MemoryIn, MemoryType
+from ..models import Contradiction, ContradictionCounts, ContradictionOutcome, MemoryIn, MemoryType
 from ..search_index import tokenize
 from ..store import ScopeStore, key_of, plain
 from ..writing import write_into
 from . import entities as ex
+from . import subjects as sj
 from .base import (
     EngramError,
     MemoryCore,
@@ -35,22 +35,23 @@ from .base import (
     short_hash,
     to_memory,
 )
-from .graph import end_relations, entity_key, relation_key
+from .graph import end_relations, entity_key, invalidate_names, relation_key
 
 TOPIC_COSINE = 0.80  # below this (and little word overlap) two memories are about different things
 TOPIC_OVERLAP = 0.6  # share of the longer memory's words the other also has
-CANDIDATE_COSINE = 0.5  # nearest neighbours above this are worth a closer look
+ANCHORED_COSINE = 0.45  # two statements naming the same subject: below this they are about other things of it
+ANCHORED_OVERLAP = 0.3
+CANDIDATE_COSINE = 0.45  # nearest neighbours above this are worth a closer look
 DUPLICATE_COSINE = 0.86  # at or above (and no differing value/negation): the same statement
-FUNCTIONAL_CATEGORIES = {"test_framework", "package_manager", "formatter", "type_checker", "bundler",
-                         "web_framework", "frontend_framework", "database", "orm", "linter", "task_queue"}
+ANCHORED_DUPLICATE_COSINE = 0.6  # the same subject and the same values: the same fact in other words
+NEGATION_COSINE = 0.85
+CHANGE_COSINE = 0.6  # a newer statement naming the old value it replaced: enough to compare without a subject
+ATTRIBUTE_COSINE = 0.75  # at or above, two statements of one subject are taken to be about one attribute
+ATTRIBUTE_OVERLAP = 0.3
+STRONG_CONFIDENCE = 0.95  # the newer names the value it replaced: resolved without asking (undoable)  # or when this share of what they say of it (`subjects.same_attribute`) is shared
 
 PairClass = Literal["duplicate", "update", "distinct"]
 
-_NEG = re.compile(r"\b(?:not|no|never|none|nothing|without|cannot|can't|don't|doesn't|didn't|isn't|aren't|"
-                  r"wasn't|won't|shouldn't|mustn't|no longer|stopped|avoid|disabled?|deprecated|removed|"
-                  r"dropped|forbid(?:den)?|instead of|rather than|n't)\b", re.I)
-_VALUE = re.compile(r"\b[a-z]+(?:-[a-z0-9]+)*-\d+[a-z]?\b"  # regions, zones: us-east-1
-                    r"|\b\d+(?:[.:]\d+)*(?:ms|s|m|h|d|mb|gb|kb|k|%)?\b|\bv\d+(?:\.\d+)*\b", re.I)
 _ANTONYMS = [("enable", "disable"), ("enabled", "disabled"), ("sync", "async"), ("true", "false"),
              ("allow", "deny"), ("on", "off"), ("before", "after"), ("add", "remove"), ("increase", "decrease"),
              ("always", "never"), ("tabs", "spaces"), ("single", "double"), ("local", "remote"),
@@ -61,62 +62,94 @@ _ANTONYMS = [("enable", "disable"), ("enabled", "disabled"), ("sync", "async"), 
 _ANT = {a: b for a, b in _ANTONYMS} | {b: a for a, b in _ANTONYMS}
 
 
-def _negations(text: str) -> int:
-    return len(_NEG.findall(text))
-
-
-def _values(text: str) -> set[str]:
-    vals = {m.group(0).lower() for m in _VALUE.finditer(text)}
-    for e in ex.extract_entities(text):
-        if e.entity_type in ("library", "tool", "file", "url", "error", "function", "class", "command"):
-            vals.add(e.key)
-    return vals
+_LOCATED = re.compile(r"\b(?:lives?|living|stored|kept|located|sits?|defined|configured|moved)\s+(?:in|at|under|to)\s",
+                      re.I)
 
 
 def _words(text: str) -> set[str]:
     return set(re.findall(r"[a-z_][a-z0-9_-]*", text.lower()))
 
 
-def _substitution(ta: set[str], tb: set[str]) -> tuple[str, str] | None:
-    """Exactly one word swapped for another ("Jest" → "Vitest", "tabs" → "spaces"), not an inflection."""
-    a, b = ta - tb, tb - ta
-    if len(a) != 1 or len(b) != 1:
-        return None
-    x, y = next(iter(a)), next(iter(b))
-    if len(os.path.commonprefix([x, y])) >= 4 or x in y or y in x:
-        return None  # built/build, config/configs: the same word
-    return x, y
+@dataclass(frozen=True)
+class Verdict:
+    """How a newer statement relates to an older one. For an update: `strong` when the newer says it changed
+    the value and names the old one (a supersession that may be applied without asking)."""
+
+    cls: PairClass
+    why: str
+    strong: bool = False
+    kind: str = "value"
+    confidence: float = 0.5
 
 
-def classify_pair(a: str, b: str, cosine: float) -> tuple[PairClass, str]:
-    """Duplicate (same statement), update (same topic, a different value or polarity), or distinct.
-    Errs towards `update`: treating an update as a duplicate would silently lose the newer fact.
+def judge(old: str, new: str, cosine: float, vocab: sj.Vocabulary | None = None) -> Verdict:
+    """Duplicate (the same thing said of the same subject), update (the same subject, an incompatible value or
+    polarity), or distinct. Two statements of one shape about different subjects are distinct, whatever their
+    values: a codebase's memory is full of them.
 
-    Same topic means close embeddings, or most words shared: embeddings put "We use Jest for unit tests"
-    and "We use Vitest for unit tests" at 0.61, because the one word that differs is the one that matters."""
-    ta, tb = set(tokenize(a)), set(tokenize(b))
+    Same topic needs a shared subject (a component, file, reference or code name both name) or, where neither
+    names one, close embeddings or most words shared."""
+    so, sn = sj.read(old, vocab), sj.read(new, vocab)
+    cmp = sj.compare(so, sn)
+    changed = sj.changed_slots(old, new) or []
+    swaps = [(x, y) for x, y in changed if x and y]
+    if len(changed) == 1 and len(swaps) == 1:
+        x, y = swaps[0]
+        if _ANT.get(x) == y:
+            return Verdict("update", f"one shape; opposites: {x} vs {y}", confidence=0.7)
+        if sj.is_path(x) and sj.is_path(y) and _LOCATED.search(old):
+            # "Feature flags live in config/flags.yaml" → "… in config/features.toml": where it lives changed.
+            return Verdict("update", f"one shape; it moved: {x} → {y}", confidence=0.6)
+    if cmp.same_subject is False:
+        return Verdict("distinct", cmp.why_subject)
+    slots = sj.subject_slots(old, new, so.values | sn.values, vocab)
+    if slots:
+        return Verdict("distinct", f"one shape, different subjects: {slots[0][0]!r} vs {slots[0][1]!r}")
+    ta, tb = set(tokenize(old)), set(tokenize(new))
     overlap = len(ta & tb) / max(len(ta), len(tb)) if ta and tb else 0.0
-    if cosine < TOPIC_COSINE and overlap < TOPIC_OVERLAP:
-        return "distinct", f"cosine {cosine:.2f}, word overlap {overlap:.2f}: different topics"
-    va, vb = _values(a), _values(b)
-    if va != vb and (va - vb) and (vb - va):
-        return "update", f"values differ: {sorted(va - vb)[:3]} vs {sorted(vb - va)[:3]}"
-    na, nb = _negations(a), _negations(b)
-    if (na > 0) != (nb > 0):
-        return "update", "one states it, the other negates it"
-    wa, wb = _words(a), _words(b)
+    anchored = cmp.same_subject is True
+    if anchored and cosine < ANCHORED_COSINE and overlap < ANCHORED_OVERLAP and not cmp.functional:
+        return Verdict("distinct", f"{cmp.why_subject}, but cosine {cosine:.2f}: about something else")
+    strong_change = cmp.names_old_value and cosine >= CHANGE_COSINE
+    if not anchored and cosine < TOPIC_COSINE and overlap < TOPIC_OVERLAP and not strong_change:
+        return Verdict("distinct", f"cosine {cosine:.2f}, word overlap {overlap:.2f}: different topics")
+    # Two values of one kind are one attribute's only where the statements say the same sort of thing of
+    # their subject (a deploy tool and an owner are both names) or the values share a functional category.
+    same_attribute = (cmp.functional or cmp.names_old_value or cosine >= ATTRIBUTE_COSINE
+                      or sj.same_attribute(old, new, so, sn) >= ATTRIBUTE_OVERLAP)
+    if cmp.conflict and same_attribute and (anchored or cmp.functional or cosine >= TOPIC_COSINE):
+        was = ", ".join(sorted(cmp.only_old)[:3])
+        now = ", ".join(sorted(cmp.only_new)[:3])
+        how = "the newer says it changed from " if cmp.names_old_value else ""
+        confidence = (STRONG_CONFIDENCE if cmp.names_old_value else 0.8 if cmp.functional
+                      else 0.7 if anchored else 0.55)
+        return Verdict("update", f"{cmp.why_subject}; {how}{was} → {now}", strong=cmp.names_old_value,
+                       confidence=confidence)
+    close = anchored or cosine >= DUPLICATE_COSINE
+    said_change = sn.changes and cmp.same_subject is not False
+    if so.negated != sn.negated and overlap >= TOPIC_OVERLAP and (
+            (close and cosine >= NEGATION_COSINE) or (said_change and cosine >= CHANGE_COSINE)):
+        return Verdict("update", f"{cmp.why_subject}; one states it, the other negates it", kind="negation")
+    wa, wb = _words(old), _words(new)
     for w in wa - wb:
-        if _ANT.get(w) in wb - wa:
-            return "update", f"opposites: {w} vs {_ANT[w]}"
-    sub = _substitution(ta, tb)
-    if sub and cosine < 0.9:
-        return "update", f"one word changed: {sub[0]} → {sub[1]}"
-    if va != vb and cosine < 0.93:
-        # One side names a value the other lacks: a refinement at best, a change at worst.
-        return "update", f"values differ: {sorted(va ^ vb)[:3]}"
+        if _ANT.get(w) in wb - wa and close:
+            return Verdict("update", f"{cmp.why_subject}; opposites: {w} vs {_ANT[w]}")
+    same_values = so.values == sn.values or (so.values <= sn.values or sn.values <= so.values)
+    if not same_values:
+        return Verdict("distinct", f"cosine {cosine:.2f}: related, different details")
     if cosine >= DUPLICATE_COSINE or (ta and tb and len(ta & tb) / len(ta | tb) >= 0.8):
-        return "duplicate", f"cosine {cosine:.2f}, same values and polarity"
-    return "distinct", f"cosine {cosine:.2f}: related but not the same statement"
+        return Verdict("duplicate", f"cosine {cosine:.2f}, same values and polarity")
+    smaller = so.values if len(so.values) <= len(sn.values) else sn.values
+    if anchored and smaller and cosine >= ANCHORED_DUPLICATE_COSINE:
+        vals = ", ".join(sorted(so.values)[:3])
+        return Verdict("duplicate", f"{cmp.why_subject}, same value ({vals}), cosine {cosine:.2f}")
+    return Verdict("distinct", f"cosine {cosine:.2f}: related but not the same statement")
+
+
+def classify_pair(a: str, b: str, cosine: float, vocab: sj.Vocabulary | None = None) -> tuple[PairClass, str]:
+    """`judge` with ``b`` taken as the newer statement."""
+    v = judge(a, b, cosine, vocab)
+    return v.cls, v.why
 
 
 # ── queueing ─────────────────────────────────────────────────
@@ -134,6 +167,9 @@ class Candidate:
     at: datetime
     relation_a: str | None = None
     relation_b: str | None = None
+    suggested: str | None = None  # keep_a / keep_b: the newer statement, when time says which holds
+    confidence: float = 0.5
+    strong: bool = False  # apply `suggested` without asking
 
 
 def pair_key(a: str, b: str) -> str:
@@ -181,14 +217,36 @@ def queue(store: ScopeStore, cands: list[Candidate]) -> list[str]:
             if k in merged:
                 merged[k].evidence = list(dict.fromkeys([*merged[k].evidence, *c.evidence]))
             else:
-                merged[k] = Candidate(c.kind, c.a, c.b, list(c.evidence), c.at, c.relation_a, c.relation_b)
+                merged[k] = Candidate(c.kind, c.a, c.b, list(c.evidence), c.at, c.relation_a, c.relation_b,
+                                      c.suggested, c.confidence, c.strong)
     if not merged:
         return []
     rows = [{"id": rid("contradiction_queue", k), "row": {
         "kind": c.kind, "memory_a": c.a, "memory_b": c.b, "evidence": c.evidence, "relation_a": c.relation_a,
-        "relation_b": c.relation_b, "detected_at": c.at}} for k, c in merged.items()]
+        "relation_b": c.relation_b, "detected_at": c.at, "suggested": c.suggested,
+        "confidence": c.confidence}} for k, c in merged.items()]
     old = store.q(_QUEUE, {"cands": rows}, memory_rows=())[-1] or []
     return [k for k, was in zip(merged, old, strict=True) if was is None]
+
+
+def settle_strong(core: MemoryCore, store: ScopeStore, cands: list[Candidate], queued: list[str]) -> int:
+    """Pairs queued now whose newer statement names the value it replaced: the suggested resolution is applied
+    without asking (decided_by 'policy'), with the prior state kept for `reopen_contradiction`."""
+    strong = {pair_key(c.a, c.b): c for c in cands if c.strong and c.suggested and c.relation_a is None}
+    n = 0
+    for key in queued:
+        c = strong.get(key)
+        if c is None:
+            continue
+        row = store.q1("SELECT * FROM ONLY $id", {"id": rid("contradiction_queue", key)})
+        if not row or row.get("status") != "open":
+            continue
+        try:
+            _resolve(core, store, plain(row), c.suggested, None, "policy")  # type: ignore[arg-type]
+            n += 1
+        except (NotFound, EngramError):
+            continue
+    return n
 
 
 def _live_evidence(store: ScopeStore, evidence: list[str], exclude: str | None) -> str | None:
@@ -216,7 +274,7 @@ def check_relations(core: MemoryCore, store: ScopeStore, memory_key: str | None,
             kind = reason = None
             if r.relation_type == "uses" and o_type == "uses" and o_src == src and o_dst != dst:
                 cat = r.target.category
-                if cat and cat in FUNCTIONAL_CATEGORIES and old.get("category") == cat:
+                if cat and cat in ex.FUNCTIONAL and old.get("category") == cat:
                     kind = "functional"
                     reason = f"{r.source.name} uses {old.get('out_name')} and {r.target.name}: one {cat} expected"
             elif r.relation_type == "replaces" and o_type == "uses" and o_dst == dst:
@@ -230,14 +288,26 @@ def check_relations(core: MemoryCore, store: ScopeStore, memory_key: str | None,
             if kind is None:
                 continue
             other = _live_evidence(store, old.get("evidence") or [], memory_key)
-            if other is None:
+            if other is None or not _same_subject(core, store, other, memory_key):
                 continue
             found.append(Candidate(kind, other, memory_key, [reason or kind], core.now(), key_of(old["id"]),
                                    relation_key(src, r.relation_type, dst)))
     return found
 
 
-NEAR_K = 5  # how many nearest neighbours of a new memory are judged (besides itself)
+def _same_subject(core: MemoryCore, store: ScopeStore, a: str, b: str) -> bool:
+    """Relations are extracted with the project as their subject when a text names none, so "the web app uses
+    Jest" and "the docs site uses Mocha" both read as "this project uses …": the texts must not name two
+    different subjects for their relations to conflict."""
+    la, lb = store.light.get(a), store.light.get(b)
+    if la is None or lb is None:
+        return True
+    vocab = sj.vocabulary(core, store)
+    return sj.compare(sj.read(la.content, vocab), sj.read(lb.content, vocab)).same_subject is not False and \
+        not sj.subject_slots(la.content, lb.content, sj.read(la.content, vocab).values, vocab)
+
+
+NEAR_K = 12  # how many nearest neighbours of a new memory are judged (besides itself)
 
 
 def nearest_for_check(store: ScopeStore, vecs: Sequence[np.ndarray | None],
@@ -249,31 +319,44 @@ def nearest_for_check(store: ScopeStore, vecs: Sequence[np.ndarray | None],
     return store.index.nearest_many(vecs, NEAR_K + 1, later)
 
 
+@dataclass
+class NearFindings:
+    """What a new memory's nearest neighbours say of it: contradictions to queue, and duplicates (other key,
+    cosine, why) to propose for consolidation."""
+
+    contradictions: list[Candidate]
+    duplicates: list[tuple[str, float, str]]
+
+
 def check_near(core: MemoryCore, store: ScopeStore, key: str, content: str,
-               near: Sequence[tuple[str, float]], *, memory_type: str | None = None) -> list[Candidate]:
-    """Memories close in topic to the new one that differ in a value or in negation: the closest
-    NEAR_MAX_PER_MEMORY of its NEAR_K nearest neighbours ``near`` (`nearest_for_check`: best first, the memory
-    itself among them, none written after it in its chunk).
+               near: Sequence[tuple[str, float]], *, memory_type: str | None = None,
+               created_at: datetime | None = None, vocab: sj.Vocabulary | None = None) -> NearFindings:
+    """Judge a new memory against its nearest neighbours ``near`` (`nearest_for_check`: best first, the memory
+    itself among them, none written after it in its chunk): at most NEAR_MAX_PER_MEMORY contradictions (each
+    suggesting the newer statement, by ``created_at``), and every neighbour that says the same thing.
 
     Two episodes never contradict each other: each records something that happened ("fixed a bug in auth",
     "fixed the same kind of bug in payments"); a fact or a procedure can be contradicted, by either."""
-    found: list[Candidate] = []
+    out = NearFindings([], [])
     for other, cos in near:
         if other == key or cos < CANDIDATE_COSINE:
             continue
         lt = store.light.get(other)
         if lt is None or lt.status in ("archived",) or lt.memory_type == "working":
             continue
-        if memory_type == "episodic" and lt.memory_type == "episodic":
-            continue
-        cls, why = classify_pair(lt.content, content, cos)
-        if cls != "update":
-            continue
-        kind = "negation" if "negat" in why else "value"
-        found.append(Candidate(kind, other, key, [why], core.now()))
-        if len(found) >= NEAR_MAX_PER_MEMORY:
-            break
-    return found
+        new_is_newer = created_at is None or created_at >= lt.created_at
+        old_text, new_text = (lt.content, content) if new_is_newer else (content, lt.content)
+        v = judge(old_text, new_text, cos, vocab)
+        if v.cls == "update":
+            if memory_type == "episodic" and lt.memory_type == "episodic":
+                continue
+            if len(out.contradictions) < NEAR_MAX_PER_MEMORY:
+                out.contradictions.append(Candidate(v.kind, other, key, [v.why], core.now(),
+                                                    suggested="keep_b" if new_is_newer else "keep_a",
+                                                    confidence=v.confidence, strong=v.strong))
+        elif v.cls == "duplicate" and lt.status in ("created", "active"):
+            out.duplicates.append((other, cos, v.why))
+    return out
 
 
 # ── API ──────────────────────────────────────────────────────
@@ -285,30 +368,63 @@ def _to_contradiction(core: MemoryCore, store: ScopeStore, row: dict[str, Any]) 
         return None
     return Contradiction(id=key_of(row["id"]), kind=row["kind"], a=a, b=b, evidence=row.get("evidence") or [],
                          detected_at=row["detected_at"], status=row["status"], resolution=row.get("resolution"),
-                         scope=store.scope.value)
+                         scope=store.scope.value, suggested=row.get("suggested"),
+                         confidence=float(row.get("confidence") or 0.5), decided_by=row.get("decided_by"),
+                         resolved_at=row.get("resolved_at"))
+
+
+_ORDER = {"strongest": "confidence DESC, detected_at DESC, memory_b DESC, memory_a DESC",
+          "newest": "detected_at DESC, memory_b DESC, memory_a DESC"}
 
 
 @api
 def list_contradictions(core: MemoryCore, project: str | None = None,
                         status: Literal["open", "resolved", "all"] = "open", limit: int = 100,
-                        session: str | None = None) -> list[Contradiction]:
+                        session: str | None = None, order: Literal["strongest", "newest"] = "strongest",
+                        decided_by: str | None = None) -> list[Contradiction]:
+    """Contradictions with both statements, the evidence and the suggested resolution: the strongest first
+    (the detector's confidence), or the newest. `count_contradictions` gives the true totals."""
     out: list[Contradiction] = []
     for store in core.scopes.stores("all", project, session):
         cond = "true" if status == "all" else "status = $s"
-        rows = store.q1(f"SELECT * FROM contradiction_queue WHERE {cond} "
-                        "ORDER BY detected_at DESC, memory_b DESC, memory_a DESC LIMIT $n",
-                        {"s": status, "n": limit}) or []
+        if decided_by:
+            cond += " AND decided_by = $d"
+        rows = store.q1(f"SELECT * FROM contradiction_queue WHERE {cond} ORDER BY {_ORDER[order]} LIMIT $n",
+                        {"s": status, "n": limit, "d": decided_by}) or []
         for r in rows:
             c = _to_contradiction(core, store, plain(r))
             if c is not None:
                 out.append(c)
-    # Newest first; pairs detected at the same instant by their newer memory (ids are ULIDs), not row ids.
-    out.sort(key=lambda c: (c.detected_at, c.b.id, c.a.id), reverse=True)
+    if order == "strongest":
+        out.sort(key=lambda c: (c.confidence, c.detected_at, c.b.id, c.a.id), reverse=True)
+    else:
+        # Pairs detected at the same instant by their newer memory (ids are ULIDs), not row ids.
+        out.sort(key=lambda c: (c.detected_at, c.b.id, c.a.id), reverse=True)
     return out[:limit]
 
 
+@api
+def count_contradictions(core: MemoryCore, project: str | None = None,
+                         session: str | None = None) -> ContradictionCounts:
+    """True totals: open, resolved by a person or an agent, resolved without asking, by kind (open ones)."""
+    out = ContradictionCounts()
+    for store in core.scopes.stores("all", project, session):
+        rows = store.q1("SELECT status, kind, decided_by, count() AS n FROM contradiction_queue "
+                        "GROUP BY status, kind, decided_by") or []
+        for r in rows:
+            n = int(r["n"])
+            if r["status"] == "open":
+                out.open += n
+                out.open_by_kind[r["kind"]] = out.open_by_kind.get(r["kind"], 0) + n
+            elif r.get("decided_by") == "policy":
+                out.resolved_without_asking += n
+            else:
+                out.resolved += n
+    return out
+
+
 def find_item(core: MemoryCore, table: str, item_id: str, project: str | None,
-               session: str | None = None) -> tuple[ScopeStore, dict[str, Any]]:
+              session: str | None = None) -> tuple[ScopeStore, dict[str, Any]]:
     key = key_of(item_id)
     for store in core.scopes.stores("all", project, session):  # the caller's project only (issue #13)
         row = store.q1("SELECT * FROM ONLY $id", {"id": rid(table, key)})
@@ -330,15 +446,23 @@ def supersede(store: ScopeStore, key: str, by: str, reason: str, when: datetime)
     return [str(k) for k in ended or []]
 
 
+Resolution = Literal["keep_a", "keep_b", "keep_both", "merge"]
+
+
 @api
-def resolve_contradiction(core: MemoryCore, contradiction_id: str,
-                          resolution: Literal["keep_a", "keep_b", "keep_both", "merge"],
+def resolve_contradiction(core: MemoryCore, contradiction_id: str, resolution: Resolution,
                           merged_content: str | None = None, project: str | None = None,
-                          session: str | None = None) -> ContradictionOutcome:
+                          session: str | None = None, decided_by: str = "user") -> ContradictionOutcome:
     """keep_a / keep_b: the other is superseded (kept for audit, hidden from recall, its relations end);
     keep_both: both hold (in different contexts) and the pair is not raised again; merge: one new memory
-    replaces both (give `merged_content`, else the two statements are joined, newer first)."""
+    replaces both (give `merged_content`, else the two statements are joined, newer first).
+    `reopen_contradiction` undoes any of them."""
     store, row = find_item(core, "contradiction_queue", contradiction_id, project, session)
+    return _resolve(core, store, row, resolution, merged_content, decided_by)
+
+
+def _resolve(core: MemoryCore, store: ScopeStore, row: dict[str, Any], resolution: Resolution,
+             merged_content: str | None, decided_by: str) -> ContradictionOutcome:
     if row["status"] != "open":
         raise EngramError(f"contradiction {key_of(row['id'])} is already resolved ({row.get('resolution')})")
     a, b = row["memory_a"], row["memory_b"]
@@ -346,11 +470,18 @@ def resolve_contradiction(core: MemoryCore, contradiction_id: str,
     out = ContradictionOutcome(id=key_of(row["id"]), resolution=resolution)
     merged_key = None
     ended: list[str] = []
+    undo: dict[str, Any] = {"statuses": {}, "metadata": {}}
+    for k in (a, b):
+        r = store.get(k)
+        if r is not None:
+            undo["statuses"][k] = r.get("status")
+            undo["metadata"][k] = r.get("metadata") or {}
     if resolution in ("keep_a", "keep_b"):
         keep, drop = (a, b) if resolution == "keep_a" else (b, a)
         ended += supersede(store, drop, keep, f"contradiction {out.id}: kept {keep}", when)
         out.kept, out.superseded = [keep], [drop]
-        out.message = f"kept {keep}; {drop} is superseded (hidden from recall, kept for audit)"
+        how = "without asking: the newer statement names the value it replaced; " if decided_by == "policy" else ""
+        out.message = f"kept {keep}; {drop} is superseded ({how}hidden from recall, kept for audit)"
     elif resolution == "keep_both":
         for k in (a, b):
             r = store.get(k) or {}
@@ -382,11 +513,50 @@ def resolve_contradiction(core: MemoryCore, contradiction_id: str,
         out.superseded = [a, b]
         out.merged = to_memory(core, store, merged_key)
         out.message = f"merged into {merged_key}; both sources superseded"
-    store.q("UPDATE $id SET status = 'resolved', resolution = $r, resolved_at = $t, merged_into = $m",
-            {"id": rid("contradiction_queue", out.id), "r": resolution, "t": when, "m": merged_key})
+    undo["relations"] = ended
+    undo["merged"] = merged_key
+    store.q("UPDATE $id SET status = 'resolved', resolution = $r, resolved_at = $t, merged_into = $m, "
+            "decided_by = $d, undo = $u",
+            {"id": rid("contradiction_queue", out.id), "r": resolution, "t": when, "m": merged_key,
+             "d": decided_by, "u": undo})
     if ended:
         end_relations(core, store, ended)
     return out
+
+
+@api
+def reopen_contradiction(core: MemoryCore, contradiction_id: str, project: str | None = None,
+                         session: str | None = None) -> Contradiction:
+    """Undo a resolution (a person's, an agent's or one applied without asking): the memories get back their
+    status and metadata (a merged memory is archived), the relations it ended hold again, and the pair is open."""
+    store, row = find_item(core, "contradiction_queue", contradiction_id, project, session)
+    if row["status"] != "resolved":
+        raise EngramError(f"contradiction {key_of(row['id'])} is open: nothing to undo")
+    undo = row.get("undo") or {}
+    if not undo.get("statuses"):
+        raise EngramError(f"contradiction {key_of(row['id'])} was resolved before resolutions could be undone")
+    when = core.now()
+    merged = undo.get("merged")
+    if merged and store.get(merged) is not None:
+        store.set_status(merged, "archived", f"contradiction {key_of(row['id'])} reopened", when)
+    for k, status in undo["statuses"].items():
+        if store.get(k) is None:
+            continue
+        store.update_memory(k, {"status": status, "status_reason": f"contradiction {key_of(row['id'])} reopened",
+                                "status_changed_at": when, "invalid_at": None, "consolidated_into": None,
+                                "metadata": undo.get("metadata", {}).get(k, {})})
+    relations = undo.get("relations") or []
+    if relations:
+        store.q("UPDATE $ids SET invalid_at = NONE RETURN NONE",
+                {"ids": [rid("relates_to", k) for k in relations]})
+        invalidate_names(core, store)
+    store.q("UPDATE $id SET status = 'open', resolution = NONE, resolved_at = NONE, merged_into = NONE, "
+            "decided_by = NONE, undo = NONE", {"id": rid("contradiction_queue", key_of(row["id"]))})
+    c = _to_contradiction(core, store, plain(store.q1("SELECT * FROM ONLY $id",
+                                                      {"id": rid("contradiction_queue", key_of(row["id"]))})))
+    if c is None:
+        raise NotFound("one of the two memories no longer exists")
+    return c
 
 
 def open_count(core: MemoryCore, project: str | None) -> int:

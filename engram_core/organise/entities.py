@@ -41,29 +41,33 @@ _add("git docker docker-compose kubectl helm terraform make cmake gcc clang node
      "go rustc java gradle maven curl wget ssh rsync tmux nginx systemd gh pre-commit tox nox "
      "just sed awk grep jq", "tool", None)
 
+# Categories a project normally has one of: two different values of one is a change, not a second fact.
+FUNCTIONAL = frozenset({"test_framework", "package_manager", "formatter", "type_checker", "bundler",
+                        "web_framework", "frontend_framework", "database", "orm", "linter", "task_queue"})
+
 _CANONICAL = {"postgresql": "postgres", "python3": "python", "docker-compose": "docker compose"}
 
-_URL = re.compile(r"\bhttps?://[^\s)>\]\"'`]+")
+URL = re.compile(r"\bhttps?://[^\s)>\]\"'`]+")
 _FILE_EXT = ("py|pyi|ts|tsx|js|jsx|mjs|cjs|rs|go|java|kt|rb|php|c|h|cc|cpp|hpp|cs|swift|toml|json|yaml|yml|"
              "md|cfg|ini|sql|surql|sh|bash|zsh|lock|txt|css|scss|html|vue|svelte|env|xml|gradle|proto|ipynb")
-_PATH = re.compile(
+PATH = re.compile(
     r"(?<![\w@/.-])(?:~|\.{1,2})?/?(?:[\w.@-]+/)+[\w.@-]+/?"  # has a slash
     r"|(?<![\w/.-])[\w-]+(?:\.[\w-]+)*\.(?:" + _FILE_EXT + r")\b"  # or a known extension
 )
-_ERROR = re.compile(r"\b(?:[A-Z][A-Za-z0-9]*\.)?[A-Z][A-Za-z0-9]*(?:Error|Exception|Warning|Fault|Panic)\b"
+ERROR = re.compile(r"\b(?:[A-Z][A-Za-z0-9]*\.)?[A-Z][A-Za-z0-9]*(?:Error|Exception|Warning|Fault|Panic)\b"
                     r"|\bE(?:CONNREFUSED|CONNRESET|ADDRINUSE|NOENT|ACCES|PERM|TIMEDOUT|PIPE)\b"
                     r"|\b(?:segfault|segmentation fault|OOM|out of memory|deadlock)\b")
 _FUNC_CALL = re.compile(r"(?<![\w.])([A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*)\(\)?")
 _FUNC_DEF = re.compile(r"\b(?:def|fn|func|function|async def)\s+([A-Za-z_]\w*)")
 _CLASS_DEF = re.compile(r"\b(?:class|struct|interface|enum|trait)\s+([A-Z]\w*)")
-_CAMEL = re.compile(r"(?<![\w.])([A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+)\b")
+CAMEL = re.compile(r"(?<![\w.])([A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+)\b")
 _BACKTICK = re.compile(r"`([^`\n]{2,120})`")
 _SHELL = re.compile(r"(?m)^\s*\$\s+(.{2,120})$")
 _INSTALL = re.compile(r"\b(?:pip|pip3|uv|poetry|npm|yarn|pnpm|cargo|gem|go|bun)\s+(?:install|add|get|i)\s+"
                       r"((?:-{1,2}[\w-]+\s+)*)([@\w][\w./@-]*(?:\s+[@\w][\w./@-]*)*)")
 _IMPORT = re.compile(r"(?m)(?:^|\s)(?:from\s+([A-Za-z_][\w]*)[\w.]*\s+import|import\s+([A-Za-z_][\w]*))\b"
                      r"|require\(['\"]([@\w][\w/@.-]*)['\"]\)")
-_WORD = re.compile(r"[A-Za-z][\w.+-]*")
+WORD = re.compile(r"[A-Za-z][\w.+-]*")
 
 # Words that look like calls or CamelCase but are not code entities in ordinary prose.
 _NOT_FUNCS = {"e.g", "i.e", "etc", "see", "and", "or", "the", "a", "if", "for", "while", "print", "note",
@@ -91,7 +95,7 @@ def name_key(name: str) -> str:
     return re.sub(r"\s+", " ", n.lower())
 
 
-def _clean_path(p: str) -> str | None:
+def clean_path(p: str) -> str | None:
     p = p.strip().rstrip(".,;:)")
     if p.count("/") == 0 and "." not in p:
         return None
@@ -105,7 +109,7 @@ def _clean_path(p: str) -> str | None:
     return p
 
 
-def _gazetteer_hit(word: str) -> Extracted | None:
+def gazetteer_hit(word: str) -> Extracted | None:
     w = word.lower().strip(".,;:()`'\"")
     hit = GAZETTEER.get(w)
     if hit is None:
@@ -125,9 +129,9 @@ def extract_entities(text: str, *, max_entities: int = 24) -> list[Extracted]:
             found.append(e)
 
     rest = text
-    for m in _URL.finditer(text):
+    for m in URL.finditer(text):
         add(Extracted(m.group(0).rstrip(".,;:"), "url"))
-    rest = _URL.sub(" ", rest)
+    rest = URL.sub(" ", rest)
 
     commands: list[str] = []
     for m in [*_BACKTICK.finditer(rest), *_SHELL.finditer(rest)]:
@@ -138,10 +142,10 @@ def extract_entities(text: str, *, max_entities: int = 24) -> list[Extracted]:
     for c in commands:
         add(Extracted(re.sub(r"\s+", " ", c)[:80], "command"))
 
-    for m in _ERROR.finditer(rest):
+    for m in ERROR.finditer(rest):
         add(Extracted(m.group(0), "error"))
-    for m in _PATH.finditer(rest):
-        p = _clean_path(m.group(0))
+    for m in PATH.finditer(rest):
+        p = clean_path(m.group(0))
         if p:
             add(Extracted(p, "file"))
     for m in _INSTALL.finditer(rest):
@@ -149,12 +153,12 @@ def extract_entities(text: str, *, max_entities: int = 24) -> list[Extracted]:
             if pkg.startswith("-"):
                 continue
             base = re.split(r"[=<>~\[]", pkg)[0]
-            g = _gazetteer_hit(base)
+            g = gazetteer_hit(base)
             add(g or Extracted(base.lower(), "library"))
     for m in _IMPORT.finditer(rest):
         mod = next((g for g in m.groups() if g), None)
         if mod and mod not in ("__future__", "typing", "os", "sys", "re"):
-            g = _gazetteer_hit(mod)
+            g = gazetteer_hit(mod)
             add(g or Extracted(mod.lower(), "library"))
     for m in _FUNC_DEF.finditer(rest):
         add(Extracted(m.group(1), "function"))
@@ -169,13 +173,13 @@ def extract_entities(text: str, *, max_entities: int = 24) -> list[Extracted]:
                 and not ("_" in name or "." in name or re.search(r"[a-z][A-Z]", name))):
             continue
         add(Extracted(name, "function"))
-    for m in _CAMEL.finditer(rest):
+    for m in CAMEL.finditer(rest):
         name = m.group(1)
-        if name in _NOT_CLASSES or name.lower() in GAZETTEER or _ERROR.fullmatch(name):
+        if name in _NOT_CLASSES or name.lower() in GAZETTEER or ERROR.fullmatch(name):
             continue
         add(Extracted(name, "class"))
-    for m in _WORD.finditer(rest):
-        g = _gazetteer_hit(m.group(0))
+    for m in WORD.finditer(rest):
+        g = gazetteer_hit(m.group(0))
         if g is not None:
             add(g)
     return found
@@ -202,7 +206,7 @@ def _find(ents: list[Extracted], text: str) -> Extracted | None:
     for e in ents:
         if e.key == k:
             return e
-    g = _gazetteer_hit(text)
+    g = gazetteer_hit(text)
     return g
 
 

@@ -1,0 +1,384 @@
+"""What a statement is about and what it says of it, so two statements are compared only on the same subject.
+
+A codebase's memory is full of parallel statements ("the billing service listens on port 8080", "the search
+service listens on port 9200"): the same shape, different subjects. Two of them contradict only when they
+say incompatible things about the same subject; they are duplicates only when they say the same thing of it.
+
+Without an LLM the subject is read from the identifiers a statement names: components named with a head
+noun ("the billing service", "the web app", "the platform repo's"), file paths, pull-request and issue
+numbers, code names. Components a store has named that way before are recognised without the noun too
+("Billing now listens on 9090"): `Vocabulary` learns them, and proper names (people, products), from the
+memories written. Values are what an attribute takes: numbers and versions, known tools and libraries,
+proper names, branch names.
+
+A newer statement that says it changed something ("now", "migrated", "no longer", "instead of") and names the
+old value supersedes the older one: that is the strong evidence a resolution may be applied without asking.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from ..core import MemoryCore
+from ..search_index import STOPWORDS_EN, tokenize
+from ..store import ScopeStore
+from . import entities as ex
+from .base import state
+
+HEAD_NOUNS = ("service", "services", "module", "package", "app", "application", "repo", "repository", "project",
+              "frontend", "backend", "api", "worker", "cluster", "team", "component", "job", "pipeline",
+              "endpoint", "handlers", "codebase", "site", "ui", "microservice", "daemon", "library", "crate",
+              "plugin", "bot", "image", "stack", "monorepo", "server")
+# Head nouns that say what sort of thing a component is, not which (a "frontend" repo may be named frontend).
+GENERIC_HEADS = frozenset({"service", "services", "module", "package", "app", "application", "repo", "repository",
+                           "project", "component", "library", "codebase", "site", "image", "stack", "job",
+                           "pipeline", "endpoint", "handlers", "team", "cluster", "daemon", "plugin", "crate", "bot",
+                           "server", "microservice", "ui"})
+# Words before a head noun that name no particular component.
+_NOT_NAMES = STOPWORDS_EN | {
+    "same", "new", "old", "each", "every", "whole", "local", "shared", "other", "our", "your", "its", "their",
+    "one", "own", "unit", "integration", "http", "main", "single", "separate", "entire", "current", "previous",
+    "next", "first", "last", "any", "that", "this", "these", "those", "which", "another", "public", "private", "internal", "external", "production", "staging", "test", "tests", "web-facing",
+    "python", "node", "go", "rust", "docker", "default", "big", "small", "legacy", "core", "upstream",
+    "downstream", "remote", "given", "affected", "whose", "his", "her", "my", "a", "an", "the"}
+_HEAD = re.compile(r"(?<![\w/.-])([A-Za-z][\w-]*)(?:'s)?\s+(?:" + "|".join(HEAD_NOUNS) + r")(?:'s)?\b", re.I)
+_REF = re.compile(r"(?i:(?:\bPR|\bMR|\bissue|\bticket|\bbug)?\s*#\d+\b)|\b[A-Z][A-Z0-9]+-\d+\b")
+_REGION = re.compile(r"\b[a-z]{2,}(?:-[a-z]+)+-\d+[a-z]?\b")
+_CODE = re.compile(r"\b[a-z][a-z0-9]*_[a-z0-9_]+\b|\b[A-Za-z_]\w*\(\)")
+_NUMBER = re.compile(r"(?<![\w.#-])v?\d+(?:[.:]\d+)*(?:ms|s|m|h|d|mb|gb|kb|k|%)?(?![\w#])", re.I)
+_CAPITAL = re.compile(r"(?<![\w-])[A-Z][A-Za-z0-9]*(?:[.-][A-Za-z0-9]+)*(?![\w-])")
+_SENTENCE_START = re.compile(r"(?:^|[.!?:;]\s+|\n\s*|\(\s*)$")
+BRANCHES = {"master", "main", "trunk", "develop", "development", "release", "staging"}
+
+# A newer statement that says so: it describes a change, and usually names what it replaced.
+_CHANGE = re.compile(
+    r"\b(?:now|no longer|not any ?more|anymore|instead(?: of)?|migrated|migrating|moved|switched|switching|"
+    r"replaced|replacing|renamed|raised|bumped|upgraded|downgraded|changed|took over|taken over|"
+    r"used to(?: be)?|(?:is|are) gone|was|were|deprecated|dropped|deleted|retired|from\s+\S+\s+to)\b", re.I)
+_OLD_MARK = re.compile(r"\b(?:from|used to be|was|were|instead of|not|no longer(?: \w+)?|replac\w*|over from)\s+"
+                       r"(?:the\s+|port\s+|python\s+|node(?:\.js)?\s+)?(\S+)", re.I)
+
+
+@dataclass
+class Vocabulary:
+    """Components and proper names a store's memories have named, learned as memories are written (only ever
+    added to: a membership test needs no lock)."""
+
+    components: set[str] = field(default_factory=set)
+    names: set[str] = field(default_factory=set)
+
+    def learn(self, texts: Iterable[str]) -> None:
+        for text in texts:
+            p = _parts(text)
+            self.components |= p.heads
+            self.names |= {n for n in p.mid_names if n.lower() not in self.components}
+
+
+def vocabulary(core: MemoryCore, store: ScopeStore) -> Vocabulary:
+    """The store's learned components and names, read from its memories on first use, then kept up to date by
+    the write path (organise `after_store`)."""
+    ss = state(core).of(store)
+    if ss.vocab is None:
+        vocab = Vocabulary()
+        vocab.learn(lt.content for lt in list(store.light.values()))
+        ss.vocab = vocab
+    return ss.vocab
+
+
+@dataclass(frozen=True)
+class Statement:
+    """A memory's text read for comparison: whom it is about, what values it states, and whether it says it
+    changed something (and from what)."""
+
+    subjects: frozenset[str]
+    values: frozenset[str]
+    changes: bool
+    old_values: frozenset[str]
+    negated: bool
+    versions: frozenset[tuple[str, str]] = frozenset()
+
+
+@dataclass(frozen=True)
+class _Parts:
+    """What a text names, independent of any store's vocabulary (computed once a text)."""
+
+    heads: frozenset[str]
+    mid_names: frozenset[str]
+    words: frozenset[str]  # lower-case words, for the vocabulary's components
+    capitals: frozenset[str]  # capitalised words anywhere, for the vocabulary's names
+    idents: frozenset[str]  # paths, references, code names
+    numbers: frozenset[str]
+    tools: frozenset[str]
+    branches: frozenset[str]
+    changes: bool
+    versions: frozenset[tuple[str, str]]  # (name, number): "Python 3.12", "Node 20"
+    old_spans: tuple[str, ...]
+    new_spans: tuple[str, ...]
+    negated: bool
+
+
+# Tool names that are also everyday words in lower case ("go out through", "make sure", "just run").
+_ENGLISH_TOOLS = {"go", "make", "just", "node", "flow", "solid", "express", "rich", "click", "attrs", "requests",
+                  "black", "uv", "rq", "remix", "spring", "jq", "sed", "grep", "awk", "tox", "nox", "ssh"}
+_ABBREVIATIONS = {"API", "CI", "CD", "PR", "MR", "SQL", "HTTP", "HTTPS", "JSON", "YAML", "URL", "CLI", "SDK", "UI",
+                  "UX", "DB", "ID", "OK", "TODO", "README", "CPU", "RAM", "GPU", "SSH", "TLS", "SSL", "DNS", "ENV",
+                  "TCP", "UDP", "HTML", "CSS", "JWT", "CSV", "XML", "ORM", "OS", "VM", "IDE", "FAQ", "ETA", "EOD"}
+_NEG = re.compile(r"\b(?:not|never|don't|doesn't|didn't|isn't|aren't|wasn't|won't|shouldn't|mustn't|cannot|"
+                  r"can't|no longer|avoid|disabled?)\b", re.I)
+_NEW_MARK = re.compile(r"\bfrom\s+(?:port\s+|node(?:\.js)?\s+|python\s+)?\S+\s+to\s+(?:port\s+|node(?:\.js)?\s+|python\s+)?"
+                       r"([\w.+-]+)|\b([\w.+-]+)\s+instead of\b|^\s*([A-Z][\w.+-]*)\s+(?:took|has taken) over\b", re.I)
+_OLD_AFTER = re.compile(r"(\S+)\s+(?:lockfile\s+|images?\s+)?(?:no longer exists|is gone|are gone|was deleted|"
+                        r"were deleted|are deleted|is deleted|is deprecated|is retired)", re.I)
+
+
+@lru_cache(maxsize=16384)
+def _parts(text: str) -> _Parts:
+    heads = set()
+    for m in _HEAD.finditer(text):
+        w = m.group(1).lower()
+        if w not in _NOT_NAMES and not w.isdigit() and ex.gazetteer_hit(w) is None:
+            heads.add(w)
+    mid: set[str] = set()
+    capitals: set[str] = set()
+    for m in _CAPITAL.finditer(text):
+        w = m.group(0)
+        if len(w) < 3 or w in _ABBREVIATIONS or ex.ERROR.fullmatch(w) or ex.CAMEL.fullmatch(w):
+            continue
+        capitals.add(w)
+        if not _SENTENCE_START.search(text[:m.start()]) and w.lower() not in STOPWORDS_EN:
+            mid.add(w)
+    idents: set[str] = set()
+    for m in ex.PATH.finditer(ex.URL.sub(" ", text)):
+        p = ex.clean_path(m.group(0))
+        if p and ("/" in p or ("." in p and not p[:1].isupper())):
+            idents.add(p.lower())
+    idents |= {re.sub(r"\s+", " ", m.group(0).strip().lower()) for m in _REF.finditer(text)}
+    idents |= {m.group(0).rstrip("()").lower() for m in _CODE.finditer(text)}
+    idents |= {m.group(1).lower() for m in ex.CAMEL.finditer(text)}
+    numbers = {m.group(0).lower().lstrip("v") for m in _NUMBER.finditer(text) if not _inside_ref(text, m.start())}
+    # URLs and cloud regions are values of what they configure, never subjects.
+    numbers |= {m.group(0).rstrip(".,;:").lower() for m in ex.URL.finditer(text)}
+    numbers |= {m.group(0).lower() for m in _REGION.finditer(text)}
+    tools = set()
+    for m in ex.WORD.finditer(text):
+        word = m.group(0).rstrip(".")
+        hit = ex.gazetteer_hit(word)
+        if hit is not None and hit.entity_type in ("library", "tool") and word not in _ENGLISH_TOOLS:
+            tools.add(hit.key)
+    branches = set()
+    if re.search(r"\b(?:branch|branches|target|against|rebase|merge into|merge to|push to|deploy from)\b",
+                 text, re.I):
+        branches = {w for w in re.findall(r"[a-z]+", text.lower()) if w in BRANCHES}
+    versions = {(_canonical(m.group(1)), m.group(2)) for m in _VERSIONED.finditer(text)
+                if m.group(1).lower() not in STOPWORDS_EN and m.group(1).lower() != "port"}
+    changes = bool(_CHANGE.search(text))
+    spans: tuple[str, ...] = ()
+    new_spans: tuple[str, ...] = ()
+    if changes or _NEG.search(text):
+        spans = tuple(m.group(1).strip(".,;:()") for rx in (_OLD_MARK, _OLD_AFTER) for m in rx.finditer(text))
+        new_spans = tuple(next(g for g in m.groups() if g).strip(".,;:()").lower()
+                          for m in _NEW_MARK.finditer(text))
+    return _Parts(frozenset(heads), frozenset(mid), frozenset(re.findall(r"[a-z][\w-]*", text.lower())),
+                  frozenset(capitals), frozenset(idents), frozenset(numbers), frozenset(tools),
+                  frozenset(branches), changes=changes, versions=frozenset(versions),
+                  old_spans=spans, new_spans=new_spans, negated=bool(_NEG.search(text)))
+
+
+def read(text: str, vocab: Vocabulary | None = None) -> Statement:
+    p = _parts(text)
+    names = {_canonical(c) for c in p.capitals if vocab is not None and c in vocab.names}
+    # What a change statement says it changed to is a value even when nothing else names it ("… to uvu").
+    values = set(p.numbers) | set(p.tools) | set(p.branches) | names | {
+        w for w in p.new_spans if w not in STOPWORDS_EN and w not in p.heads}
+    subjects = set(p.heads) | set(p.idents)
+    if vocab is not None:
+        subjects |= {w for w in p.words if w in vocab.components}
+    subjects -= values
+    old: set[str] = set()
+    for span in p.old_spans:
+        w = span.lower()
+        if w in values or w.lstrip("v") in values:
+            old.add(w.lstrip("v"))
+        elif (hit := ex.gazetteer_hit(w)) is not None and hit.key in values:
+            old.add(hit.key)
+    return Statement(frozenset(subjects), frozenset(values), p.changes, frozenset(old), p.negated, p.versions)
+
+
+def _canonical(name: str) -> str:
+    """Node.js and Node, PostgreSQL and Postgres: one value."""
+    w = name.lower()
+    hit = ex.gazetteer_hit(w.removesuffix(".js"))
+    return hit.key if hit is not None else w
+
+
+def _inside_ref(text: str, at: int) -> bool:
+    """A number that is part of a reference (#123, ABC-12) or of a path names a subject, not a value."""
+    before = text[max(0, at - 1):at]
+    return before in ("#", "-", "/", "_")
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """How two statements relate: `same_subject` (None: no identifier to tell), the values only one side states,
+    and, for a change, whether the newer names the older's value (strong evidence of a supersession)."""
+
+    same_subject: bool | None
+    why_subject: str
+    conflict: bool
+    only_old: frozenset[str]
+    only_new: frozenset[str]
+    names_old_value: bool
+    functional: bool = False  # the values differ within one functional category (two test frameworks…)
+    numbers: bool = False  # the values that differ are numbers (a port, a version, a limit)
+
+
+def compare(old: Statement, new: Statement) -> Comparison:
+    a_only, b_only = old.subjects - new.subjects, new.subjects - old.subjects
+    shared = old.subjects & new.subjects
+    if a_only and b_only and not _same_component(a_only, b_only):
+        same: bool | None = False
+        why = f"different subjects: {sorted(a_only)[:2]} vs {sorted(b_only)[:2]}"
+    elif shared:
+        same, why = True, f"same subject: {sorted(shared)[:2]}"
+    else:
+        same, why = None, "no identifier names the subject"
+    old_named = set(new.old_values)
+    if new.changes or new.negated:
+        # A change statement that also names a value the older one states names what it changed from
+        # ("we no longer deploy it with Render; it goes out through Ansible now").
+        fresh = _kinds(new.values - old.values)
+        old_named |= {v for v in old.values & new.values if _kinds([v]) & fresh}
+    new_vals = new.values - old_named
+    only_old, only_new = old.values - new_vals, new_vals - old.values
+    ka, kb = _kinds(only_old), _kinds(only_new)
+    kinds = ka & kb
+    cats_a, cats_b = ka & ex.FUNCTIONAL, kb & ex.FUNCTIONAL
+    if cats_a and cats_b and not cats_a & cats_b:
+        kinds = set()  # a package manager and a test framework: two attributes, not one changed
+    conflict = bool(only_old and only_new and kinds)
+    names_old = bool(conflict and new.changes and only_old & old_named)
+    # Two versions of one named thing (Python 3.10 / Python 3.12) are one attribute whatever else is said.
+    va, vb = dict(old.versions), dict(new.versions)
+    versioned = any(n in vb and va[n] != vb[n] for n in va)
+    return Comparison(same, why, conflict, frozenset(only_old), frozenset(only_new), names_old,
+                      functional=bool(kinds & ex.FUNCTIONAL) or (conflict and versioned),
+                      numbers="number" in kinds)
+
+
+def _same_component(a: frozenset[str], b: frozenset[str]) -> bool:
+    """A path and the module it sits in (src/billing/x.py and billing) are one subject, not two."""
+    def within(x: str, y: str) -> bool:
+        return x == y or ("/" in y and x in y.split("/")) or ("/" in y and x in y.rsplit("/", 1)[-1].split("."))
+
+    return all(any(within(x, y) or within(y, x) for y in b) for x in a) or \
+        all(any(within(x, y) or within(y, x) for x in a) for y in b)
+
+
+def _kinds(values: Iterable[str]) -> set[str]:
+    """What sort of value each is: a number, a branch, a tool of a functional category (one test framework,
+    one package manager… a project), or a name (a tool, a product, a person)."""
+    out: set[str] = set()
+    for v in values:
+        if re.fullmatch(r"[\d.:]+[a-z%]*", v):
+            out.add("number")
+        elif "://" in v:
+            out.add("url")
+        elif _REGION.fullmatch(v):
+            out.add("region")
+        elif v in BRANCHES:
+            out.add("branch")
+        else:
+            out.add("name")
+            hit = ex.GAZETTEER.get(v)
+            if hit is not None and hit[1]:
+                out.add(hit[1])
+    return out
+
+
+_VERSIONED = re.compile(r"\b([A-Za-z][\w.+-]*)\s+v?(\d+(?:\.\d+)+|\d+)\b")
+_SLOT_WORD = re.compile(r"[^\s]+")
+
+
+def subject_slots(old_text: str, new_text: str, values: frozenset[str],
+                  vocab: Vocabulary | None = None) -> list[tuple[str, str]]:
+    """Where two statements of one shape differ in a name that is no value: the slot that names their subject
+    ("Deploys of shipping go out through Render" / "Deploys of archive go out through Render"). Empty unless
+    most words line up (paraphrases differ everywhere and say nothing this way)."""
+    ta = [w.strip(".,;:()'\"`") for w in _SLOT_WORD.findall(old_text)]
+    tb = [w.strip(".,;:()'\"`") for w in _SLOT_WORD.findall(new_text)]
+    la, lb = [w.lower() for w in ta], [w.lower() for w in tb]
+    if not la or not lb:
+        return []
+    sm = difflib.SequenceMatcher(None, la, lb, autojunk=False)
+    if sum(b.size for b in sm.get_matching_blocks()) < SAME_SHAPE * min(len(la), len(lb)):
+        return []
+    slots = []
+    for op, i1, i2, j1, j2 in sm.get_opcodes():
+        if op != "replace":
+            continue
+        # The word before a slot helps tell a name from a verb: "deploys of archive" / "deploys of quota".
+        xa, xb = ta[max(0, i1 - 1):i2], tb[max(0, j1 - 1):j2]
+        known = vocab.components if vocab is not None else set()
+        if any(any(v in w.lower() for v in values) and w.lower() not in known for w in xa + xb):
+            continue
+        if _names_something(xa, vocab, i1 > 0) and _names_something(xb, vocab, j1 > 0):
+            slots.append((" ".join(xa[1 if i1 else 0:]), " ".join(xb[1 if j1 else 0:])))
+    return slots
+
+
+_NAME_BEFORE = {"of", "for", "in", "from", "at", "the", "to", "about", "by", "your", "our", "my", "their"}
+
+
+def _names_something(words: list[str], vocab: Vocabulary | None, context: bool) -> bool:
+    """A slot side that holds a name: a component the store knows, a capitalised or compound word, a word after
+    "of"/"for"/"the"…; not a verb or a change word ("listens on" / "no longer uses" is a change of wording, not
+    of subject). With ``context`` the first word is the one before the slot."""
+    before = words[0].lower() if context and words else ""
+    for i, w in enumerate(words[1:] if context else words):
+        lw = w.lower()
+        if i == 0 and before in _NAME_BEFORE and lw not in STOPWORDS_EN and lw not in GENERIC_HEADS \
+                and not _CHANGE.fullmatch(lw) and not _NEG.fullmatch(lw) and lw.isalpha():
+            return True
+        if not lw or lw in STOPWORDS_EN or lw in GENERIC_HEADS or _CHANGE.fullmatch(lw) or _NEG.fullmatch(lw):
+            continue
+        if ((vocab is not None and lw in vocab.components) or lw in HEAD_NOUNS or w[:1].isupper()
+                or any(c in w for c in "-_/")):
+            return True
+    return False
+
+
+def changed_slots(old_text: str, new_text: str) -> list[tuple[str, str]] | None:
+    """Every slot where two statements of one shape differ (None when they are not of one shape)."""
+    la = [w.strip(".,;:()'\"`").lower() for w in _SLOT_WORD.findall(old_text)]
+    lb = [w.strip(".,;:()'\"`").lower() for w in _SLOT_WORD.findall(new_text)]
+    if not la or not lb:
+        return None
+    sm = difflib.SequenceMatcher(None, la, lb, autojunk=False)
+    if sum(b.size for b in sm.get_matching_blocks()) < SAME_SHAPE * min(len(la), len(lb)):
+        return None
+    return [(" ".join(la[i1:i2]), " ".join(lb[j1:j2])) for op, i1, i2, j1, j2 in sm.get_opcodes() if op != "equal"]
+
+
+def is_path(word: str) -> bool:
+    return bool(ex.PATH.fullmatch(word)) and ("/" in word or "." in word)
+
+
+SAME_SHAPE = 0.6  # share of the shorter statement's words that line up with the other's in order
+
+
+def same_attribute(old_text: str, new_text: str, old: Statement, new: Statement) -> float:
+    """How much two statements say the same sort of thing of their subject: the Jaccard of their predicates."""
+    pa, pb = predicate(old_text, old), predicate(new_text, new)
+    return len(pa & pb) / len(pa | pb) if pa and pb else 0.0
+
+
+def predicate(text: str, st: Statement) -> set[str]:
+    """The words of a statement that say what it says of its subject: no subject, value, head noun or
+    stopword (stems, as the search index has them)."""
+    drop = {w for x in st.subjects | st.values for w in re.findall(r"[a-z0-9]+", x)} | set(HEAD_NOUNS)
+    return {t for t in tokenize(text) if t not in drop and not t.isdigit()} - {tokenize(w)[0] for w in drop
+                                                                                if tokenize(w)}
