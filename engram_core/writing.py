@@ -260,7 +260,7 @@ def import_lines(core: MemoryCore, lines: list[str], project: str | None = None,
         except (json.JSONDecodeError, ValueError, ValidationError, TypeError) as exc:
             failed.append(ImportError_(line=n, error=short_error(exc)))
     report = ImportReport(stored=0, merged=0, failed=failed, total_lines=sum(1 for x in lines if x.strip()),
-                          dates=dates, dry_run=dry_run, next_sweep=_import_preview(core, good, dates == "age"))
+                          dates=dates, dry_run=dry_run, next_sweep=_import_preview(core, good, dates == "age", project))
     if dry_run or (failed and not skip_bad):
         return report
     chunks = [good[i:i + IMPORT_CHUNK] for i in range(0, len(good), IMPORT_CHUNK)]
@@ -296,12 +296,13 @@ def import_lines(core: MemoryCore, lines: list[str], project: str | None = None,
     return report
 
 
-def _import_preview(core: MemoryCore, memories: list[MemoryIn], age_dates: bool) -> dict[str, int]:
+def _import_preview(core: MemoryCore, memories: list[MemoryIn], age_dates: bool,
+                    project: str | None = None) -> dict[str, int]:
     """What the next sweep would do to these memories, judged on their own dates and scores."""
     now = core.now()
-    hl = core.half_lives()
     out: dict[str, int] = {}
     for scope in ("project", "user"):
+        hl = core.half_lives(project if scope == "project" else None)  # the user store's are the daemon's
         rows = []
         for i, m in enumerate(memories):
             if m.scope.value != scope:
