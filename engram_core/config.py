@@ -1,8 +1,9 @@
 """Where Engram keeps its data and how it is configured.
 
 Data: the user root is ``~/.claude/engram/`` (``ENGRAM_HOME`` overrides); a project's store lives in
-``<project>/.claude/engram/``. Settings come from defaults, then ``<project>/.claude/engram.local.md``
-YAML frontmatter, then ``ENGRAM_*`` environment variables (last wins).
+``<project>/.claude/engram/``. Settings come from defaults, then the user file ``$ENGRAM_HOME/engram.local.md``,
+then ``<project>/.claude/engram.local.md`` (per-project settings only, in the daemon), then ``ENGRAM_*``
+environment variables (last wins); docs/configuration.md. Evolved values sit below every manual one (core.py).
 """
 
 from __future__ import annotations
@@ -204,13 +205,62 @@ def _from_env() -> dict[str, Any]:
     return out
 
 
-def load_settings(project_root: Path | str | None = None) -> Settings:
-    data: dict[str, Any] = {}
-    if project_root is not None:
-        data.update(_read_frontmatter(Path(project_root) / ".claude" / "engram.local.md"))
-    data.update(_from_env())
+# Settings one daemon applies to every project it serves: the embedding model is loaded once and shared (a
+# store's vectors and every query's must come from one model), the organise layer is registered on the core once,
+# and the daemon's timers, the console deadline and the user store's cap are the daemon's own. A project file
+# that sets one of these to another value than the daemon's is ignored, and `engram config`/`engram doctor` say so.
+DAEMON_WIDE = frozenset({
+    "embedding_provider", "embedding_url", "embedding_model", "embedding_api_key", "embedding_dimensions",
+    "embedding_timeout_s", "embedding_precision", "organise", "daemon_idle_timeout_s", "query_timeout_s",
+    "maintenance_interval_s", "session_stale_hours", "max_memories_user"})
+SETTINGS_FILE = "engram.local.md"  # <project>/.claude/engram.local.md, and the user file in ENGRAM_HOME
+
+
+def user_settings_file(home: Path | str) -> Path:
+    """The user's own settings: ``$ENGRAM_HOME/engram.local.md`` (same frontmatter as a project's)."""
+    return Path(home) / SETTINGS_FILE
+
+
+def project_settings_file(project_root: Path | str) -> Path:
+    return Path(project_root) / ".claude" / SETTINGS_FILE
+
+
+def _validated(data: dict[str, Any], where: str) -> Settings:
     try:
         return Settings(**data)
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise ConfigError(f"invalid Engram settings: {problems}") from exc
+        raise ConfigError(f"invalid Engram settings{where}: {problems}") from exc
+
+
+def settings_layers(home: Path | str | None, project_root: Path | str | None) -> dict[str, dict[str, Any]]:
+    """Each source's own values, lowest precedence first: user file, project file, environment. Each file is
+    checked on its own, so an error names the file it is in."""
+    layers: dict[str, dict[str, Any]] = {}
+    for source, path in (("user file", user_settings_file(home) if home is not None else None),
+                         ("project file", project_settings_file(project_root) if project_root is not None
+                          else None)):
+        data = _read_frontmatter(path) if path is not None else {}
+        if data:
+            _validated(data, f" in {path}")
+        layers[source] = data
+    env = _from_env()
+    if env:
+        _validated(env, " in the environment (ENGRAM_*)")
+    layers["environment"] = env
+    return layers
+
+
+def load_settings(project_root: Path | str | None = None, home: Path | str | None = None) -> Settings:
+    """Defaults, then the user file (``home``), then the project file, then ``ENGRAM_*`` (the last wins)."""
+    data: dict[str, Any] = {}
+    for layer in settings_layers(home, project_root).values():
+        data.update(layer)
+    return _validated(data, "")
+
+
+def project_overrides(layers: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """What a project file changes in a daemon that serves it: its per-project settings that the environment
+    does not set (the environment wins over every file)."""
+    env = layers.get("environment", {})
+    return {k: v for k, v in layers.get("project file", {}).items() if k not in DAEMON_WIDE and k not in env}

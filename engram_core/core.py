@@ -21,7 +21,16 @@ from . import retrieval, vector_model
 from .api import EngramError
 from .bookkeeping import ACCESS_AFTER_S, LOG_AFTER_S, Bookkeeper
 from .clock import Clock
-from .config import Settings, ensure_private_dir, load_settings
+from .config import (
+    DAEMON_WIDE,
+    Settings,
+    ensure_private_dir,
+    load_settings,
+    project_overrides,
+    project_settings_file,
+    settings_layers,
+    user_settings_file,
+)
 from .embeddings import Embedder, make_embedder
 from .ids import IdSource, ulid
 from .models import Memory, Scope
@@ -38,6 +47,13 @@ if TYPE_CHECKING:
     from .store import Light
 
 _UNSET = object()  # a cached "no such parameter"
+
+
+def _mtime(path: Path) -> int | None:
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:
+        return None
 # Read once: pydantic builds `model_fields` anew at each access from the class (27 a memory, 10 memories a recall).
 _MEMORY_FIELDS = frozenset(Memory.model_fields)
 
@@ -140,7 +156,9 @@ class MemoryCore:
                              "Point ENGRAM_HOME at a writable directory.") from exc
         self.clock = clock or Clock()
         self.new_id: IdSource = options.get("ids") or ulid
-        self.settings = settings or load_settings()
+        # The daemon-wide settings (defaults, the user file, ENGRAM_*); settings_for(project) adds a project's file.
+        self.settings = settings or load_settings(home=self.home)
+        self._project_settings: dict[str, tuple[tuple[int | None, int | None], Settings]] = {}
         self.embedder: Embedder = embedder or make_embedder(self.settings)
         # Held around writes and changes to the set of open stores.
         self.lock = threading.RLock()
@@ -216,14 +234,49 @@ class MemoryCore:
         """Drop the cached parameters (a console write may have changed evolution_state)."""
         self._param_cache.clear()
 
-    def half_lives(self) -> dict[str, float]:
-        evolved = self.param("decay_half_lives", DEFAULT_HALF_LIVES)
-        return {**DEFAULT_HALF_LIVES, **evolved, **(self.settings.half_lives_days or {})}
+    # ── settings per project ─────────────────────────────────
+    def settings_for(self, project: str | Path | None) -> Settings:
+        """The settings a request for ``project`` runs with: the daemon's own (defaults, user file, ENGRAM_*) and
+        the per-project ones of the user file and ``<project>/.claude/engram.local.md`` (the environment still
+        wins). The files are read again when they change. Daemon-wide settings (config.DAEMON_WIDE) are never
+        taken from a project file: settings_report says so."""
+        if project is None:
+            return self.settings
+        root = self.scopes.project_root(project)[0]
+        files = (user_settings_file(self.home), project_settings_file(root))
+        stamp = tuple(_mtime(f) for f in files)
+        hit = self._project_settings.get(root)
+        if hit is not None and hit[0] == stamp:
+            return hit[1]
+        layers = settings_layers(self.home, root)
+        user = {k: v for k, v in layers["user file"].items()
+                if k not in DAEMON_WIDE and k not in layers["environment"]}
+        overrides = {**user, **project_overrides(layers)}
+        value = self.settings.model_copy(update=overrides) if overrides else self.settings
+        self._project_settings[root] = (stamp, value)  # type: ignore[assignment]
+        return value
 
-    def scope_weights(self, profile: str | None = None) -> dict[str, float]:
-        if self.settings.scope_weights:
-            return {**retrieval.EVOLVED_DEFAULT, **self.settings.scope_weights}
-        name = profile or self.settings.scope_weight_profile
+    def project_root_of(self, store: ScopeStore) -> str | None:
+        """The project a store belongs to: a project store's folder, a session's project, None for the user."""
+        if store.scope == Scope.project:
+            return self.scopes.root_of(store)
+        if store.scope == Scope.session:
+            sess = self.scopes.session_of(store)
+            return sess.project_root if sess is not None else None
+        return None
+
+    def half_lives(self, project: str | Path | None = None) -> dict[str, float]:
+        """Per type: the default, then the evolved value, then a manual ``half_lives_days`` (the project's)."""
+        evolved = self.param("decay_half_lives", DEFAULT_HALF_LIVES)
+        return {**DEFAULT_HALF_LIVES, **evolved, **(self.settings_for(project).half_lives_days or {})}
+
+    def scope_weights(self, profile: str | None = None, project: str | Path | None = None) -> dict[str, float]:
+        """Manual ``scope_weights`` (the project's) win over a profile and the evolved weights, key by key."""
+        settings = self.settings_for(project)
+        if settings.scope_weights:
+            return {**retrieval.EVOLVED_DEFAULT, **self.param("scope_weights", retrieval.EVOLVED_DEFAULT),
+                    **settings.scope_weights}
+        name = profile or settings.scope_weight_profile
         if name == "evolved":
             return {**retrieval.EVOLVED_DEFAULT, **self.param("scope_weights", retrieval.EVOLVED_DEFAULT)}
         if name not in retrieval.SCOPE_PROFILES:

@@ -22,7 +22,7 @@ from pydantic import ValidationError
 
 from . import session_learning
 from .api import EngramError
-from .config import ConfigError, find_project_root, load_settings
+from .config import ConfigError, find_project_root
 from .core import MemoryCore
 from .injection import injection_context, note_injected
 from .maintenance import maintain
@@ -83,7 +83,7 @@ def apply(core: MemoryCore, eid: str, event: dict[str, Any]) -> LightWorkDue | N
     project = project_of(event.get("cwd"))
     if project is not None:
         try:
-            if load_settings(project).disabled:
+            if core.settings_for(project).disabled:
                 return None
         except ConfigError as exc:
             log.warning("event %s: %s", eid, exc)
@@ -204,7 +204,7 @@ def session_start_context(core: MemoryCore, session_id: str | None, cwd: str | N
 def prompt_context(core: MemoryCore, prompt: str, session_id: str | None, cwd: str | None) -> dict[str, Any]:
     """UserPromptSubmit recall: off unless prompt_recall is set; the best hits within its own small budget."""
     project = project_of(cwd)
-    settings = load_settings(project) if project else core.settings
+    settings = core.settings_for(project)
     if not settings.prompt_recall or settings.disabled or not prompt.strip():
         return {"text": "", "enabled": False}
     with core.api_lock:

@@ -7,7 +7,6 @@ from datetime import datetime
 
 from . import lifecycle, session_context
 from .api import api
-from .config import load_settings
 from .core import MemoryCore
 from .models import InjectionPreview
 from .store import ScopeStore
@@ -18,7 +17,7 @@ def injection_context(core: MemoryCore, project: str | None = None, session: str
                       budget: int | None = None) -> InjectionPreview:
     """What a new session starts with: the memory protocol, recent session summaries, instructions, fixes,
     then the strongest project and user memories, within a token budget (session_context.py)."""
-    settings = load_settings(core.scopes.project_root(project)[0]) if project else core.settings
+    settings = core.settings_for(project)
     budget = settings.injection_token_budget if budget is None else budget
     if settings.disabled:
         return InjectionPreview(text="", tokens=0, budget=budget, items=[], disabled=True)

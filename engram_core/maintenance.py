@@ -131,7 +131,7 @@ def sweep_rows(core: MemoryCore, store: ScopeStore) -> list[lifecycle.Row]:
                           access_count=int(r.get("access_count") or 0), half_life_days=float(r["half_life_days"]),
                           created_at=r["created_at"], last_accessed_at=r["last_accessed_at"])
             for r in store.lifecycle_rows()]
-    now, hl, scope = core.now(), core.half_lives(), store.scope.value
+    now, hl, scope = core.now(), core.half_lives(core.project_root_of(store)), store.scope.value
     # Under the line with either half-life the plan may use (the row's, or the one its type has now), with a
     # margin: the plan is made a moment later, and strength only falls.
     line = lifecycle.FORGET_BELOW * FORGET_MARGIN
@@ -145,10 +145,11 @@ def sweep_rows(core: MemoryCore, store: ScopeStore) -> list[lifecycle.Row]:
 
 def plan_sweep(core: MemoryCore, store: ScopeStore, rows: list[lifecycle.Row] | None = None) -> lifecycle.Plan:
     """What the sweep would do to this store now (``rows``: from sweep_rows, read now when not given)."""
+    root = core.project_root_of(store)
     cap = (core.settings.max_memories_user if store.scope == Scope.user
-           else core.settings.max_memories_project if store.scope == Scope.project else None)
+           else core.settings_for(root).max_memories_project if store.scope == Scope.project else None)
     return lifecycle.plan_sweep(sweep_rows(core, store) if rows is None else rows, store.scope.value, core.now(),
-                                core.half_lives(), cap=cap, queued=store.pending_queue_keys())
+                                core.half_lives(root), cap=cap, queued=store.pending_queue_keys())
 
 
 def _mark_abandoned_sessions(core: MemoryCore) -> int:

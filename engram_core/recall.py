@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from . import retrieval
+from . import promotion, retrieval
 from .api import EngramError, NotFound, api
 from .core import MemoryCore
 from .embeddings import try_embed
@@ -24,6 +24,7 @@ from .models import (
     Status,
 )
 from .redaction import redact_text
+from .scoring import FEEDBACK_STEP, IMPORTANCE_FLOOR
 from .store import ScopeStore, key_of, record
 from .vocabulary import ScopeOrAll
 
@@ -56,7 +57,7 @@ def _recall(core: MemoryCore, query: str, project: str | None, session: str | No
             log: bool) -> RecallResult:
     t0 = time.perf_counter()
     stores = core.scopes.stores(scope, project, session)
-    weights = core.scope_weights(profile)
+    weights = core.scope_weights(profile, project)
     qvec = None
     degraded = None
     if getattr(core.embedder, "available", False):
@@ -116,8 +117,10 @@ def _recall(core: MemoryCore, query: str, project: str | None, session: str | No
 def mark_retrieval_useful(core: MemoryCore, query: str, was_useful: bool, reason: str | None = None,
                           project: str | None = None, log_id: str | None = None) -> FeedbackResult:
     """Marks the latest retrieval_log row for this query (or the row ``log_id``, as recall returns it) in
-    whichever scope logged it (the project's store, or the user's for a recall outside a project);
-    useful results gain relevance and outcome impact."""
+    whichever scope logged it (the project's store, or the user's for a recall outside a project). Each memory
+    that recall returned moves: useful, importance +0.1 and relevance and outcome impact up; not useful,
+    importance -0.1 (floor 0.05) and those signals down. Strength is importance × decay, so the change shows in
+    rank at once and in how soon the memory fades to the archive threshold."""
     found: tuple[ScopeStore, dict[str, Any]] | None = None
     for store in [s for s in (core.project_store(project) if project else None, core.user) if s is not None]:
         if log_id:
@@ -138,14 +141,19 @@ def mark_retrieval_useful(core: MemoryCore, query: str, was_useful: bool, reason
     store.q("UPDATE $id SET was_useful = $u, feedback_reason = $r",
             {"id": row["id"], "u": was_useful, "r": redact_text(reason) if reason else reason})
     delta = 0.1 if was_useful else -0.05
+    step = 2.0 * FEEDBACK_STEP * ((1.0 if was_useful else 0.0) - 0.5)  # scoring.importance_after_verdict
     for mid in row.get("memory_ids", []):
         try:
             s, key = core.scopes.locate(mid, project)
         except NotFound:
             continue
-        s.q("UPDATE $id SET relevance_score = math::clamp(relevance_score + $d, 0.0, 1.0), "
+        s.q("UPDATE $id SET importance = math::min([1.0, math::max([math::min([importance, $floor]), "
+            "importance + $step])]), relevance_score = math::clamp(relevance_score + $d, 0.0, 1.0), "
             "outcome_impact = math::clamp(outcome_impact + $d, 0.0, 1.0)",
-            {"id": record(key), "d": delta})
+            {"id": record(key), "d": delta, "step": step, "floor": IMPORTANCE_FLOOR})
+        s.refresh([key])  # the mirror ranks by the new importance at once
+        if was_useful and s.scope == Scope.session:
+            promotion.promote_if_important(core, s, key)  # seed 002 §5: at 0.85 it goes to the project now
     return FeedbackResult(log_id=key_of(row["id"]), updated=True,
                           message=f"marked {'useful' if was_useful else 'not useful'} "
                                   f"(logged in {store.scope.value} scope)")

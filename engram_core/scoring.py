@@ -35,6 +35,29 @@ IMPORTANCE_WEIGHTS = {
 }
 
 
+# Importance moves with the composite's signals (seed 000 §6.1; seed 001 §3.4 recomputes it on access): an
+# access adds what it adds to the composite (frequency ×0.20 up to 10 accesses, relevance +0.05 ×0.20), and
+# each verdict moves it by FEEDBACK_STEP (helpful +, not helpful -), within [IMPORTANCE_FLOOR, 1]. Strength is
+# importance × decay, so a lower importance ranks lower and reaches the archive threshold sooner.
+IMPORTANCE_FLOOR = 0.05
+FEEDBACK_STEP = 0.1
+ACCESS_RELEVANCE_STEP = 0.05
+
+
+def access_gain(access_count: int, relevance: float, n: int = 1) -> float:
+    """What ``n`` more accesses add to the composite (and so to importance): frequency and relevance."""
+    frequency = min(1.0, (access_count + n) / 10.0) - min(1.0, access_count / 10.0)
+    relevance_up = min(1.0, relevance + ACCESS_RELEVANCE_STEP * n) - relevance
+    return IMPORTANCE_WEIGHTS["frequency"] * frequency + IMPORTANCE_WEIGHTS["relevance"] * max(0.0, relevance_up)
+
+
+def importance_after_verdict(importance: float, verdict: float) -> float:
+    """One verdict (1.0 helpful, 0.5 partly, 0.0 not helpful) moves importance by up to ±FEEDBACK_STEP, kept within
+    [IMPORTANCE_FLOOR, 1] (a memory already below the floor is not raised by a bad verdict)."""
+    moved = importance + 2.0 * FEEDBACK_STEP * (verdict - 0.5)
+    return min(1.0, max(min(importance, IMPORTANCE_FLOOR), moved))
+
+
 def effective_half_life(half_life_days: float, access_count: int) -> float:
     return half_life_days * (1.0 + access_count * ACCESS_EXTENSION)
 

@@ -22,6 +22,7 @@ from . import (
     promotion,
     recall,
     sessions,
+    settings_report,
     tools_support,
     writing,
 )
@@ -88,6 +89,7 @@ class EngramService(MemoryCore):
     export_memories = backup.export_memories
     restore_memories = backup.restore_memories
     health = health.health
+    settings_report = settings_report.settings_report
 
     @api
     def revision(self) -> int:

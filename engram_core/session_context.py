@@ -43,7 +43,9 @@ def _line(lt: Light, key: str, prefix: str | None = None) -> str:
 
 
 def build(core: MemoryCore, stores: list[ScopeStore], budget: int, now: datetime) -> InjectionPreview:
-    weights = core.scope_weights()
+    # The project's own weights (its engram.local.md), as its recalls use them.
+    weights = core.scope_weights(None, next((core.project_root_of(s) for s in stores if s.scope.value == "project"),
+                                            None))
     candidates: list[tuple[float, float, str, Light, ScopeStore]] = []  # (weighted, strength, key, light, store)
     summaries: list[tuple[datetime, str, Light, ScopeStore]] = []
     for store in stores:

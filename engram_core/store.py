@@ -48,6 +48,7 @@ from .models import Scope
 from .redaction import redact_value
 from .row_mirror import FIELDS as ROW_FIELDS
 from .row_mirror import FILL_QUERY, RowMirror, from_json_row
+from .scoring import ACCESS_RELEVANCE_STEP, IMPORTANCE_WEIGHTS
 from .search_index import UNIT_TOLERANCE, Postings, SearchIndex
 
 log = logging.getLogger(__name__)
@@ -1541,8 +1542,14 @@ class ScopeStore:
         sql, params = [], {}
         for i, (n, keys) in enumerate(groups.items()):
             # One timestamp per group: the latest access among them (they are at most a moment apart).
-            sql.append(f"UPDATE $ids{i} SET access_count += {n}, last_accessed_at = $at{i}, "
-                       f"relevance_score = math::min([1.0, relevance_score + {0.05 * n}]) RETURN NONE")
+            # Importance first (SET sees the values before this access): it gains what the access adds to the
+            # composite (scoring.access_gain), frequency up to 10 accesses and relevance.
+            sql.append(f"UPDATE $ids{i} SET importance = math::min([1.0, importance + {IMPORTANCE_WEIGHTS['frequency']}"
+                       f" * (math::min([1.0, (access_count + {n}) / 10.0]) - math::min([1.0, access_count / 10.0]))"
+                       f" + {IMPORTANCE_WEIGHTS['relevance']} * math::max([0.0, math::min([1.0, relevance_score + "
+                       f"{ACCESS_RELEVANCE_STEP * n}]) - relevance_score])]), access_count += {n}, "
+                       f"last_accessed_at = $at{i}, "
+                       f"relevance_score = math::min([1.0, relevance_score + {ACCESS_RELEVANCE_STEP * n}]) RETURN NONE")
             params[f"ids{i}"] = [record(k) for k in keys]
             params[f"at{i}"] = max(access[k][1] for k in keys)
         # Read back whole rows: the events may have changed status and history, and the row cache is refreshed
@@ -1556,6 +1563,8 @@ class ScopeStore:
                 light = self.light.get(key)
                 if light is not None:
                     self.rows.put(key, plain(row))
+                if light is not None:
+                    light.importance = float(row["importance"])
                 if light is not None and key not in self._pending_access:
                     light.status = row["status"]
                     light.access_count = int(row["access_count"])

@@ -16,13 +16,14 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import ValidationError
 
-from . import lifecycle, ranking
+from . import lifecycle, promotion, ranking
 from .api import EngramError, NotFound, api, short_error
 from .core import MemoryCore
 from .embeddings import try_embed
 from .models import ImportError_, ImportReport, Memory, MemoryIn, MemoryPatch, Scope, Status, StoreResult
 from .redaction import redact, redact_text, redact_value
 from .scopes import Session
+from .scoring import importance_after_verdict
 from .store import ScopeStore, content_hash
 
 FUTURE_SKEW = timedelta(minutes=5)  # a created_at later than this is refused (decay cannot start in the future)
@@ -65,7 +66,8 @@ def _prepare(core: MemoryCore, mem: MemoryIn, store: ScopeStore, sess: Session |
         "tags": tags,
         "importance": mem.importance,
         "confidence": mem.confidence,
-        "half_life_days": lifecycle.half_life_for(store.scope.value, mem.memory_type.value, core.half_lives()),
+        "half_life_days": lifecycle.half_life_for(store.scope.value, mem.memory_type.value,
+                                                  core.half_lives(core.project_root_of(store))),
         "metadata": metadata,
         "source": source,
         "session_id": sess.key if sess else None,
@@ -169,6 +171,7 @@ def _store_batch(core: MemoryCore, batch: _Batch, vecs: np.ndarray | None, why: 
         store.insert_memories(rows)
         for key, fields in rows:
             store.mirror_new(key, fields)
+        promotion.note_fingerprints(core, store, [(f["memory_type"], f["content_hash"]) for _k, f in rows])
     for store, dup, fields in merges:
         store.merge_into(dup, access_count=0, importance=fields["importance"], tags=fields["tags"],
                          merged_from="duplicate-store")
@@ -182,6 +185,12 @@ def write(core: MemoryCore, items: list[MemoryIn], project: str | None, session:
           age_dates: bool = False) -> list[StoreResult]:
     """`_write`, then each memory read back as it now stands. The caller holds ``core.lock``."""
     written = _write(core, items, project, session, age_dates)
+    for i, (action, store, key, kinds, msg) in enumerate(written):
+        if action == "created" and store.scope == Scope.session:
+            ref = promotion.promote_if_important(core, store, key)
+            if ref:
+                written[i] = (action, store, key, kinds, f"{msg}; importance ≥ {promotion.IMMEDIATE_IMPORTANCE}: "
+                                                         f"promoted to project scope at once ({ref})")
     rows: dict[int, dict[str, dict[str, Any]]] = {}
     for store in {id(w[1]): w[1] for w in written}.values():
         # read as recall reads them: the rows stay held in the store's row mirror
@@ -203,7 +212,7 @@ def write_into(core: MemoryCore, store: ScopeStore, mem: MemoryIn) -> Memory:
 @api
 def store(core: MemoryCore, memory: MemoryIn, project: str | None = None, session: str | None = None) -> StoreResult:
     """Store one memory (secrets redacted first); an exact duplicate in the same scope is merged, and says so."""
-    if core.settings.disabled:
+    if core.settings_for(project).disabled:
         raise EngramError("Engram is disabled for this project (disabled: true in .claude/engram.local.md)")
     with core.lock:
         result = write(core, [memory], project, session)[0]
@@ -251,7 +260,7 @@ def import_lines(core: MemoryCore, lines: list[str], project: str | None = None,
         except (json.JSONDecodeError, ValueError, ValidationError, TypeError) as exc:
             failed.append(ImportError_(line=n, error=short_error(exc)))
     report = ImportReport(stored=0, merged=0, failed=failed, total_lines=sum(1 for x in lines if x.strip()),
-                          dates=dates, dry_run=dry_run, next_sweep=_import_preview(core, good, dates == "age"))
+                          dates=dates, dry_run=dry_run, next_sweep=_import_preview(core, good, dates == "age", project))
     if dry_run or (failed and not skip_bad):
         return report
     chunks = [good[i:i + IMPORT_CHUNK] for i in range(0, len(good), IMPORT_CHUNK)]
@@ -287,12 +296,13 @@ def import_lines(core: MemoryCore, lines: list[str], project: str | None = None,
     return report
 
 
-def _import_preview(core: MemoryCore, memories: list[MemoryIn], age_dates: bool) -> dict[str, int]:
+def _import_preview(core: MemoryCore, memories: list[MemoryIn], age_dates: bool,
+                    project: str | None = None) -> dict[str, int]:
     """What the next sweep would do to these memories, judged on their own dates and scores."""
     now = core.now()
-    hl = core.half_lives()
     out: dict[str, int] = {}
     for scope in ("project", "user"):
+        hl = core.half_lives(project if scope == "project" else None)  # the user store's are the daemon's
         rows = []
         for i, m in enumerate(memories):
             if m.scope.value != scope:
@@ -336,13 +346,20 @@ def update(core: MemoryCore, memory_id: str, patch: MemoryPatch, project: str | 
         if changes["memory_type"] == "working" and store.scope != Scope.session:
             raise EngramError("working memories are session-only")
         changes["half_life_days"] = lifecycle.half_life_for(store.scope.value, changes["memory_type"],
-                                                            core.half_lives())
+                                                            core.half_lives(core.project_root_of(store)))
     if "metadata" in changes:
         current = store.get(key) or {}
         changes["metadata"] = {**current.get("metadata", {}), **redact_value(changes["metadata"])}
+    if "user_feedback" in changes and "importance" not in changes:
+        # A verdict moves importance (helpful up, not helpful down, bounded): rank and decay follow it.
+        current = store.get(key)
+        if current is not None:
+            changes["importance"] = importance_after_verdict(float(current["importance"]), changes["user_feedback"])
     row = store.update_memory(key, changes)
     if row is None:
         raise NotFound(f"no memory with id {key!r}")
+    if store.scope == Scope.session and "importance" in changes and promotion.promote_if_important(core, store, key):
+        row = store.get(key) or row
     return core.to_memory(row, store)
 
 
@@ -374,7 +391,10 @@ def forget(core: MemoryCore, memory_id: str, project: str | None = None, session
                           "confirm it (confirm=true, or --yes on the command line)")
     if erase:
         words = store.unique_words(key)
+        light = store.light.get(key)
         row = store.forget_memory(key, reason)
+        if light is not None:
+            promotion.drop_fingerprint(core, store, light.content_hash)
         store.conn.erased = True  # the old bytes stay in the engine's files until the next compaction
         # Recall logs live in project stores (else the user's): any may hold a recall that returned it.
         if store.scope == Scope.user:

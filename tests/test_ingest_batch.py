@@ -136,7 +136,8 @@ def test_working_memory_spills_the_same_in_a_chunk(tmp_path: Path, embedder: Any
 def test_an_import_costs_a_bounded_number_of_round_trips_per_chunk(service: EngramService, project_dir: Path,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """Not one query per memory: each chunk is its rows in one INSERT, its graph and episodes in one statement,
-    its contradiction candidates in one more (and the first chunk may load what a store loads once)."""
+    its contradiction candidates in one more, its content fingerprints in one on the user store (schema 013), and
+    the first chunk may load what a store loads once."""
     lines = _lines()
     service.import_lines(lines[:5], project=str(project_dir))  # the store is opened and loaded
     calls: list[str] = []
@@ -156,8 +157,9 @@ def test_an_import_costs_a_bounded_number_of_round_trips_per_chunk(service: Engr
     counts = service.count_contradictions(project=str(project_dir))
     groups = service.count_consolidations(project=str(project_dir)).pending
     findings = counts.resolved_without_asking + groups
-    assert len(calls) <= 3 * chunks + 2 * report.merged + chunks + 6 * findings, calls
+    assert len(calls) <= 4 * chunks + 2 * report.merged + chunks + 6 * findings, calls
     assert findings < (len(lines) - 5) // 4, "findings are the exception, not the rule, in this file"
+    assert sum("project_fingerprint" in c for c in calls) == chunks
 
 
 def test_a_chunk_finds_its_contradiction_neighbours_in_one_pass(service: EngramService, project_dir: Path,

@@ -126,6 +126,7 @@ def scenario(call: Callable[..., Any], project: str) -> dict[str, Any]:
     c("list_projects")
     c("list_sessions")
     c("stats", project=p, session=SESSION)
+    c("settings_report", project=p)
     c("injection_context", project=p, session=SESSION)
     c("note_injected", ids=[a], project=p)
     c("health")

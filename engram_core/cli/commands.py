@@ -329,6 +329,28 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return EXIT_OK if ok else EXIT_ERROR
 
 
+def cmd_config(args: argparse.Namespace) -> int:
+    from .doctor import shell_only_settings
+
+    report = _client(args).call("settings_report", project=_project(args))
+    report["ignored"] = [*report["ignored"], *shell_only_settings(report)]
+    if args.json:
+        _emit(report)
+        return EXIT_OK
+    print(f"user file:    {report['user_file']}")
+    print(f"project file: {report['project_file'] or '(no project)'}")
+    print("precedence:   default < evolved < user file < project file < environment "
+          "(daemon-wide settings: never from a project file)")
+    width = max(len(s["name"]) for s in report["settings"])
+    for s in report["settings"]:
+        value = json.dumps(s["value"], ensure_ascii=False) if isinstance(s["value"], dict) else s["value"]
+        note = f"  ({s['note']})" if s.get("note") else ""
+        print(f"{s['name']:<{width}}  {s['source']:<12} {s['applies']:<11}  {value}{note}")
+    for line in report["ignored"]:
+        print(f"IGNORED  {line}")
+    return EXIT_OK
+
+
 def cmd_setup(args: argparse.Namespace) -> int:
     from ..paths import engram_home
     from .agent_setup import AGENTS, SetupError
@@ -373,7 +395,7 @@ def cmd_recall(args: argparse.Namespace) -> int:
     hits = [_flat_hit(h) for h in result["hits"]]
     if args.json:
         _emit({"query": result["query"], "strategy": result["strategy"], "degraded": result.get("degraded"),
-               "took_ms": result["took_ms"], "hits": hits})
+               "took_ms": result["took_ms"], "scope_weights": result.get("scope_weights"), "hits": hits})
         return EXIT_OK
     if not hits:
         print(f"nothing recalled for {query!r}")
@@ -433,11 +455,14 @@ def cmd_feedback(args: argparse.Namespace) -> int:
             value = float(args.verdict)
         except ValueError:
             _die(f"verdict must be one of {', '.join(FEEDBACK_VALUES)} or a number from 0 to 1")
-    m = _client(args).call("update", memory_id=args.id, patch={"user_feedback": value}, project=_project(args))
+    client = _client(args)
+    before = client.call("get", memory_id=args.id, project=_project(args))
+    m = client.call("update", memory_id=args.id, patch={"user_feedback": value}, project=_project(args))
     if args.json:
         _emit(m)
     else:
-        print(f"{m['id']}: user feedback {m['user_feedback']:.2f} (quality now {m['quality']:.2f})")
+        print(f"{m['id']}: user feedback {m['user_feedback']:.2f}; importance {before['importance']:.2f} → "
+              f"{m['importance']:.2f} (ranks and fades by it), quality now {m['quality']:.2f}")
     return EXIT_OK
 
 
@@ -762,7 +787,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     sp.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
     project_opt(sp)
 
-    sp = add("feedback", "say whether a memory helped (its user_feedback signal)", cmd_feedback)
+    sp = add("feedback", "say whether a memory helped: helpful raises its importance by 0.1, not-helpful lowers it by 0.1 (floor "
+             "0.05), so it ranks and fades accordingly", cmd_feedback)
     sp.add_argument("id", help="memory id")
     sp.add_argument("verdict", help="helpful, partly, not-helpful, or a number from 0 to 1")
     project_opt(sp)
@@ -812,6 +838,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
              cmd_export)
     sp.add_argument("--scope", choices=("all", *SCOPES), default="all", help="which scope(s) (default all)")
     sp.add_argument("--output", "-o", default=None, help="file to write (mode 0600); default stdout")
+    project_opt(sp)
+
+    sp = add("config", "every effective setting for this project and where it came from (default, user file, "
+             "project file, environment, evolved); values that are ignored, and why", cmd_config)
     project_opt(sp)
 
     sp = add("doctor", "check the installation, the stores, the daemon and the Claude Code integration "

@@ -17,6 +17,17 @@ def _check(name: str, ok: bool, detail: str, fix: str | None = None) -> dict[str
     return {"name": name, "ok": ok, "detail": detail, "fix": None if ok else fix}
 
 
+def shell_only_settings(report: dict[str, Any]) -> list[str]:
+    """ENGRAM_* settings set in this shell that the running daemon does not have in its environment."""
+    out = []
+    for s in report["settings"]:
+        var = "ENGRAM_" + s["name"].upper()
+        if os.environ.get(var) is not None and s["source"] != "environment":
+            out.append(f"{s['name']}: {var} is set in this shell but not in the running daemon's environment, so "
+                       "it is not in effect; `engram stop`, then the next command starts the daemon from this shell.")
+    return out
+
+
 def run_checks(home: str | None, project: str, *, agents: bool = True,
                claude: str | None = None) -> list[dict[str, Any]]:
     from ..paths import engram_home
@@ -53,6 +64,12 @@ def run_checks(home: str | None, project: str, *, agents: bool = True,
                              f"{len(parked)} parked: " + "; ".join(p["error"] for p in parked[:3]) if parked
                              else "none waiting for a retry",
                              "fix the cause (often a full disk), then `engram status --flush` applies them"))
+        settings = client.call("settings_report", project=project)
+        ignored = [*settings["ignored"], *shell_only_settings(settings)]
+        checks.append(_check("settings", not ignored,
+                             " ".join(ignored) if ignored else "every setting set is in effect (`engram config`)",
+                             "see `engram config`: move a daemon-wide setting to the user file "
+                             f"({settings['user_file']}) or the daemon's environment, then `engram stop`"))
         stats = client.call("stats", project=project)
         checks.append(_check("project store", True, f"{stats.get('project_root')}: "
                              + ", ".join(f"{s['scope']} {s['total']}" for s in stats["scopes"])))

@@ -213,7 +213,7 @@ class Daemon:
     def __init__(self, home: Path, *, idle_timeout_s: float | None = None, warm_model: bool = True,
                  service_factory: Callable[[Path], Any] | None = None) -> None:
         self.home = ensure_private_dir(home)
-        self.settings = load_settings()
+        self.settings = load_settings(home=self.home)
         self.idle_timeout_s = self.settings.daemon_idle_timeout_s if idle_timeout_s is None else idle_timeout_s
         self.sock_path = socket_path(self.home)
         self.spool_dir = ensure_private_child(self.home, SPOOL_DIR)

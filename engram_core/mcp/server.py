@@ -39,7 +39,7 @@ class Daemon(Protocol):
     def session_successor(self, session: str) -> str: ...
 
 INSTRUCTIONS = """Engram is your persistent memory across sessions, in three scopes: session (this conversation,
-promoted at its end if it proved useful), project (this repository) and user (everything you do for this person).
+promoted to the project at once at importance 0.85+, else at its end if it proved useful), project (this repository) and user (everything you do for this person).
 Recall before you re-derive something a past session may already know (conventions, decisions, fixes to errors);
 store what a future session should not have to rediscover, as one self-contained fact per memory.
 Recalled memories may be stale: check them against the code before relying on them.
@@ -151,7 +151,8 @@ def build_server() -> Any:
     @mcp.tool(description="Store one memory. Use for a fact, decision, convention, fix or procedure a later session "
               "should know. One self-contained statement per memory; secrets are redacted. scope: 'project' "
               "(default, this repository), 'user' (true across projects: preferences, habits), 'session' (this "
-              "conversation only; promoted at its end if important). An identical memory is merged, not duplicated.")
+              "conversation only; promoted to project scope at once at importance 0.85+, else at the session's end "
+              "if used or important). An identical memory is merged, not duplicated.")
     def store_memory(
         content: Annotated[str, Field(min_length=1, max_length=100_000, description="the memory text")],
         memory_type: Annotated[MemoryTypeName, Field(description="semantic: facts; procedural: how-tos; "
@@ -200,7 +201,8 @@ def build_server() -> Any:
         pinned: bool | None = None,
         metadata: dict[str, Any] | None = None,
         user_feedback: Annotated[float | None, Field(ge=0.0, le=1.0, description=(
-            "the user's verdict on this memory: 1.0 helpful, 0.5 partly, 0.0 not helpful"))] = None,
+            "the user's verdict on this memory: 1.0 helpful (importance +0.1), 0.5 partly, 0.0 not "
+            "helpful (importance -0.1)"))] = None,
     ) -> dict[str, Any]:
         patch = {k: v for k, v in {"content": content, "tags": tags, "importance": importance,
                                    "memory_type": memory_type, "pinned": pinned, "metadata": metadata,
@@ -226,8 +228,9 @@ def build_server() -> Any:
     def memory_stats() -> dict[str, Any]:
         return t.call("stats", project=t.project, session=t.session)
 
-    @mcp.tool(description="Mark whether the last recall of this exact query helped; useful memories gain "
-              "relevance, this tunes future recall.")
+    @mcp.tool(description="Mark whether the last recall of this exact query helped: each memory it returned "
+              "gains importance (+0.1) if useful or loses it (-0.1) if not, so it ranks higher or lower and fades "
+              "slower or sooner; the verdict is also logged for evolve_memory_system.")
     def mark_retrieval_useful(query: Annotated[str, Field(min_length=1)], was_useful: bool,
                               reason: str | None = None) -> dict[str, Any]:
         return t.call("mark_retrieval_useful", query=query, was_useful=was_useful, reason=reason,
@@ -289,8 +292,9 @@ def build_server() -> Any:
         return t.call_in_context("memory_aggregate", results=results, final_limit=final_limit,
                              dedup_threshold=dedup_threshold)
 
-    @mcp.tool(description="Let the memory system tune itself from its retrieval log (scope weights, half-lives, "
-              "promotion thresholds), within bounded steps. dry_run previews the changes.")
+    @mcp.tool(description="Let the memory system tune itself from its retrieval log and feedback: scope weights "
+              "and per-type decay half-lives, within bounded steps (promotion thresholds and strategy weights are "
+              "not tuned; manual settings win). dry_run previews the changes.")
     def evolve_memory_system(dry_run: bool = True,
                              lookback_days: Annotated[int, Field(ge=1, le=365)] = 30) -> Any:
         return t.call_in_context("evolve_memory_system", dry_run=dry_run, lookback_days=lookback_days)

@@ -414,3 +414,29 @@ class HealthCheck(BaseModel):
 class HealthReport(BaseModel):
     ok: bool
     checks: list[HealthCheck]
+
+
+SettingSource = Literal["default", "user file", "project file", "environment", "evolved"]
+
+
+class SettingEntry(BaseModel):
+    """One effective setting for a project's requests, and where its value came from."""
+
+    name: str
+    value: Any
+    source: SettingSource
+    # "per project": a project's file changes it for that project's requests; "daemon-wide": one daemon has one.
+    applies: Literal["per project", "daemon-wide"]
+    note: str | None = None
+
+
+class SettingsReport(BaseModel):
+    """`engram config`: every setting as the daemon applies it to this project, and every value it ignores."""
+
+    project_root: str | None
+    user_file: str
+    project_file: str | None
+    settings: list[SettingEntry]
+    # A value set somewhere that does not take effect (a daemon-wide setting in a project file, a file value the
+    # environment overrides): one sentence each, never silence.
+    ignored: list[str]

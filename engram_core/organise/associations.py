@@ -176,7 +176,7 @@ def enforce_working_capacity(core: MemoryCore, store: ScopeStore, later: set[str
                     key=lambda t: (memory_strength(t[1].importance, t[1].half_life_days, t[1].access_count,
                                                    t[1].last_accessed_at, now), t[1].created_at))
     spilled = []
-    half = float(core.half_lives()["episodic"])
+    half = float(core.half_lives(core.project_root_of(store))["episodic"])
     for k, _lt in ranked[: len(working) - cap]:
         row = store.get(k) or {}
         store.update_memory(k, {"memory_type": "episodic", "half_life_days": half,

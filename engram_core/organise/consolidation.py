@@ -608,8 +608,8 @@ def reflect_and_consolidate(core: MemoryCore, project: str | None = None, dry_ru
 
 @api
 def maintain_organisation(core: MemoryCore, project: str | None = None) -> OrganiseMaintenance:
-    """The periodic light pass (the daemon's maintenance tick): association decay, proposals for the
-    sweep's decay items, entity backfill. No consolidation is applied here."""
+    """A light organising pass, run when called (the daemon's maintenance tick runs `maintain`, not this):
+    association decay, proposals for the sweep's decay items, entity backfill. No consolidation is applied."""
     store = core.scopes.primary(project)
     return OrganiseMaintenance(associations_pruned=associations.decay(core, store),
                                proposals_filled=fill_proposals(core, store),
