@@ -272,8 +272,8 @@ def start_daemon(event: str) -> bool:
         import subprocess
 
         os.makedirs(h, mode=0o700, exist_ok=True)
-        with open(marker, "w"):
-            pass
+        os.close(os.open(marker, os.O_WRONLY | os.O_CREAT, 0o600))  # owner-only whatever the umask
+        os.utime(marker)  # its age is the start's: a marker left from an earlier start counts from now
         fd = os.open(os.path.join(h, "engram.log"), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         subprocess.Popen([python, "-m", "engram_core.daemon", "--home", h], stdin=subprocess.DEVNULL, stdout=fd,
                          stderr=fd, start_new_session=True, close_fds=True, cwd=ROOT,
