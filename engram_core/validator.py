@@ -500,6 +500,11 @@ def _tree_opaque(root: tree_sitter.Node, b2c: list[int]) -> set[tuple[int, int]]
     return found
 
 
+def code_view(text: str) -> str:
+    """``text`` with its strings, comments and escaped identifiers blanked (same length): what is code."""
+    return _lex(text).code_view
+
+
 def validate(surql: str, *, allow_writes: bool = False, max_length: int = 20_000) -> Verdict:
     """Check ``surql`` against the engram_execute rules; never raises for any ``str`` input."""
     if not isinstance(surql, str):

@@ -141,6 +141,42 @@ async def test_engram_execute_read_only(daemon: DaemonProc, tmp_path: Path) -> N
         assert body["ok"] is False
 
 
+async def test_engram_execute_never_deletes_memories_nor_answers_empty_for_no_index(daemon: DaemonProc,
+                                                                                  tmp_path: Path) -> None:
+    """Issue #29 item 4: with writes allowed, a DELETE of memories is refused with the reason (the lifecycle
+    archives, with history); a full-text match or a vector function on the stored bytes is refused with a clear
+    message instead of an empty answer or an engine type error."""
+    async with server(daemon, new_project(tmp_path, "nodelete")) as s:
+        kept = payload(await s.call_tool("store_memory", {"content": "the deploy key rotates monthly"}))
+        mid = kept["id"] if "id" in kept else kept["memory"]["id"]
+        await s.call_tool("store_memory", {"content": "staging runs on two nodes"})
+
+        async def execute(surql: str, writes: bool = True) -> dict:
+            return payload(await s.call_tool("engram_execute", {"surql": surql, "allow_writes": writes}))
+
+        for surql in ("DELETE memory", f"DELETE memory:{mid}", "DELETE memory WHERE importance < 2",
+                      "LET $all = (SELECT VALUE id FROM memory); DELETE $all",
+                      "FOR $m IN (SELECT VALUE id FROM memory) { DELETE $m; }"):
+            res = await execute(surql)
+            assert res["ok"] is False and res["violations"][0]["rule"] == "memory-delete", (surql, res)
+            assert "archives or forgets" in res["message"] and "engram forget" in res["message"]
+        count = await execute("SELECT count() AS n FROM memory GROUP ALL", writes=False)
+        assert count["statements"][0]["rows"] == [{"n": 2}]
+        # what the message offers works, through the lifecycle (its history records it)
+        assert (await execute(f"UPDATE memory:{mid} SET status = 'archived'"))["ok"]
+        row = (await execute(f"SELECT status, status_history FROM memory:{mid}", writes=False))["statements"][0]["rows"][0]
+        assert row["status"] == "archived" and row["status_history"][-1]["to"] == "archived"
+        assert (await execute("DELETE retrieval_log WHERE false"))["ok"]  # other tables: as before
+        full_text = await execute("SELECT content FROM memory WHERE content @1@ 'deploy'", writes=False)
+        assert full_text["ok"] is False and full_text["violations"][0]["rule"] == "full-text"
+        assert "FULLTEXT index" in full_text["message"] and "string::contains" in full_text["message"]
+        cosine = await execute("SELECT vector::similarity::cosine(embedding, embedding) FROM memory", writes=False)
+        assert cosine["ok"] is False and "float16 bytes" in cosine["message"]
+        fallback = await execute("SELECT VALUE content FROM memory WHERE string::contains(content, 'deploy')",
+                                 writes=False)
+        assert fallback["statements"][0]["rows"] == ["the deploy key rotates monthly"]
+
+
 async def test_two_servers_two_projects_isolated(daemon: DaemonProc, tmp_path: Path) -> None:
     import anyio
 
