@@ -494,3 +494,42 @@ async def test_review_tools_consolidations_contradictions_graph_episodes(daemon:
     c = daemon.client()
     c.call("end_session", session=sid)
     c.close()
+
+
+async def test_first_requests_answered_at_once_while_the_daemon_starts(tmp_path: Path) -> None:
+    """Issue #29 item 7: with the daemon down (an idle exit, `engram stop`), the bridge answers initialize and
+    tools/list from what the daemon last published, the same list the daemon serves, at once; it starts the
+    daemon in the background and holds the first tool call until the daemon answers it."""
+    import time
+
+    home = tmp_path / "home"
+    d = DaemonProc(home, model=False).start()
+    deadline = time.monotonic() + 60
+    while not (home / "mcp_answers.json").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    d.stop()
+    assert (home / "mcp_answers.json").exists() and not d.answers()
+    assert oct((home / "mcp_answers.json").stat().st_mode & 0o777) == "0o600"
+    # a daemon that takes 4 s to come up (the model, a loaded machine): the client must not wait for it
+    slow = tmp_path / "slow-python"
+    slow.write_text(f"#!/bin/sh\nsleep 4\nexec {sys.executable} \"$@\"\n")
+    slow.chmod(0o755)
+    env = {k: v for k, v in d.env.items() if k not in ("CLAUDE_SESSION_ID", "CLAUDE_CODE_SESSION_ID")}
+    env["ENGRAM_PYTHON"] = str(slow)
+    proj = new_project(tmp_path, "coldstart")
+    params = StdioServerParameters(command=sys.executable, args=["-S", str(BRIDGE)], cwd=str(proj), env=env)
+    try:
+        async with stdio_client(params) as (r, w), ClientSession(r, w) as s:
+            t0 = time.monotonic()
+            await s.initialize()
+            early = (await s.list_tools()).tools
+            took = time.monotonic() - t0
+            assert took < 2.0 and not d.answers(), took
+            assert {t.name for t in early} == EXPECTED_TOOLS
+            stored = payload(await s.call_tool("store_memory", {"content": "held until the daemon was up"}))
+            held = time.monotonic() - t0
+            assert stored["action"] == "created" and held > 3.0, held
+            live = (await s.list_tools()).tools  # now from the daemon itself
+            assert [t.model_dump() for t in early] == [t.model_dump() for t in live]
+    finally:
+        d.stop()

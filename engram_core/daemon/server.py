@@ -369,6 +369,14 @@ class Daemon:
             log.info("MCP server built in %.0f ms", (time.perf_counter() - t) * 1000)
         except Exception:
             log.exception("the MCP server could not be built")
+            return
+        try:
+            # what a bridge answers by itself while the next daemon starts (its first session's tools)
+            t = time.perf_counter()
+            mcp_server.publish_answers(self, self.home)
+            log.info("MCP answers published in %.0f ms", (time.perf_counter() - t) * 1000)
+        except Exception:
+            log.exception("the MCP answers could not be published")
 
     def serve_forever(self) -> None:
         assert self.server is not None
