@@ -18,7 +18,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, Field, ValidationError
 
-from .paths import ConfigError
+from .paths import ENGRAM_MARKERS, ConfigError
 
 PRIVATE_DIR_MODE = 0o700
 PRIVATE_FILE_MODE = 0o600
@@ -26,9 +26,6 @@ PRIVATE_FILE_MODE = 0o600
 
 
 
-# Names that mark a directory as Engram's own (a data root or a project's store directory).
-ENGRAM_MARKERS = ("user.db", "sessions.db", "project.db", "journal.jsonl", "spool", "engram.sock", "engram.pid",
-                  "launcher.json", "engram.log")
 
 
 def ensure_private_dir(path: Path) -> Path:

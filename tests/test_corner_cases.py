@@ -101,3 +101,30 @@ def test_a_directory_dropped_into_the_spool_is_moved_aside_once(tmp_path: Path) 
         assert sorted(os.listdir(d.home / "spool")) == ["rejected", "tmp"]  # nothing left to retry
     finally:
         d.stop()
+
+
+def test_the_hook_and_the_bridge_write_nothing_in_a_foreign_data_root(tmp_path: Path) -> None:
+    """The hook (spooling, starting the daemon) and the MCP bridge (starting the daemon) must not create their
+    files in a shared directory: one of them (engram.log, spool/) made it look like Engram's, and the daemon then
+    chmodded it to 0700."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    proj = new_project(tmp_path, "foreignproj")
+    env = {**os.environ, "ENGRAM_HOME": str(shared), "ENGRAM_EMBEDDING_PROVIDER": "none",
+           "ENGRAM_PYTHON": sys.executable}
+    event = {"session_id": "sess-foreign", "transcript_path": "/tmp/sess-foreign.jsonl", "cwd": str(proj),
+             "hook_event_name": "PostToolUseFailure", "tool_name": "Bash", "tool_use_id": "toolu_1",
+             "tool_input": {"command": "pytest"}, "error": "Exit code 1\nE   boom", "is_interrupt": False}
+    r = subprocess.run([PYTHON3, "-S", str(HOOK_ENTRY), "PostToolUseFailure"], input=json.dumps(event).encode(),
+                       env=env, capture_output=True, timeout=30)
+    assert r.returncode == 0
+    time.sleep(3)  # the hook's detached child: it would have spooled and started the daemon by now
+    bridge = Path(__file__).resolve().parents[1] / "engram_core" / "mcp" / "bridge.py"
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    b = subprocess.run([PYTHON3, "-S", str(bridge)], input=json.dumps(init) + "\n", env=env, capture_output=True,
+                       text=True, timeout=30, cwd=str(proj))
+    answer = json.loads(b.stdout.splitlines()[0])
+    assert "not Engram's data directory" in answer["error"]["message"], b.stdout + b.stderr
+    assert os.listdir(shared) == [] and stat.S_IMODE(shared.stat().st_mode) == 0o1777

@@ -97,6 +97,20 @@ def published_answers(h: str) -> dict | None:
     return versions if isinstance(versions, dict) and versions else None
 
 
+def _foreign(h: str) -> bool:
+    """engram_core/paths.py's foreign_root, loaded by path (no package here): nothing is written in a data root
+    Engram did not create."""
+    try:
+        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        if here not in sys.path:
+            sys.path.append(here)
+        import paths  # type: ignore[import-not-found]
+
+        return paths.foreign_root(h)
+    except Exception:
+        return False
+
+
 def _open(h: str) -> socket.socket:
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
@@ -115,6 +129,9 @@ def connect(h: str, timeout: float = START_TIMEOUT_S) -> socket.socket:
     import subprocess  # here, not at the top: only a daemon start needs it
 
     cmd = _launch_command(h)
+    if _foreign(h):
+        raise BridgeError(f"{h} is not Engram's data directory (others may open it and it holds none of Engram's "
+                          "files): point ENGRAM_HOME at a new path; `engram doctor` says more")
     os.makedirs(h, mode=0o700, exist_ok=True)
     fd = os.open(os.path.join(h, "engram.log"), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     try:
