@@ -82,7 +82,7 @@ _DELETE = re.compile(r"\bDELETE\b(?:\s+FROM\b)?(?:\s+ONLY\b)?", re.I)
 _DELETE_END = re.compile(r"\b(?:WHERE|RETURN|TIMEOUT|PARALLEL|EXPLAIN|WITH)\b|[;)}]|$", re.I)
 _PLAIN_TARGETS = re.compile(r"[A-Za-z_]\w*(?::\w+)?(?:\s*,\s*[A-Za-z_]\w*(?::\w+)?)*")
 _MATCHES = re.compile(r"@[\w,]*@")
-_VECTOR_FN = re.compile(r"\bvector::", re.I)
+_VECTOR_FN = re.compile(r"\bvector::|<\|[^|]*\|>", re.I)  # a vector function or the kNN operator
 _EMBEDDING = re.compile(r"\bembedding\b", re.I)
 SOFT_DELETE = ("memories are never deleted by a query: Engram archives or forgets them, keeping their history, so "
                "that `engram restore` can bring one back (seed 001 §10). Archive with UPDATE memory:… SET status = "
@@ -106,7 +106,7 @@ def _memory_rule(statements: list[str], allow_writes: bool) -> QueryViolation | 
         if _VECTOR_FN.search(view) and _EMBEDDING.search(view):
             return QueryViolation(
                 statement_index=i, statement=stmt[:200], rule="vector-bytes",
-                message=f"statement {i + 1} applies a vector function to `embedding`, which each store keeps as "
+                message=f"statement {i + 1} applies a vector function (or kNN) to `embedding`, which each store keeps as "
                         "float16 bytes (schema 006) that the engine's vector functions cannot read. Similarity "
                         "search is recall's (`engram recall`, recall_memories).")
         if not allow_writes:

@@ -365,10 +365,12 @@ class Daemon:
             from ..mcp import server as mcp_server
 
             t = time.perf_counter()
-            mcp_server.shared_server()
+            built = mcp_server.shared_server()
             log.info("MCP server built in %.0f ms", (time.perf_counter() - t) * 1000)
         except Exception:
             log.exception("the MCP server could not be built")
+            return
+        if built is None:
             return
         try:
             # what a bridge answers by itself while the next daemon starts (its first session's tools)

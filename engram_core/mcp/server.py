@@ -423,8 +423,14 @@ def first_answers(daemon: Daemon, version: str) -> dict[str, Any]:
 
     ours, theirs = socket.socketpair()
     rfile, wfile = theirs.makefile("rb"), theirs.makefile("wb")
-    worker = threading.Thread(target=serve_connection, args=(daemon, rfile, wfile, {}), daemon=True,
-                              name="engram-mcp-answers")
+    def serve() -> None:
+        try:
+            serve_connection(daemon, rfile, wfile, {})
+        except Exception:  # the reader below sees the end of the connection and says so
+            with contextlib.suppress(OSError):
+                theirs.shutdown(socket.SHUT_RDWR)
+
+    worker = threading.Thread(target=serve, daemon=True, name="engram-mcp-answers")
     worker.start()
     ours.settimeout(10)
     lines = [{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
@@ -437,7 +443,10 @@ def first_answers(daemon: Daemon, version: str) -> dict[str, Any]:
         ours.sendall("".join(json.dumps(x) + "\n" for x in lines).encode())
         want = {0: "initialize", **{i: m for i, m in enumerate(LISTS, start=1)}}
         while want:
-            msg = json.loads(reader.readline())
+            raw = reader.readline()
+            if not raw:
+                raise ConnectionError("the MCP server closed the connection before answering")
+            msg = json.loads(raw)
             method = want.pop(msg.get("id"), None)
             if method is not None and "result" in msg:
                 out[method] = msg["result"]
