@@ -7,6 +7,10 @@ Corpora: tests/data/redaction_corpus.jsonl (one secret or one harmless look-alik
 separately as "legacy", tests/data/secrets_corpus.jsonl + benign_corpus.jsonl.  A secret counts as caught when
 its text no longer occurs in the redacted output; a look-alike is a false positive when redaction changes it at
 all.  Speed: the best of 7 runs over 100 KB of mixed text (code, logs and the secrets corpus).
+
+"classes_29" scores on their own the three classes issue #29 added (a private key in a JSON string with escaped
+newlines, a secret split by a shell line continuation, an API-key header whose value is letters only): the
+secrets caught and the look-alikes left unchanged, per class.
 """
 
 from __future__ import annotations
@@ -53,6 +57,21 @@ def _score(redact_text, corpus: list[dict]) -> dict:  # noqa: ANN001 - any versi
     }
 
 
+CLASSES_29 = ("json_escaped_key", "continued_secret", "letters_header")
+
+
+def _classes(redact_text, corpus: list[dict]) -> dict:  # noqa: ANN001
+    out = {}
+    for family in CLASSES_29:
+        mine = [e for e in corpus if e["family"] == family]
+        secrets = [e for e in mine if e["secret"] is not None]
+        looks = [e for e in mine if e["secret"] is None]
+        caught = sum(e["secret"] not in redact_text(e["text"]) for e in secrets)
+        kept = sum(redact_text(e["text"]) == e["text"] for e in looks)
+        out[family] = {"recall": f"{caught}/{len(secrets)}", "lookalikes_unchanged": f"{kept}/{len(looks)}"}
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--module", type=Path, default=ROOT / "engram_core" / "redaction.py")
@@ -77,6 +96,7 @@ def main() -> int:
         "module": str(args.module),
         "corpus": _score(mod.redact_text, _lines("redaction_corpus.jsonl")),
         "legacy": _score(mod.redact_text, legacy),
+        "classes_29": _classes(mod.redact_text, _lines("redaction_corpus.jsonl")),
         "ms_per_100kb": round(min(times), 1),
         "load_average": [round(x, 2) for x in os.getloadavg()],
     }

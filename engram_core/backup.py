@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import ValidationError
@@ -13,6 +14,7 @@ from .models import ImportError_, MemoryRecord, RestoreReport, Scope
 from .redaction import redact_value
 from .store import ScopeStore, StoreError, content_hash, key_of
 from .vocabulary import ScopeOrAll
+from .writing import FUTURE_SKEW, future_error
 
 
 def _export_stores(core: MemoryCore, scope: str, project: str | None) -> list[ScopeStore]:
@@ -76,6 +78,31 @@ def export_memories(core: MemoryCore, scope: ScopeOrAll = "all", project: str | 
     return out
 
 
+def _not_ahead(rec: MemoryRecord, now: datetime) -> MemoryRecord:
+    """A record from a machine whose clock ran ahead: a time up to FUTURE_SKEW ahead is taken as now (the
+    engine cannot count a negative age), one further ahead is refused (EngramError)."""
+    changes: dict[str, Any] = {}
+    for field in ("created_at", "updated_at", "last_accessed_at", "status_changed_at"):
+        at = getattr(rec, field)
+        if at is None:
+            continue
+        if at.tzinfo is None:
+            at = at.replace(tzinfo=UTC)
+        if at > now + FUTURE_SKEW:
+            raise EngramError(future_error(field, at, now))
+        if at > now:
+            changes[field] = now
+    history = []
+    for entry in rec.status_history:
+        at = entry["at"] if entry["at"].tzinfo else entry["at"].replace(tzinfo=UTC)
+        if at > now + FUTURE_SKEW:
+            raise EngramError(future_error("status_history", at, now))
+        history.append({**entry, "at": min(at, now)} if at > now else entry)
+    if history != rec.status_history:
+        changes["status_history"] = history
+    return rec.model_copy(update=changes) if changes else rec
+
+
 @api
 def restore_memories(core: MemoryCore, records: list[dict[str, Any]], project: str | None = None,
                      first_line: int = 1, skip_bad: bool = False, dry_run: bool = False) -> RestoreReport:
@@ -89,7 +116,7 @@ def restore_memories(core: MemoryCore, records: list[dict[str, Any]], project: s
     failed: list[ImportError_] = []
     for n, raw in enumerate(records, start=first_line):
         try:
-            rec = MemoryRecord(**raw)
+            rec = _not_ahead(MemoryRecord(**raw), core.now())
             if rec.scope == Scope.project and not (project or rec.project_path):
                 raise EngramError("a project record needs --project DIR")
             checked.append((n, rec))

@@ -19,7 +19,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, Field, ValidationError
 
-from .paths import ConfigError
+from .paths import ENGRAM_MARKERS, ConfigError
 
 PRIVATE_DIR_MODE = 0o700
 PRIVATE_FILE_MODE = 0o600
@@ -27,19 +27,20 @@ PRIVATE_FILE_MODE = 0o600
 
 
 
-# Names that mark a directory as Engram's own (a data root or a project's store directory).
-ENGRAM_MARKERS = ("user.db", "sessions.db", "project.db", "journal.jsonl", "spool", "engram.sock", "engram.pid",
-                  "launcher.json", "engram.log")
 
 
 def ensure_private_dir(path: Path) -> Path:
     """Create ``path`` (and parents) owner-only, or check the one that is there: memories and the socket live here.
 
-    An existing directory is never chmodded blindly (ENGRAM_HOME may point at a shared one such as /tmp): a
-    symbolic link, a directory of another user, or one that others may write to or read is refused with a
-    ConfigError, unless it is empty or already Engram's own (then it is made owner-only)."""
-    with contextlib.suppress(FileExistsError):  # a file, or a link to something that is not a directory
-        path.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR_MODE)
+    An existing directory Engram did not create is never chmodded (ENGRAM_HOME may point at a shared one such
+    as /tmp): a symbolic link, a directory of another user, or one that others may write to or read is refused
+    with a ConfigError, the same refusal whatever its mode (0755, 0777, 1777), empty or not. Only Engram's own
+    directory (one holding its files) with loose permissions is made owner-only."""
+    try:
+        path.mkdir(parents=True, mode=PRIVATE_DIR_MODE)
+        created = True
+    except FileExistsError:  # there already (or a file, or a link to something that is not a directory)
+        created = False
     st = os.lstat(path)
     if stat.S_ISLNK(st.st_mode):
         raise ConfigError(f"{path} is a symbolic link: Engram does not follow links in its data directories (they "
@@ -51,14 +52,15 @@ def ensure_private_dir(path: Path) -> Path:
                           "directory of its own user. Point ENGRAM_HOME at one.")
     mode = stat.S_IMODE(st.st_mode)
     if mode & 0o077:
-        with os.scandir(path) as entries:
-            names = {e.name for e in entries}
-        if names and not names & set(ENGRAM_MARKERS):
-            what = "written" if mode & 0o022 else "read"
-            raise ConfigError(f"{path} can be {what} by other users (mode {oct(mode)}) and is not Engram's: an "
-                              "unsafe place for memories. Point ENGRAM_HOME at a private directory (or chmod 700 "
-                              "this one yourself).")
-        _chmod_nofollow(path, PRIVATE_DIR_MODE)
+        if not created:
+            with os.scandir(path) as entries:
+                names = {e.name for e in entries}
+            if not names & set(ENGRAM_MARKERS):
+                raise ConfigError(f"{path} is not private (mode {oct(mode)}: other users may open it) and Engram "
+                                  "did not create it: an unsafe place for memories, and Engram does not change the "
+                                  "permissions of a directory that is not its own. Point ENGRAM_HOME at a new path "
+                                  "(Engram creates it owner-only) or at a private directory (chmod 700 it yourself).")
+        _chmod_nofollow(path, PRIVATE_DIR_MODE)  # made just now under a loose umask, or Engram's own
     return path
 
 

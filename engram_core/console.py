@@ -3,6 +3,7 @@ validator, an engine role and one deadline (guarded_query.py)."""
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Literal
 
@@ -40,11 +41,12 @@ def run_query(core: MemoryCore, surql: str, scope: ScopeName = "project",
     if not verdict.ok:
         return QueryResult(ok=False, scope=store.scope, database=store.database, role=role, statements=[],
                            violations=violations, message=violations[0].message if violations else "refused")
-    if allow_writes:
+    refusal = _memory_rule(verdict.statements, allow_writes)
+    if refusal is None and allow_writes:
         refusal = _secret_in_write(verdict.statements)
-        if refusal is not None:
-            return QueryResult(ok=False, scope=store.scope, database=store.database, role=role, statements=[],
-                               violations=[refusal], message=refusal.message)
+    if refusal is not None:
+        return QueryResult(ok=False, scope=store.scope, database=store.database, role=role, statements=[],
+                           violations=[refusal], message=refusal.message)
     program = guarded_query.build(verdict.executable, allow_writes=allow_writes, tables=tables,
                                   timeout_s=core.settings.query_timeout_s)
     t0 = time.perf_counter()
@@ -73,6 +75,54 @@ def run_query(core: MemoryCore, surql: str, scope: ScopeName = "project",
     message = "" if ok else own or next((e for e in errors if "not executed due to" not in e), errors[0])
     return QueryResult(ok=ok, scope=store.scope, database=store.database, role=role, statements=results,
                        total_ms=total, message=message)
+
+
+# A DELETE's target runs to its first clause (or the end of the statement or block that holds it).
+_DELETE = re.compile(r"\bDELETE\b(?:\s+FROM\b)?(?:\s+ONLY\b)?", re.I)
+_DELETE_END = re.compile(r"\b(?:WHERE|RETURN|TIMEOUT|PARALLEL|EXPLAIN|WITH)\b|[;)}]|$", re.I)
+_PLAIN_TARGETS = re.compile(r"[A-Za-z_]\w*(?::\w+)?(?:\s*,\s*[A-Za-z_]\w*(?::\w+)?)*")
+_MATCHES = re.compile(r"@[\w,]*@")
+_VECTOR_FN = re.compile(r"\bvector::|<\|[^|]*\|>", re.I)  # a vector function or the kNN operator
+_EMBEDDING = re.compile(r"\bembedding\b", re.I)
+SOFT_DELETE = ("memories are never deleted by a query: Engram archives or forgets them, keeping their history, so "
+               "that `engram restore` can bring one back (seed 001 §10). Archive with UPDATE memory:… SET status = "
+               "'archived' (or `engram forget ID`); clear one for good with `engram forget ID --erase`.")
+
+
+def _memory_rule(statements: list[str], allow_writes: bool) -> QueryViolation | None:
+    """What the console refuses about memories, with the reason, instead of an answer that would mislead: a
+    DELETE of memory rows (the lifecycle soft-deletes), a full-text match (no store has a FULLTEXT index: the
+    engine answers nothing at all), a vector function on ``embedding`` (stored as float16 bytes)."""
+    from .validator import code_view
+
+    for i, stmt in enumerate(statements):
+        view = code_view(stmt)
+        if _MATCHES.search(view):
+            return QueryViolation(
+                statement_index=i, statement=stmt[:200], rule="full-text",
+                message=f"statement {i + 1} uses a full-text match (@@), which needs a FULLTEXT index, and Engram's "
+                        "stores have none (recall searches its own index): the engine would answer nothing. Use "
+                        "recall (`engram recall`, recall_memories), or string::contains(content, '…') here.")
+        if _VECTOR_FN.search(view) and _EMBEDDING.search(view):
+            return QueryViolation(
+                statement_index=i, statement=stmt[:200], rule="vector-bytes",
+                message=f"statement {i + 1} applies a vector function (or kNN) to `embedding`, which each store keeps as "
+                        "float16 bytes (schema 006) that the engine's vector functions cannot read. Similarity "
+                        "search is recall's (`engram recall`, recall_memories).")
+        if not allow_writes:
+            continue
+        for m in _DELETE.finditer(view):
+            rest = view[m.end():]
+            end = _DELETE_END.search(rest)
+            n = end.start() if end else len(rest)
+            target, written = rest[:n].strip(), stmt[m.end():m.end() + n].strip()
+            tables = [t.split(":")[0].strip().lower() for t in target.split(",")]
+            if target != written or not _PLAIN_TARGETS.fullmatch(target) or "memory" in tables:
+                what = ("deletes memory rows" if "memory" in tables else
+                        "deletes rows Engram cannot tell are not memories (name the table: DELETE entity WHERE …)")
+                return QueryViolation(statement_index=i, statement=stmt[:200], rule="memory-delete",
+                                      message=f"statement {i + 1} {what}; {SOFT_DELETE}")
+    return None
 
 
 def _secret_in_write(statements: list[str]) -> QueryViolation | None:

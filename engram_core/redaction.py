@@ -212,7 +212,7 @@ _ASSIGN_BODY = (
     r"(?![A-Za-z0-9])"
     # a value may follow `key:` on the next, indented line (YAML, pretty-printed JSON)
     r"(?P<kq>[\"']?)(?P<sep>[ \t]*(?::=|=>|=)[ \t]*|[ \t]*:(?:[ \t]*\r?\n[ \t]+|[ \t]*))"
-    r"(?:(?P<q>[\"'])(?P<qv>(?:(?!(?P=q))[^\\\n]|\\.){1,500}?)(?:(?P=q)|(?=\r?\n)|\Z)|(?P<uv>[^\s\"'`]{1,500}))"
+    r"(?:(?P<q>[\"'])(?P<qv>(?:(?!(?P=q))[^\\\n]|\\.){1,8000}?)(?:(?P=q)|(?=\r?\n)|\Z)|(?P<uv>[^\s\"'`]{1,500}))"
 )
 # Run on a lower-cased copy: a case-insensitive alternation is about five times slower.
 _ASSIGN_LOWER = re.compile(r"(?P<word>" + _SECRET_WORD + r")" + _ASSIGN_BODY)
@@ -349,9 +349,10 @@ def _keyed(pattern: _Lazy):  # noqa: ANN202 - a finder, as below
 
 
 _PEM_END = _Lazy(r"-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
-_PEM_PIECE = re.compile(r"(?:\r?\n|[ \t]*\|[ \t]*|\\n)")  # line breaks, " | " joins, JSON-escaped \n
+# line breaks, " | " joins, JSON-escaped \n and \r\n (escaped once or more: JSON quoted inside JSON)
+_PEM_PIECE = re.compile(r"(?:\r?\n|[ \t]*\|[ \t]*|\\+(?:r\\+)?n)")
 _B64_LINE = re.compile(r"[A-Za-z0-9+/=]{8,}")
-_B64_TAIL = re.compile(r"(?:^|\s)([A-Za-z0-9+/=]{16,})\s*$")
+_B64_TAIL = re.compile(r"(?:^|[\s\"'])([A-Za-z0-9+/=]{16,})\s*$")
 
 
 def _find_headless_pem(text: str) -> list[tuple[int, int, str]]:
@@ -477,6 +478,13 @@ def _key(text: str, m: re.Match[str]) -> str:
     return text[start : m.end("word")]
 
 
+def _header_secret(key: str, value: str, tail: str) -> bool:
+    """`X-Api-Key: qwhzkfmtnbvcrdplsyxjga` (in a quoted `-H` argument, or a line of its own): an HTTP header
+    whose value is one long run of letters, which the prose and type-name rules below would let through. Only
+    a header name (a dash in it) and only a value that ends the header: `x-api-key: header with ...` is prose."""
+    return "-" in key and len(value) >= 16 and value.isalpha() and (not tail or tail[0] in "\"'")
+
+
 def _assignment_value(text: str, m: re.Match[str]) -> tuple[int, int] | None:
     """Span of the secret value in a KEY=value match, or None when it is not a secret.
 
@@ -514,6 +522,8 @@ def _assignment_value(text: str, m: re.Match[str]) -> tuple[int, int] | None:
             return None  # `${VAR}`, `{{ x }}`, `auth=auth` keyword arguments
         line_end = text.find("\n", span[1])
         tail = text[span[1] : None if line_end < 0 else line_end].strip()
+        if op == ":" and not next_line and _header_secret(_key(text, m), value, tail):
+            return span
         if next_line and (tail or cut or value.endswith(":") or value[0] in "-#" or _CODE_BLOCK.match(
                 text[text.rfind("\n", 0, key_start) + 1:key_start])):
             # the next line is a nested mapping, a list or prose, not this key's value; or `if token:` + `break`
@@ -557,8 +567,29 @@ def redact(text: str) -> tuple[str, list[Redaction]]:
     return out
 
 
-def _redact(text: str) -> tuple[str, list[Redaction]]:
-    found: list[tuple[int, int, int, str]] = []  # (start, end, priority, kind)
+_CONTINUATION = re.compile(r"\\\r?\n")
+
+
+def _joined_candidates(text: str) -> list[tuple[int, int, int, str]]:
+    """Secrets split across lines by a shell line continuation (`\\` then a newline inside a word): the
+    candidates of the text with every continuation removed, as spans of ``text`` (covering the breaks)."""
+    keep: list[int] = []  # index in text of each character of the joined text
+    pos = 0
+    for m in _CONTINUATION.finditer(text):
+        keep.extend(range(pos, m.start()))
+        pos = m.end()
+    keep.extend(range(pos, len(text)))
+    joined = "".join(text[i] for i in keep)
+    out = []
+    for s, e, prio, kind in _candidates(joined):
+        start, end = keep[s], keep[e - 1] + 1
+        if end - start != e - s:  # only what the join changed: the rest the text's own pass found
+            out.append((start, end, prio, kind))
+    return out
+
+
+def _candidates(text: str) -> list[tuple[int, int, int, str]]:
+    """(start, end, priority, kind) of everything any rule finds, overlapping."""
     candidates: list[tuple[int, int, int, str]] = []
     low = text.lower()
     # The guards are ASCII: searching them in an ASCII copy (one byte a character) is several times faster than
@@ -595,8 +626,16 @@ def _redact(text: str) -> tuple[str, list[Redaction]]:
         else:
             # what looked like a value may be the next key (`credentials:\n  password: x`)
             pos = m.end("sep") if m.end("sep") > m.start() else m.start() + 1
+    return candidates
+
+
+def _redact(text: str) -> tuple[str, list[Redaction]]:
+    candidates = _candidates(text)
+    if "\\\n" in text or "\\\r\n" in text:
+        candidates += _joined_candidates(text)
     if not candidates:
         return text, []
+    found: list[tuple[int, int, int, str]] = []  # (start, end, priority, kind)
     # Earliest start wins; among equal starts the longest, then the most specific pattern.
     candidates.sort(key=lambda c: (c[0], -(c[1] - c[0]), c[2]))
     last_end = -1

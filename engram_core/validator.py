@@ -66,10 +66,14 @@ comments) and keeps every character position, so that nothing executable can be 
 * ``LIMIT $n`` -> ``LIMIT 00`` (a parameter is a value, never code);
 * ``[*]`` / ``[$]`` in paths -> ``[0]``;
 * closure parameters ``|$x|`` / ``|$a: int, $b|`` in function arguments -> ``$x,`` (the
-  body after them is still parsed and checked).
+  body after them is still parsed and checked);
+* ``!x`` and ``NOT (x)`` negation -> the operand alone (``NOT x`` without parentheses the engine
+  refuses, and so does the validator, saying so), ``5e-1``/``1E3`` -> digits (a negation or a
+  value changes nothing the checks look at; tests/test_validator_engine.py holds these forms
+  against the engine's own parser).
 
-Still refused as ``parse-error`` (documented limitation; rewrite the query): ``!x`` and
-``NOT x`` negation (use ``x = false``), ``1e3``/``10dec``/``0x1F`` number forms, the legacy
+Still refused as ``parse-error`` (documented limitation; rewrite the query):
+``10dec``/``0x1F`` number forms, the legacy
 ``IF .. THEN .. END`` form, block expressions ``{ LET ..; RETURN .. }``, closures with block
 bodies, ``COLLATE``/``NUMERIC`` ordering, ``f"bucket:/..."`` file strings.
 
@@ -154,6 +158,15 @@ _LEX = re.compile(
 _STRING_PREFIX = re.compile(r"(?<![A-Za-z0-9_])[A-Za-z]$")
 _START_CLAUSE = re.compile(r"\bSTART(\s+AT)?\s+(\d+|\$\w+)\b", re.I)
 _LIMIT_PARAM = re.compile(r"\bLIMIT(?:\s+BY)?\s+(\$\w+)", re.I)
+# Forms the engine parses and the grammar lacks, rewritten (same length) before the grammar reads them:
+# a number with an exponent and no fraction (`5e-1`, `1E3`) becomes digits; prefix negation (`!x`, `NOT (x)`)
+# becomes blanks. A value and a negation change no statement, table, function or write the checks look at.
+_EXP_NUMBER = re.compile(r"(?<![\w.$])\d+(?:\.\d+)?[eE][+-]?\d+(?![\w.])")
+_BANG = re.compile(r"!(?![=~])")
+_NOT_BEFORE = r"(?:^|(?<=[(\[,;=&|!])|\b(?:WHERE|AND|OR|IF|THEN|ELSE|RETURN|WHEN|VALUE|NOT))(\s*)(NOT)"
+_NOT_CALL = re.compile(_NOT_BEFORE + r"(?=\s*\()", re.I)  # `NOT (x)`: the engine's not() function
+# `NOT x` without parentheses: the engine does not parse it (tests/test_validator_engine.py)
+_NOT_BARE = re.compile(_NOT_BEFORE + r"\s+(?!(?:IN|INSIDE|CONTAINS\w*)\b)(?=[A-Za-z_$!])", re.I)
 _STAR_INDEX = re.compile(r"\[\s*[*$]\s*\]")
 _CLOSURE_PARAMS = re.compile(r"(?<=[(,])(\s*)\|((?:\s*\$\w+\s*(?::\s*[\w<>|, ]+?)?\s*,?)+)\|")
 _CLOSURE_NAME = re.compile(r"\$\w+|,")
@@ -288,6 +301,14 @@ def _rewrite(text: str, lexed: _Lexed, spans: list[tuple[int, int]]) -> str:
     for m in _LIMIT_PARAM.finditer(view):
         s, e = m.span(1)
         chars[s:e] = "0" * (e - s)
+    for m in _EXP_NUMBER.finditer(view):
+        s, e = m.span()
+        chars[s:e] = "1" * (e - s)
+    for m in _BANG.finditer(view):
+        chars[m.start()] = " "
+    for m in _NOT_CALL.finditer(view):
+        s, e = m.span(2)
+        chars[s:e] = " " * (e - s)
     for m in _STAR_INDEX.finditer(view):
         s, e = m.span()
         chars[s:e] = "[" + "0".center(e - s - 2) + "]"
@@ -371,7 +392,7 @@ def _walk(root: tree_sitter.Node, chk: _Checker, b2c: list[int], source: str) ->
                 "parse-error",
                 f"Could not parse the query at {_line_col(source, at)} ({what}). The validator refuses "
                 "anything it cannot parse; check the syntax (see docs/security.md for SurrealQL forms "
-                "the grammar does not support, such as '!x' negation or '1e3' numbers).",
+                "the grammar does not support, such as '10dec' numbers or the legacy IF .. THEN .. END).",
             )
         elif t.endswith("_statement") and t not in _WRAPPERS and t not in _READ_STATEMENTS:
             if t in _WRITE_STATEMENTS:
@@ -479,6 +500,11 @@ def _tree_opaque(root: tree_sitter.Node, b2c: list[int]) -> set[tuple[int, int]]
     return found
 
 
+def code_view(text: str) -> str:
+    """``text`` with its strings, comments and escaped identifiers blanked (same length): what is code."""
+    return _lex(text).code_view
+
+
 def validate(surql: str, *, allow_writes: bool = False, max_length: int = 20_000) -> Verdict:
     """Check ``surql`` against the engram_execute rules; never raises for any ``str`` input."""
     if not isinstance(surql, str):
@@ -532,6 +558,13 @@ def validate(surql: str, *, allow_writes: bool = False, max_length: int = 20_000
     for m in _PATH.finditer(view):
         _check_function_name(re.sub(r"\s+", "", m.group()).lower(), chk, m.start())
 
+    for m in _NOT_BARE.finditer(view):
+        chk.add(
+            m.start(2),
+            "parse-error",
+            f"'NOT x' at {_line_col(surql, m.start(2))} is not SurrealQL negation (the engine refuses it): write "
+            "!x, NOT(x), or x = false.",
+        )
     rewritten = _rewrite(surql, lexed, spans)
     chk.code = rewritten
     encoded = rewritten.encode("utf-8", errors="surrogatepass")

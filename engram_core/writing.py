@@ -10,7 +10,7 @@ import json
 import re
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import UTC, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 import numpy as np
@@ -28,6 +28,13 @@ from .store import ScopeStore, content_hash
 
 FUTURE_SKEW = timedelta(minutes=5)  # a created_at later than this is refused (decay cannot start in the future)
 IMPORT_CHUNK = 64
+
+
+def future_error(field: str, at: datetime, now: datetime) -> str:
+    ahead = at - now
+    return (f"{field} {at.isoformat()} is in the future ({ahead.total_seconds() / 3600:.1f} h ahead of this "
+            f"machine's clock; up to {int(FUTURE_SKEW.total_seconds() // 60)} min is taken as now): give the time "
+            "it happened, or fix the clock of the machine that wrote it")
 
 
 def _previous_in_episodes(store: ScopeStore, groups: list[str]) -> dict[str, list[str]]:
@@ -56,7 +63,10 @@ def _prepare(core: MemoryCore, mem: MemoryIn, store: ScopeStore, sess: Session |
     if created.tzinfo is None:
         created = created.replace(tzinfo=UTC)
     if created > now + FUTURE_SKEW:
-        raise EngramError(f"created_at {created.isoformat()} is in the future; give the time it was created")
+        raise EngramError(future_error("created_at", created, now))
+    # A clock a little ahead (within FUTURE_SKEW) is taken as now: decay cannot start in the future, and the
+    # engine refuses the negative age it would give memory_strength.
+    created = min(created, now)
     episode = metadata.get("episode_id") if isinstance(metadata.get("episode_id"), str) else None
     fields: dict[str, Any] = {
         "content": content,
@@ -255,7 +265,7 @@ def import_lines(core: MemoryCore, lines: list[str], project: str | None = None,
                 raise EngramError("scope session needs --session (the id of a live session)")
             created = mem.created_at.replace(tzinfo=mem.created_at.tzinfo or UTC) if mem.created_at else None
             if created is not None and created > core.now() + FUTURE_SKEW:
-                raise ValueError(f"created_at {created.isoformat()} is in the future")
+                raise ValueError(future_error("created_at", created, core.now()))
             good.append(mem)
         except (json.JSONDecodeError, ValueError, ValidationError, TypeError) as exc:
             failed.append(ImportError_(line=n, error=short_error(exc)))

@@ -60,10 +60,25 @@ def home() -> str:
     return os.path.expanduser(raw) if raw else os.path.join(os.path.expanduser("~"), ".claude", "engram")
 
 
+def foreign_home(h: str) -> bool:
+    """A data root Engram did not create (a shared /tmp, a 0755 folder of other files): nothing is written there,
+    so that no file of the hook's makes it look like Engram's (engram_core/paths.py, loaded by path)."""
+    try:
+        if os.path.join(ROOT, "engram_core") not in sys.path:
+            sys.path.append(os.path.join(ROOT, "engram_core"))  # appended: nothing there shadows the stdlib
+        import paths  # type: ignore[import-not-found]
+
+        return paths.foreign_root(h)
+    except Exception:
+        return False
+
+
 def log_problem(event: str, reason: str, detail: str) -> None:
     """One parseable line in hooks.log, never anything on the agent's screen."""
     try:
         h = home()
+        if foreign_home(h):
+            return
         os.makedirs(h, mode=0o700, exist_ok=True)
         fd = os.open(os.path.join(h, "hooks.log"), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
@@ -89,7 +104,8 @@ def redact(text: str) -> str | None:
         try:
             # Appended, not prepended, so nothing in engram_core/ can shadow the standard library; a plain
             # import keeps the bytecode cache and skips importlib.util (~5 ms on every tool call).
-            sys.path.append(os.path.join(ROOT, "engram_core"))
+            if os.path.join(ROOT, "engram_core") not in sys.path:
+                sys.path.append(os.path.join(ROOT, "engram_core"))
             import redaction  # type: ignore[import-not-found]
 
             _REDACT = redaction.redact_text
@@ -256,6 +272,9 @@ def daemon_python() -> tuple[str | None, list[str]]:
 def start_daemon(event: str) -> bool:
     """Start the daemon detached with an interpreter that has our packages."""
     h = home()
+    if foreign_home(h):
+        log_problem(event, "foreign-data-root", f"{h} is not Engram's data directory: the daemon is not started")
+        return False
     marker = os.path.join(h, "starting")
     try:
         if time.time() - os.path.getmtime(marker) < START_COOLDOWN_S:
@@ -272,8 +291,8 @@ def start_daemon(event: str) -> bool:
         import subprocess
 
         os.makedirs(h, mode=0o700, exist_ok=True)
-        with open(marker, "w"):
-            pass
+        os.close(os.open(marker, os.O_WRONLY | os.O_CREAT, 0o600))  # owner-only whatever the umask
+        os.utime(marker)  # its age is the start's: a marker left from an earlier start counts from now
         fd = os.open(os.path.join(h, "engram.log"), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         subprocess.Popen([python, "-m", "engram_core.daemon", "--home", h], stdin=subprocess.DEVNULL, stdout=fd,
                          stderr=fd, start_new_session=True, close_fds=True, cwd=ROOT,
@@ -288,6 +307,8 @@ def start_daemon(event: str) -> bool:
 def private_dirs(path: str) -> None:
     """Create ``path`` with every missing level owner-only (os.makedirs gives parents the umask's mode, and the
     daemon then finds a data folder others may read)."""
+    if foreign_home(home()):
+        raise OSError(f"{home()} is not Engram's data directory: nothing is written there")
     parent = os.path.dirname(path)
     if parent and parent != path and not os.path.isdir(parent):
         private_dirs(parent)
@@ -297,6 +318,8 @@ def private_dirs(path: str) -> None:
 def spool(event: dict) -> None:
     """Publish the event as its own file (written, fsynced, then renamed in): the daemon never sees half of it."""
     h = home()
+    if foreign_home(h):
+        return  # the daemon refuses this data root: `engram doctor` and any `engram` command say why
     folder = os.path.join(h, "spool")
     tmp_dir = os.path.join(folder, "tmp")
     private_dirs(tmp_dir)

@@ -101,6 +101,13 @@ class Turn:
     microseconds), waited for in the child, and passed on when the event is delivered or spooled."""
 
     def __init__(self, sid: str) -> None:
+        here = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "engram_core")
+        if here not in sys.path:
+            sys.path.append(here)
+        import paths  # type: ignore[import-not-found]  # engram_core/paths.py, by path (stdlib only)
+
+        if paths.foreign_root(home()):
+            raise OSError(f"{home()} is not Engram's data directory: nothing is written there")
         folder = os.path.join(home(), "hookstate")
         for path in (home(), folder):
             if not os.path.isdir(path):

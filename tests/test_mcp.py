@@ -142,6 +142,42 @@ async def test_engram_execute_read_only(daemon: DaemonProc, tmp_path: Path) -> N
         assert body["ok"] is False
 
 
+async def test_engram_execute_never_deletes_memories_nor_answers_empty_for_no_index(daemon: DaemonProc,
+                                                                                  tmp_path: Path) -> None:
+    """Issue #29 item 4: with writes allowed, a DELETE of memories is refused with the reason (the lifecycle
+    archives, with history); a full-text match or a vector function on the stored bytes is refused with a clear
+    message instead of an empty answer or an engine type error."""
+    async with server(daemon, new_project(tmp_path, "nodelete")) as s:
+        kept = payload(await s.call_tool("store_memory", {"content": "the deploy key rotates monthly"}))
+        mid = kept["id"] if "id" in kept else kept["memory"]["id"]
+        await s.call_tool("store_memory", {"content": "staging runs on two nodes"})
+
+        async def execute(surql: str, writes: bool = True) -> dict:
+            return payload(await s.call_tool("engram_execute", {"surql": surql, "allow_writes": writes}))
+
+        for surql in ("DELETE memory", f"DELETE memory:{mid}", "DELETE memory WHERE importance < 2",
+                      "LET $all = (SELECT VALUE id FROM memory); DELETE $all",
+                      "FOR $m IN (SELECT VALUE id FROM memory) { DELETE $m; }"):
+            res = await execute(surql)
+            assert res["ok"] is False and res["violations"][0]["rule"] == "memory-delete", (surql, res)
+            assert "archives or forgets" in res["message"] and "engram forget" in res["message"]
+        count = await execute("SELECT count() AS n FROM memory GROUP ALL", writes=False)
+        assert count["statements"][0]["rows"] == [{"n": 2}]
+        # what the message offers works, through the lifecycle (its history records it)
+        assert (await execute(f"UPDATE memory:{mid} SET status = 'archived'"))["ok"]
+        row = (await execute(f"SELECT status, status_history FROM memory:{mid}", writes=False))["statements"][0]["rows"][0]
+        assert row["status"] == "archived" and row["status_history"][-1]["to"] == "archived"
+        assert (await execute("DELETE retrieval_log WHERE false"))["ok"]  # other tables: as before
+        full_text = await execute("SELECT content FROM memory WHERE content @1@ 'deploy'", writes=False)
+        assert full_text["ok"] is False and full_text["violations"][0]["rule"] == "full-text"
+        assert "FULLTEXT index" in full_text["message"] and "string::contains" in full_text["message"]
+        cosine = await execute("SELECT vector::similarity::cosine(embedding, embedding) FROM memory", writes=False)
+        assert cosine["ok"] is False and "float16 bytes" in cosine["message"]
+        fallback = await execute("SELECT VALUE content FROM memory WHERE string::contains(content, 'deploy')",
+                                 writes=False)
+        assert fallback["statements"][0]["rows"] == ["the deploy key rotates monthly"]
+
+
 async def test_two_servers_two_projects_isolated(daemon: DaemonProc, tmp_path: Path) -> None:
     import anyio
 
@@ -471,3 +507,42 @@ async def test_review_tools_consolidations_contradictions_graph_episodes(daemon:
     c = daemon.client()
     c.call("end_session", session=sid)
     c.close()
+
+
+async def test_first_requests_answered_at_once_while_the_daemon_starts(tmp_path: Path) -> None:
+    """Issue #29 item 7: with the daemon down (an idle exit, `engram stop`), the bridge answers initialize and
+    tools/list from what the daemon last published, the same list the daemon serves, at once; it starts the
+    daemon in the background and holds the first tool call until the daemon answers it."""
+    import time
+
+    home = tmp_path / "home"
+    d = DaemonProc(home, model=False).start()
+    deadline = time.monotonic() + 60
+    while not (home / "mcp_answers.json").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    d.stop()
+    assert (home / "mcp_answers.json").exists() and not d.answers()
+    assert oct((home / "mcp_answers.json").stat().st_mode & 0o777) == "0o600"
+    # a daemon that takes 4 s to come up (the model, a loaded machine): the client must not wait for it
+    slow = tmp_path / "slow-python"
+    slow.write_text(f"#!/bin/sh\nsleep 4\nexec {sys.executable} \"$@\"\n")
+    slow.chmod(0o755)
+    env = {k: v for k, v in d.env.items() if k not in ("CLAUDE_SESSION_ID", "CLAUDE_CODE_SESSION_ID")}
+    env["ENGRAM_PYTHON"] = str(slow)
+    proj = new_project(tmp_path, "coldstart")
+    params = StdioServerParameters(command=sys.executable, args=["-S", str(BRIDGE)], cwd=str(proj), env=env)
+    try:
+        async with stdio_client(params) as (r, w), ClientSession(r, w) as s:
+            t0 = time.monotonic()
+            await s.initialize()
+            early = (await s.list_tools()).tools
+            took = time.monotonic() - t0
+            assert took < 2.0 and not d.answers(), took
+            assert {t.name for t in early} == EXPECTED_TOOLS
+            stored = payload(await s.call_tool("store_memory", {"content": "held until the daemon was up"}))
+            held = time.monotonic() - t0
+            assert stored["action"] == "created" and held > 3.0, held
+            live = (await s.list_tools()).tools  # now from the daemon itself
+            assert [t.model_dump() for t in early] == [t.model_dump() for t in live]
+    finally:
+        d.stop()

@@ -147,3 +147,43 @@ def test_the_issue_attack_is_one_statement_for_neither_reader(engine: Any) -> No
     text = "RETURN 1 # x\r; RETURN 'hidden'"
     assert len(run(engine, text) or []) == 2  # the engine runs the text after the CR
     assert validate(text).executable == ["RETURN 1", "RETURN 'hidden'"]  # and the validator now sees it
+
+
+# ── forms the grammar lacked (issue #29): the validator accepts exactly what the engine parses ──
+NEGATION_AND_NUMBER_FORMS = [
+    "SELECT VALUE v FROM t WHERE !pinned",
+    "SELECT VALUE v FROM t WHERE !!pinned",
+    "SELECT VALUE v FROM t WHERE NOT (pinned AND importance > 0.5)",
+    "SELECT VALUE v FROM t WHERE !(pinned OR importance > 0.5)",
+    "SELECT VALUE v FROM t WHERE importance > 5e-1",
+    "SELECT VALUE v FROM t WHERE importance > 5E-1",
+    "SELECT VALUE v FROM t WHERE importance < 1e1",
+    "SELECT VALUE v FROM t WHERE importance > 2.5e-1",
+    "SELECT VALUE v FROM t WHERE tags NOT IN ['a']",
+    "SELECT VALUE v FROM t WHERE pinned IS NOT true",
+    "SELECT VALUE v FROM t WHERE pinned != true",
+    "RETURN !true",
+    "RETURN NOT(true)",
+    "SELECT VALUE v FROM t WHERE 5e-1 < importance",
+    # refused by both (SurrealQL 3 has no `NOT x`: NOT(x) is a function call)
+    "SELECT VALUE v FROM t WHERE NOT pinned",
+    "SELECT VALUE v FROM t WHERE importance > 0.2 AND NOT pinned",
+    "RETURN NOT false",
+    "SELECT VALUE v FROM t WHERE !",
+    "SELECT VALUE v FROM t WHERE importance > 5e",
+    "SELECT VALUE v FROM t WHERE importance > 5e-",
+]
+
+
+def test_negation_and_exponent_forms_agree_with_the_engine(engine: Any) -> None:
+    engine.query_raw("DELETE t; CREATE t:1 SET v = 1, pinned = true, importance = 0.9, tags = ['a'];"
+                     "CREATE t:2 SET v = 2, pinned = false, importance = 0.3, tags = ['b']")
+    disagree = []
+    for q in NEGATION_AND_NUMBER_FORMS:
+        engine_ok = run(engine, q) is not None and all(r.get("status") == "OK" for r in run(engine, q) or [])
+        if validate(q).ok != engine_ok:
+            disagree.append((q, "engine parses" if engine_ok else "engine refuses", validate(q).violations[:1]))
+    assert disagree == []
+    assert run(engine, "SELECT VALUE v FROM t WHERE !pinned")[0]["result"] == [2]
+    assert "write !x" in validate("SELECT * FROM memory WHERE NOT pinned").violations[0].message
+    assert run(engine, "SELECT VALUE v FROM t WHERE importance > 5e-1")[0]["result"] == [1]

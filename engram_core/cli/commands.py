@@ -90,8 +90,8 @@ def cmd_import(args: argparse.Namespace) -> int:
     path = Path(args.file)
     if not path.is_file():
         _die(f"{path}: no such file (give a JSONL file, one memory per line)")
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        lines = fh.read().splitlines()
+    with open(path, encoding="utf-8", errors="replace", newline="") as fh:
+        lines = jsonl_lines(fh.read())
     client = _client(args)
     # The whole file is checked before anything is stored: a bad line stops the import unless --skip-bad.
     totals = _import_pass(client, lines, args, dry_run=True, skip_bad=False)
@@ -195,6 +195,30 @@ def _import_pass(client: Any, lines: list[str], args: argparse.Namespace, *, dry
     return totals
 
 
+# Characters that some readers take for a line break (Python's str.splitlines, JavaScript, many editors) but JSON
+# may leave raw inside a string: an export writes them escaped, so that any line reader keeps a record whole.
+_LINE_BREAKS = {"\u0085": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+
+
+def export_line(record: dict[str, Any]) -> str:
+    """One record as `engram export` writes it: JSON on one line, UTF-8 text kept as it is except the characters
+    a reader could take for a line break (JSON escapes the control characters; these three it leaves raw)."""
+    line = json.dumps(record, ensure_ascii=False, default=str)
+    for ch, esc in _LINE_BREAKS.items():
+        if ch in line:  # only ever inside a string: JSON's own syntax is ASCII
+            line = line.replace(ch, esc)
+    return line
+
+
+def jsonl_lines(text: str) -> list[str]:
+    """A JSONL file's lines: split at \\n only (a \\r before it dropped), never at the other characters
+    str.splitlines() breaks on, which a JSON string may hold raw (U+2028, U+0085, ...)."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [x[:-1] if x.endswith("\r") else x for x in lines]
+
+
 def progress_rate(done: int, total: int, seconds: float, checking: bool = False) -> str:
     """What the import's progress bar says after ``done`` of ``total`` lines in ``seconds``: the rate so far
     and the time left at that rate."""
@@ -289,7 +313,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     if not args.output:
         for page in _export_pages(args):
             for r in page:
-                print(json.dumps(r, ensure_ascii=False, default=str))
+                print(export_line(r))
         return EXIT_OK
     out = Path(args.output)
     tmp = out.with_name(f".{out.name}.part")
@@ -298,7 +322,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             for page in _export_pages(args):
-                fh.writelines(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in page)
+                fh.writelines(export_line(r) + "\n" for r in page)
                 n += len(page)
                 if show:
                     print(f"\rexported {n} memories…", end="", file=sys.stderr, flush=True)
@@ -656,6 +680,9 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"  hook events: {info['events_applied']} applied, {info['events_queued']} queued, "
               f"{info['events_failed']} failed; spool: {info['spool_ingested']} ingested, "
               f"{info['spool_waiting']} file(s) waiting; idle exit after {info['idle_timeout_s']:.0f} s (0 = never)")
+        for entry in info.get("spool_rejected", []):
+            print(f"  SPOOL entry moved aside to {Path(info['home']) / 'spool' / 'rejected'} (not ingested, not "
+                  f"retried; inspect and remove it): {entry}")
         for p in info.get("parked", []):
             print(f"  PARKED hook event {p['event_id']} ({p['kind']}, {p['attempts']} attempts; kept in the journal "
                   f"and retried): {p['error']}")

@@ -57,6 +57,7 @@ LOGGERS = ("engram", "engram_core")  # what engram.log receives
 
 JOURNAL_NAME = "journal.jsonl"
 SPOOL_DIR = "spool"
+SPOOL_REJECTED = "rejected"  # spool entries that cannot be ingested, moved aside once
 KEEP_DONE_IDS = 50_000
 SPOOL_POLL_S = 2.0
 # A new session's database (~0.1-0.4 s of work that holds the GIL for stretches) is created when its first other
@@ -233,6 +234,7 @@ class Daemon:
         self.events_applied = 0
         self.events_failed = 0
         self.spool_ingested = 0
+        self.spool_rejected: dict[str, str] = {}  # name -> why, this run
         self.connections = 0
         self.mcp_connections = 0
         self.partial_bytes = 0  # bytes of request lines received but not yet complete, all connections
@@ -363,10 +365,20 @@ class Daemon:
             from ..mcp import server as mcp_server
 
             t = time.perf_counter()
-            mcp_server.shared_server()
+            built = mcp_server.shared_server()
             log.info("MCP server built in %.0f ms", (time.perf_counter() - t) * 1000)
         except Exception:
             log.exception("the MCP server could not be built")
+            return
+        if built is None:
+            return
+        try:
+            # what a bridge answers by itself while the next daemon starts (its first session's tools)
+            t = time.perf_counter()
+            mcp_server.publish_answers(self, self.home)
+            log.info("MCP answers published in %.0f ms", (time.perf_counter() - t) * 1000)
+        except Exception:
+            log.exception("the MCP answers could not be published")
 
     def serve_forever(self) -> None:
         assert self.server is not None
@@ -492,7 +504,7 @@ class Daemon:
             "events_queued": self.queue.qsize(), "events_applied": self.events_applied,
             "events_failed": self.events_failed, "spool_ingested": self.spool_ingested,
             "compactions": self.compactions,
-            "spool_waiting": len(list(self.spool_dir.glob("*.jsonl"))),
+            "spool_waiting": len(list(self.spool_dir.glob("*.jsonl"))), "spool_rejected": self.rejected_spool(),
             "journal_pending": len(self.journal.pending) if self.journal else 0,
             "events_parked": len(self.parked), "parked": list(self.parked.values())[:20],
             "sessions_active": len(svc.scopes.live_sessions()) if svc is not None else 0,
@@ -790,6 +802,9 @@ class Daemon:
                     os.replace(path, claimed)
             except FileNotFoundError:
                 continue
+            if not claimed.is_file() or claimed.is_symlink():
+                self._reject_spool(claimed, "not a regular file" + (" (a directory)" if claimed.is_dir() else ""))
+                continue
             try:
                 with open(claimed, "rb") as fh:
                     for raw in fh:
@@ -812,13 +827,35 @@ class Daemon:
                         if self._accept(event_id_of(raw, event), event):
                             n += 1
                 claimed.unlink()
-            except OSError:
-                log.exception("spool file %s could not be ingested", claimed)
+            except OSError as exc:
+                # moved aside once: a file that cannot be read now will not be readable at the next poll either
+                self._reject_spool(claimed, f"{exc.__class__.__name__}: {exc.strerror or exc}")
         # Spool files claimed by a daemon that died mid-ingest: the journal dedups what it had already taken.
         self.spool_ingested += n
         if n:
             log.info("ingested %d spooled event(s)", n)
         return n
+
+    def _reject_spool(self, path: Path, why: str) -> None:
+        """An entry the spool cannot ingest goes to spool/rejected/ once, with the reason in the log and in
+        `engram status`; it is never retried (it was polled, and logged, every few seconds forever)."""
+        name = path.name.removeprefix("ingesting-")
+        dest = ensure_private_child(self.spool_dir, SPOOL_REJECTED) / name
+        if os.path.lexists(dest):
+            dest = dest.with_name(f"{time.time_ns()}-{name}")
+        try:
+            os.replace(path, dest)
+        except OSError as exc:
+            log.error("spool entry %s cannot be ingested (%s) nor moved aside (%s): remove it", path, why, exc)
+            return
+        self.spool_rejected[name] = why
+        log.warning("spool entry %s cannot be ingested (%s): moved to %s and not retried", name, why, dest)
+
+    def rejected_spool(self) -> list[str]:
+        """What `engram status` says about each entry moved aside (this run's reason, else only its name)."""
+        folder = self.spool_dir / SPOOL_REJECTED
+        names = sorted(os.listdir(folder)) if folder.is_dir() else []
+        return [f"{n}: {self.spool_rejected.get(n, 'moved aside by an earlier run')}" for n in names[:20]]
 
     # ── background: idle exit, spool, maintenance ────────────
     def _background(self) -> None:

@@ -10,6 +10,14 @@ SDK, the stores and the model are already loaded: that is why ``initialize`` is 
 Context sent: ``CLAUDE_CODE_SESSION_ID`` (Claude Code gives the MCP server the same id its hooks see, so both
 write to one Engram session), the project (``ENGRAM_PROJECT``, ``CLAUDE_PROJECT_DIR`` or the working directory).
 
+First requests: the daemon writes, at each start, what its MCP server answers to ``initialize`` and to each
+list (``tools/list``, ...) for every protocol version (``mcp_answers.json`` in the data root, see
+:func:`engram_core.mcp.server.publish_answers`). With that file the bridge answers those requests itself while it
+connects (starting the daemon) in the background, so the first session after an idle exit gets Engram's tools
+(Claude Code waits only a few seconds for a plugin's MCP server; tests/claude_code/test_cold_start.py); any other request waits for the daemon and is then sent, in
+order, after the client's ``initialize`` is replayed to it. Without the file (the first start ever, an unknown
+protocol version) the bridge connects first, as before.
+
 Exit: at once on SIGINT or SIGTERM (Claude Code sends SIGINT, then SIGTERM 100 ms later), and within a second
 of stdin's end. Nothing is lost by exiting: every write is the daemon's, acknowledged after it is stored.
 If the daemon goes away mid-session, requests in flight at that moment are answered with an error; the next
@@ -33,6 +41,9 @@ PROTOCOL_VERSION = 1
 START_TIMEOUT_S = 60.0  # a cold daemon start on a loaded 2-core machine took over 30 s
 EOF_GRACE_S = 0.8
 REPLAY_ID = "engram-bridge-replay-initialize"
+ANSWERS_FILE = "mcp_answers.json"  # written by the daemon: engram_core.mcp.server.publish_answers
+ANSWERED = ("initialize", "notifications/initialized", "tools/list", "prompts/list", "resources/list",
+            "resources/templates/list")
 
 
 class BridgeError(RuntimeError):
@@ -75,6 +86,31 @@ def _launch_command(h: str) -> list:
                       "and no `engram` on PATH; run `engram setup claude-code` (or `engram serve`) once")
 
 
+def published_answers(h: str) -> dict | None:
+    """Protocol version -> {method: result} the daemon last published, or None (no file, unreadable)."""
+    try:
+        with open(os.path.join(h, ANSWERS_FILE), encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    versions = data.get("versions") if isinstance(data, dict) else None
+    return versions if isinstance(versions, dict) and versions else None
+
+
+def _foreign(h: str) -> bool:
+    """engram_core/paths.py's foreign_root, loaded by path (no package here): nothing is written in a data root
+    Engram did not create."""
+    try:
+        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        if here not in sys.path:
+            sys.path.append(here)
+        import paths  # type: ignore[import-not-found]
+
+        return paths.foreign_root(h)
+    except Exception:
+        return False
+
+
 def _open(h: str) -> socket.socket:
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
@@ -93,6 +129,9 @@ def connect(h: str, timeout: float = START_TIMEOUT_S) -> socket.socket:
     import subprocess  # here, not at the top: only a daemon start needs it
 
     cmd = _launch_command(h)
+    if _foreign(h):
+        raise BridgeError(f"{h} is not Engram's data directory (others may open it and it holds none of Engram's "
+                          "files): point ENGRAM_HOME at a new path; `engram doctor` says more")
     os.makedirs(h, mode=0o700, exist_ok=True)
     fd = os.open(os.path.join(h, "engram.log"), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     try:
@@ -151,6 +190,11 @@ class Bridge:
         self.send_lock = threading.Lock()
         self.sock: socket.socket | None = None  # None once the daemon went away: the next request reconnects
         self.init_lines: list = []  # the client's initialize and initialized, replayed after a reconnect
+        # Held while the client's first lines are answered from the published answers or replayed to a new
+        # connection: a line answered here is replayed, never lost between the two.
+        self.init_lock = threading.Lock()
+        self.published: dict | None = None  # protocol version -> {method: result}, read at start
+        self.answers: dict | None = None  # the client's version's answers, once its initialize was answered
         self.pending: dict = {}  # JSON-RPC id sent and not yet answered → the connection it went on
         self.stdin_closed = False
         self.done = threading.Event()
@@ -179,12 +223,49 @@ class Bridge:
                     raise BridgeError(f"the Engram daemon does not answer ({exc}); see {self.home}/engram.log") \
                         from None
                 time.sleep(0.1)
-        if self.init_lines:
-            first = json.loads(self.init_lines[0])
-            first["id"] = REPLAY_ID
-            sock.sendall((json.dumps(first) + "\n").encode() + b"".join(self.init_lines[1:]))
-        self.sock = sock
+        with self.init_lock:
+            if self.init_lines:
+                first = json.loads(self.init_lines[0])
+                first["id"] = REPLAY_ID
+                sock.sendall((json.dumps(first) + "\n").encode() + b"".join(self.init_lines[1:]))
+            self.sock = sock
         threading.Thread(target=self.from_daemon, args=(sock,), daemon=True).start()
+
+    def connect_early(self) -> None:
+        """Connect (starting the daemon) while the client's first requests are answered from the published
+        answers; a request that needs the daemon waits on send_lock meanwhile."""
+        with self.send_lock:
+            if self.sock is None:
+                try:
+                    self.connect()
+                except BridgeError as exc:  # each request that needs the daemon says it (send tries again)
+                    sys.stderr.write(f"engram mcp: {exc}\n")
+                    sys.stderr.flush()
+
+    def answered_here(self, msg: dict, line: bytes) -> bool:
+        """Answer ``initialize`` and the lists from the published answers while no daemon is connected."""
+        method = msg.get("method")
+        if self.published is None or method not in ANSWERED:
+            return False
+        with self.init_lock:
+            if self.sock is not None:
+                return False
+            if method == "initialize":
+                params = msg.get("params")
+                version = params.get("protocolVersion") if isinstance(params, dict) else None
+                answers = self.published.get(version) if isinstance(version, str) else None
+                if not isinstance(answers, dict) or "initialize" not in answers or "id" not in msg:
+                    return False
+                self.answers = answers
+            elif self.answers is None or (method != "notifications/initialized"
+                                          and (method not in self.answers or "id" not in msg)):
+                return False
+            if method in ("initialize", "notifications/initialized"):
+                self.init_lines.append(line)  # replayed to the daemon when the connection is made
+            if "id" in msg:
+                self.write((json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": self.answers[method]})
+                            + "\n").encode())
+            return True
 
     def from_daemon(self, sock: socket.socket) -> None:
         f = sock.makefile("rb")
@@ -248,12 +329,16 @@ class Bridge:
                 self.error_reply(req_id, "Engram is unavailable: the daemon closed every connection; retry it")
 
     def run(self) -> int:
-        try:
-            self.connect()
-        except BridgeError as exc:
-            sys.stderr.write(f"engram mcp: {exc}\n")
-            sys.stderr.flush()
-            return self.refuse(str(exc))
+        self.published = published_answers(self.home)
+        if self.published is not None:
+            threading.Thread(target=self.connect_early, name="engram-connect", daemon=True).start()
+        else:
+            try:
+                self.connect()
+            except BridgeError as exc:
+                sys.stderr.write(f"engram mcp: {exc}\n")
+                sys.stderr.flush()
+                return self.refuse(str(exc))
         while True:
             line = self.stdin.readline()
             if not line:
@@ -268,6 +353,8 @@ class Bridge:
             req_id = None
             if isinstance(msg, dict) and "id" in msg and "method" in msg:
                 req_id = msg["id"]
+            if isinstance(msg, dict) and self.answered_here(msg, line):
+                continue
             self.send(line, req_id)
             # Recorded after it is sent: a reconnect inside that send replays only the lines before it.
             if isinstance(msg, dict) and msg.get("method") in ("initialize", "notifications/initialized"):

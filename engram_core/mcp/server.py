@@ -427,6 +427,78 @@ def serve_connection(daemon: Daemon, rfile: Any, wfile: Any, params: dict[str, A
                 f.detach()
 
 
+# What the bridge answers by itself while the daemon starts (issue #29): the answers this daemon gave to a
+# client's first requests, per protocol version, written at each start. The bridge reads it with the standard
+# library; the file name and shape are repeated there (bridge.ANSWERS_FILE).
+ANSWERS_FILE = "mcp_answers.json"
+LISTS = ("tools/list", "prompts/list", "resources/list", "resources/templates/list")
+
+
+def first_answers(daemon: Daemon, version: str) -> dict[str, Any]:
+    """The results this daemon's MCP server gives a client that asks for ``version``: its initialize, then each
+    list it serves (an error answer is left out), read off a connection served like a bridge's."""
+    import socket
+
+    ours, theirs = socket.socketpair()
+    rfile, wfile = theirs.makefile("rb"), theirs.makefile("wb")
+    def serve() -> None:
+        try:
+            serve_connection(daemon, rfile, wfile, {})
+        except Exception:  # the reader below sees the end of the connection and says so
+            with contextlib.suppress(OSError):
+                theirs.shutdown(socket.SHUT_RDWR)
+
+    worker = threading.Thread(target=serve, daemon=True, name="engram-mcp-answers")
+    worker.start()
+    ours.settimeout(10)
+    lines = [{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "engram-cache", "version": "1"}}},
+             {"jsonrpc": "2.0", "method": "notifications/initialized"}]
+    lines += [{"jsonrpc": "2.0", "id": i, "method": m, "params": {}} for i, m in enumerate(LISTS, start=1)]
+    out: dict[str, Any] = {}
+    reader = ours.makefile("rb")
+    try:
+        ours.sendall("".join(json.dumps(x) + "\n" for x in lines).encode())
+        want = {0: "initialize", **{i: m for i, m in enumerate(LISTS, start=1)}}
+        while want:
+            raw = reader.readline()
+            if not raw:
+                raise ConnectionError("the MCP server closed the connection before answering")
+            msg = json.loads(raw)
+            method = want.pop(msg.get("id"), None)
+            if method is not None and "result" in msg:
+                out[method] = msg["result"]
+    finally:
+        with contextlib.suppress(OSError):
+            ours.shutdown(socket.SHUT_RDWR)  # the server's end of the session, as a bridge's would be
+        worker.join(10)
+        for f in (reader, rfile, wfile, ours, theirs):
+            with contextlib.suppress(Exception):
+                f.close()
+    return out
+
+
+def publish_answers(daemon: Daemon, home: Any) -> dict[str, Any]:
+    """Write ``<home>/mcp_answers.json`` (0600, whole or not at all): for each protocol version the SDK speaks,
+    what the server answers to initialize and to each list. Returns what was written."""
+    import os
+    from pathlib import Path
+
+    from mcp_types.version import SUPPORTED_PROTOCOL_VERSIONS
+
+    from .. import __version__
+    from ..wire.protocol import private_open
+
+    answers = {"engram": __version__, "versions": {v: first_answers(daemon, v) for v in SUPPORTED_PROTOCOL_VERSIONS}}
+    path = Path(home) / ANSWERS_FILE
+    tmp = path.with_name(f".{ANSWERS_FILE}.{os.getpid()}")
+    fd = private_open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        json.dump(answers, fh, default=json_default)
+    os.replace(tmp, path)
+    return answers
+
+
 def main(argv: list[str] | None = None) -> int:
     """`engram mcp`: the same bridge Claude Code runs from the plugin folder."""
     from . import bridge as mcp_bridge
