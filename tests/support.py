@@ -178,3 +178,12 @@ def npm_cli(package: str, binary: str) -> Path | None:
         subprocess.run(["npm", "install", "--silent", "--no-audit", "--no-fund", "--prefix", str(prefix), package],
                        check=True, timeout=600, capture_output=True)
     return exe
+
+
+# The MCP server's tools (the real Claude Code tests count them in the first request).
+MCP_TOOLS = {"store_memory", "recall_memories", "get_memory", "update_memory", "forget_memory", "promote_memory",
+             "memory_stats", "search_knowledge_graph", "reflect_and_consolidate", "engram_explore", "engram_execute",
+             "recall_skill", "mark_retrieval_useful", "memory_peek", "memory_partition", "memory_aggregate",
+             "evolve_memory_system", "list_consolidations", "propose_consolidation_summary", "approve_consolidation",
+             "reject_consolidation", "list_contradictions", "resolve_contradiction", "reopen_contradiction",
+             "add_entities", "relate_entities", "end_episode", "session_summary"}

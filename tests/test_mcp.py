@@ -12,16 +12,9 @@ from typing import Any
 import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
-from support import REPO_ROOT, DaemonProc, new_project
+from support import MCP_TOOLS, REPO_ROOT, DaemonProc, new_project
 
-EXPECTED_TOOLS = {"store_memory", "recall_memories", "get_memory", "update_memory", "forget_memory",
-                  "promote_memory", "memory_stats", "search_knowledge_graph", "reflect_and_consolidate",
-                  "engram_explore", "engram_execute", "recall_skill", "mark_retrieval_useful", "memory_peek",
-                  "memory_partition", "memory_aggregate", "evolve_memory_system",
-                  "list_consolidations", "propose_consolidation_summary", "approve_consolidation",
-                  "reject_consolidation", "list_contradictions", "resolve_contradiction", "reopen_contradiction",
-                  "add_entities",
-                  "relate_entities", "end_episode", "session_summary"}
+EXPECTED_TOOLS = MCP_TOOLS
 BRIDGE = REPO_ROOT / "engram_core" / "mcp" / "bridge.py"
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from harness import MCP_PREFIX, ClaudeCode
 from mock_anthropic import MockAnthropic, mcp_tool, text
-from support import DaemonProc
+from support import MCP_TOOLS, DaemonProc
 
 
 def test_first_session_after_engram_stop_has_the_tools(claude_bin: Path, tmp_path: Path,
@@ -45,7 +45,7 @@ def test_first_session_after_engram_stop_has_the_tools(claude_bin: Path, tmp_pat
                      env={"ENGRAM_PYTHON": str(slow)}, timeout=120)
         assert run.returncode == 0, run.describe()
         assert offered and MCP_PREFIX + "store_memory" in offered[0], sorted(offered[0] if offered else [])
-        assert len([n for n in offered[0] if n.startswith(MCP_PREFIX)]) == 27
+        assert len([n for n in offered[0] if n.startswith(MCP_PREFIX)]) == len(MCP_TOOLS)
         # the tool call was held until the daemon was up, then stored
         answers = [b for r in mock_model.main_requests() for m in r["messages"] if isinstance(m.get("content"), list)
                    for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_result"]
