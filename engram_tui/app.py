@@ -274,7 +274,7 @@ class EngramApp(App[None]):
         self.load_demo()
 
     def action_help(self) -> None:
-        self.push_screen(HelpScreen())
+        self.push_screen(HelpScreen(self.current_mode))
 
     def run_screen_action(self, mode: str, action: str) -> None:
         """Palette entries: go to the pane, then run its action there."""

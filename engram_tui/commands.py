@@ -47,6 +47,21 @@ COMMANDS: list[tuple[str, str, str | None, str]] = [
 ]
 
 
+def key_for(mode: str, action: str | None) -> str:
+    """The key that runs ``action`` on pane ``mode`` (read from the bindings, so the palette never drifts);
+    for going to a pane, its digit."""
+    from .app import MODE_KEYS, EngramApp
+    from .screens.help import _key
+
+    if action is None:
+        return next((k for k, m in MODE_KEYS.items() if m == mode), "")
+    screen = EngramApp.MODES[mode]
+    for b in getattr(screen, "BINDINGS", []):
+        if getattr(b, "action", None) == action:
+            return _key(b)
+    return ""
+
+
 class EngramCommands(Provider):
     @property
     def engram(self) -> EngramApp:
@@ -58,8 +73,9 @@ class EngramCommands(Provider):
         for name, mode, action, help_text in COMMANDS:
             runnable = partial(app.action_mode, mode) if action is None else partial(app.run_screen_action, mode,
                                                                                        action)
-            out.append((name, runnable, help_text))
-        out.append(("App: help (key bindings)", app.action_help, "Every key binding"))
+            key = key_for(mode, action)
+            out.append((name, runnable, f"{key}  ·  {help_text}" if key else help_text))
+        out.append(("App: help (key bindings)", app.action_help, "?, f1  ·  Every key binding"))
         out.append(("App: load demo data", app.load_demo, "A separate demo project with a few hundred memories"))
         return out
 

@@ -18,7 +18,7 @@ from ..widgets.cards import memory_card
 from ..widgets.footer import PaneFooter
 from ..widgets.modebar import ModeBar
 from .base import ReloadingScreen
-from .dialogs import ConfirmScreen
+from .dialogs import ConfirmScreen, Editor
 
 
 class ConsolidationScreen(ReloadingScreen):
@@ -47,7 +47,7 @@ class ConsolidationScreen(ReloadingScreen):
             yield DataTable(id="consolidation-queue", cursor_type="row")
             yield VerticalScroll(id="consolidation-sources")
             with Horizontal(id="consolidation-proposal-row"):
-                yield TextArea("", id="consolidation-proposal", soft_wrap=True)
+                yield Editor("", id="consolidation-proposal", soft_wrap=True)
                 yield Static("", id="consolidation-result")
         yield PaneFooter()
 

@@ -15,6 +15,12 @@ from textual.widgets import Button, Input, Label, Static, TextArea
 from ..safe import markup
 
 
+class Editor(TextArea):
+    """The dialogs' text editor: ctrl+a selects all, as in every other editor."""
+
+    BINDINGS = [Binding("ctrl+a", "select_all", "Select all", show=False)]
+
+
 class ConfirmScreen(ModalScreen[bool]):
     """Yes/no (posting's pattern): focus starts on Yes, so enter or y confirms; n or escape cancels.
 
@@ -77,7 +83,7 @@ class EditMemoryScreen(ModalScreen[dict[str, Any] | None]):
         with Vertical(id="edit-dialog", classes="dialog"):
             yield Label("Edit memory", id="dialog-title")
             yield Label("Content")
-            yield TextArea(self.original["content"], id="edit-content", soft_wrap=True)
+            yield Editor(self.original["content"], id="edit-content", soft_wrap=True)
             yield Label("Tags (comma separated)")
             yield Input(", ".join(self.original["tags"]), id="edit-tags")
             yield Label("Importance (0–1)")
@@ -143,7 +149,7 @@ class TextPromptScreen(ModalScreen[str | None]):
             yield Label(self.title_text, id="dialog-title")
             if self.hint:
                 yield Static(Content(self.hint), classes="muted")
-            yield TextArea(self.text, id="prompt-text", soft_wrap=True)
+            yield Editor(self.text, id="prompt-text", soft_wrap=True)
             yield Static("", id="edit-error")
             with Horizontal(classes="dialog-buttons"):
                 yield Button(Content("Done [ctrl+s]"), id="save", variant="primary")

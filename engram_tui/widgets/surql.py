@@ -7,6 +7,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from textual.binding import Binding
 from textual.widgets import Static, TabbedContent, TabPane, TextArea
 
 from ..fmt import ms
@@ -26,7 +27,10 @@ def surql_language() -> tuple[Any, str] | None:
 
 
 class SurqlEditor(TextArea):
-    """A TextArea that speaks SurrealQL (falls back to plain text when the grammar is not installed)."""
+    """A TextArea that speaks SurrealQL (falls back to plain text when the grammar is not installed).
+    ctrl+a selects all (TextArea's own f6/f7 select line/all stay the editor's)."""
+
+    BINDINGS = [Binding("ctrl+a", "select_all", "Select all", show=False)]
 
     def __init__(self, text: str = "", **kwargs: Any) -> None:
         super().__init__(text, soft_wrap=False, show_line_numbers=True, tab_behavior="indent", **kwargs)
