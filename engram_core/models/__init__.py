@@ -51,6 +51,7 @@ from .memory import (
     Status,
     StatusChange,
     StoreResult,
+    WritePreview,
 )
 from .organise import (
     ENTITY_TYPES,
@@ -170,5 +171,6 @@ __all__ = [
     "Status",
     "StatusChange",
     "StoreResult",
+    "WritePreview",
     "UsageStat",
 ]
