@@ -8,6 +8,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
 from textual.widgets import DataTable, Header, Static
 
 from ..fmt import short, wall_age
@@ -19,6 +20,7 @@ from ..widgets.modebar import ModeBar
 from .base import ReloadingScreen
 from .dialogs import ConfirmScreen, TextPromptScreen
 
+LIST_LIMIT = 100  # the list shows the newest this many; the status gives the true total
 RESOLUTIONS = {"keep_a": "keep A (B is invalidated)", "keep_b": "keep B (A is invalidated)",
                "keep_both": "keep both (they do not really conflict)", "merge": "replace both by a merged statement"}
 
@@ -36,6 +38,7 @@ class ContradictionsScreen(ReloadingScreen):
         super().__init__()
         self.items: dict[str, Any] = {}
         self.current: Any | None = None
+        self.drafts: dict[str, str] = {}  # merged statements written and not yet applied, by contradiction
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -61,12 +64,20 @@ class ContradictionsScreen(ReloadingScreen):
         self.query_one("#contradictions-evidence").border_title = "Evidence"
 
     def load(self) -> None:
-        self.call_service("list", "list_contradictions", project=self.engram.project, status="open")
+        service, project = self.engram.service, self.engram.project
+
+        def fetch() -> tuple[list[Any], int]:
+            items = service.list_contradictions(project=project, status="open", limit=LIST_LIMIT)
+            # The list stops at its limit; the status line says how many there are in all.
+            return items, service.count_contradictions(project=project, status="open")
+
+        self.run_in_thread("list", fetch)
 
     def failed_list(self, message: ServiceFailed) -> bool:
         return False
 
-    def done_list(self, items: list[Any], _m: ServiceDone) -> None:
+    def done_list(self, result: tuple[list[Any], int], _m: ServiceDone) -> None:
+        items, total = result
         table = self.query_one("#contradictions-list", DataTable)
         table.clear()
         now = self.engram.now()
@@ -80,9 +91,13 @@ class ContradictionsScreen(ReloadingScreen):
                      short(visible(c.b.content), 50),
                      wall_age(c.detected_at, now, self.engram.mask_db_times))
             table.add_row(*(plain(x) for x in cells), key=cid)
+        total = max(total, len(self.items))
+        shown = f"[b]{total:,}[/]" if total == len(self.items) else f"[b]{len(self.items):,}[/] of [b]{total:,}[/]"
         self.query_one("#contradictions-status", Static).update(
-            f"[b]{len(self.items)}[/] open contradiction(s) · A keep A · B keep B · K keep both · M merge "
+            f"{shown} open contradiction(s) · A keep A · B keep B · K keep both · M merge "
             "· [dim]the loser is invalidated with a timestamp, never deleted[/]")
+        table.border_title = f"Open contradictions ({len(self.items):,} of {total:,})" if total > len(
+            self.items) else f"Open contradictions ({total:,})"
         if self.items:
             table.move_cursor(row=0)
             self._show(next(iter(self.items)))
@@ -112,14 +127,21 @@ class ContradictionsScreen(ReloadingScreen):
         if c is None:
             return
         if resolution == "merge":
-            seed = f"{c.a.content}\n{c.b.content}"
+            cid = str(c.id)
+            # A draft survives Cancel (in the editor or in the confirmation): M again picks it up.
+            seed = self.drafts.get(cid) or f"{c.a.content}\n{c.b.content}"
+
+            def keep(text: str) -> None:
+                self.drafts[cid] = text
 
             def merged(text: str | None) -> None:
                 if text:
+                    keep(text)
                     self._confirm(c, "merge", text)
 
             self.app.push_screen(TextPromptScreen("Merged statement", seed,
-                                                  "Write one statement that replaces both."), merged)
+                                                  "Write one statement that replaces both. "
+                                                  "Cancel keeps your draft for the next M.", on_cancel=keep), merged)
             return
         self._confirm(c, resolution, None)
 
@@ -129,9 +151,13 @@ class ContradictionsScreen(ReloadingScreen):
                 self.call_service("resolved", "resolve_contradiction", c.id, resolution,
                                   merged_content=merged, project=self.engram.project, context=resolution)
 
-        self.app.push_screen(ConfirmScreen(f"Resolve this contradiction: {RESOLUTIONS[resolution]}?",
-                                           title="Resolve contradiction"), go)
+        question: str | Content = f"Resolve this contradiction: {RESOLUTIONS[resolution]}?"
+        if merged is not None:
+            question = markup("Replace both by this merged statement?\n\n[b]$m[/]\n\n[dim]A and B are superseded "
+                              "(kept for audit). No keeps your draft: M opens it again.[/]", m=merged)
+        self.app.push_screen(ConfirmScreen(question, title="Resolve contradiction"), go)
 
-    def done_resolved(self, _result: Any, message: ServiceDone) -> None:
+    def done_resolved(self, result: Any, message: ServiceDone) -> None:
+        self.drafts.pop(str(getattr(result, "id", "")), None)
         self.notify(f"Resolved: {RESOLUTIONS[message.context]}", title="Engram")
         self.load()
