@@ -37,6 +37,7 @@ COMMANDS: list[tuple[str, str, str | None, str]] = [
     ("Consolidation: approve", "consolidation", "approve", "Approve the selected proposal (asks first)"),
     ("Consolidation: edit then approve", "consolidation", "edit", "Edit the proposed text"),
     ("Consolidation: reject", "consolidation", "reject", "Reject the selected proposal"),
+    ("Consolidation: run now", "consolidation", "consolidate", "Look for proposals now (asks first)"),
     ("Contradiction: keep A", "contradictions", "resolve('keep_a')", "B is invalidated (asks first)"),
     ("Contradiction: keep B", "contradictions", "resolve('keep_b')", "A is invalidated (asks first)"),
     ("Contradiction: keep both", "contradictions", "resolve('keep_both')", "Mark as not a real conflict"),

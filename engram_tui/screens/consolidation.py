@@ -20,6 +20,14 @@ from ..widgets.modebar import ModeBar
 from .base import ReloadingScreen
 from .dialogs import ConfirmScreen, Editor
 
+EMPTY_QUEUE = ("[b]Nothing waits for review.[/] Proposals arrive when:\n"
+               "  • a session ends: the pass it runs pairs near-duplicates and related memories and summarises "
+               "episodes;\n"
+               "  • the maintenance sweep finds memories decaying below 0.3 (the consolidate threshold);\n"
+               "  • the same knowledge recurs across projects (a promotion to user scope).\n"
+               "Low-risk proposals are applied at once; the others wait here.\n\n"
+               "Press [b]C[/] to run consolidation now (the pass an ended session runs).")
+
 
 class ConsolidationScreen(ReloadingScreen):
     # Focused as the screen is composed (not later, by on_mount): keys typed right after opening it land there.
@@ -31,6 +39,8 @@ class ConsolidationScreen(ReloadingScreen):
         Binding("escape", "leave_editor", "Done editing", show=False, id="consolidation.leave",
                 tooltip="Leave the proposal editor (your text is kept for the approval)"),
         Binding("R", "refresh", "Refresh", id="consolidation.refresh"),
+        Binding("C", "consolidate", "Consolidate now", id="consolidation.run",
+                tooltip="Run consolidation now: the pass an ended session runs (asks first)"),
     ]
 
     def __init__(self) -> None:
@@ -45,7 +55,8 @@ class ConsolidationScreen(ReloadingScreen):
         with Vertical(id="consolidation"):
             yield Static("", id="consolidation-status")
             yield DataTable(id="consolidation-queue", cursor_type="row")
-            yield VerticalScroll(id="consolidation-sources")
+            with VerticalScroll(id="consolidation-sources"):
+                yield Static(EMPTY_QUEUE, id="consolidation-empty")
             with Horizontal(id="consolidation-proposal-row"):
                 yield Editor("", id="consolidation-proposal", soft_wrap=True)
                 yield Static("", id="consolidation-result")
@@ -59,6 +70,7 @@ class ConsolidationScreen(ReloadingScreen):
                                   ("created", "Queued", 12)):
             table.add_column(label, key=key, width=width)
         self.query_one("#consolidation-sources").border_title = "Source memories"
+        self.query_one("#consolidation-empty").display = False  # until the queue is known to be empty
         self.query_one("#consolidation-proposal").border_title = "Proposed merged memory (e edits · esc done)"
         self.query_one("#consolidation-result").border_title = "Result"
 
@@ -91,7 +103,9 @@ class ConsolidationScreen(ReloadingScreen):
                      wall_age(it.created_at, now, self.engram.mask_db_times))
             table.add_row(*(plain(c) for c in cells), key=iid)
         self.query_one("#consolidation-status", Static).update(
-            f"[b]{len(self.items)}[/] pending consolidation(s) · a approve · e edit then approve · r reject")
+            f"[b]{len(self.items)}[/] pending consolidation(s) · a approve · e edit then approve · r reject"
+            " · C consolidate now" if self.items else
+            "[b]0[/] pending consolidations · C runs consolidation now (how proposals arrive: below)")
         if self.items:
             keep = str(self.current.id) if self.current is not None else None
             iid = keep if keep in self.items else next(iter(self.items))
@@ -100,7 +114,10 @@ class ConsolidationScreen(ReloadingScreen):
         else:
             self.current = None
             self._show_result()
-            self.query_one("#consolidation-sources").remove_children()
+            box = self.query_one("#consolidation-sources", VerticalScroll)
+            box.border_title = "Source memories"
+            box.remove_children(".source")
+            self.query_one("#consolidation-empty").display = True
             self.query_one("#consolidation-proposal", TextArea).text = ""
 
     @on(DataTable.RowHighlighted, "#consolidation-queue")
@@ -116,7 +133,8 @@ class ConsolidationScreen(ReloadingScreen):
         sources = list(it.sources)
         box = self.query_one("#consolidation-sources", VerticalScroll)
         box.border_title = f"Source memories ({len(sources)})"
-        box.remove_children()
+        box.remove_children(".source")
+        self.query_one("#consolidation-empty").display = False
         box.mount_all([Static(markup("[b]$n.[/] ", n=i + 1) + memory_card(m, now), classes="source")
                        for i, m in enumerate(sources)])
         box.scroll_home(animate=False)
@@ -133,6 +151,24 @@ class ConsolidationScreen(ReloadingScreen):
     def _show_result(self, proposal_meta: Content | None = None) -> None:
         parts = [p for p in (self.outcome, proposal_meta) if p]
         self.query_one("#consolidation-result", Static).update(Content("\n\n").join(parts))
+
+    def action_consolidate(self) -> None:
+        def go(ok: bool | None) -> None:
+            if ok:
+                self.query_one("#consolidation-status", Static).update("[b]consolidating…[/]")
+                self.call_service("consolidated", "reflect_and_consolidate", project=self.engram.project,
+                                  level="light")
+
+        self.app.push_screen(ConfirmScreen(
+            "Run consolidation now? It looks for near-duplicates, related memories and episodes to summarise in "
+            "this project, applies the low-risk proposals and queues the others here.",
+            title="Consolidate now", confirm_label="Consolidate", danger=False), go)
+
+    def done_consolidated(self, rep: Any, _m: ServiceDone) -> None:
+        queued = sum(rep.queued.values())
+        self.notify(f"Consolidation: {queued} proposal(s) found, {rep.auto_approved} applied automatically, "
+                    f"{rep.pending_review} waiting for review", title="Engram", timeout=8)
+        self.load()
 
     def action_edit(self) -> None:
         self.query_one("#consolidation-proposal", TextArea).focus()

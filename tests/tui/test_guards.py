@@ -141,3 +141,21 @@ async def test_a_merge_shows_the_merged_text_and_cancel_keeps_the_draft(size: tu
         await pilot.press("M")
         await settle(pilot)
         assert app.screen.query_one("#prompt-text").text == "edited again", "Cancel in the editor keeps it too"
+
+
+@pytest.mark.parametrize("size", SIZES, ids=IDS)
+async def test_an_empty_queue_says_how_proposals_arrive_and_runs_consolidation(
+        size: tuple[int, int], demo_service: Any, demo_env: DemoEnv) -> None:
+    for item in demo_service.list_consolidations(project=demo_env.project, status="pending"):
+        demo_service.reject_consolidation(item.id, project=demo_env.project, reason="test: an empty queue")
+    app = make_app(demo_service, demo_env)
+    async with app.run_test(size=size) as pilot:
+        await open_pane(pilot, "3")
+        empty = app.screen.query_one("#consolidation-empty").render().plain
+        assert "Proposals arrive when" in empty and "a session ends" in empty and "Press C" in empty
+        await pilot.press("C")
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmScreen)
+        await pilot.press("y")
+        await settle(pilot)
+        assert any("Consolidation:" in n.message and "proposal(s) found" in n.message for n in app._notifications)
