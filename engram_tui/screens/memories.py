@@ -32,6 +32,7 @@ from .dialogs import ConfirmScreen, EditMemoryScreen
 PAGE_SIZE = 200
 AGE_TICK_S = 10.0
 FILTER_DEBOUNCE_S = 0.12
+DETAIL_SETTLE_S = 0.08
 
 # column key → (label, list_memories order key or None when the database cannot sort by it). In the order shown:
 # what matters most first, so a narrow terminal still sees content, strength and status.
@@ -160,12 +161,14 @@ class MemoriesScreen(ServiceScreen):
         self.last_page_ms: float | None = None
         self.last_fill_ms: float | None = None
         self._filter_timer: Timer | None = None
+        self._detail_timer: Timer | None = None
         self._cursor_to: str | None = None  # where the next page puts the cursor: "top", "bottom", None (stays)
         self._turning = False  # a page turned by scrolling past the edge is on its way
         self._content_width = 46
         self._shown: list[str] = []
         self._narrow: bool | None = None
         self.pages_loaded = 0
+        self.searches_done = 0  # bench/tui.py and tests wait on these counters
 
     # ── layout ──────────────────────────────────────────────
     def compose(self) -> ComposeResult:
@@ -456,7 +459,11 @@ class MemoriesScreen(ServiceScreen):
             return
         if self.current is not None:
             detail.show(self.current, self.engram.now(), self.engram.mask_db_times)
-        self.load_detail(memory_id)
+        # The full detail (graph, retrievals: three calls) once the cursor rests: j held down or typed fast asks
+        # the daemon for the row it stops on, not for every row it passes (each answer costs the UI thread too).
+        if self._detail_timer is not None:
+            self._detail_timer.stop()
+        self._detail_timer = self.set_timer(DETAIL_SETTLE_S, lambda: self.load_detail(memory_id))
 
     def load_detail(self, memory_id: str) -> None:
         service = self.engram.service
@@ -573,6 +580,7 @@ class MemoriesScreen(ServiceScreen):
     def done_search(self, result: Any, _m: ServiceDone) -> None:
         if not self.search_text:
             return
+        self.searches_done += 1
         hits = list(result.hits)
         self.hits = {h.memory.id: h for h in hits}
         self.rows = {h.memory.id: h.memory for h in hits}
