@@ -11,15 +11,20 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.widgets import DataTable, Header, Static, TextArea
 
-from ..fmt import short, wall_age
+from ..fmt import wall_age
 from ..messages import ServiceDone, ServiceFailed
-from ..safe import lines, markup, plain, visible
+from ..safe import lines, markup
 from ..widgets.cards import memory_card
+from ..widgets.fit_table import Col, FitTable
 from ..widgets.footer import PaneFooter
 from ..widgets.modebar import ModeBar
 from .base import ReloadingScreen
 from .dialogs import ConfirmScreen, Editor
 
+# The proposal takes the spare width; Queued, then Risk go first on a narrow terminal.
+QUEUE_COLUMNS = [Col("reason", "Reason", 20), Col("priority", "Priority", 8), Col("risk", "Risk", 6, drop=1),
+                 Col("sources", "Sources", 7), Col("proposal", "Proposed memory", min_width=30),
+                 Col("created", "Queued", 12, drop=2)]
 EMPTY_QUEUE = ("[b]Nothing waits for review.[/] Proposals arrive when:\n"
                "  • a session ends: the pass it runs pairs near-duplicates and related memories and summarises "
                "episodes;\n"
@@ -54,7 +59,7 @@ class ConsolidationScreen(ReloadingScreen):
         yield ModeBar("consolidation")
         with Vertical(id="consolidation"):
             yield Static("", id="consolidation-status")
-            yield DataTable(id="consolidation-queue", cursor_type="row")
+            yield FitTable(QUEUE_COLUMNS, id="consolidation-queue")
             with VerticalScroll(id="consolidation-sources"):
                 yield Static(EMPTY_QUEUE, id="consolidation-empty")
             with Horizontal(id="consolidation-proposal-row"):
@@ -65,10 +70,6 @@ class ConsolidationScreen(ReloadingScreen):
     def on_mount(self) -> None:
         table = self.query_one("#consolidation-queue", DataTable)
         table.border_title = "Queue"
-        for key, label, width in (("reason", "Reason", 14), ("priority", "Priority", 8), ("risk", "Risk", 6),
-                                  ("sources", "Sources", 7), ("proposal", "Proposed memory", 80),
-                                  ("created", "Queued", 12)):
-            table.add_column(label, key=key, width=width)
         self.query_one("#consolidation-sources").border_title = "Source memories"
         self.query_one("#consolidation-empty").display = False  # until the queue is known to be empty
         self.query_one("#consolidation-proposal").border_title = "Proposed merged memory (e edits · esc done)"
@@ -86,22 +87,21 @@ class ConsolidationScreen(ReloadingScreen):
         return False
 
     def done_queue(self, items: list[Any], _m: ServiceDone) -> None:
-        table = self.query_one("#consolidation-queue", DataTable)
-        table.clear()
+        table = self.query_one("#consolidation-queue", FitTable)
         now = self.engram.now()
         self.items = {}
         # Highest priority first, ties in a stable order (the database does not promise one).
         ordered = sorted(items or [], key=lambda it: (-it.priority, it.reason,
                                                        sorted(str(m.id) for m in it.sources)))
+        rows = []
         for it in ordered:
             iid = str(it.id)
             self.items[iid] = it
             proposal = it.proposal
-            cells = (it.reason, f"{it.priority:.2f}",
-                     it.risk, len(it.sources),
-                     short(visible(proposal.content if proposal else ""), 78),
-                     wall_age(it.created_at, now, self.engram.mask_db_times))
-            table.add_row(*(plain(c) for c in cells), key=iid)
+            rows.append((iid, {"reason": it.reason, "priority": f"{it.priority:.2f}", "risk": it.risk,
+                               "sources": len(it.sources), "proposal": proposal.content if proposal else "",
+                               "created": wall_age(it.created_at, now, self.engram.mask_db_times)}))
+        table.set_rows(rows)
         self.query_one("#consolidation-status", Static).update(
             f"[b]{len(self.items)}[/] pending consolidation(s) · a approve · e edit then approve · r reject"
             " · C consolidate now" if self.items else

@@ -11,15 +11,18 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.widgets import DataTable, Header, Static
 
-from ..fmt import short, wall_age
+from ..fmt import wall_age
 from ..messages import ServiceDone, ServiceFailed
-from ..safe import markup, plain, visible
+from ..safe import markup
 from ..widgets.cards import memory_card
+from ..widgets.fit_table import Col, FitTable
 from ..widgets.footer import PaneFooter
 from ..widgets.modebar import ModeBar
 from .base import ReloadingScreen
 from .dialogs import ConfirmScreen, TextPromptScreen
 
+# A and B share the width; Detected goes first on a narrow terminal.
+LIST_COLUMNS = [Col("kind", "Kind", 14), Col("a", "A"), Col("b", "B"), Col("detected", "Detected", 12, drop=1)]
 LIST_LIMIT = 100  # the list shows the newest this many; the status gives the true total
 RESOLUTIONS = {"keep_a": "keep A (B is invalidated)", "keep_b": "keep B (A is invalidated)",
                "keep_both": "keep both (they do not really conflict)", "merge": "replace both by a merged statement"}
@@ -45,7 +48,7 @@ class ContradictionsScreen(ReloadingScreen):
         yield ModeBar("contradictions")
         with Vertical(id="contradictions"):
             yield Static("", id="contradictions-status")
-            yield DataTable(id="contradictions-list", cursor_type="row")
+            yield FitTable(LIST_COLUMNS, id="contradictions-list")
             with Horizontal(id="contradictions-sides"):
                 with VerticalScroll(id="side-a", classes="card"):
                     yield Static("", id="side-a-text")
@@ -57,8 +60,6 @@ class ContradictionsScreen(ReloadingScreen):
     def on_mount(self) -> None:
         table = self.query_one("#contradictions-list", DataTable)
         table.border_title = "Open contradictions"
-        for key, label, width in (("kind", "Kind", 14), ("a", "A", 52), ("b", "B", 52), ("detected", "Detected", 12)):
-            table.add_column(label, key=key, width=width)
         self.query_one("#side-a").border_title = "A"
         self.query_one("#side-b").border_title = "B"
         self.query_one("#contradictions-evidence").border_title = "Evidence"
@@ -78,19 +79,18 @@ class ContradictionsScreen(ReloadingScreen):
 
     def done_list(self, result: tuple[list[Any], int], _m: ServiceDone) -> None:
         items, total = result
-        table = self.query_one("#contradictions-list", DataTable)
-        table.clear()
+        table = self.query_one("#contradictions-list", FitTable)
         now = self.engram.now()
         self.items = {}
         ordered = sorted(items or [], key=lambda c: (c.kind, c.a.id,
                                                      str(c.b.id)))
+        rows = []
         for c in ordered:
             cid = str(c.id)
             self.items[cid] = c
-            cells = (c.kind, short(visible(c.a.content), 50),
-                     short(visible(c.b.content), 50),
-                     wall_age(c.detected_at, now, self.engram.mask_db_times))
-            table.add_row(*(plain(x) for x in cells), key=cid)
+            rows.append((cid, {"kind": c.kind, "a": c.a.content, "b": c.b.content,
+                               "detected": wall_age(c.detected_at, now, self.engram.mask_db_times)}))
+        table.set_rows(rows)
         total = max(total, len(self.items))
         shown = f"[b]{total:,}[/]" if total == len(self.items) else f"[b]{len(self.items):,}[/] of [b]{total:,}[/]"
         self.query_one("#contradictions-status", Static).update(

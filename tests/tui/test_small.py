@@ -154,3 +154,18 @@ def test_palette_entries_show_their_keys() -> None:
     assert key_for("memories", "focus_filter") == "/"
     assert key_for("contradictions", "resolve('keep_a')") == "A"
     assert key_for("decay", None) == "2"
+
+
+@pytest.mark.parametrize("size", SIZES, ids=["80x24", "160x48"])
+@pytest.mark.parametrize(("pane", "table_id", "text_cols"), [("3", "#consolidation-queue", ["proposal"]),
+                                                             ("4", "#contradictions-list", ["a", "b"])])
+async def test_queue_and_contradiction_lists_fit_the_width(size: tuple[int, int], pane: str, table_id: str,
+                                                           text_cols: list[str], demo_service: Any,
+                                                           demo_env: DemoEnv) -> None:
+    async with opened(size, demo_service, demo_env) as (app, pilot):
+        await press(pilot, pane)
+        t = app.screen.query_one(table_id, DataTable)
+        assert t.row_count > 0
+        assert t.virtual_size.width <= t.scrollable_content_region.width, "no column off-screen"
+        widths = {c.key.value: c.width for c in t.columns.values()}
+        assert all(widths[k] >= 20 for k in text_cols), widths
