@@ -36,3 +36,30 @@ def test_preview_counts_the_rows_a_write_would_touch(tmp_path: Path, embedder: A
         assert svc.count_contradictions(project=project) == len(svc.list_contradictions(project=project))
     finally:
         svc.close()
+
+
+def test_stats_counts_from_the_mirror_match_the_database(tmp_path: Path, embedder: Any) -> None:
+    """count_by counts the mirror (every memory but forgotten and superseded) plus an indexed query for those:
+    the same figures as GROUP BY over the whole table, which took ~3 s at 100k."""
+    from engram_core.models import MemoryIn, MemoryType, Status
+    from engram_core.service import EngramService
+
+    (tmp_path / "p" / ".git").mkdir(parents=True)
+    project = str(tmp_path / "p")
+    svc = EngramService(tmp_path / "home", embedder=embedder)
+    try:
+        types = [MemoryType.semantic, MemoryType.episodic, MemoryType.procedural]
+        mems = [r.memory for r in svc.store_many([MemoryIn(content=f"note {i} on the deploy pipeline step {i * 7}",
+                                                            memory_type=types[i % 3]) for i in range(12)],
+                                                 project=project)]
+        svc.set_status(mems[0].id, Status.archived, reason="test", project=project)
+        svc.set_status(mems[1].id, Status.superseded, reason="test", project=project)
+        svc.forget(mems[2].id, project=project, reason="test", erase=True, confirm=True)
+        store = svc.scopes.primary(project)
+        by_type = {r["memory_type"]: r["n"] for r in store.q1(
+            "SELECT memory_type, count() AS n FROM memory GROUP BY memory_type")}
+        by_status = {r["status"]: r["n"] for r in store.q1("SELECT status, count() AS n FROM memory GROUP BY status")}
+        assert store.count_by() == (12, by_type, by_status)
+        assert by_status.get("superseded") == 1 and by_status.get("forgotten") == 1
+    finally:
+        svc.close()
