@@ -284,7 +284,10 @@ class MemoriesScreen(ServiceScreen):
                 detail.query_one("#detail-fields").focus()
         else:
             target = focused
+        graph_was_shown = self.graph_shown()
         self.maximize(target, container=False)
+        if not graph_was_shown and self.graph_shown() and self.current_id:
+            self.load_detail(self.current_id)  # its graph column shows now
 
     # ── loading ─────────────────────────────────────────────
     def load_tree(self) -> None:
@@ -465,12 +468,22 @@ class MemoriesScreen(ServiceScreen):
             self._detail_timer.stop()
         self._detail_timer = self.set_timer(DETAIL_SETTLE_S, lambda: self.load_detail(memory_id))
 
+    def graph_shown(self) -> bool:
+        """Is the detail's entities-and-relations column on screen? (Below 110 columns only a maximised detail
+        shows it.)"""
+        return self.app.size.width >= NARROW_COLUMNS or self.maximized is self.query_one(DetailPane)
+
     def load_detail(self, memory_id: str) -> None:
         service = self.engram.service
+        # The knowledge graph is asked for only when its column shows: memory_graph takes seconds at 100k, and
+        # the daemon answers a client one request at a time (the next page would wait behind it).
+        names = ("memory_graph", "retrieval_history") if self.graph_shown() else ("retrieval_history",)
 
         def fetch() -> dict[str, Any]:
             out: dict[str, Any] = {"memory": service.get(memory_id)}
-            for name in ("memory_graph", "retrieval_history"):
+            if "memory_graph" not in names:
+                out["memory_graph_error"] = "[dim]z on the detail shows the entities and relations[/]"
+            for name in names:
                 try:
                     out[name] = getattr(service, name)(memory_id)
                 except Exception as exc:  # noqa: BLE001 - shown in the pane, the rest of the detail still works

@@ -123,6 +123,8 @@ async def test_z_maximises_the_detail_with_a_visible_focus(size: tuple[int, int]
         await press(pilot, "z")
         assert app.screen.maximized is app.screen.query_one("#detail")
         assert app.screen.query_one("#detail-history").display, "maximised, the detail shows every column"
+        graph = app.screen.query_one("#detail-graph-text").render().plain
+        assert "Relations" in graph and "z on the detail" not in graph, "the graph is loaded once it shows"
         await pilot.press("z")
         assert app.screen.maximized is None
 
@@ -169,3 +171,20 @@ async def test_queue_and_contradiction_lists_fit_the_width(size: tuple[int, int]
         assert t.virtual_size.width <= t.scrollable_content_region.width, "no column off-screen"
         widths = {c.key.value: c.width for c in t.columns.values()}
         assert all(widths[k] >= 20 for k in text_cols), widths
+
+
+async def test_a_narrow_detail_does_not_ask_for_the_graph_it_does_not_show(demo_service: Any,
+                                                                           demo_env: DemoEnv) -> None:
+    calls: list[str] = []
+    real = demo_service.memory_graph
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(args[0])
+        return real(*args, **kwargs)
+
+    demo_service.memory_graph = counted
+    async with opened((80, 24), demo_service, demo_env) as (app, pilot):
+        await press(pilot, "j", "j")
+        assert calls == [], "below 110 columns the graph column is hidden: not asked for"
+        await press(pilot, "tab", "z")
+        assert calls == [app.screen.current_id]
