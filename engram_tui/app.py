@@ -230,11 +230,11 @@ class EngramApp(App[None]):
     def connection_marker(self) -> str:
         """The header's standing answer to "is what I see current?": answering, waiting N s, the daemon
         restarted at HH:MM, or no answer (data from HH:MM, the last answer)."""
-        if self.waiting_s is not None and self.waiting_s >= 1:
+        waiting = self.waiting_s is not None and self.waiting_s >= 1
+        if self.conn_error is not None:  # the last call failed: say so while the next one waits (the bar times it)
+            return "✖ no answer" + (f" · data from {self.answered_at:%H:%M}" if self.answered_at else "")
+        if waiting:
             return f"◌ waiting {self.waiting_s:.0f} s"
-        if self.conn_error is not None:
-            since = f" · data from {self.answered_at:%H:%M}" if self.answered_at else ""
-            return "✖ no answer" + since
         if self.restarted_at is not None:
             return f"● answering · restarted at {self.restarted_at:%H:%M}"
         return "● answering" if self.answered_at or self.revision_seen is not None else "◌ connecting"

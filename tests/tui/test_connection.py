@@ -61,6 +61,12 @@ async def test_the_header_says_whether_the_data_is_current(size: tuple[int, int]
         assert await wait_for(pilot, lambda: "● answering" in header(app), 5), header(app)
         svc.down = True
         assert await wait_for(pilot, lambda: "✖ no answer · data from" in header(app), 6), header(app)
+        svc.gate.clear()  # a call that now waits does not hide that the last one got no answer
+        await pilot.press("R")
+        await pilot.pause(1.5)
+        assert "✖ no answer" in header(app), header(app)
+        svc.gate.set()
+        await settle(pilot)
         svc.down = False
         svc.daemon_process = object()  # the client started a new daemon
         assert await wait_for(pilot, lambda: "restarted at" in header(app), 6), header(app)
