@@ -30,7 +30,7 @@ UNLOCKED_API = frozenset({"run_query", "maintain"})
 READ_ONLY_METHODS = frozenset({
     "list_projects", "list_sessions", "get", "list_memories", "stats", "injection_context", "session_summary",
     "export_memories", "health", "revision", "list_consolidations", "list_contradictions", "memory_graph",
-    "retrieval_history", "settings_report"})
+    "retrieval_history", "settings_report", "count_contradictions", "preview_write"})
 _MARK = "__engram_api__"
 
 

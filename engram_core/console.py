@@ -10,7 +10,7 @@ from typing import Literal
 from . import guarded_query
 from .api import api
 from .core import MemoryCore
-from .models import QueryResult, QueryViolation, Scope
+from .models import QueryResult, QueryViolation, Scope, WritePreview
 from .redaction import redact, redact_text
 from .store import EngineRefused
 from .vocabulary import ScopeName
@@ -123,6 +123,32 @@ def _memory_rule(statements: list[str], allow_writes: bool) -> QueryViolation | 
                 return QueryViolation(statement_index=i, statement=stmt[:200], rule="memory-delete",
                                       message=f"statement {i + 1} {what}; {SOFT_DELETE}")
     return None
+
+
+@api
+def preview_write(core: MemoryCore, surql: str, scope: ScopeName = "project", project: str | None = None,
+                  session: str | None = None) -> list[WritePreview]:
+    """Before a console write runs: each statement that changes existing rows (UPDATE, UPSERT, DELETE), its
+    target, whether a WHERE bounds it, and how many rows it would touch now. The count is a read-only query
+    (``SELECT count() FROM target [WHERE condition]``) through ``run_query``: the validator and a VIEWER role,
+    so a statement misread here can only fail to count, never write."""
+    from .validator import write_shapes
+
+    out: list[WritePreview] = []
+    for shape in write_shapes(surql):
+        record = ":" in shape.target  # one record (memory:abc), not a whole table
+        count = f"SELECT count() FROM {shape.target}" + (f" WHERE {shape.where}" if shape.where else "") + " GROUP ALL"
+        result = run_query(core, count, scope=scope, project=project, session=session)
+        rows: int | None = None
+        error: str | None = None
+        if result.ok and result.statements:
+            found = result.statements[0].rows
+            rows = int(found[0].get("count", 0)) if found and isinstance(found[0], dict) else 0
+        else:
+            error = result.message or "the rows could not be counted"
+        out.append(WritePreview(index=shape.index, statement=shape.statement, verb=shape.verb, target=shape.target,
+                                bounded=record or shape.where is not None, rows=rows, error=error))
+    return out
 
 
 def _secret_in_write(statements: list[str]) -> QueryViolation | None:

@@ -86,6 +86,7 @@ class EngramService(MemoryCore):
     injection_context = injection.injection_context
     note_injected = injection.note_injected
     run_query = console.run_query
+    preview_write = console.preview_write
     export_memories = backup.export_memories
     restore_memories = backup.restore_memories
     health = health.health
@@ -134,6 +135,7 @@ class EngramService(MemoryCore):
     # tools with no module of their own (MCP)
     engram_explore = tools_support.engram_explore
     recall_skill = tools_support.recall_skill
+    # true totals for the queues (the lists stop at their limit)
 
 
 __all__ = ["API_METHODS", "UNLOCKED_API", "EmbeddingError", "EngramError", "EngramService", "NotFound", "StoreError",

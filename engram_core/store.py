@@ -1601,11 +1601,22 @@ class ScopeStore:
         self.refresh([key])
 
     def count_by(self) -> tuple[int, dict[str, int], dict[str, int]]:
-        by_type = self.q1("SELECT memory_type, count() AS n FROM memory GROUP BY memory_type")
-        by_status = self.q1("SELECT status, count() AS n FROM memory GROUP BY status")
-        t = {r["memory_type"]: r["n"] for r in by_type or []}
-        s = {r["status"]: r["n"] for r in by_status or []}
-        return sum(s.values()), t, s
+        """(total, per type, per status). The mirror holds every memory but the forgotten and superseded ones
+        (what list_memories pages through): those are counted here in Python, the rest by an indexed query.
+        Two GROUP BY over the whole table took ~3 s at 100,000 memories and held every other request meanwhile
+        (the TUI's scope tree asks for them as it opens)."""
+        t: dict[str, int] = {}
+        s: dict[str, int] = {}
+        with self._mirror_lock:
+            for lt in self.light.values():
+                t[lt.memory_type] = t.get(lt.memory_type, 0) + 1
+                s[lt.status] = s.get(lt.status, 0) + 1
+        rest = self.q1("SELECT memory_type, status, count() AS n FROM memory "
+                       "WHERE status IN ['forgotten', 'superseded'] GROUP BY memory_type, status")
+        for r in rest or []:
+            t[r["memory_type"]] = t.get(r["memory_type"], 0) + r["n"]
+            s[r["status"]] = s.get(r["status"], 0) + r["n"]
+        return sum(s.values()), dict(sorted(t.items())), dict(sorted(s.items()))
 
     def lifecycle_rows(self) -> list[dict[str, Any]]:
         """What the sweep plans from (lifecycle.Row fields but when each was archived: `archived_since`) for every

@@ -605,3 +605,42 @@ def check(surql: str, *, allow_writes: bool = False) -> Verdict:
     if not verdict.ok:
         raise ValidationError(verdict)
     return verdict
+
+
+@dataclass
+class WriteShape:
+    """One statement that changes existing rows (UPDATE, UPSERT, DELETE), as written: its target and its WHERE
+    condition (None: the statement touches every row of its target)."""
+
+    index: int  # among the statements ``validate`` reports (empty chunks dropped)
+    statement: str
+    verb: str
+    target: str
+    where: str | None
+
+
+_CHANGE = re.compile(r"\s*(UPDATE|UPSERT|DELETE)\s+(?:FROM\s+)?(?:ONLY\s+)?([^\s;]+)", re.IGNORECASE)
+_WHERE = re.compile(r"\bWHERE\b", re.IGNORECASE)
+_AFTER_WHERE = re.compile(r"\b(RETURN|TIMEOUT|PARALLEL|EXPLAIN)\b", re.IGNORECASE)
+
+
+def write_shapes(surql: str) -> list[WriteShape]:
+    """The statements of ``surql`` that change existing rows, with their target and condition (read with strings
+    and comments blanked, so a WHERE inside a string is not one). Others (reads, CREATE, INSERT, RELATE) are
+    left out."""
+    lexed = _lex(surql)
+    kept = [(s, e) for s, e in _split(surql, lexed) if lexed.code_view[s:e].strip()]
+    out: list[WriteShape] = []
+    for index, (start, end) in enumerate(kept):
+        view = lexed.code_view[start:end]
+        m = _CHANGE.match(view)
+        if m is None:
+            continue
+        target = surql[start + m.start(2): start + m.end(2)]
+        where = None
+        w = _WHERE.search(view, m.end())
+        if w is not None:
+            stop = _AFTER_WHERE.search(view, w.end())
+            where = surql[start + w.end(): start + (stop.start() if stop else len(view))].strip() or None
+        out.append(WriteShape(index, surql[start:end].strip(), m.group(1).upper(), target, where))
+    return out

@@ -96,6 +96,12 @@ class EngramApp(App[None]):
         self._calls_lock = threading.Lock()
         self._tokens = itertools.count(1)
         self.revision_seen: int | None = None
+        self.place = ""  # the header's project and source; the connection marker follows it
+        self.waiting_s: float | None = None  # how long the oldest slow call has waited
+        self.conn_error: str | None = None
+        self.answered_at: datetime | None = None  # wall time of the last answer (HH:MM in the header)
+        self.restarted_at: datetime | None = None
+        self._daemon_process = getattr(service, "daemon_process", None)
         self._polling = False
         self._outage = False
         self._keys: deque[events.Key] = deque()
@@ -160,8 +166,9 @@ class EngramApp(App[None]):
                 self.call_later(self._next_key)
 
     def on_mount(self) -> None:
-        self.sub_title = f"{Path(self.project).name if self.project else 'no project'}" + (
+        self.place = f"{Path(self.project).name if self.project else 'no project'}" + (
             f" · {self.source}" if self.source else "")
+        self._show_connection()
         self.switch_mode("memories")
         if self.offer_demo:
             self.check_empty()
@@ -207,13 +214,35 @@ class EngramApp(App[None]):
         now = time.monotonic()
         with self._calls_lock:
             slow = sorted((start, tag) for tag, start in self._calls.values() if now - start >= BUSY_AFTER_S)
-        text = ""
+        text = brief = ""
+        self.waiting_s = None
         if slow:
             start, tag = slow[0]
-            text = f"⏳ waiting for Engram: {tag} {now - start:.0f} s" + (f" (+{len(slow) - 1})" if len(slow) > 1 else "")
+            more = f" (+{len(slow) - 1})" if len(slow) > 1 else ""
+            self.waiting_s = now - start
+            text = f"⏳ waiting for Engram: {tag} {now - start:.0f} s" + more
+            brief = f"⏳ {tag} {now - start:.0f} s" + more  # 80 columns: the whole sign, not its first words
         if self.screen_stack:  # empty for a moment while modes switch
             for bar in self.screen.query(ModeBar):
-                bar.set_busy(text)
+                bar.set_busy(text, brief)
+        self._show_connection()
+
+    def connection_marker(self) -> str:
+        """The header's standing answer to "is what I see current?": answering, waiting N s, the daemon
+        restarted at HH:MM, or no answer (data from HH:MM, the last answer)."""
+        waiting = self.waiting_s is not None and self.waiting_s >= 1
+        if self.conn_error is not None:  # the last call failed: say so while the next one waits (the bar times it)
+            return "✖ no answer" + (f" · data from {self.answered_at:%H:%M}" if self.answered_at else "")
+        if waiting:
+            return f"◌ waiting {self.waiting_s:.0f} s"
+        if self.restarted_at is not None:
+            return f"● answering · restarted at {self.restarted_at:%H:%M}"
+        return "● answering" if self.answered_at or self.revision_seen is not None else "◌ connecting"
+
+    def _show_connection(self) -> None:
+        title = f"{self.place} · {self.connection_marker()}"
+        if title != self.sub_title:
+            self.sub_title = title
 
     def poll_revision(self) -> None:
         """Ask the service's change counter (one cheap call, only while a pane is shown); reload on a change."""
@@ -246,8 +275,23 @@ class EngramApp(App[None]):
             self.notify(f"{error} · q quits at once", title="Engram", severity="error", timeout=10)
             self.last_error = error
         if rev is None or service is not self.service:
+            if service is self.service:
+                self.conn_error = error
+                self._show_connection()
             return
         self._outage = False
+        self.conn_error = None
+        self.answered_at = datetime.now().astimezone()
+        # A daemon started again: the client started a new one (its process changed), or the change counter
+        # went back (another client or `engram serve` restarted it).
+        process = getattr(service, "daemon_process", None)
+        if (process is not None and process is not self._daemon_process) or (
+                self.revision_seen is not None and rev < self.revision_seen):
+            self.restarted_at = self.answered_at
+            self._daemon_process = process
+            self.notify(f"The Engram daemon was restarted ({self.restarted_at:%H:%M}); the panes reload",
+                        title="Engram", timeout=8)
+        self._show_connection()
         first = self.revision_seen is None
         changed = rev != self.revision_seen
         self.revision_seen = rev
@@ -274,7 +318,7 @@ class EngramApp(App[None]):
         self.load_demo()
 
     def action_help(self) -> None:
-        self.push_screen(HelpScreen())
+        self.push_screen(HelpScreen(self.current_mode))
 
     def run_screen_action(self, mode: str, action: str) -> None:
         """Palette entries: go to the pane, then run its action there."""
@@ -333,7 +377,8 @@ class EngramApp(App[None]):
         self.service = service
         self.project = report.project_root
         self.session = report.session_key
-        self.sub_title = f"{Path(self.project).name} · demo (own data root, remove: engram tui --remove-demo)"
+        self.place = f"{Path(self.project).name} · demo (own data root, remove: engram tui --remove-demo)"
+        self._show_connection()
         self.notify(f"Demo open: {report.total} memories. {report.organise}", timeout=8)
         for mode in MODE_KEYS.values():
             screen = self.get_screen_for_mode(mode)

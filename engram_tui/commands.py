@@ -37,6 +37,7 @@ COMMANDS: list[tuple[str, str, str | None, str]] = [
     ("Consolidation: approve", "consolidation", "approve", "Approve the selected proposal (asks first)"),
     ("Consolidation: edit then approve", "consolidation", "edit", "Edit the proposed text"),
     ("Consolidation: reject", "consolidation", "reject", "Reject the selected proposal"),
+    ("Consolidation: run now", "consolidation", "consolidate", "Look for proposals now (asks first)"),
     ("Contradiction: keep A", "contradictions", "resolve('keep_a')", "B is invalidated (asks first)"),
     ("Contradiction: keep B", "contradictions", "resolve('keep_b')", "A is invalidated (asks first)"),
     ("Contradiction: keep both", "contradictions", "resolve('keep_both')", "Mark as not a real conflict"),
@@ -45,6 +46,21 @@ COMMANDS: list[tuple[str, str, str | None, str]] = [
     ("Console: toggle writes", "console", "toggle_writes", "Allow writes (asks first)"),
     ("Injection: refresh", "injection", "refresh", "Recompute the SessionStart preview"),
 ]
+
+
+def key_for(mode: str, action: str | None) -> str:
+    """The key that runs ``action`` on pane ``mode`` (read from the bindings, so the palette never drifts);
+    for going to a pane, its digit."""
+    from .app import MODE_KEYS, EngramApp
+    from .screens.help import _key
+
+    if action is None:
+        return next((k for k, m in MODE_KEYS.items() if m == mode), "")
+    screen = EngramApp.MODES[mode]
+    for b in getattr(screen, "BINDINGS", []):
+        if getattr(b, "action", None) == action:
+            return _key(b)
+    return ""
 
 
 class EngramCommands(Provider):
@@ -58,8 +74,9 @@ class EngramCommands(Provider):
         for name, mode, action, help_text in COMMANDS:
             runnable = partial(app.action_mode, mode) if action is None else partial(app.run_screen_action, mode,
                                                                                        action)
-            out.append((name, runnable, help_text))
-        out.append(("App: help (key bindings)", app.action_help, "Every key binding"))
+            key = key_for(mode, action)
+            out.append((name, runnable, f"{key}  ·  {help_text}" if key else help_text))
+        out.append(("App: help (key bindings)", app.action_help, "?, f1  ·  Every key binding"))
         out.append(("App: load demo data", app.load_demo, "A separate demo project with a few hundred memories"))
         return out
 

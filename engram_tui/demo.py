@@ -2,7 +2,8 @@
 
 ``open_demo`` keeps the demo apart from the user's memories: its own data root (``$ENGRAM_HOME/demo`` by
 default, with its own user scope), opened in process (no daemon, so no maintenance sweep ever runs on it), built
-once and reopened as it was on every later load (``demo.json`` records when; the clock restarts from that moment),
+once and reopened as it was on every later load (``demo.json`` records when; its clock is the real now, so it
+keeps decaying like any store),
 and ``remove_demo`` deletes it (``engram tui --remove-demo``).
 
 ``engram tui --demo`` loads it so a newcomer sees every pane alive in one command; the TUI tests and the
@@ -185,8 +186,22 @@ def demo_project_dirs(base: Path) -> tuple[Path, Path]:
     return main, other
 
 
-def build_demo(service: Any, base: Path | str, now: datetime, *, seed: int = 7) -> DemoReport:
-    """Fill a demo project (and the user scope) under ``base`` through the service API; returns what it made."""
+RECALLS = [  # (days before now, query): what the agent looked up, and when: these memories were used
+    (21.0, "how are refunds processed"), (14.0, "idempotency key header"), (9.0, "run the test suite"),
+    (6.0, "money stored as integer cents"), (4.0, "stripe webhook signing secret"), (3.0, "create a migration"),
+    (2.0, "refunds amount validation"), (1.0, "redis idempotency keys ttl"), (0.5, "before committing lint"),
+    (0.2, "partial refunds"), (0.05, "database sessions dependency"),
+]
+
+
+def build_demo(service: Any, base: Path | str, now: datetime, *, seed: int = 7,
+               travel: Callable[[datetime], None] | None = None) -> DemoReport:
+    """Fill a demo project (and the user scope) under ``base`` through the service API; returns what it made.
+
+    ``travel`` sets the service's clock (the demo's own, in process). Given, the memories are stored with the
+    clock at their creation times, so each one was last used when it was created (ages from minutes to months), and
+    the agent's recalls (RECALLS) happen on their days: access counts and strengths differ, and the decay curves
+    tell the story. The clock is set back to ``now`` at the end."""
     rng = random.Random(seed)
     main_root, other_root = demo_project_dirs(Path(base))
     project = str(main_root)
@@ -233,8 +248,18 @@ def build_demo(service: Any, base: Path | str, now: datetime, *, seed: int = 7) 
                               importance=round(rng.uniform(0.6, 0.95), 2), created_at=at(rng.uniform(5, 200))))
 
     results = []
-    for start in range(0, len(items), 64):
-        results.extend(service.store_many(items[start:start + 64], project=project))
+    if travel is not None:
+        # Stored in the order they were made, the clock at each group's time: a memory's last use is (about) when
+        # it was created, so ages run from minutes to months.
+        items.sort(key=lambda it: it.created_at or now)
+        for start in range(0, len(items), 4):
+            group = items[start:start + 4]
+            travel(max(it.created_at or now for it in group))
+            results.extend(service.store_many(group, project=project))
+        travel(now)
+    else:
+        for start in range(0, len(items), 64):
+            results.extend(service.store_many(items[start:start + 64], project=project))
     mems = [r.memory for r in results]
 
     other = [MemoryIn(content=t, memory_type=m, scope=Scope.project, importance=0.6, created_at=at(30 + i))
@@ -255,6 +280,12 @@ def build_demo(service: Any, base: Path | str, now: datetime, *, seed: int = 7) 
                  created_at=now - timedelta(minutes=55)),
     ]
     sess_results = service.store_many(sess_items, project=project, session=session.session_key)
+    if travel is not None:
+        # The agent used some memories over the last weeks: each recall strengthens what it returns then.
+        for days, query in RECALLS:
+            travel(now - timedelta(days=days))
+            service.recall(query, project=project, session=session.session_key, limit=3)
+        travel(now)
 
     # Lifecycle: most project memories were used (active), old weak episodes archived, a few forgotten.
     by_type: dict[str, list] = {}
@@ -319,14 +350,17 @@ def build_demo(service: Any, base: Path | str, now: datetime, *, seed: int = 7) 
 DEMO_MARKER = "demo.json"
 
 
-class ResumedClock(Clock):
-    """Time that starts at ``at`` when created and then runs: a reopened demo looks as it did when built."""
+class DemoClock(Clock):
+    """The real time, except while the build sets it (``travel``): a demo's clock is always at the real now."""
 
-    def __init__(self, at: datetime) -> None:
-        self.offset = datetime.now(UTC) - at
+    def __init__(self) -> None:
+        self.at: datetime | None = None
+
+    def travel(self, at: datetime) -> None:
+        self.at = at
 
     def now(self) -> datetime:
-        return datetime.now(UTC) - self.offset
+        return self.at if self.at is not None else datetime.now(UTC)
 
 
 def demo_root(home: Path | str | None = None) -> Path:
@@ -365,8 +399,8 @@ def open_demo(root: Path, *, reset: bool = False, embedder: Any = None,
         except (OSError, ValueError):
             info = {}
     if info.get("state") == "ready":
-        built_at = datetime.fromisoformat(info["built_at"])
-        svc = EngramService(root / "home", embedder=embedder, clock=ResumedClock(built_at))
+        # The real now: a demo reopened a week later shows a week more decay, never times in the future.
+        svc = EngramService(root / "home", embedder=embedder, clock=Clock())
         report = DemoReport(**info["report"])
         return svc, report
     if root.exists():
@@ -375,10 +409,12 @@ def open_demo(root: Path, *, reset: bool = False, embedder: Any = None,
     _write_marker(marker, {"state": "building"})
     if progress:
         progress("Building the demo set (embedding a few hundred memories)…")
-    svc = EngramService(root / "home", embedder=embedder, clock=Clock())
+    clock = DemoClock()
+    svc = EngramService(root / "home", embedder=embedder, clock=clock)
     try:
         now = svc.now()
-        report = build_demo(svc, root / "projects", now)
+        report = build_demo(svc, root / "projects", now, travel=clock.travel)
+        clock.at = None
     except BaseException:
         svc.close()
         raise

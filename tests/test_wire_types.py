@@ -154,6 +154,7 @@ def scenario(call: Callable[..., Any], project: str) -> dict[str, Any]:
     c("run_query", surql="CREATE evolution_history SET key = 'wire_test', old_value = {v: 1}, "
                          "new_value = {v: 2}, reason = 'wire test'", scope="user", allow_writes=True)
     c("run_query", surql="SELECT id, content, created_at FROM memory LIMIT 2", project=p)
+    c("preview_write", surql="UPDATE memory SET importance = 0.5 WHERE importance > 2; DELETE memory;", project=p)
     c("evolution_history")
     c("rollback_evolution", steps=1)
     c("maintain_organisation", project=p)
@@ -167,6 +168,7 @@ def scenario(call: Callable[..., Any], project: str) -> dict[str, Any]:
     c("approve_consolidation", item_id=items[0].id, project=p)
     c("reject_consolidation", item_id=items[1].id, project=p)
     conflicts = c("list_contradictions", project=p)
+    c("count_contradictions", project=p)
     assert conflicts, "the scenario needs one contradiction (15 vs 60 minutes)"
     c("resolve_contradiction", contradiction_id=conflicts[0].id, resolution="keep_both", project=p)
     c("reopen_contradiction", contradiction_id=conflicts[0].id, project=p)

@@ -53,6 +53,7 @@ from .memory import (
     Status,
     StatusChange,
     StoreResult,
+    WritePreview,
 )
 from .organise import (
     ENTITY_TYPES,
@@ -180,5 +181,6 @@ __all__ = [
     "Status",
     "StatusChange",
     "StoreResult",
+    "WritePreview",
     "UsageStat",
 ]

@@ -337,6 +337,18 @@ class QueryResult(BaseModel):
     message: str = ""
 
 
+class WritePreview(BaseModel):
+    """A console statement that changes existing rows, before it runs: what it targets, whether a WHERE bounds
+    it, and how many rows match now (None when the count could not be taken; ``error`` says why)."""
+    index: int
+    statement: str
+    verb: str
+    target: str
+    bounded: bool
+    rows: int | None = None
+    error: str | None = None
+
+
 class FeedbackResult(BaseModel):
     log_id: str | None
     updated: bool

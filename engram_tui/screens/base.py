@@ -23,7 +23,8 @@ if TYPE_CHECKING:
     from ..app import EngramApp
 
 # Results of actions the person took: each one is reported (and undoable), however many run at once.
-ALWAYS_DELIVER = frozenset({"mutate", "undone", "approved", "after_approve", "rejected", "resolved"})
+ALWAYS_DELIVER = frozenset({"mutate", "undone", "approved", "after_approve", "rejected", "resolved",
+                            "consolidated"})
 
 
 class ServiceScreen(Screen[None]):

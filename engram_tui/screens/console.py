@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +22,17 @@ from ..widgets.footer import PaneFooter
 from ..widgets.modebar import ModeBar
 from ..widgets.surql import ResultsViewer, SurqlEditor
 from .base import ServiceScreen
-from .dialogs import ConfirmScreen
+from .dialogs import ConfirmScreen, TypedConfirmScreen
 
 EXAMPLE = ("SELECT memory_type, count() AS n FROM memory GROUP BY memory_type;\n"
            "SELECT content, importance FROM memory WHERE status = 'active' ORDER BY importance DESC LIMIT 5;\n")
 SCOPES = [("project", "project"), ("user", "user"), ("session", "session")]
+_AGENT_WORDING = re.compile(r"[Pp]ass allow_writes=true( if you mean to write)?")
+
+
+def tui_wording(message: str) -> str:
+    """The validator speaks to the agent ("pass allow_writes=true"); here the switch is F2."""
+    return _AGENT_WORDING.sub("press F2 (Allow writes) if you mean to write", message)
 
 
 class ConsoleScreen(ServiceScreen):
@@ -33,11 +40,9 @@ class ConsoleScreen(ServiceScreen):
     AUTO_FOCUS = "#console-editor"
     BINDINGS = [
         Binding("ctrl+r,f5", "run", "Run", id="console.run", tooltip="Run the statements (each gets a tab)"),
-        # priority: the editor (a TextArea) binds f6/f7 to select line/all, which would swallow them there.
-        Binding("f6", "toggle_writes", "Writes", id="console.writes", tooltip="Allow writes (asks first)",
-                priority=True),
-        Binding("f7", "focus_history", "History", id="console.history", tooltip="Pick a past query",
-                priority=True),
+        # Not f6/f7: those are the editor's select line / select all (TextArea), and stay the editor's.
+        Binding("f2", "toggle_writes", "Writes", id="console.writes", tooltip="Allow writes (asks first)"),
+        Binding("f3", "focus_history", "History", id="console.history", tooltip="Pick a past query"),
         Binding("escape", "focus_history", "Leave editor", show=False, id="console.leave",
                 tooltip="Leave the editor (then 1-6 switch panes)"),
         Binding("f8", "focus_editor", "Editor", show=False, id="console.editor"),
@@ -100,7 +105,7 @@ class ConsoleScreen(ServiceScreen):
             f"[b red]✗ refused[/] ({len(verdict.violations)} problem{'s' if len(verdict.violations) != 1 else ''})"]
         for v in verdict.violations[:4]:
             out.append(markup(f"  statement {v.statement_index + 1} · rule [b]$rule[/]: $msg", rule=v.rule,
-                              msg=v.message))
+                              msg=tui_wording(v.message)))
         hint = self._write_hint(text)
         if hint:
             out.append(markup("  [b]$hint[/]", hint=hint.strip(" ·")))
@@ -113,7 +118,7 @@ class ConsoleScreen(ServiceScreen):
 
         if self.allow_writes or not validate(text, allow_writes=True).ok:
             return ""
-        return " · this query writes: press F6 (or the Allow writes switch) to allow writes, then run it again"
+        return " · this query writes: press F2 (or the Allow writes switch) to allow writes, then run it again"
 
     # ── writes toggle ───────────────────────────────────────
     @on(Switch.Changed, "#console-writes")
@@ -154,19 +159,73 @@ class ConsoleScreen(ServiceScreen):
         verdict = self.last_verdict
         if verdict is not None and not verdict.ok:
             v = verdict.violations[0]
-            self.notify(f"Refused: statement {v.statement_index + 1} breaks rule {v.rule}: {v.message}"
-                        + self._write_hint(text), title="Validator", severity="error")
+            refusal = (f"Refused: statement {v.statement_index + 1} breaks rule {v.rule}: {tui_wording(v.message)}"
+                       + self._write_hint(text))
+            self.notify(refusal, title="Validator", severity="error")
+            # The results of an earlier run would read as this query's: they go.
+            viewer = self.query_one("#console-results", ResultsViewer)
+            viewer.show_message(markup("[b red]$r[/]", r=refusal))
+            viewer.border_title = "Results · refused, nothing ran"
             return
         if verdict is not None and verdict.has_writes:
-            def answered(ok: bool | None) -> None:
-                if ok:
-                    self._run(text)
-            self.app.push_screen(ConfirmScreen("This query writes. Run it?", title="Run a write query"), answered)
+            # Like k9s before a delete: say what will run and how many rows it touches, and ask (default No).
+            self.query_one("#console-results").border_title = "Results · counting the rows this write touches…"
+            self.call_service("preview", "preview_write", text, scope=str(self._scope()),
+                              project=self.engram.project, session=self.engram.session, context=text)
             return
         self._run(text)
 
+    def _scope(self) -> Any:
+        return self.query_one("#console-scope", Select).value
+
+    def done_preview(self, previews: list[Any], message: ServiceDone) -> None:
+        text = message.context
+        self.query_one("#console-results").border_title = "Results"
+        self._confirm_write(text, previews, None)
+
+    def failed_preview(self, message: ServiceFailed) -> bool:
+        self.query_one("#console-results").border_title = "Results"
+        self._confirm_write(message.context, [], message.text)
+        return True
+
+    def _confirm_write(self, text: str, previews: list[Any], error: str | None) -> None:
+        from engram_core.validator import validate
+
+        statements = validate(text, allow_writes=True).statements
+        by_index = {p.index: p for p in previews}
+        parts: list[Content | str] = [markup(f"Run this query against the [b]$scope[/] scope? It writes "
+                                             f"({len(statements)} statement{'s' if len(statements) != 1 else ''}):",
+                                             scope=str(self._scope())), ""]
+        for i, st in enumerate(statements):
+            p = by_index.get(i)
+            if p is None:
+                touch = "[dim]adds rows or reads[/]"
+            elif p.rows is None:
+                touch = markup("[yellow]rows not counted: $e[/]", e=p.error or "")
+            else:
+                touch = f"[b]{p.rows:,} row{'s' if p.rows != 1 else ''}[/] now match" + (
+                    "" if p.bounded else " · [b red]no WHERE: every row of the table[/]")
+            parts.append(markup(f"[b]{i + 1}.[/] $st", st=" ".join(st.split())[:300]))
+            parts.append(Content.from_markup(f"   → {touch}") if isinstance(touch, str) else Content("   → ") + touch)
+        if error:
+            parts += ["", markup("[yellow]The rows could not be counted: $e[/]", e=error)]
+        parts += ["", "[dim]Writes change memories directly, without undo.[/]"]
+        message = lines(*parts)
+        unbounded = [p for p in previews if not p.bounded and p.verb in ("DELETE", "UPDATE", "UPSERT")]
+
+        def answered(ok: bool | None) -> None:
+            if ok:
+                self._run(text)
+
+        if unbounded:
+            table = unbounded[0].target
+            self.app.push_screen(TypedConfirmScreen(message, table, title="Run an unbounded write"), answered)
+        else:
+            self.app.push_screen(ConfirmScreen(message, title="Run a write query", confirm_label="Run",
+                                               default_no=True), answered)
+
     def _run(self, text: str) -> None:
-        scope = self.query_one("#console-scope", Select).value
+        scope = self._scope()
         self._remember(text)
         self.query_one("#console-results").border_title = "Results · running…"
         self.call_service("query", "run_query", text, scope=str(scope), allow_writes=self.allow_writes,
@@ -175,18 +234,26 @@ class ConsoleScreen(ServiceScreen):
     def done_query(self, result: Any, _m: ServiceDone) -> None:
         statements = list(result.statements)
         viewer = self.query_one("#console-results", ResultsViewer)
+        if not result.ok and not statements:  # refused by the service (a secret in a write, the engine role)
+            viewer.show_message(markup("[b red]Refused:[/] $m", m=tui_wording(result.message)))
+            viewer.border_title = "Results · refused, nothing ran"
+            return
         viewer.show_results(statements, mask=self.engram.mask_db_times)
         # New tabs may take focus as they mount; keep it in the editor so the next edit is one keystroke away.
         self.call_after_refresh(self.query_one("#console-editor").focus)
         total = sum(s.time_ms for s in statements)
         errors = sum(1 for s in statements if s.error)
         rows = sum(len(s.rows) for s in statements)
-        viewer.border_title = (f"Results · {len(statements)} statement(s) · {rows} rows · {ms(total, self.engram.mask_db_times)}"
+        found = sum(max(s.row_count, len(s.rows)) for s in statements)
+        capped = any(s.truncated for s in statements)
+        shown = (f"first {rows:,} of {found:,} rows [b yellow](capped)[/]" if capped else f"{rows:,} rows")
+        viewer.border_title = (f"Results · {len(statements)} statement(s) · {shown} · {ms(total, self.engram.mask_db_times)}"
                                + (f" · [red]{errors} error(s)[/]" if errors else ""))
 
     def failed_query(self, message: ServiceFailed) -> bool:
         self.query_one("#console-results").border_title = "Results"
-        self.query_one("#console-verdict", Static).update(markup("[b red]query failed:[/] $e", e=message.text))
+        self.query_one("#console-verdict", Static).update(markup("[b red]query failed:[/] $e",
+                                                                 e=tui_wording(message.text)))
         return False
 
     # ── history ─────────────────────────────────────────────

@@ -11,14 +11,27 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.widgets import DataTable, Header, Static, TextArea
 
-from ..fmt import short, wall_age
+from ..fmt import wall_age
 from ..messages import ServiceDone, ServiceFailed
-from ..safe import lines, markup, plain, visible
+from ..safe import lines, markup
 from ..widgets.cards import memory_card
+from ..widgets.fit_table import Col, FitTable
 from ..widgets.footer import PaneFooter
 from ..widgets.modebar import ModeBar
 from .base import ReloadingScreen
-from .dialogs import ConfirmScreen
+from .dialogs import ConfirmScreen, Editor
+
+# The proposal takes the spare width; Queued, then Risk go first on a narrow terminal.
+QUEUE_COLUMNS = [Col("reason", "Reason", 20), Col("priority", "Priority", 8), Col("risk", "Risk", 6, drop=1),
+                 Col("sources", "Sources", 7), Col("proposal", "Proposed memory", min_width=30),
+                 Col("created", "Queued", 12, drop=2)]
+EMPTY_QUEUE = ("[b]Nothing waits for review.[/] Proposals arrive when:\n"
+               "  • a session ends: the pass it runs pairs near-duplicates and related memories and summarises "
+               "episodes;\n"
+               "  • the maintenance sweep finds memories decaying below 0.3 (the consolidate threshold);\n"
+               "  • the same knowledge recurs across projects (a promotion to user scope).\n"
+               "Low-risk proposals are applied at once; the others wait here.\n\n"
+               "Press [b]C[/] to run consolidation now (the pass an ended session runs).")
 
 
 class ConsolidationScreen(ReloadingScreen):
@@ -31,6 +44,8 @@ class ConsolidationScreen(ReloadingScreen):
         Binding("escape", "leave_editor", "Done editing", show=False, id="consolidation.leave",
                 tooltip="Leave the proposal editor (your text is kept for the approval)"),
         Binding("R", "refresh", "Refresh", id="consolidation.refresh"),
+        Binding("C", "consolidate", "Consolidate now", id="consolidation.run",
+                tooltip="Run consolidation now: the pass an ended session runs (asks first)"),
     ]
 
     def __init__(self) -> None:
@@ -44,21 +59,19 @@ class ConsolidationScreen(ReloadingScreen):
         yield ModeBar("consolidation")
         with Vertical(id="consolidation"):
             yield Static("", id="consolidation-status")
-            yield DataTable(id="consolidation-queue", cursor_type="row")
-            yield VerticalScroll(id="consolidation-sources")
+            yield FitTable(QUEUE_COLUMNS, id="consolidation-queue")
+            with VerticalScroll(id="consolidation-sources"):
+                yield Static(EMPTY_QUEUE, id="consolidation-empty")
             with Horizontal(id="consolidation-proposal-row"):
-                yield TextArea("", id="consolidation-proposal", soft_wrap=True)
+                yield Editor("", id="consolidation-proposal", soft_wrap=True)
                 yield Static("", id="consolidation-result")
         yield PaneFooter()
 
     def on_mount(self) -> None:
         table = self.query_one("#consolidation-queue", DataTable)
         table.border_title = "Queue"
-        for key, label, width in (("reason", "Reason", 14), ("priority", "Priority", 8), ("risk", "Risk", 6),
-                                  ("sources", "Sources", 7), ("proposal", "Proposed memory", 80),
-                                  ("created", "Queued", 12)):
-            table.add_column(label, key=key, width=width)
         self.query_one("#consolidation-sources").border_title = "Source memories"
+        self.query_one("#consolidation-empty").display = False  # until the queue is known to be empty
         self.query_one("#consolidation-proposal").border_title = "Proposed merged memory (e edits · esc done)"
         self.query_one("#consolidation-result").border_title = "Result"
 
@@ -74,24 +87,25 @@ class ConsolidationScreen(ReloadingScreen):
         return False
 
     def done_queue(self, items: list[Any], _m: ServiceDone) -> None:
-        table = self.query_one("#consolidation-queue", DataTable)
-        table.clear()
+        table = self.query_one("#consolidation-queue", FitTable)
         now = self.engram.now()
         self.items = {}
         # Highest priority first, ties in a stable order (the database does not promise one).
         ordered = sorted(items or [], key=lambda it: (-it.priority, it.reason,
                                                        sorted(str(m.id) for m in it.sources)))
+        rows = []
         for it in ordered:
             iid = str(it.id)
             self.items[iid] = it
             proposal = it.proposal
-            cells = (it.reason, f"{it.priority:.2f}",
-                     it.risk, len(it.sources),
-                     short(visible(proposal.content if proposal else ""), 78),
-                     wall_age(it.created_at, now, self.engram.mask_db_times))
-            table.add_row(*(plain(c) for c in cells), key=iid)
+            rows.append((iid, {"reason": it.reason, "priority": f"{it.priority:.2f}", "risk": it.risk,
+                               "sources": len(it.sources), "proposal": proposal.content if proposal else "",
+                               "created": wall_age(it.created_at, now, self.engram.mask_db_times)}))
+        table.set_rows(rows)
         self.query_one("#consolidation-status", Static).update(
-            f"[b]{len(self.items)}[/] pending consolidation(s) · a approve · e edit then approve · r reject")
+            f"[b]{len(self.items)}[/] pending consolidation(s) · a approve · e edit then approve · r reject"
+            " · C consolidate now" if self.items else
+            "[b]0[/] pending consolidations · C runs consolidation now (how proposals arrive: below)")
         if self.items:
             keep = str(self.current.id) if self.current is not None else None
             iid = keep if keep in self.items else next(iter(self.items))
@@ -100,7 +114,10 @@ class ConsolidationScreen(ReloadingScreen):
         else:
             self.current = None
             self._show_result()
-            self.query_one("#consolidation-sources").remove_children()
+            box = self.query_one("#consolidation-sources", VerticalScroll)
+            box.border_title = "Source memories"
+            box.remove_children(".source")
+            self.query_one("#consolidation-empty").display = True
             self.query_one("#consolidation-proposal", TextArea).text = ""
 
     @on(DataTable.RowHighlighted, "#consolidation-queue")
@@ -116,7 +133,8 @@ class ConsolidationScreen(ReloadingScreen):
         sources = list(it.sources)
         box = self.query_one("#consolidation-sources", VerticalScroll)
         box.border_title = f"Source memories ({len(sources)})"
-        box.remove_children()
+        box.remove_children(".source")
+        self.query_one("#consolidation-empty").display = False
         box.mount_all([Static(markup("[b]$n.[/] ", n=i + 1) + memory_card(m, now), classes="source")
                        for i, m in enumerate(sources)])
         box.scroll_home(animate=False)
@@ -133,6 +151,24 @@ class ConsolidationScreen(ReloadingScreen):
     def _show_result(self, proposal_meta: Content | None = None) -> None:
         parts = [p for p in (self.outcome, proposal_meta) if p]
         self.query_one("#consolidation-result", Static).update(Content("\n\n").join(parts))
+
+    def action_consolidate(self) -> None:
+        def go(ok: bool | None) -> None:
+            if ok:
+                self.query_one("#consolidation-status", Static).update("[b]consolidating…[/]")
+                self.call_service("consolidated", "reflect_and_consolidate", project=self.engram.project,
+                                  level="light")
+
+        self.app.push_screen(ConfirmScreen(
+            "Run consolidation now? It looks for near-duplicates, related memories and episodes to summarise in "
+            "this project, applies the low-risk proposals and queues the others here.",
+            title="Consolidate now", confirm_label="Consolidate", danger=False), go)
+
+    def done_consolidated(self, rep: Any, _m: ServiceDone) -> None:
+        queued = sum(rep.queued.values())
+        self.notify(f"Consolidation: {queued} proposal(s) found, {rep.auto_approved} applied automatically, "
+                    f"{rep.pending_review} waiting for review", title="Engram", timeout=8)
+        self.load()
 
     def action_edit(self) -> None:
         self.query_one("#consolidation-proposal", TextArea).focus()

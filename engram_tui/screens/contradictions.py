@@ -8,17 +8,22 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
 from textual.widgets import DataTable, Header, Static
 
-from ..fmt import short, wall_age
+from ..fmt import wall_age
 from ..messages import ServiceDone, ServiceFailed
-from ..safe import markup, plain, visible
+from ..safe import markup
 from ..widgets.cards import memory_card
+from ..widgets.fit_table import Col, FitTable
 from ..widgets.footer import PaneFooter
 from ..widgets.modebar import ModeBar
 from .base import ReloadingScreen
 from .dialogs import ConfirmScreen, TextPromptScreen
 
+# A and B share the width; Detected goes first on a narrow terminal.
+LIST_COLUMNS = [Col("kind", "Kind", 14), Col("a", "A"), Col("b", "B"), Col("detected", "Detected", 12, drop=1)]
+LIST_LIMIT = 100  # the list shows the newest this many; the status gives the true total
 RESOLUTIONS = {"keep_a": "keep A (B is invalidated)", "keep_b": "keep B (A is invalidated)",
                "keep_both": "keep both (they do not really conflict)", "merge": "replace both by a merged statement"}
 
@@ -36,13 +41,14 @@ class ContradictionsScreen(ReloadingScreen):
         super().__init__()
         self.items: dict[str, Any] = {}
         self.current: Any | None = None
+        self.drafts: dict[str, str] = {}  # merged statements written and not yet applied, by contradiction
 
     def compose(self) -> ComposeResult:
         yield Header()
         yield ModeBar("contradictions")
         with Vertical(id="contradictions"):
             yield Static("", id="contradictions-status")
-            yield DataTable(id="contradictions-list", cursor_type="row")
+            yield FitTable(LIST_COLUMNS, id="contradictions-list")
             with Horizontal(id="contradictions-sides"):
                 with VerticalScroll(id="side-a", classes="card"):
                     yield Static("", id="side-a-text")
@@ -54,35 +60,44 @@ class ContradictionsScreen(ReloadingScreen):
     def on_mount(self) -> None:
         table = self.query_one("#contradictions-list", DataTable)
         table.border_title = "Open contradictions"
-        for key, label, width in (("kind", "Kind", 14), ("a", "A", 52), ("b", "B", 52), ("detected", "Detected", 12)):
-            table.add_column(label, key=key, width=width)
         self.query_one("#side-a").border_title = "A"
         self.query_one("#side-b").border_title = "B"
         self.query_one("#contradictions-evidence").border_title = "Evidence"
 
     def load(self) -> None:
-        self.call_service("list", "list_contradictions", project=self.engram.project, status="open")
+        service, project = self.engram.service, self.engram.project
+
+        def fetch() -> tuple[list[Any], int]:
+            items = service.list_contradictions(project=project, status="open", limit=LIST_LIMIT)
+            # The list stops at its limit; the status line says how many there are in all.
+            return items, service.count_contradictions(project=project).open
+
+        self.run_in_thread("list", fetch)
 
     def failed_list(self, message: ServiceFailed) -> bool:
         return False
 
-    def done_list(self, items: list[Any], _m: ServiceDone) -> None:
-        table = self.query_one("#contradictions-list", DataTable)
-        table.clear()
+    def done_list(self, result: tuple[list[Any], int], _m: ServiceDone) -> None:
+        items, total = result
+        table = self.query_one("#contradictions-list", FitTable)
         now = self.engram.now()
         self.items = {}
         ordered = sorted(items or [], key=lambda c: (c.kind, c.a.id,
                                                      str(c.b.id)))
+        rows = []
         for c in ordered:
             cid = str(c.id)
             self.items[cid] = c
-            cells = (c.kind, short(visible(c.a.content), 50),
-                     short(visible(c.b.content), 50),
-                     wall_age(c.detected_at, now, self.engram.mask_db_times))
-            table.add_row(*(plain(x) for x in cells), key=cid)
+            rows.append((cid, {"kind": c.kind, "a": c.a.content, "b": c.b.content,
+                               "detected": wall_age(c.detected_at, now, self.engram.mask_db_times)}))
+        table.set_rows(rows)
+        total = max(total, len(self.items))
+        shown = f"[b]{total:,}[/]" if total == len(self.items) else f"[b]{len(self.items):,}[/] of [b]{total:,}[/]"
         self.query_one("#contradictions-status", Static).update(
-            f"[b]{len(self.items)}[/] open contradiction(s) · A keep A · B keep B · K keep both · M merge "
+            f"{shown} open contradiction(s) · A keep A · B keep B · K keep both · M merge "
             "· [dim]the loser is invalidated with a timestamp, never deleted[/]")
+        table.border_title = f"Open contradictions ({len(self.items):,} of {total:,})" if total > len(
+            self.items) else f"Open contradictions ({total:,})"
         if self.items:
             table.move_cursor(row=0)
             self._show(next(iter(self.items)))
@@ -112,14 +127,21 @@ class ContradictionsScreen(ReloadingScreen):
         if c is None:
             return
         if resolution == "merge":
-            seed = f"{c.a.content}\n{c.b.content}"
+            cid = str(c.id)
+            # A draft survives Cancel (in the editor or in the confirmation): M again picks it up.
+            seed = self.drafts.get(cid) or f"{c.a.content}\n{c.b.content}"
+
+            def keep(text: str) -> None:
+                self.drafts[cid] = text
 
             def merged(text: str | None) -> None:
                 if text:
+                    keep(text)
                     self._confirm(c, "merge", text)
 
             self.app.push_screen(TextPromptScreen("Merged statement", seed,
-                                                  "Write one statement that replaces both."), merged)
+                                                  "Write one statement that replaces both. "
+                                                  "Cancel keeps your draft for the next M.", on_cancel=keep), merged)
             return
         self._confirm(c, resolution, None)
 
@@ -129,9 +151,13 @@ class ContradictionsScreen(ReloadingScreen):
                 self.call_service("resolved", "resolve_contradiction", c.id, resolution,
                                   merged_content=merged, project=self.engram.project, context=resolution)
 
-        self.app.push_screen(ConfirmScreen(f"Resolve this contradiction: {RESOLUTIONS[resolution]}?",
-                                           title="Resolve contradiction"), go)
+        question: str | Content = f"Resolve this contradiction: {RESOLUTIONS[resolution]}?"
+        if merged is not None:
+            question = markup("Replace both by this merged statement?\n\n[b]$m[/]\n\n[dim]A and B are superseded "
+                              "(kept for audit). No keeps your draft: M opens it again.[/]", m=merged)
+        self.app.push_screen(ConfirmScreen(question, title="Resolve contradiction"), go)
 
-    def done_resolved(self, _result: Any, message: ServiceDone) -> None:
+    def done_resolved(self, result: Any, message: ServiceDone) -> None:
+        self.drafts.pop(str(getattr(result, "id", "")), None)
         self.notify(f"Resolved: {RESOLUTIONS[message.context]}", title="Engram")
         self.load()

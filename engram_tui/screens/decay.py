@@ -15,6 +15,7 @@ from textual_plotext import PlotextPlot
 from engram_core.scoring import THRESHOLDS, crossing_time, effective_half_life, memory_strength
 
 from ..fmt import age, exempt_from_decay, short, stamp
+from ..layout import NARROW_COLUMNS
 from ..messages import ServiceDone
 from ..safe import lines, markup, visible
 from ..widgets.footer import PaneFooter
@@ -59,6 +60,12 @@ class DecayScreen(ServiceScreen):
         self.agg: dict[str, Any] | None = None
         self.zoom = 1.0
         self._seen: tuple[Any, ...] | None = None
+        # The time axis stays put for a memory (and a zoom): a recall then visibly moves the curve and its
+        # crossings along the axis instead of the axis rescaling under them. (memory id, zoom, origin, x0, x1)
+        self._axis: tuple[str, float, datetime, float, float] | None = None
+        self.before: Any | None = None  # the memory as it was before a recall or feedback changed its strength
+        self.change_note: str = ""
+        self.plot_title = ""
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -91,6 +98,7 @@ class DecayScreen(ServiceScreen):
 
     def action_zoom(self, factor: float) -> None:
         self.zoom = min(16.0, max(1 / 16, self.zoom * factor))
+        self._axis = None
         self.draw_memory()
         self.draw_aggregates()
 
@@ -121,8 +129,30 @@ class DecayScreen(ServiceScreen):
         if seen == self._seen:
             return  # nothing moved: do not redraw (keeps the terminal quiet and snapshots stable)
         self._seen = seen
+        old = self.memory
+        if old is not None and old.id == m.id and (old.access_count, old.last_accessed_at, old.importance,
+                                                   old.half_life_days) != (m.access_count, m.last_accessed_at,
+                                                                           m.importance, m.half_life_days):
+            self.before = old
+            self.change_note = self._describe_change(old, m)
+            self.notify(f"Decay: {self.change_note}", title="Engram", timeout=6)
+        elif old is None or old.id != m.id:
+            self.before, self.change_note = None, ""
         self.memory = m
         self.draw_memory()
+
+    def _describe_change(self, old: Any, new: Any) -> str:
+        """What a recall (or a feedback, or an edit) did to the strength and the archive date."""
+        now = self.engram.now()
+        what = "recalled" if new.access_count > old.access_count else "changed"
+        out = (f"{what} at {now:%H:%M}: strength {float(old.memory_strength):.2f} → {float(new.memory_strength):.2f}, "
+               f"half-life {effective_half_life(old.half_life_days, old.access_count):.3g} d → "
+               f"{effective_half_life(new.half_life_days, new.access_count):.3g} d")
+        t_old, t_new = (crossing_time(x.importance, x.half_life_days, x.access_count, x.last_accessed_at,
+                                      THRESHOLDS["archive"]) for x in (old, new))
+        if t_old is not None and t_new is not None and t_new > now:
+            out += f", archive in {(t_old - now).total_seconds() / 86400:.1f} d → {(t_new - now).total_seconds() / 86400:.1f} d"
+        return out
 
     def load_aggregates(self) -> None:
         service = self.engram.service
@@ -162,21 +192,30 @@ class DecayScreen(ServiceScreen):
         imp, hl, acc, last = m.importance, m.half_life_days, m.access_count, \
             m.last_accessed_at
         crossings = {name: crossing_time(imp, hl, acc, last, t) for name, t in THRESHOLDS.items()}
-        future = [(c - now).total_seconds() / 86400 for c in crossings.values() if c is not None and c > now]
-        horizon = max([1.0, *future]) * 1.15 * self.zoom
-        past = min(max(0.0, (now - last).total_seconds() / 86400), horizon * 0.5)
-        xs = _span(-past, horizon)
-        plt.plot(xs, _curve(m, xs, now), label="strength", color="cyan", marker="hd")
+        origin, x0, x1 = self._axis_for(m, now, crossings)
+        xs = _span(x0, x1)
+        at = [origin + timedelta(days=x) for x in xs]
+        if self.before is not None:
+            b = self.before
+            plt.plot(xs, [memory_strength(b.importance, b.half_life_days, b.access_count, b.last_accessed_at, t)
+                          for t in at], color="gray", marker="hd")
+        plt.plot(xs, [memory_strength(imp, hl, acc, last, t) for t in at], color="cyan",
+                 marker="hd")
         for name, value in THRESHOLDS.items():
             plt.hline(value, THRESHOLD_COLORS[name])
-        plt.vline(0, "white")
+        plt.vline((now - origin).total_seconds() / 86400, "white")  # now: moves right as time passes
         plt.ylim(0, max(1.0, imp))
-        plt.xlabel("days from now (0 = now)")
-        plt.title(short(visible(m.content), 70))
+        plt.xlim(x0, x1)
+        plt.xlabel(f"days from {origin:%b %d %H:%M} (the white line is now)")
+        # Fitted to the plot's width: plotext leaves a title that does not fit blank (80×24).
+        self.plot_title = short(visible(m.content), max(20, (plot.size.width or 80) - 6))
+        plt.title(self.plot_title)
+        plot.border_subtitle = "grey: before the last recall" if self.before is not None else ""
         plot.refresh()
 
         # The crossings first: at 80×24 this box shows only its first few lines (the plot's title names the memory).
-        out: list[Content | str] = []
+        # What just changed comes first: a recall seen while watching is the news (at 80×24 the first lines show).
+        out: list[Content | str] = [markup("[b yellow]$n[/]", n=self.change_note), ""] if self.change_note else []
         pinned = exempt_from_decay(m)
         for name, value in THRESHOLDS.items():
             when = crossings[name]
@@ -202,6 +241,19 @@ class DecayScreen(ServiceScreen):
                 "[dim]+/- zoom the time axis.[/]"]
         info.update(lines(*out))
 
+    def _axis_for(self, m: Any, now: datetime, crossings: dict[str, datetime | None]) -> tuple[datetime, float, float]:
+        """The memory's time axis: set when it is first drawn (or zoomed), then kept while ``now`` is on it."""
+        axis = self._axis
+        if axis is not None and axis[0] == m.id and axis[1] == self.zoom:
+            _, _, origin, x0, x1 = axis
+            if x0 <= (now - origin).total_seconds() / 86400 <= x1:
+                return origin, x0, x1
+        future = [(c - now).total_seconds() / 86400 for c in crossings.values() if c is not None and c > now]
+        horizon = max([1.0, *future]) * 1.6 * self.zoom  # room for a recall to push the crossings right
+        past = min(max(0.0, (now - m.last_accessed_at).total_seconds() / 86400), horizon * 0.5)
+        self._axis = (m.id, self.zoom, now, -past, horizon)
+        return now, -past, horizon
+
     def draw_aggregates(self) -> None:
         for wid, key in (("#decay-types", "memory_type"), ("#decay-scopes", "scope")):
             plot = self.query_one(wid, PlotextPlot)
@@ -215,10 +267,16 @@ class DecayScreen(ServiceScreen):
             xs = _span(0.0, horizon)
             curves = aggregate(self.agg["memories"], key, self.agg["now"], horizon)
             colors = ["cyan", "green", "magenta", "yellow"]
+            legend = []
             for i, (group, ys) in enumerate(curves.items()):
                 n = sum(1 for m in self.agg["memories"]
                         if getattr(m, key).value == group)
-                plt.plot(xs, ys, label=f"{group} ({n})", color=colors[i % len(colors)], marker="hd")
+                color = colors[i % len(colors)]
+                # No plot legend: it covered the curves. The border names each line in its colour.
+                plt.plot(xs, ys, color=color, marker="hd")
+                name = group[:4] if self.app.size.width < NARROW_COLUMNS else group
+                legend.append(f"[{color}]━ {name} {n}[/]")
+            plot.border_title = f"Mean strength by {'type' if key == 'memory_type' else 'scope'} " + " ".join(legend)
             for name, value in THRESHOLDS.items():
                 plt.hline(value, THRESHOLD_COLORS[name])
             plt.ylim(0, 1)

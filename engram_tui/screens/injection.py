@@ -48,7 +48,7 @@ class InjectionScreen(ReloadingScreen):
         tokens, budget = p.tokens, p.budget
         status: Content | str = markup(
             f"SessionStart would inject [b]{tokens:,}[/] tokens of a {budget:,}-token budget "
-            f"({len(items)} memories) for [b]$where[/] now", where=self.app.sub_title or "this project")
+            f"({len(items)} memories) for [b]$where[/] now", where=getattr(self.app, "place", "") or "this project")
         if p.disabled:
             status = "[b yellow]Engram is disabled for this project[/]: nothing would be injected"
         self.query_one("#injection-status", Static).update(status)

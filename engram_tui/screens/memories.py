@@ -32,6 +32,7 @@ from .dialogs import ConfirmScreen, EditMemoryScreen
 PAGE_SIZE = 200
 AGE_TICK_S = 10.0
 FILTER_DEBOUNCE_S = 0.12
+DETAIL_SETTLE_S = 0.08
 
 # column key → (label, list_memories order key or None when the database cannot sort by it). In the order shown:
 # what matters most first, so a narrow terminal still sees content, strength and status.
@@ -46,10 +47,14 @@ COLUMNS: dict[str, tuple[str, str | None]] = {
     "last": ("Last access", "last_accessed_at"),
     "created": ("Created", "created_at"),
 }
-WIDTHS = {"strength": 11, "status": 12, "type": 10, "scope": 7, "importance": 4, "access": 3, "last": 11}
-CONTENT_MIN, CONTENT_MAX = 24, 90
+WIDTHS = {"strength": 10, "status": 12, "type": 10, "scope": 7, "importance": 4, "access": 3, "last": 11}
+# Which columns a narrow table drops first (content, strength and status stay): never a number cut in half.
+DROP_ORDER = ("scope", "access", "last", "importance", "type")
+CONTENT_MIN = 28
 SORTABLE = [k for k, (_, order) in COLUMNS.items() if order]
 SEARCH_COLUMNS = {"score": "Score", "fused": "Fused", "bm25": "BM25#", "vector": "Vec#"}
+# A search drops the store's bookkeeping before its ranks, and keeps the final score.
+SEARCH_DROP = ("scope", "access", "last", "fused", "vector", "bm25", "importance", "type")
 
 
 @dataclass(frozen=True)
@@ -65,6 +70,54 @@ class TableQuery:
     order: str = "created_at"
     descending: bool = True
     offset: int = 0
+
+
+class ListInput(Input):
+    """The filter and search boxes: down (like enter) goes back to the list, as in lazygit and k9s."""
+
+    BINDINGS = [Binding("down", "to_list", "Back to the list", show=False)]
+
+    def action_to_list(self) -> None:
+        screen = self.screen
+        if isinstance(screen, MemoriesScreen):
+            screen.to_list(commit=self.id == "filter")
+
+
+class MemoryTable(DataTable[Any]):
+    """The memory table: moving past the first or last row of the page turns the page (``turn_page``), and
+    ctrl+home / ctrl+end go to the first and last memory of all."""
+
+    def _turn(self, delta: int) -> bool:
+        screen = self.screen
+        edge = self.cursor_row >= self.row_count - 1 if delta > 0 else self.cursor_row <= 0
+        return edge and isinstance(screen, MemoriesScreen) and screen.turn_page(delta)
+
+    def _move(self, delta: int, action: str) -> None:
+        if not self._turn(delta):
+            getattr(DataTable, action)(self)
+
+    def action_cursor_down(self) -> None:
+        self._move(1, "action_cursor_down")
+
+    def action_cursor_up(self) -> None:
+        self._move(-1, "action_cursor_up")
+
+    def action_page_down(self) -> None:
+        self._move(1, "action_page_down")
+
+    def action_page_up(self) -> None:
+        self._move(-1, "action_page_up")
+
+    def _jump(self, end: bool) -> None:
+        screen = self.screen
+        if isinstance(screen, MemoriesScreen):
+            screen.action_jump(end)
+
+    def action_scroll_bottom(self) -> None:
+        self._jump(True)
+
+    def action_scroll_top(self) -> None:
+        self._jump(False)
 
 
 class MemoriesScreen(ServiceScreen):
@@ -108,10 +161,14 @@ class MemoriesScreen(ServiceScreen):
         self.last_page_ms: float | None = None
         self.last_fill_ms: float | None = None
         self._filter_timer: Timer | None = None
-        self._to_top = False
+        self._detail_timer: Timer | None = None
+        self._cursor_to: str | None = None  # where the next page puts the cursor: "top", "bottom", None (stays)
+        self._turning = False  # a page turned by scrolling past the edge is on its way
         self._content_width = 46
+        self._shown: list[str] = []
         self._narrow: bool | None = None
         self.pages_loaded = 0
+        self.searches_done = 0  # bench/tui.py and tests wait on these counters
 
     # ── layout ──────────────────────────────────────────────
     def compose(self) -> ComposeResult:
@@ -121,10 +178,12 @@ class MemoriesScreen(ServiceScreen):
             yield ScopeTree(id="scope-tree")
             with Vertical(id="browser-main"):
                 with Horizontal(id="searchbar"):
-                    yield Input(placeholder="Filter content as you type  (/)", id="filter")
-                    yield Input(placeholder="Hybrid search: the agent's recall, with scores  (s, enter)", id="search")
+                    # One line for both (compact inputs): at 80×24 the rows go to the memories.
+                    yield ListInput(placeholder="/ filter as you type (enter: to the list)", id="filter",
+                                    compact=True)
+                    yield ListInput(placeholder="s hybrid search (enter)", id="search", compact=True)
                 yield Static("", id="table-status")
-                yield DataTable(id="memory-table", cursor_type="row", zebra_stripes=True)
+                yield MemoryTable(id="memory-table", cursor_type="row", zebra_stripes=True)
                 yield DetailPane(id="detail")
         yield PaneFooter()
 
@@ -152,16 +211,15 @@ class MemoriesScreen(ServiceScreen):
         now = self.engram.now()
         for row_key in list(table.rows):
             m = self.rows.get(str(row_key.value).split("#", 1)[0])
-            if m is not None:
+            if m is not None and "last" in self._shown:
                 table.update_cell(row_key, "last", plain(age(m.last_accessed_at, now)))
 
-    def content_width(self, search: bool | None = None) -> int:
-        """The content column takes what the others leave (each column has 2 cells of padding)."""
+    def fit(self, search: bool | None = None) -> tuple[list[str], int]:
+        """The columns that fit the table's width now, and the content column's width (see ``fit_columns``)."""
         search = bool(self.search_text) if search is None else search
         table = self.query_one("#memory-table", DataTable)
-        avail = (table.size.width or 100) - 2
-        others = sum(WIDTHS.values()) + 2 * (len(WIDTHS) + 1) + (4 * 8 if search else 0)
-        return max(CONTENT_MIN, min(CONTENT_MAX, avail - others))
+        # The size is inside the border; the vertical scrollbar takes one cell of it.
+        return fit_columns((table.size.width or 100) - 1, search)
 
     def sort_title(self, search: bool) -> str:
         """The table's title says the order: the sorted column may be off-screen (80 columns) or not shown at all
@@ -175,13 +233,12 @@ class MemoriesScreen(ServiceScreen):
         table = self.query_one("#memory-table", DataTable)
         table.border_title = self.sort_title(search)
         table.clear(columns=True)
-        self._content_width = self.content_width(search)
-        if search:
-            for key, label in SEARCH_COLUMNS.items():
-                table.add_column(label, key=key, width=6)
-        for key, (label, order) in COLUMNS.items():
-            if key == "created":
+        self._shown, self._content_width = self.fit(search)
+        for key in self._shown:
+            if key in SEARCH_COLUMNS:
+                table.add_column(SEARCH_COLUMNS[key], key=key, width=6)
                 continue
+            label, order = COLUMNS[key]
             if order is not None and order == self.tq.order and not search:
                 label += " ↓" if self.tq.descending else " ↑"  # the sorted column is marked
             table.add_column(label, key=key, width=self._content_width if key == "content" else WIDTHS[key])
@@ -194,7 +251,7 @@ class MemoriesScreen(ServiceScreen):
         self.call_after_refresh(self._refit)
 
     def _refit(self) -> None:
-        if self.is_mounted and self.content_width() != self._content_width:
+        if self.is_mounted and self.fit() != (self._shown, self._content_width):
             self._set_columns(bool(self.search_text))
             self._refill()
 
@@ -222,10 +279,15 @@ class MemoriesScreen(ServiceScreen):
         focused = self.focused
         detail = self.query_one(DetailPane)
         if focused is None or focused.id not in ("memory-table", "scope-tree"):
-            target: Any = detail
+            target: Any = detail  # the detail, whichever of its columns has focus (it shows them all)
+            if focused is None or detail not in focused.ancestors:
+                detail.query_one("#detail-fields").focus()
         else:
             target = focused
+        graph_was_shown = self.graph_shown()
         self.maximize(target, container=False)
+        if not graph_was_shown and self.graph_shown() and self.current_id:
+            self.load_detail(self.current_id)  # its graph column shows now
 
     # ── loading ─────────────────────────────────────────────
     def load_tree(self) -> None:
@@ -266,8 +328,9 @@ class MemoriesScreen(ServiceScreen):
         tree.rebuild(result["projects"], result["sessions"], self.engram.project, fixed)
 
     def watch_tq(self, old: TableQuery, new: TableQuery) -> None:
-        # A new sort, filter or page starts at its first row (a refresh keeps the cursor where it was).
-        self._to_top = True
+        # A new sort, filter or page starts at its first row (a refresh keeps the cursor where it was); a page
+        # turned by scrolling up past the first row starts at its last.
+        self._cursor_to = self._cursor_to or "top"
         if (old.order, old.descending) != (new.order, new.descending) and not self.search_text:
             self._set_columns(search=False)  # the header marks the sorted column
         if not self.search_text:
@@ -276,7 +339,7 @@ class MemoriesScreen(ServiceScreen):
     def load_page(self) -> None:
         q = self.tq
         if q.scope == "project" and not q.project:
-            self.query_one("#table-status", Static).update(
+            self._status(
                 "[b]No project[/]: start the TUI inside a project or pass --project DIR")
             return
         self._page_t0 = time.perf_counter()
@@ -309,13 +372,13 @@ class MemoriesScreen(ServiceScreen):
     def failed_page(self, message: Any) -> bool:
         if not self.pages_loaded:
             self.load_tree()  # the tree may still work (another scope), and it reports its own failure
-        self.query_one("#table-status", Static).update(markup("[b red]Could not load memories:[/] $e", e=message.text))
+        self._status(markup("[b red]Could not load memories:[/] $e", e=message.text))
         return False
 
     def _fill(self, items: list[Any], hits: list[Any] | None) -> None:
         table = self.query_one("#memory-table", DataTable)
-        keep = None if self._to_top else self.current_id
-        self._to_top = False
+        to, self._cursor_to, self._turning = self._cursor_to, None, False
+        keep = None if to else self.current_id
         table.clear()
         now = self.engram.now()
         width = self._content_width
@@ -328,19 +391,24 @@ class MemoriesScreen(ServiceScreen):
             content = short(visible(m.content), width)
             if m.pinned:
                 content = "📌" + short(visible(m.content), width - 2)
-            row: list[Any] = []
+            cells: dict[str, Any] = {
+                "content": content,
+                "strength": Text(f"{strength_bar(strength, 5)} {strength:.2f}", style=_strength_style(strength)),
+                "status": Text(status, style=_status_style(status)), "type": mtype, "scope": scope,
+                "importance": f"{m.importance:.2f}", "access": str(m.access_count),
+                "last": age(m.last_accessed_at, now)}
             if hits is not None:
                 sc = hits[i].scores
-                row += [f"{sc.final:.3f}", f"{sc.fused:.3f}",
-                        str(sc.bm25_rank or "—"), str(sc.vector_rank or "—")]
-            row += [content, Text(f"{strength_bar(strength, 5)} {strength:.2f}", style=_strength_style(strength)),
-                    Text(status, style=_status_style(status)), mtype, scope,
-                    f"{m.importance:.2f}", str(m.access_count),
-                    age(m.last_accessed_at, now)]
+                cells |= {"score": f"{sc.final:.3f}", "fused": f"{sc.fused:.3f}",
+                          "bm25": str(sc.bm25_rank or "—"), "vector": str(sc.vector_rank or "—")}
+            row = [cells[k] for k in self._shown]
             key = mid if mid not in table.rows else f"{mid}#{i}"
             table.add_row(*(c if isinstance(c, Text) else plain(c) for c in row), key=key)
         if keep is not None and keep in table.rows:
             table.move_cursor(row=table.get_row_index(keep))
+        elif items and to == "bottom":
+            table.move_cursor(row=len(items) - 1)
+            self._select(items[-1].id)
         elif items:
             table.move_cursor(row=0)
             self._select(items[0].id)
@@ -354,21 +422,31 @@ class MemoriesScreen(ServiceScreen):
             where.append(q.memory_type)
         if q.status:
             where.append(q.status)
+        table = self.query_one("#memory-table", DataTable)
+        row = q.offset + table.cursor_row + 1 if self.total and table.row_count else 0
         first = q.offset + 1 if self.total else 0
         last = min(q.offset + PAGE_SIZE, self.total)
-        pages = max(1, -(-self.total // PAGE_SIZE))
-        self.query_one("#table-status", Static).update(markup(
-            f"[b]$where[/] · {first:,}–{last:,} of [b]{self.total:,}[/] · page "
-            f"{q.offset // PAGE_SIZE + 1}/{pages}"
-            + (" · filter [b]$filt[/]" if q.text else "")
+        filt = " · filter [b]$filt[/]" if q.text else ""
+        self._status(markup(
+            f"[b]$where[/] · row {row:,} of [b]{self.total:,}[/] · rows {first:,}–{last:,} loaded" + filt
             + (f" · [dim]{len(self.undo)} undoable[/]" if len(self.undo) else ""),
-            where=" / ".join(where), filt=repr(q.text)))
+            where=" / ".join(where), filt=repr(q.text)),
+            markup(f"$where · {row:,} of {self.total:,}" + filt, where=" / ".join(where), filt=repr(q.text)))
+
+    def _status(self, text: str | Content, brief: str | Content | None = None) -> None:
+        """The line above the table; on a short terminal (where that line gives its row to the memories) the
+        table's bottom border says it (``brief``, when the whole does not fit there)."""
+        self.query_one("#table-status", Static).update(text)
+        table = self.query_one("#memory-table", DataTable)
+        table.border_subtitle = brief if brief is not None else text
 
     # ── selection → detail ──────────────────────────────────
     @on(DataTable.RowHighlighted, "#memory-table")
     def _row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.row_key is None or event.row_key.value is None:
             return
+        if not self.search_text and self.pages_loaded:
+            self._update_status()
         self._select(event.row_key.value.split("#", 1)[0])
 
     def _select(self, memory_id: str | None) -> None:
@@ -384,14 +462,28 @@ class MemoriesScreen(ServiceScreen):
             return
         if self.current is not None:
             detail.show(self.current, self.engram.now(), self.engram.mask_db_times)
-        self.load_detail(memory_id)
+        # The full detail (graph, retrievals: three calls) once the cursor rests: j held down or typed fast asks
+        # the daemon for the row it stops on, not for every row it passes (each answer costs the UI thread too).
+        if self._detail_timer is not None:
+            self._detail_timer.stop()
+        self._detail_timer = self.set_timer(DETAIL_SETTLE_S, lambda: self.load_detail(memory_id))
+
+    def graph_shown(self) -> bool:
+        """Is the detail's entities-and-relations column on screen? (Below 110 columns only a maximised detail
+        shows it.)"""
+        return self.app.size.width >= NARROW_COLUMNS or self.maximized is self.query_one(DetailPane)
 
     def load_detail(self, memory_id: str) -> None:
         service = self.engram.service
+        # The knowledge graph is asked for only when its column shows: memory_graph takes seconds at 100k, and
+        # the daemon answers a client one request at a time (the next page would wait behind it).
+        names = ("memory_graph", "retrieval_history") if self.graph_shown() else ("retrieval_history",)
 
         def fetch() -> dict[str, Any]:
             out: dict[str, Any] = {"memory": service.get(memory_id)}
-            for name in ("memory_graph", "retrieval_history"):
+            if "memory_graph" not in names:
+                out["memory_graph_error"] = "[dim]z on the detail shows the entities and relations[/]"
+            for name in names:
                 try:
                     out[name] = getattr(service, name)(memory_id)
                 except Exception as exc:  # noqa: BLE001 - shown in the pane, the rest of the detail still works
@@ -463,6 +555,21 @@ class MemoriesScreen(ServiceScreen):
         if value != self.tq.text:
             self.tq = replace(self.tq, text=value, offset=0)
 
+    @on(Input.Submitted, "#filter")
+    def _filter_submitted(self, event: Input.Submitted) -> None:
+        self.to_list(commit=True)
+
+    def to_list(self, commit: bool) -> None:
+        """Enter or down in the filter: the filter applies now (no debounce wait) and the list takes the keys."""
+        if commit:
+            if self._filter_timer is not None:
+                self._filter_timer.stop()
+                self._filter_timer = None
+            value = self.query_one("#filter", Input).value.strip()
+            if value != self.tq.text:
+                self._apply_filter(value)
+        self.query_one("#memory-table", DataTable).focus()
+
     @on(Input.Submitted, "#search")
     def _search(self, event: Input.Submitted) -> None:
         text = event.value.strip()
@@ -470,8 +577,8 @@ class MemoriesScreen(ServiceScreen):
             self.action_clear_search()
             return
         self.search_text = text
-        self.query_one("#table-status", Static).update(markup("searching for [b]$t[/]…", t=repr(text)))
-        self._to_top = True
+        self._status(markup("searching for [b]$t[/]…", t=repr(text)))
+        self._cursor_to = "top"
         self._recall()
         self.query_one("#memory-table", DataTable).focus()
 
@@ -486,13 +593,14 @@ class MemoriesScreen(ServiceScreen):
     def done_search(self, result: Any, _m: ServiceDone) -> None:
         if not self.search_text:
             return
+        self.searches_done += 1
         hits = list(result.hits)
         self.hits = {h.memory.id: h for h in hits}
         self.rows = {h.memory.id: h.memory for h in hits}
         self._set_columns(search=True)
         self._fill([h.memory for h in hits], hits=hits)
         degraded = result.degraded
-        self.query_one("#table-status", Static).update(markup(
+        self._status(markup(
             f"[b]recall[/] $q · {len(hits)} hits · $strategy · "
             f"{ms(result.took_ms, self.engram.mask_db_times)} · ranks: BM25# and Vec# per list, Score = final"
             + (" · [yellow]$degraded[/]" if degraded else "") + " · [dim]esc: back to the list[/]",
@@ -547,6 +655,33 @@ class MemoriesScreen(ServiceScreen):
         offset = self.tq.offset + delta * PAGE_SIZE
         if 0 <= offset < max(self.total, 1):
             self.tq = replace(self.tq, offset=offset)
+
+    def turn_page(self, delta: int) -> bool:
+        """Scrolling past the first or last row of the page shown fetches the page before or after it, so the
+        table scrolls through every memory (the cursor lands on the row next to where it was)."""
+        if self.search_text or self._turning:
+            return self._turning
+        offset = self.tq.offset + delta * PAGE_SIZE
+        if not 0 <= offset < self.total:
+            return False
+        self._turning = True
+        self._cursor_to = "top" if delta > 0 else "bottom"
+        self.tq = replace(self.tq, offset=offset)
+        return True
+
+    def action_jump(self, end: bool) -> None:
+        """g / G on the table: the first or the last memory of all, not of the page shown."""
+        table = self.query_one("#memory-table", DataTable)
+        if self.focused is not table or self.search_text:
+            super().action_jump(end)
+            return
+        offset = ((max(self.total, 1) - 1) // PAGE_SIZE) * PAGE_SIZE if end else 0
+        if offset == self.tq.offset:
+            super().action_jump(end)
+            return
+        self._cursor_to = "bottom" if end else "top"
+        self._turning = True
+        self.tq = replace(self.tq, offset=offset)
 
     def action_refresh(self) -> None:
         self.refresh_all()
@@ -678,6 +813,27 @@ class MemoriesScreen(ServiceScreen):
     def leave(self) -> None:
         """The screen is being left: changes made here can no longer be undone."""
         self.undo.clear()
+
+
+def fit_columns(avail: int, search: bool) -> tuple[list[str], int]:
+    """Which columns fit ``avail`` cells, in the order shown, and the content column's width.
+
+    Every column has a fixed width plus 2 cells of padding; the content column takes what the others leave. When
+    it would get fewer than CONTENT_MIN cells, whole columns go (DROP_ORDER, SEARCH_DROP): a number is
+    never cut, and nothing needs a horizontal scrollbar."""
+    keys = [k for k in COLUMNS if k != "created"]
+    extra = list(SEARCH_COLUMNS) if search else []
+    drops = SEARCH_DROP if search else DROP_ORDER
+
+    def others(shown: list[str]) -> int:
+        return sum((6 if k in SEARCH_COLUMNS else WIDTHS[k]) + 2 for k in shown if k != "content") + 2
+
+    shown = extra + keys
+    for key in drops:
+        if avail - others(shown) >= CONTENT_MIN:
+            break
+        shown.remove(key)
+    return shown, max(CONTENT_MIN if avail >= CONTENT_MIN + 2 else 8, avail - others(shown))
 
 
 def _status_style(status: str) -> str:

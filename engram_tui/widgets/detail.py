@@ -17,7 +17,10 @@ SELECT = "[dim]Select a memory in the table.[/]"
 
 
 class DetailPane(Horizontal):
-    """Three columns; ``show`` fills them from a Memory (plus graph and retrieval history when known)."""
+    """Three columns; ``show`` fills them from a Memory (plus graph and retrieval history when known).
+    Each column takes focus (an accent border) and scrolls with j/k; z maximises the whole detail."""
+
+    ALLOW_MAXIMIZE = True
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="detail-fields", classes="detail-col"):

@@ -20,6 +20,7 @@ class ModeBar(Static):
         super().__init__(classes="modebar")
         self.current = current
         self.busy = ""
+        self.brief = ""
 
     def on_mount(self) -> None:
         self._render_bar()
@@ -27,9 +28,10 @@ class ModeBar(Static):
     def on_resize(self) -> None:
         self._render_bar()
 
-    def set_busy(self, text: str) -> None:
-        if text != self.busy:
-            self.busy = text
+    def set_busy(self, text: str, brief: str = "") -> None:
+        """``brief``: the same sign for 80 columns."""
+        if (text, brief) != (self.busy, self.brief):
+            self.busy, self.brief = text, brief
             self._render_bar()
 
     def _render_bar(self) -> None:
@@ -43,7 +45,7 @@ class ModeBar(Static):
                 parts.append(f"[@click=app.mode('{mode}')]{text}[/]")
         bar = Content.from_markup(" ".join(parts))
         if self.busy:
-            bar += Content.from_markup("  [b $warning]$busy[/]", busy=self.busy)
+            bar += Content.from_markup("  [b $warning]$busy[/]", busy=(self.brief or self.busy) if narrow else self.busy)
         elif not narrow:
             bar += Content.from_markup(HINT)
         else:

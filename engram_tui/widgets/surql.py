@@ -7,6 +7,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from textual.binding import Binding
 from textual.widgets import Static, TabbedContent, TabPane, TextArea
 
 from ..fmt import ms
@@ -26,7 +27,10 @@ def surql_language() -> tuple[Any, str] | None:
 
 
 class SurqlEditor(TextArea):
-    """A TextArea that speaks SurrealQL (falls back to plain text when the grammar is not installed)."""
+    """A TextArea that speaks SurrealQL (falls back to plain text when the grammar is not installed).
+    ctrl+a selects all (TextArea's own f6/f7 select line/all stay the editor's)."""
+
+    BINDINGS = [Binding("ctrl+a", "select_all", "Select all", show=False)]
 
     def __init__(self, text: str = "", **kwargs: Any) -> None:
         super().__init__(text, soft_wrap=False, show_line_numbers=True, tab_behavior="indent", **kwargs)
@@ -63,7 +67,9 @@ class ResultsViewer(TabbedContent):
             rows = st.rows
             cols = list(st.columns)
             took = st.time_ms
-            label = f"{i}: {'error' if error else f'{len(rows)} rows'}" + f" · {ms(took, mask)}"
+            count = (f"first {len(rows):,} of {st.row_count:,} rows (capped)" if st.truncated
+                     else f"{len(rows):,} rows")
+            label = f"{i}: {'error' if error else count}" + f" · {ms(took, mask)}"
             if error:
                 body: Any = Static(markup("[b red]$error[/]\n\n[dim]$sql[/]", error=error, sql=st.sql),
                                    classes="result-error")
@@ -77,6 +83,14 @@ class ResultsViewer(TabbedContent):
                 body = Static("[dim]no rows[/]")
             panes.append(TabPane(label, body, id=f"result-{self.runs}-{i}"))
 
+        self._swap(panes)
+
+    def show_message(self, message: Any) -> None:
+        """One pane saying why nothing ran: the results of an earlier run go, so none reads as this query's."""
+        self.runs += 1
+        self._swap([TabPane("not run", Static(message, classes="result-error"), id=f"result-{self.runs}-0")])
+
+    def _swap(self, panes: list[TabPane]) -> None:
         async def swap() -> None:
             await self.clear_panes()
             for pane in panes:

@@ -43,9 +43,14 @@ def demo_template(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> It
     live = root / "live"
     # A frozen clock and sequential ids: the same store (ids, organise output, recall scores) on every run,
     # whatever PYTHONHASHSEED is. Nothing is patched.
-    svc = EngramService(live / "home", embedder=embedder, clock=FrozenClock(FROZEN_NOW), ids=SequentialIds(FROZEN_NOW))
+    clock = FrozenClock(FROZEN_NOW)
+    svc = EngramService(live / "home", embedder=embedder, clock=clock, ids=SequentialIds(FROZEN_NOW))
+
+    def travel(at: datetime) -> None:
+        clock.at = at
+
     try:
-        report = build_demo(svc, live / "projects", FROZEN_NOW)
+        report = build_demo(svc, live / "projects", FROZEN_NOW, travel=travel)
     finally:
         svc.close()
     shutil.copytree(live, root / "pristine")

@@ -264,7 +264,7 @@ async def test_console_refuses_a_forbidden_query(demo_service: Any, demo_env: De
 
 
 async def test_console_keys_work_while_typing_in_the_editor(demo_service: Any, demo_env: DemoEnv) -> None:
-    """f6 (allow writes) and f7 (history) are the editor's select-line/all keys too: the console's must win."""
+    """f2 (allow writes) and f3 (history) work from the editor; f6/f7 stay the editor's select line / all."""
     from engram_tui.screens.dialogs import ConfirmScreen
 
     app = make_app(demo_service, demo_env)
@@ -273,12 +273,15 @@ async def test_console_keys_work_while_typing_in_the_editor(demo_service: Any, d
         editor = app.screen.query_one("#console-editor")
         editor.focus()
         await pilot.pause(0.05)
-        await pilot.press("f6")
+        await pilot.press("f7")
         await settle(pilot)
-        assert isinstance(app.screen, ConfirmScreen), "f6 in the editor asks to allow writes"
+        assert app.focused is editor and editor.selected_text == editor.text, "f7 selects all in the editor"
+        await pilot.press("f2")
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmScreen), "f2 in the editor asks to allow writes"
         await pilot.press("n")
         await settle(pilot)
-        await pilot.press("f7")
+        await pilot.press("f3")
         await settle(pilot)
         assert app.focused is not editor and app.focused.id == "console-history"
 

@@ -61,17 +61,17 @@ async def test_a_write_refusal_names_the_key_that_allows_writes(demo_service: An
         app.screen.query_one("#console-editor").text = "UPDATE memory SET importance = 1 WHERE content = '[/]';"
         await pilot.pause(0.05)
         verdict = app.screen.query_one("#console-verdict", Static).render().plain
-        assert "refused" in verdict and "F6" in verdict
+        assert "refused" in verdict and "F2" in verdict and "allow_writes=true" not in verdict
         await pilot.press("ctrl+r")
         await settle(pilot)
         shown = [n.message for n in app._notifications]
-        assert any("F6" in m and "allow writes" in m for m in shown), shown
-        await pilot.press("f6")
+        assert any("F2" in m and "allow writes" in m for m in shown), shown
+        await pilot.press("f2")
         assert isinstance(app.screen, ConfirmScreen)
         await pilot.press("enter")  # focus starts on Yes: enter confirms
         await settle(pilot)
         assert app.screen.allow_writes
-        assert "F6" not in app.screen.query_one("#console-verdict", Static).render().plain
+        assert "F2" not in app.screen.query_one("#console-verdict", Static).render().plain
 
 
 async def test_digits_typed_in_the_editor_stay_in_the_editor(demo_service: Any, demo_env: DemoEnv) -> None:

@@ -223,7 +223,7 @@ async def test_consolidation_editor_has_an_escape_and_reject_asks(demo_service: 
 
 KEYS = ["1", "2", "3", "4", "5", "6", "alt+1", "alt+5", "j", "k", "g", "G", "down", "up", "enter", "escape", "tab",
         "shift+tab", "slash", "s", "x", "[", "]", "/", "\\", "e", "a", "r", "y", "n", "p", "P", "d", "u", "o", "O",
-        "R", "t", "z", "+", "-", "A", "B", "K", "M", "ctrl+r", "f6", "f7", "f8", "question_mark", "pagedown",
+        "R", "t", "z", "+", "-", "A", "B", "K", "M", "ctrl+r", "f2", "f3", "f6", "f7", "f8", "question_mark", "pagedown",
         "ctrl+s", "space", "left", "right", "home", "end", "D"]
 
 

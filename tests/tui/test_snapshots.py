@@ -65,6 +65,18 @@ async def _console_run(pilot: Any) -> None:
     await still(pilot)
 
 
+async def _write_confirm(pilot: Any) -> None:
+    """A console write asks with the statement and the rows it touches, focus on No (issue #30)."""
+    await settle(pilot, 4)
+    await pilot.press("5")
+    await settle(pilot, 4)
+    pilot.app.screen.allow_writes = True
+    pilot.app.screen.query_one("#console-editor").text = "UPDATE memory SET importance = 0.3 WHERE importance < 0.3;"
+    await pilot.press("ctrl+r")
+    await settle(pilot, 4)
+    await still(pilot)
+
+
 async def _procedural(pilot: Any) -> None:
     from engram_tui.widgets.scope_tree import ScopeTree
 
@@ -101,6 +113,7 @@ CASES: dict[str, Steps] = {
     "console_refused": _refused,
     "injection": keys("6"),
     "help": keys("question_mark"),
+    "console_write_confirm": _write_confirm,
 }
 
 
@@ -111,7 +124,8 @@ def test_snapshot(name: str, snap_compare: Any, demo_service: Any, demo_env: Dem
 
 
 # The same panes at 80×24: every part keeps a usable height, nothing essential is cut.
-SMALL_CASES = ["memories", "forget_confirm", "edit_dialog", "decay", "consolidation", "contradictions", "console"]
+SMALL_CASES = ["memories", "forget_confirm", "edit_dialog", "decay", "consolidation", "contradictions", "console",
+               "help", "hybrid_search", "console_write_confirm"]
 
 
 @pytest.mark.parametrize("name", SMALL_CASES)
