@@ -29,6 +29,7 @@ __all__ = ["register"]
 
 log = logging.getLogger(__name__)
 CONSOLIDATED_DISCOUNT = 0.6  # the memory it was merged into carries the content now
+MERGED_SOURCES = ("consolidation", "contradiction-merge")
 
 
 def before_store(core: MemoryCore, store: ScopeStore, key: str, fields: dict[str, Any], vec: Any) -> None:
@@ -88,7 +89,8 @@ def after_store(core: MemoryCore, store: ScopeStore, items: Sequence[tuple[str, 
             # A memory this chunk supersedes leaves recall at the chunk's end; the memories after it in the
             # chunk must not meet it, as they would not had each been written alone.
             superseded |= {c.b if c.suggested == "keep_a" else c.a for c in near_found.contradictions if c.strong}
-            duplicates += [(key, other, cos, why) for other, cos, why in near_found.duplicates]
+            if fields.get("source") not in MERGED_SOURCES:  # a merge's result duplicates its sources by design
+                duplicates += [(key, other, cos, why) for other, cos, why in near_found.duplicates]
         else:
             associations.enforce_working_capacity(core, store, later=later[i])
     queued = contradictions.queue(store, found)

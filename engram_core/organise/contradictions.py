@@ -318,16 +318,23 @@ def check_relations(core: MemoryCore, store: ScopeStore, memory_key: str | None,
 
 def _same_subject(core: MemoryCore, store: ScopeStore, a: str, b: str) -> bool:
     """Relations are extracted with the project as their subject when a text names none, so "the web app uses
-    Jest" and "the docs site uses Mocha" both read as "this project uses …": the texts must not name two
-    different subjects for their relations to conflict."""
+    Jest" and "the docs site uses Mocha" both read as "this project uses …", and "use `uv run pytest`" reads
+    as using uv: the texts must be about one topic (cosine ≥ RELATION_COSINE) and not name two different
+    subjects for their relations to conflict."""
     la, lb = store.light.get(a), store.light.get(b)
     if la is None or lb is None:
         return True
+    va, vb = store.index.embedding(a), store.index.embedding(b)
+    if va is not None and vb is not None:
+        na, nb = float(np.linalg.norm(va)), float(np.linalg.norm(vb))
+        if na > 0 and nb > 0 and float(np.dot(va, vb)) / (na * nb) < RELATION_COSINE:
+            return False
     vocab = sj.vocabulary(core, store)
     return sj.compare(sj.read(la.content, vocab), sj.read(lb.content, vocab)).same_subject is not False and \
         not sj.subject_slots(la.content, lb.content, sj.read(la.content, vocab).values, vocab)
 
 
+RELATION_COSINE = 0.5  # two memories whose relations conflict must be about one topic at least this much
 NEAR_K = 12  # how many nearest neighbours of a new memory are judged (besides itself)
 
 

@@ -407,7 +407,7 @@ _STARTERS = STOPWORDS_EN | {
     "with", "without", "by", "about", "persistence", "shipping", "production", "config"}
 
 
-_NAME_BEFORE = {"of", "for", "in", "from", "at", "the", "to", "about", "by", "your", "our", "my", "their"}
+_NAME_BEFORE = {"of", "for", "in", "on", "from", "at", "the", "to", "about", "by", "your", "our", "my", "their"}
 
 
 def _names_something(words: list[str], vocab: Vocabulary | None, context: bool) -> bool:

@@ -43,6 +43,9 @@ class ConsolidationScreen(ReloadingScreen):
         Binding("e", "edit", "Edit proposal", id="consolidation.edit", tooltip="Edit the merged text (esc: done), then a"),
         Binding("escape", "leave_editor", "Done editing", show=False, id="consolidation.leave",
                 tooltip="Leave the proposal editor (your text is kept for the approval)"),
+        Binding("Y", "approve_confident", "Approve confident…", id="consolidation.confident",
+                tooltip="Approve every pending item below the auto-approval risk (asks first; U undoes)"),
+        Binding("U", "undo", "Undo", id="consolidation.undo", tooltip="Undo the last approval or rejection"),
         Binding("R", "refresh", "Refresh", id="consolidation.refresh"),
         Binding("C", "consolidate", "Consolidate now", id="consolidation.run",
                 tooltip="Run consolidation now: the pass an ended session runs (asks first)"),
@@ -53,6 +56,7 @@ class ConsolidationScreen(ReloadingScreen):
         self.items: dict[str, Any] = {}
         self.current: Any | None = None
         self.outcome: Content | None = None  # the last approval's result, kept visible while the queue moves on
+        self.last_decided: list[str] = []  # what U reopens: the last approval or rejection, single or bulk
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -80,13 +84,16 @@ class ConsolidationScreen(ReloadingScreen):
             self.load()
 
     def load(self) -> None:
-        self.call_service("queue", "list_consolidations", project=self.engram.project, status="pending")
+        service, project = self.engram.service, self.engram.project
+        self.run_in_thread("queue", lambda: (service.list_consolidations(project=project, status="pending"),
+                                             service.count_consolidations(project=project)))
 
     def failed_queue(self, message: ServiceFailed) -> bool:
         self.query_one("#consolidation-status", Static).update(markup("[b red]$e[/]", e=message.text))
         return False
 
-    def done_queue(self, items: list[Any], _m: ServiceDone) -> None:
+    def done_queue(self, result: tuple[list[Any], Any], _m: ServiceDone) -> None:
+        items, counts = result
         table = self.query_one("#consolidation-queue", FitTable)
         now = self.engram.now()
         self.items = {}
@@ -102,9 +109,11 @@ class ConsolidationScreen(ReloadingScreen):
                                "sources": len(it.sources), "proposal": proposal.content if proposal else "",
                                "created": wall_age(it.created_at, now, self.engram.mask_db_times)}))
         table.set_rows(rows)
+        shown = (f"[b]{counts.pending:,}[/]" if counts.pending == len(self.items)
+                 else f"[b]{len(self.items):,}[/] of [b]{counts.pending:,}[/]")
         self.query_one("#consolidation-status", Static).update(
-            f"[b]{len(self.items)}[/] pending consolidation(s) · a approve · e edit then approve · r reject"
-            " · C consolidate now" if self.items else
+            f"{shown} pending ({counts.needs_review:,} need a decision) · a approve · e edit · r reject · "
+            "Y approve the confident · U undo · C consolidate now" if self.items else
             "[b]0[/] pending consolidations · C runs consolidation now (how proposals arrive: below)")
         if self.items:
             keep = str(self.current.id) if self.current is not None else None
@@ -143,10 +152,12 @@ class ConsolidationScreen(ReloadingScreen):
         if proposal is None:
             self._show_result(markup("[dim]risk[/] $risk", risk=it.risk))
             return
+        why = "\n".join(f"• {e}" for e in (it.evidence or [])[:4])
         self._show_result(markup(
-            "[dim]type[/] $type  [dim]importance[/] $importance\n[dim]tags[/] $tags\n[dim]risk[/] $risk",
+            "[dim]type[/] $type  [dim]importance[/] $importance\n[dim]tags[/] $tags\n[dim]risk[/] $risk"
+            + ("\n[dim]why grouped[/]\n$why" if why else ""),
             type=proposal.memory_type, importance=proposal.importance,
-            tags=", ".join(proposal.tags), risk=it.risk))
+            tags=", ".join(proposal.tags), risk=it.risk, why=why))
 
     def _show_result(self, proposal_meta: Content | None = None) -> None:
         parts = [p for p in (self.outcome, proposal_meta) if p]
@@ -220,6 +231,7 @@ class ConsolidationScreen(ReloadingScreen):
 
     def done_after_approve(self, data: tuple[Any, list[Any]], _m: ServiceDone) -> None:
         result, sources = data
+        self.last_decided = [str(result.item_id)]
         now = self.engram.now()
         made = result.memory  # None when the outcome wrote no memory
         out: list[Content | str] = ["[b green]Approved.[/]", "", "[b]New memory[/]"]
@@ -231,6 +243,47 @@ class ConsolidationScreen(ReloadingScreen):
         self._show_result()
         self.load()
 
-    def done_rejected(self, _result: Any, _m: ServiceDone) -> None:
-        self.notify("Consolidation rejected; the sources stay as they were", title="Engram")
+    def done_rejected(self, result: Any, _m: ServiceDone) -> None:
+        self.last_decided = [str(result.id)]
+        self.notify("Consolidation rejected; the sources stay as they were · U undoes it", title="Engram")
+        self.load()
+
+    def action_approve_confident(self) -> None:
+        sure = [it for it in self.items.values() if not it.needs_review]
+        if not sure:
+            self.notify("No pending item is below the auto-approval risk: each needs a look.", title="Engram")
+            return
+
+        def go(ok: bool | None) -> None:
+            if ok:
+                limit = max(it.risk for it in sure)
+                self.call_service("bulk", "decide_consolidations", "approve", project=self.engram.project,
+                                  max_risk=limit)
+
+        self.app.push_screen(ConfirmScreen(
+            f"Approve the {len(sure)} pending item(s) below the auto-approval risk? Each writes its merged memory "
+            "and marks its sources consolidated; U undoes them all.", title="Approve the confident ones"), go)
+
+    def done_bulk(self, result: Any, _m: ServiceDone) -> None:
+        self.last_decided = list(result.ids)
+        self.notify(f"{result.message} · U undoes them", title="Engram")
+        self.load()
+
+    def action_undo(self) -> None:
+        if not self.last_decided:
+            self.notify("Nothing to undo here yet.", title="Engram")
+            return
+        ids, self.last_decided = self.last_decided, []
+        service, project = self.engram.service, self.engram.project
+
+        def reopen() -> int:
+            for iid in ids:
+                service.reopen_consolidation(iid, project=project)
+            return len(ids)
+
+        self.run_in_thread("undone", reopen)
+
+    def done_undone(self, n: int, _m: ServiceDone) -> None:
+        self.outcome = None
+        self.notify(f"{n} item(s) pending again; their memories are back as they were", title="Engram")
         self.load()
