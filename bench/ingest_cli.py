@@ -31,7 +31,7 @@ def one(label: str, code: Path, data: Path, work: Path) -> dict[str, object]:
     d = work / label
     shutil.rmtree(d, ignore_errors=True)
     for sub in ("home", "eh", "proj"):
-        (d / sub).mkdir(parents=True)
+        (d / sub).mkdir(parents=True, mode=0o700)  # owner-only: Engram refuses a data root others can open
     subprocess.run(["git", "init", "-q", str(d / "proj")], check=True)
     env = {**os.environ, "HOME": str(d / "home"), "ENGRAM_HOME": str(d / "eh"), "PYTHONPATH": str(code.resolve()),
            "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",

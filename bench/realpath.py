@@ -192,8 +192,9 @@ class Setup:
                 "CLAUDE_PROJECT_DIR": str(self.proj)}
 
     def make(self) -> None:
-        for d in (self.home, self.eh, self.proj / ".git"):
+        for d in (self.home, self.proj / ".git"):
             d.mkdir(parents=True, exist_ok=True)
+        self.eh.mkdir(mode=0o700, exist_ok=True)  # owner-only: Engram refuses a data root others can open
 
     def state(self) -> dict[str, Any]:
         return json.loads(self.state_file.read_text()) if self.state_file.is_file() else {"imported": 0}

@@ -148,8 +148,9 @@ def main() -> None:
         rows = generate(a.n, a.seed, style=a.style)
     with contextlib.ExitStack() as stack:
         work = a.keep or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="engram-review-")))
-        for d in (work / "home", work / "engram-home", work / "proj" / ".git"):
+        for d in (work / "home", work / "proj" / ".git"):
             d.mkdir(parents=True, exist_ok=True)
+        (work / "engram-home").mkdir(mode=0o700, exist_ok=True)  # owner-only, as Engram requires
         data = work / "data.jsonl"
         data.write_text("".join(json.dumps({k: v for k, v in r.items() if k != "label"}) + "\n" for r in rows))
         t0 = time.perf_counter()

@@ -55,7 +55,7 @@ def main() -> None:
         shutil.copytree(args.from_copy, args.work, symlinks=True)
     else:
         for sub in ("home", "eh", "proj"):
-            (args.work / sub).mkdir(parents=True)
+            (args.work / sub).mkdir(parents=True, mode=0o700)  # owner-only: Engram refuses one others can open
         subprocess.run(["git", "init", "-q", str(proj)], check=True)
     base_env = {**os.environ, "HOME": str(args.work / "home"), "ENGRAM_HOME": str(args.work / "eh"),
                 "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",

@@ -47,6 +47,21 @@ class ServiceScreen(Screen[None]):
     def engram(self) -> EngramApp:
         return self.app  # type: ignore[return-value]
 
+    def reopen_last(self, method: str, ids: list[str]) -> None:
+        """Undo a review decision (or a bulk one): ``method`` (reopen_contradiction, reopen_consolidation) for each
+        id, off the UI thread; the count comes back to ``done_undone``."""
+        if not ids:
+            self.notify("Nothing to undo here yet.", title="Engram")
+            return
+        service, project = self.engram.service, self.engram.project
+
+        def reopen() -> int:
+            for item in ids:
+                getattr(service, method)(item, project=project)
+            return len(ids)
+
+        self.run_in_thread("undone", reopen)
+
     def call_service(self, tag: str, method: str, *args: Any, context: Any = None, exclusive: bool = True,
                      **kwargs: Any) -> int:
         service = self.engram.service

@@ -270,18 +270,8 @@ class ConsolidationScreen(ReloadingScreen):
         self.load()
 
     def action_undo(self) -> None:
-        if not self.last_decided:
-            self.notify("Nothing to undo here yet.", title="Engram")
-            return
         ids, self.last_decided = self.last_decided, []
-        service, project = self.engram.service, self.engram.project
-
-        def reopen() -> int:
-            for iid in ids:
-                service.reopen_consolidation(iid, project=project)
-            return len(ids)
-
-        self.run_in_thread("undone", reopen)
+        self.reopen_last("reopen_consolidation", ids)
 
     def done_undone(self, n: int, _m: ServiceDone) -> None:
         self.outcome = None

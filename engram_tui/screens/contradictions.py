@@ -235,18 +235,8 @@ class ContradictionsScreen(ReloadingScreen):
     def action_undo(self) -> None:
         if self.show_auto and self.current is not None:
             self.last_decided = [str(self.current.id)]
-        if not self.last_decided:
-            self.notify("Nothing to undo here yet.", title="Engram")
-            return
         ids, self.last_decided = self.last_decided, []
-        service, project = self.engram.service, self.engram.project
-
-        def reopen() -> int:
-            for cid in ids:
-                service.reopen_contradiction(cid, project=project)
-            return len(ids)
-
-        self.run_in_thread("undone", reopen)
+        self.reopen_last("reopen_contradiction", ids)
 
     def done_undone(self, n: int, _m: ServiceDone) -> None:
         self.notify(f"{n} contradiction(s) open again; their memories are back as they were", title="Engram")
