@@ -62,14 +62,17 @@ class DaemonProc:
         import subprocess
         import time
 
-        self.proc = subprocess.Popen([self.python, "-m", "engram_core.daemon", "--home", str(self.home)],
-                                     env=self.env, cwd=str(REPO_ROOT), stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, start_new_session=True)
+        # Its output goes to a file beside the data root, not to a pipe: nobody drains a pipe while the tests run,
+        # and a daemon that logged 64 KB (a long suite's store upgrades) blocked on its next log line.
+        self.output = self.home.parent / f"{self.home.name}.daemon-output.log"
+        with open(self.output, "ab") as out:
+            self.proc = subprocess.Popen([self.python, "-m", "engram_core.daemon", "--home", str(self.home)],
+                                         env=self.env, cwd=str(REPO_ROOT), stdout=out, stderr=subprocess.STDOUT,
+                                         start_new_session=True)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc is not None and self.proc.poll() is not None:
-                err = self.proc.stderr.read().decode()
-                self._close_pipes()
+                err = self.output.read_text(errors="replace")
                 if self.proc.returncode != 0 or "already running" not in err:
                     raise RuntimeError(f"daemon exited {self.proc.returncode}: {err[-2000:]}")
                 self.proc = None  # another starter (a hook, a client) won the race: wait for and use its daemon

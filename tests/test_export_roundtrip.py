@@ -9,7 +9,6 @@ import json
 import subprocess
 import sys
 import tempfile
-import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -34,17 +33,9 @@ MEMORY = st.fixed_dictionaries({
 })
 
 
-def _drained(d: DaemonProc) -> DaemonProc:
-    """Its output read as it comes: every example opens two project stores, and a daemon whose stderr pipe
-    nobody read filled it up and blocked."""
-    for pipe in (d.proc.stdout, d.proc.stderr):
-        threading.Thread(target=lambda p=pipe: [None for _ in iter(lambda: p.read(65536), b"")], daemon=True).start()
-    return d
-
-
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DaemonProc]:
-    d = _drained(DaemonProc(tmp_path_factory.mktemp("rt-daemon")).start())
+    d = DaemonProc(tmp_path_factory.mktemp("rt-daemon")).start()
     yield d
     d.stop()
 
@@ -52,7 +43,7 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DaemonProc]:
 @pytest.fixture(scope="module")
 def other(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DaemonProc]:
     """Another machine: a fresh data root (user and session stores) where the backup is restored."""
-    d = _drained(DaemonProc(tmp_path_factory.mktemp("rt-other")).start())
+    d = DaemonProc(tmp_path_factory.mktemp("rt-other")).start()
     yield d
     d.stop()
 
