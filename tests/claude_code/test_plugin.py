@@ -87,11 +87,12 @@ def test_consolidator_agent_gets_the_mcp_review_tools(claude_code: ClaudeCode, e
     assert run.returncode == 0, run.describe()
     tools = offered["agent"]
     for name in ("list_consolidations", "propose_consolidation_summary", "approve_consolidation",
-                 "reject_consolidation", "list_contradictions", "resolve_contradiction", "add_entities",
-                 "relate_entities", "reflect_and_consolidate", "memory_stats"):
+                 "reject_consolidation", "list_contradictions", "resolve_contradiction", "reopen_contradiction",
+                 "add_entities", "relate_entities", "reflect_and_consolidate", "memory_stats"):
         assert MCP_PREFIX + name in tools, sorted(tools)
     assert "Write" not in tools and "Edit" not in tools
     answers = {result_text(b) for r in mock_model.main_requests() for m in r["messages"]
                if isinstance(m.get("content"), list) for b in m["content"]
                if isinstance(b, dict) and b.get("type") == "tool_result"}
-    assert any(a.startswith("{") and json.loads(a) == {"count": 0, "contradictions": []} for a in answers), answers
+    assert any(a.startswith("{") and json.loads(a) == {"count": 0, "total_open": 0, "contradictions": []}
+               for a in answers), answers
