@@ -54,8 +54,8 @@ ANCHORED_DUPLICATE_COSINE = 0.6  # the same subject and the same values: the sam
 NEGATION_COSINE = 0.85
 CHANGE_COSINE = 0.6  # a newer statement naming the old value it replaced: enough to compare without a subject
 ATTRIBUTE_COSINE = 0.75  # at or above, two statements of one subject are taken to be about one attribute
-ATTRIBUTE_OVERLAP = 0.3
-STRONG_CONFIDENCE = 0.95  # the newer names the value it replaced: resolved without asking (undoable)  # or when this share of what they say of it (`subjects.same_attribute`) is shared
+ATTRIBUTE_OVERLAP = 0.3  # or when this share of what they say of it (`subjects.same_attribute`) is shared
+STRONG_CONFIDENCE = 0.95  # the newer names the value it replaced: resolved without asking (undoable)
 
 PairClass = Literal["duplicate", "update", "distinct"]
 
@@ -330,8 +330,9 @@ def _same_subject(core: MemoryCore, store: ScopeStore, a: str, b: str) -> bool:
         if na > 0 and nb > 0 and float(np.dot(va, vb)) / (na * nb) < RELATION_COSINE:
             return False
     vocab = sj.vocabulary(core, store)
-    return sj.compare(sj.read(la.content, vocab), sj.read(lb.content, vocab)).same_subject is not False and \
-        not sj.subject_slots(la.content, lb.content, sj.read(la.content, vocab).values, vocab)
+    sa = sj.read(la.content, vocab)
+    return sj.compare(sa, sj.read(lb.content, vocab)).same_subject is not False and \
+        not sj.subject_slots(la.content, lb.content, sa.values, vocab)
 
 
 RELATION_COSINE = 0.5  # two memories whose relations conflict must be about one topic at least this much

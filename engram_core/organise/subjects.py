@@ -363,15 +363,12 @@ def subject_slots(old_text: str, new_text: str, values: frozenset[str],
     """Where two statements of one shape differ in a name that is no value: the slot that names their subject
     ("Deploys of shipping go out through Render" / "Deploys of archive go out through Render"). Empty unless
     most words line up (paraphrases differ everywhere and say nothing this way)."""
-    ta, tb = _slot_words(old_text), _slot_words(new_text)
-    la, lb = [w.lower() for w in ta], [w.lower() for w in tb]
-    if not la or not lb:
+    shape = _shape(old_text, new_text)
+    if shape is None:
         return []
-    sm = difflib.SequenceMatcher(None, la, lb, autojunk=False)
-    if sum(b.size for b in sm.get_matching_blocks()) < SAME_SHAPE * min(len(la), len(lb)):
-        return []
+    ta, tb, ops = shape
     slots = []
-    for op, i1, i2, j1, j2 in sm.get_opcodes():
+    for op, i1, i2, j1, j2 in ops:
         if op != "replace":
             continue
         # The word before a slot helps tell a name from a verb: "deploys of archive" / "deploys of quota".
@@ -429,15 +426,27 @@ def _names_something(words: list[str], vocab: Vocabulary | None, context: bool) 
 
 
 def changed_slots(old_text: str, new_text: str) -> list[tuple[str, str]] | None:
-    """Every slot where two statements of one shape differ (None when they are not of one shape)."""
-    la = [w.strip(".,;:()'\"`").lower() for w in _SLOT_WORD.findall(old_text)]
-    lb = [w.strip(".,;:()'\"`").lower() for w in _SLOT_WORD.findall(new_text)]
+    """Every slot where two statements of one shape differ, in lower case (None when they are not of one shape)."""
+    shape = _shape(old_text, new_text)
+    if shape is None:
+        return None
+    ta, tb, ops = shape
+    return [(" ".join(ta[i1:i2]).lower(), " ".join(tb[j1:j2]).lower()) for op, i1, i2, j1, j2 in ops if op != "equal"]
+
+
+@lru_cache(maxsize=1024)
+def _shape(old_text: str, new_text: str) -> tuple[list[str], list[str], list[tuple[str, int, int, int, int]]] | None:
+    """The two statements' words lined up (`_slot_words`, compared in lower case) and the edits between them, once
+    a pair: `judge` asks for the changed slots and for the subject slots of the same pair. None unless most words
+    line up in order (SAME_SHAPE)."""
+    ta, tb = _slot_words(old_text), _slot_words(new_text)
+    la, lb = [w.lower() for w in ta], [w.lower() for w in tb]
     if not la or not lb:
         return None
     sm = difflib.SequenceMatcher(None, la, lb, autojunk=False)
     if sum(b.size for b in sm.get_matching_blocks()) < SAME_SHAPE * min(len(la), len(lb)):
         return None
-    return [(" ".join(la[i1:i2]), " ".join(lb[j1:j2])) for op, i1, i2, j1, j2 in sm.get_opcodes() if op != "equal"]
+    return ta, tb, sm.get_opcodes()
 
 
 def is_path(word: str) -> bool:
