@@ -39,8 +39,9 @@ def run(rows: int, threads: str | None) -> dict[str, float]:
     env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
     if threads:
         env["OPENBLAS_NUM_THREADS"] = threads
-    out = subprocess.run([sys.executable, "-c", SCAN.format(rows=rows)], env=env, capture_output=True, text=True,
-                         check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", SCAN.format(rows=rows)], env=env, capture_output=True, text=True, check=True
+    )
     return json.loads(out.stdout)
 
 
@@ -48,9 +49,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=10_000)
     args = ap.parse_args()
-    res = {"rows": args.rows, "cpus": os.cpu_count(), "load_before": os.getloadavg()[0],
-           "one_thread": run(args.rows, "1"), "openblas_default": run(args.rows, None),
-           "load_after": os.getloadavg()[0]}
+    res = {
+        "rows": args.rows,
+        "cpus": os.cpu_count(),
+        "load_before": os.getloadavg()[0],
+        "one_thread": run(args.rows, "1"),
+        "openblas_default": run(args.rows, None),
+        "load_after": os.getloadavg()[0],
+    }
     print(json.dumps(res, indent=2))
     out = ROOT / "bench" / "results" / "blas_threads.json"
     out.parent.mkdir(parents=True, exist_ok=True)

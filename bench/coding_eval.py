@@ -47,7 +47,12 @@ def main() -> None:
     data = json.loads((ROOT / "bench" / "data" / "coding_eval.json").read_text())
     mems, queries = data["memories"], data["queries"]
     model = LocalEmbedder()
-    results: dict[str, list[dict[str, float]]] = {"engram": [], "bm25s": [], "minilm_cosine": [], "rrf_plain": []}
+    results: dict[str, list[dict[str, float]]] = {
+        "engram": [],
+        "bm25s": [],
+        "minilm_cosine": [],
+        "rrf_plain": [],
+    }
 
     import bm25s
 
@@ -61,15 +66,23 @@ def main() -> None:
         proj = Path(tmp) / "proj"
         (proj / ".git").mkdir(parents=True)
         with EngramService(Path(tmp) / "home", embedder=model) as svc:
-            stored = svc.store_many([MemoryIn(content=m["content"], memory_type=m["memory_type"],
-                                              metadata={"key": m["key"]}) for m in mems], project=str(proj))
+            stored = svc.store_many(
+                [
+                    MemoryIn(content=m["content"], memory_type=m["memory_type"], metadata={"key": m["key"]})
+                    for m in mems
+                ],
+                project=str(proj),
+            )
             id_to_key = {r.memory.id: r.memory.metadata["key"] for r in stored}
             for q in queries:
                 relevant = set(q["relevant"])
                 res = svc.recall(q["query"], project=str(proj), limit=10, strengthen=False, log=False)
                 results["engram"].append(metrics([id_to_key[h.memory.id] for h in res.hits], relevant))
-                docs, _ = retriever.retrieve(bm25s.tokenize([q["query"]], stopwords="en", show_progress=False),
-                                             k=len(corpus), show_progress=False)
+                docs, _ = retriever.retrieve(
+                    bm25s.tokenize([q["query"]], stopwords="en", show_progress=False),
+                    k=len(corpus),
+                    show_progress=False,
+                )
                 bm = [keys[i] for i in docs[0]]
                 results["bm25s"].append(metrics(bm, relevant))
                 qv = model.embed([q["query"]])[0]

@@ -36,8 +36,12 @@ def _pct(values: list[float], p: float) -> float | None:
 
 
 def _summary(values: list[float]) -> dict[str, Any]:
-    return {"n": len(values), "p50_ms": _pct(values, 50), "p95_ms": _pct(values, 95),
-            "max_ms": round(max(values), 1) if values else None}
+    return {
+        "n": len(values),
+        "p50_ms": _pct(values, 50),
+        "p95_ms": _pct(values, 95),
+        "max_ms": round(max(values), 1) if values else None,
+    }
 
 
 def _timed(c: Any, method: str, **params: Any) -> float:
@@ -56,21 +60,31 @@ def measure(binding: str, runs: int) -> dict[str, Any]:
     try:
         c = d.client()
         for i in range(30):
-            c.call("store", memory={"content": f"note {i}: the deploy step {i} needs flag -O{i % 3}"},
-                   project=str(proj))
+            c.call(
+                "store",
+                memory={"content": f"note {i}: the deploy step {i} needs flag -O{i % 3}"},
+                project=str(proj),
+            )
         prompt = {"prompt": "how do we deploy step 3?", "session_id": "hold-session", "cwd": str(proj)}
         c.call("hook_prompt", **prompt)  # the session starts; the first recall warms up
-        alone = {"hook_prompt": [_timed(c, "hook_prompt", **prompt) for _ in range(runs)],
-                 "store": [_timed(c, "store", memory={"content": f"alone {i} stores a fact"}, project=str(proj))
-                           for i in range(runs)]}
+        alone = {
+            "hook_prompt": [_timed(c, "hook_prompt", **prompt) for _ in range(runs)],
+            "store": [
+                _timed(c, "store", memory={"content": f"alone {i} stores a fact"}, project=str(proj))
+                for i in range(runs)
+            ],
+        }
         console: dict[str, Any] = {}
 
         def slow() -> None:
             cc = d.client()
             t0 = time.perf_counter()
             r = cc.call("run_query", surql=SLOW, scope="project", project=str(proj))
-            console.update(ms=(time.perf_counter() - t0) * 1000, ok=r["ok"],
-                           error=(r["statements"][0].get("error") if r["statements"] else r.get("message")))
+            console.update(
+                ms=(time.perf_counter() - t0) * 1000,
+                ok=r["ok"],
+                error=(r["statements"][0].get("error") if r["statements"] else r.get("message")),
+            )
             cc.close()
 
         during: dict[str, list[float]] = {"hook_prompt": [], "store": []}
@@ -80,17 +94,20 @@ def measure(binding: str, runs: int) -> dict[str, Any]:
         i = 0
         while t.is_alive():
             during["hook_prompt"].append(_timed(c, "hook_prompt", **prompt))
-            during["store"].append(_timed(c, "store", memory={"content": f"during {i} stores a fact"},
-                                          project=str(proj)))
+            during["store"].append(
+                _timed(c, "store", memory={"content": f"during {i} stores a fact"}, project=str(proj))
+            )
             i += 1
         t.join()
         c.close()
     finally:
         d.stop()
-    return {"binding": binding, "console_query": {k: (round(v, 1) if isinstance(v, float) else v)
-                                                  for k, v in console.items()},
-            "alone": {k: _summary(v) for k, v in alone.items()},
-            "during_console_query": {k: _summary(v) for k, v in during.items()}}
+    return {
+        "binding": binding,
+        "console_query": {k: (round(v, 1) if isinstance(v, float) else v) for k, v in console.items()},
+        "alone": {k: _summary(v) for k, v in alone.items()},
+        "during_console_query": {k: _summary(v) for k, v in during.items()},
+    }
 
 
 def main() -> int:

@@ -54,8 +54,16 @@ def read_table(db: Any, name: str, computed: set[str], batch: int = 1000) -> lis
         start += batch
 
 
-def build(tmp: Path, ns: str, dbname: str, head: list[str], name: str, relation: bool, rows: list[dict[str, Any]],
-          indexes: list[str]) -> int:
+def build(
+    tmp: Path,
+    ns: str,
+    dbname: str,
+    head: list[str],
+    name: str,
+    relation: bool,
+    rows: list[dict[str, Any]],
+    indexes: list[str],
+) -> int:
     """A fresh store holding one table's rows (and the given index definitions); returns its bytes on disk."""
     shutil.rmtree(tmp, ignore_errors=True)
     dst = Surreal(f"surrealkv://{tmp}")
@@ -63,7 +71,7 @@ def build(tmp: Path, ns: str, dbname: str, head: list[str], name: str, relation:
     dst.query(";\n".join(head)).execute()
     into = "INSERT RELATION INTO" if relation else "INSERT INTO"
     for i in range(0, len(rows), 500):
-        dst.query(f"{into} `{name}` $rows RETURN NONE", {"rows": rows[i:i + 500]}).execute()
+        dst.query(f"{into} `{name}` $rows RETURN NONE", {"rows": rows[i : i + 500]}).execute()
     if indexes:
         dst.query(";\n".join(indexes)).execute()
     dst.close()
@@ -88,7 +96,9 @@ def measure(path: Path, only: tuple[str, str] | None) -> dict[str, Any]:
     finally:
         src.close()
         shutil.rmtree(work, ignore_errors=True)
-    live = sum(t["bytes"] + sum(t["indexes"].values()) for d in out["databases"] for t in d["tables"].values())
+    live = sum(
+        t["bytes"] + sum(t["indexes"].values()) for d in out["databases"] for t in d["tables"].values()
+    )
     out["live_bytes"] = live
     out["live_vs_files"] = round(files / live, 2) if live else None
     return out
@@ -97,8 +107,11 @@ def measure(path: Path, only: tuple[str, str] | None) -> dict[str, Any]:
 def measure_db(src: Any, ns: str, dbname: str, work: Path) -> dict[str, Any]:
     info = src.query("INFO FOR DB").execute()[-1] or {}
     common = [*_defs(info.get("analyzers")), *_defs(info.get("functions")), *_defs(info.get("params"))]
-    memories = (src.query("SELECT count() AS n FROM memory GROUP ALL").execute()[-1] or [{"n": 0}])[0]["n"] \
-        if "memory" in (info.get("tables") or {}) else 0
+    memories = (
+        (src.query("SELECT count() AS n FROM memory GROUP ALL").execute()[-1] or [{"n": 0}])[0]["n"]
+        if "memory" in (info.get("tables") or {})
+        else 0
+    )
     tables: dict[str, Any] = {}
     for name, definition in sorted((info.get("tables") or {}).items()):
         tinfo = src.query(f"INFO FOR TABLE `{name}`").execute()[-1] or {}
@@ -113,18 +126,31 @@ def measure_db(src: Any, ns: str, dbname: str, work: Path) -> dict[str, Any]:
         t0 = time.perf_counter()
         base = build(work / "t", ns, dbname, head, name, relation, rows, [])
         empty = build(work / "t", ns, dbname, head, name, relation, [], [])
-        idx = {iname: build(work / "t", ns, dbname, head, name, relation, rows, [d]) - base
-               for iname, d in zip(tinfo.get("indexes") or {}, _defs(tinfo.get("indexes")), strict=True)}
+        idx = {
+            iname: build(work / "t", ns, dbname, head, name, relation, rows, [d]) - base
+            for iname, d in zip(tinfo.get("indexes") or {}, _defs(tinfo.get("indexes")), strict=True)
+        }
         per = memories or 1
-        tables[name] = {"rows": len(rows), "bytes": base - empty, "bytes_per_row": round((base - empty) / len(rows)),
-                        "bytes_per_memory": round((base - empty) / per),
-                        "indexes": idx, "index_bytes_per_memory": {k: round(v / per) for k, v in idx.items()},
-                        "json_bytes_per_row": round(len(json.dumps(rows, default=str)) / len(rows)),
-                        "took_s": round(time.perf_counter() - t0, 1)}
+        tables[name] = {
+            "rows": len(rows),
+            "bytes": base - empty,
+            "bytes_per_row": round((base - empty) / len(rows)),
+            "bytes_per_memory": round((base - empty) / per),
+            "indexes": idx,
+            "index_bytes_per_memory": {k: round(v / per) for k, v in idx.items()},
+            "json_bytes_per_row": round(len(json.dumps(rows, default=str)) / len(rows)),
+            "took_s": round(time.perf_counter() - t0, 1),
+        }
         print(f"{ns}/{dbname} {name}: {tables[name]}", file=sys.stderr)
     total = sum(t["bytes"] + sum(t["indexes"].values()) for t in tables.values())
-    return {"ns": ns, "db": dbname, "memories": memories, "live_bytes": total,
-            "live_bytes_per_memory": round(total / memories) if memories else None, "tables": tables}
+    return {
+        "ns": ns,
+        "db": dbname,
+        "memories": memories,
+        "live_bytes": total,
+        "live_bytes_per_memory": round(total / memories) if memories else None,
+        "tables": tables,
+    }
 
 
 def main() -> None:

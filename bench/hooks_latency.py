@@ -43,14 +43,24 @@ db.close()
 
 def stats(ms: list[float]) -> dict[str, Any]:
     s = sorted(ms)
+
     def pct(p: float) -> float:
         return round(s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))], 1)
-    return {"n": len(s), "p50": pct(50), "p95": pct(95), "mean": round(statistics.fmean(s), 1), "min": round(s[0], 1)}
+
+    return {
+        "n": len(s),
+        "p50": pct(50),
+        "p95": pct(95),
+        "mean": round(statistics.fmean(s), 1),
+        "min": round(s[0], 1),
+    }
 
 
 def timed(cmd: list[str], stdin: bytes | None, env: dict[str, str]) -> float:
     t0 = time.perf_counter()
-    subprocess.run(cmd, input=stdin, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    subprocess.run(
+        cmd, input=stdin, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False
+    )
     return (time.perf_counter() - t0) * 1000
 
 
@@ -65,14 +75,27 @@ def per_event(py: str, project: Path, env: dict[str, str], rounds: int) -> dict[
     cuts tool output there)."""
     files = sorted(CAPTURED.glob("*.json"))
     times: dict[str, list[float]] = {}
-    labels = {"002": "PostToolUse Bash success (no failure on record: no round trip)",
-              "003": "PostToolUseFailure Bash", "004": "PostToolUse Write", "005": "PostToolUse Edit",
-              "006": "PostToolUse Bash success after a failure (the fix)"}
-    big_write = {"hook_event_name": "PostToolUse", "tool_name": "Write", "cwd": str(project),
-                 "tool_input": {"file_path": f"{project}/big.py", "content": "x = 'abc'  # filler\n" * 50_000},
-                 "tool_response": {"type": "create", "filePath": f"{project}/big.py"}}
-    big_fail = {"hook_event_name": "PostToolUseFailure", "tool_name": "Bash", "cwd": str(project),
-                "tool_input": {"command": "make test"}, "error": "Exit code 2\n" + "line of output\n" * 2140}
+    labels = {
+        "002": "PostToolUse Bash success (no failure on record: no round trip)",
+        "003": "PostToolUseFailure Bash",
+        "004": "PostToolUse Write",
+        "005": "PostToolUse Edit",
+        "006": "PostToolUse Bash success after a failure (the fix)",
+    }
+    big_write = {
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Write",
+        "cwd": str(project),
+        "tool_input": {"file_path": f"{project}/big.py", "content": "x = 'abc'  # filler\n" * 50_000},
+        "tool_response": {"type": "create", "filePath": f"{project}/big.py"},
+    }
+    big_fail = {
+        "hook_event_name": "PostToolUseFailure",
+        "tool_name": "Bash",
+        "cwd": str(project),
+        "tool_input": {"command": "make test"},
+        "error": "Exit code 2\n" + "line of output\n" * 2140,
+    }
     for r in range(rounds):
         sid = f"bench-events-{r}"
         for f in files:
@@ -80,10 +103,14 @@ def per_event(py: str, project: Path, env: dict[str, str], rounds: int) -> dict[
             name = json.loads(raw)["hook_event_name"]
             label = labels.get(f.name[:3], name)
             times.setdefault(label, []).append(timed([py, "-S", str(HOOK), name], raw.encode(), env))
-        for label, payload in (("PostToolUse Write of 1 MB", big_write),
-                               ("PostToolUseFailure Bash with 30 000 characters", big_fail)):
+        for label, payload in (
+            ("PostToolUse Write of 1 MB", big_write),
+            ("PostToolUseFailure Bash with 30 000 characters", big_fail),
+        ):
             data = json.dumps({**payload, "session_id": sid}).encode()
-            times.setdefault(label, []).append(timed([py, "-S", str(HOOK), payload["hook_event_name"]], data, env))
+            times.setdefault(label, []).append(
+                timed([py, "-S", str(HOOK), payload["hook_event_name"]], data, env)
+            )
     return {label: stats(ms) for label, ms in times.items()}
 
 
@@ -110,13 +137,22 @@ def main() -> int:
     remote.call("store", memory={"content": "bench warm-up", "scope": "user"})
 
     def event(i: int) -> bytes:
-        return json.dumps({
-            "session_id": "bench-session", "transcript_path": str(tmp / "t.jsonl"), "cwd": str(project),
-            "hook_event_name": "PostToolUse", "tool_name": "Edit", "tool_use_id": f"toolu_{i}",
-            "tool_input": {"file_path": f"{project}/src/module_{i}.py", "old_string": "return a + b",
-                           "new_string": "return a + b + c  # include the carry"},
-            "tool_response": {"filePath": f"{project}/src/module_{i}.py", "structuredPatch": []},
-        }).encode()
+        return json.dumps(
+            {
+                "session_id": "bench-session",
+                "transcript_path": str(tmp / "t.jsonl"),
+                "cwd": str(project),
+                "hook_event_name": "PostToolUse",
+                "tool_name": "Edit",
+                "tool_use_id": f"toolu_{i}",
+                "tool_input": {
+                    "file_path": f"{project}/src/module_{i}.py",
+                    "old_string": "return a + b",
+                    "new_string": "return a + b + c  # include the carry",
+                },
+                "tool_response": {"filePath": f"{project}/src/module_{i}.py", "structuredPatch": []},
+            }
+        ).encode()
 
     for i in range(5):  # warm the page cache and the .pyc files
         timed([py, "-S", str(HOOK), "PostToolUse"], event(-i - 1), env)
@@ -138,13 +174,21 @@ def main() -> int:
     spooled = status["spool_ingested"]
     remote.call("shutdown")
     result = {
-        "python": py, "runs": args.runs, "model": not args.no_model, "cpus": os.cpu_count(),
+        "python": py,
+        "runs": args.runs,
+        "model": not args.no_model,
+        "cpus": os.cpu_count(),
         "load_avg_1m": round(os.getloadavg()[0], 2),
-        "entry_ms": stats(entry), "hook_ms": stats(hook), "hook_without_-S_ms": stats(hook_no_s), "bare_python_ms": stats(bare),
+        "entry_ms": stats(entry),
+        "hook_ms": stats(hook),
+        "hook_without_-S_ms": stats(hook_no_s),
+        "bare_python_ms": stats(bare),
         "direct_sdk_write_ms": stats(direct),
         "hook_overhead_over_bare_p50_ms": round(stats(hook)["p50"] - stats(bare)["p50"], 1),
         "per_event_ms": events,
-        "events_applied": status["events_applied"], "spooled_then_ingested": spooled, "flush": flush,
+        "events_applied": status["events_applied"],
+        "spooled_then_ingested": spooled,
+        "flush": flush,
     }
     print(json.dumps(result, indent=2))
     out = Path(args.out)

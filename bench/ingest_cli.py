@@ -33,26 +33,50 @@ def one(label: str, code: Path, data: Path, work: Path) -> dict[str, object]:
     for sub in ("home", "eh", "proj"):
         (d / sub).mkdir(parents=True, mode=0o700)  # owner-only: Engram refuses a data root others can open
     subprocess.run(["git", "init", "-q", str(d / "proj")], check=True)
-    env = {**os.environ, "HOME": str(d / "home"), "ENGRAM_HOME": str(d / "eh"), "PYTHONPATH": str(code.resolve()),
-           "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-           "ENGRAM_MODEL_CACHE": os.environ.get("ENGRAM_MODEL_CACHE", str(Path.home() / ".cache/engram/models"))}
+    env = {
+        **os.environ,
+        "HOME": str(d / "home"),
+        "ENGRAM_HOME": str(d / "eh"),
+        "PYTHONPATH": str(code.resolve()),
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "ENGRAM_MODEL_CACHE": os.environ.get("ENGRAM_MODEL_CACHE", str(Path.home() / ".cache/engram/models")),
+    }
     cli = [sys.executable, "-m", "engram_core.cli"]
     t0 = time.perf_counter()
     subprocess.run([*cli, "stats", "--json"], env=env, cwd=d / "proj", capture_output=True, check=False)
     started = time.perf_counter() - t0
     l0, t1 = load(), time.perf_counter()
-    p = subprocess.run([*cli, "import", str(data.resolve()), "--json"], env=env, cwd=d / "proj", capture_output=True,
-                       text=True, check=True)
+    p = subprocess.run(
+        [*cli, "import", str(data.resolve()), "--json"],
+        env=env,
+        cwd=d / "proj",
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     wall = time.perf_counter() - t1
     l1 = load()
     subprocess.run([*cli, "stop"], env=env, cwd=d / "proj", capture_output=True, check=False)
     out = json.loads(p.stdout)
     n = out["stored"] + out["merged"]
     # The data root and the project's store, as `engram stop` left them (stores and the snapshots beside them).
-    disk = sum(f.stat().st_size for root in (d / "eh", d / "proj" / ".claude") for f in root.rglob("*") if f.is_file())
-    return {"code": label, "memories": n, "import_s": round(wall, 1), "per_s": round(n / wall, 1),
-            "daemon_start_s": round(started, 1), "load_before": l0, "load_after": l1,
-            "disk_kb_per_memory": round(disk / 1024 / max(1, n), 2)}
+    disk = sum(
+        f.stat().st_size
+        for root in (d / "eh", d / "proj" / ".claude")
+        for f in root.rglob("*")
+        if f.is_file()
+    )
+    return {
+        "code": label,
+        "memories": n,
+        "import_s": round(wall, 1),
+        "per_s": round(n / wall, 1),
+        "daemon_start_s": round(started, 1),
+        "load_before": l0,
+        "load_after": l1,
+        "disk_kb_per_memory": round(disk / 1024 / max(1, n), 2),
+    }
 
 
 def main() -> None:
@@ -63,8 +87,11 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=2)
     args = ap.parse_args()
     trees = [(c.split("=", 1)[0], Path(c.split("=", 1)[1])) for c in args.code]
-    runs = [one(f"{label}-{r}", code, args.data, args.work) | {"code": label}
-            for r in range(args.rounds) for label, code in trees]
+    runs = [
+        one(f"{label}-{r}", code, args.data, args.work) | {"code": label}
+        for r in range(args.rounds)
+        for label, code in trees
+    ]
     print(json.dumps({"data": str(args.data), "runs": runs}, indent=1))
 
 

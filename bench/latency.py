@@ -37,20 +37,87 @@ from engram_core.service import EngramService  # noqa: E402
 
 CACHE = ROOT / "bench" / ".cache"
 
-FILES = ["src/api/server.py", "src/auth/middleware.ts", "app/models/user.rb", "cmd/worker/main.go",
-         "lib/cache/redis.py", "tests/test_upload.py", "infra/main.tf", "web/src/App.tsx", "Makefile",
-         "docker-compose.yml", "src/db/migrations/0042_add_index.sql", "pkg/queue/consumer.go",
-         "scripts/deploy.sh", "src/billing/invoice.py", "config/settings.yaml", "src/search/indexer.rs"]
-PACKAGES = ["postgres", "redis", "kafka", "pytest", "vitest", "jest", "django", "fastapi", "react", "terraform",
-            "pgvector", "celery", "grpc", "protobuf", "numpy", "pandas", "sqlalchemy", "alembic", "webpack", "vite"]
-ERRORS = ["ConnectionRefusedError", "TimeoutError", "KeyError", "TypeError: undefined is not a function",
-          "ECONNRESET", "OOMKilled", "permission denied", "segmentation fault", "deadlock detected",
-          "ModuleNotFoundError", "CORS preflight failed", "certificate verify failed"]
-COMMANDS = ["make test", "npm run build", "cargo build --release", "docker compose up -d", "terraform apply",
-            "pytest -x -q", "alembic upgrade head", "kubectl rollout restart", "go test ./...", "ruff check ."]
+FILES = [
+    "src/api/server.py",
+    "src/auth/middleware.ts",
+    "app/models/user.rb",
+    "cmd/worker/main.go",
+    "lib/cache/redis.py",
+    "tests/test_upload.py",
+    "infra/main.tf",
+    "web/src/App.tsx",
+    "Makefile",
+    "docker-compose.yml",
+    "src/db/migrations/0042_add_index.sql",
+    "pkg/queue/consumer.go",
+    "scripts/deploy.sh",
+    "src/billing/invoice.py",
+    "config/settings.yaml",
+    "src/search/indexer.rs",
+]
+PACKAGES = [
+    "postgres",
+    "redis",
+    "kafka",
+    "pytest",
+    "vitest",
+    "jest",
+    "django",
+    "fastapi",
+    "react",
+    "terraform",
+    "pgvector",
+    "celery",
+    "grpc",
+    "protobuf",
+    "numpy",
+    "pandas",
+    "sqlalchemy",
+    "alembic",
+    "webpack",
+    "vite",
+]
+ERRORS = [
+    "ConnectionRefusedError",
+    "TimeoutError",
+    "KeyError",
+    "TypeError: undefined is not a function",
+    "ECONNRESET",
+    "OOMKilled",
+    "permission denied",
+    "segmentation fault",
+    "deadlock detected",
+    "ModuleNotFoundError",
+    "CORS preflight failed",
+    "certificate verify failed",
+]
+COMMANDS = [
+    "make test",
+    "npm run build",
+    "cargo build --release",
+    "docker compose up -d",
+    "terraform apply",
+    "pytest -x -q",
+    "alembic upgrade head",
+    "kubectl rollout restart",
+    "go test ./...",
+    "ruff check .",
+]
 VERBS = ["fixed", "refactored", "investigated", "documented", "optimised", "reverted", "migrated", "tested"]
-TOPICS = ["retry logic", "connection pool", "rate limiter", "session handling", "index rebuild", "cache warmer",
-          "upload pipeline", "feature flags", "logging format", "error budget", "schema migration", "build cache"]
+TOPICS = [
+    "retry logic",
+    "connection pool",
+    "rate limiter",
+    "session handling",
+    "index rebuild",
+    "cache warmer",
+    "upload pipeline",
+    "feature flags",
+    "logging format",
+    "error budget",
+    "schema migration",
+    "build cache",
+]
 
 
 def synth(rng: random.Random, i: int) -> tuple[str, str]:
@@ -61,19 +128,37 @@ def synth(rng: random.Random, i: int) -> tuple[str, str]:
     elif kind == "procedural":
         text = f"To check the {t}, run `{c}` from the repo root, then inspect {f} (recipe {i})"
     else:
-        text = rng.choice([f"Command failed: {c} → {e} while working on the {t} (event {i})",
-                           f"Modified {f}: {v} the {t} around {p} (event {i})",
-                           f"{v.capitalize()} {e} in {f}; root cause was the {t} (event {i})"])
+        text = rng.choice(
+            [
+                f"Command failed: {c} → {e} while working on the {t} (event {i})",
+                f"Modified {f}: {v} the {t} around {p} (event {i})",
+                f"{v.capitalize()} {e} in {f}; root cause was the {t} (event {i})",
+            ]
+        )
     return kind, text
 
 
 def queries(rng: random.Random, n: int) -> list[str]:
-    forms = ["how do we run the {t} checks", "why did {c} fail with {e}", "which library does {f} use for the {t}",
-             "what changed in {f}", "{e} in {p}", "how to deploy the {t}", "where is the {t} configured"]
+    forms = [
+        "how do we run the {t} checks",
+        "why did {c} fail with {e}",
+        "which library does {f} use for the {t}",
+        "what changed in {f}",
+        "{e} in {p}",
+        "how to deploy the {t}",
+        "where is the {t} configured",
+    ]
     out = []
     for _ in range(n):
-        out.append(rng.choice(forms).format(t=rng.choice(TOPICS), c=rng.choice(COMMANDS), e=rng.choice(ERRORS),
-                                            f=rng.choice(FILES), p=rng.choice(PACKAGES)))
+        out.append(
+            rng.choice(forms).format(
+                t=rng.choice(TOPICS),
+                c=rng.choice(COMMANDS),
+                e=rng.choice(ERRORS),
+                f=rng.choice(FILES),
+                p=rng.choice(PACKAGES),
+            )
+        )
     return out
 
 
@@ -103,7 +188,7 @@ def load_cache(texts: list[str], model: LocalEmbedder) -> dict[str, np.ndarray]:
         vecs = np.load(path)
     else:
         CACHE.mkdir(parents=True, exist_ok=True)
-        vecs = np.concatenate([model.embed(texts[i:i + 512]) for i in range(0, len(texts), 512)])
+        vecs = np.concatenate([model.embed(texts[i : i + 512]) for i in range(0, len(texts), 512)])
         np.save(path, vecs)
     return dict(zip(texts, vecs, strict=True))
 
@@ -114,8 +199,12 @@ def pct(xs: list[float], q: float) -> float:
 
 
 def summary(xs: list[float]) -> dict[str, float]:
-    return {"p50_ms": round(pct(xs, 0.5), 3), "p95_ms": round(pct(xs, 0.95), 3),
-            "mean_ms": round(statistics.fmean(xs), 3), "n": len(xs)}
+    return {
+        "p50_ms": round(pct(xs, 0.5), 3),
+        "p95_ms": round(pct(xs, 0.95), 3),
+        "mean_ms": round(statistics.fmean(xs), 3),
+        "n": len(xs),
+    }
 
 
 def main() -> None:
@@ -128,8 +217,10 @@ def main() -> None:
     sizes = {"project": 10_000 // scale, "user": 5_000 // scale, "session": 1_000 // scale}
 
     rng = random.Random(42)
-    data = {scope: [synth(rng, i + 100_000 * n) for i in range(size)]
-            for n, (scope, size) in enumerate(sizes.items())}
+    data = {
+        scope: [synth(rng, i + 100_000 * n) for i in range(size)]
+        for n, (scope, size) in enumerate(sizes.items())
+    }
     qs = queries(rng, args.queries)
     model = LocalEmbedder()
     t = time.perf_counter()
@@ -140,8 +231,11 @@ def main() -> None:
     emb = CachedEmbedder(cache)
     emb._model, emb._kind = model._model, model._kind  # share the loaded model
 
-    result: dict = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
-                    "sizes": sizes, "model_load_s": round(load_s, 2)}
+    result: dict = {
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        "sizes": sizes,
+        "model_load_s": round(load_s, 2),
+    }
     with tempfile.TemporaryDirectory() as tmp:
         home, proj = Path(tmp) / "home", Path(tmp) / "proj"
         (proj / ".git").mkdir(parents=True)
@@ -155,10 +249,12 @@ def main() -> None:
         svc.extensions.after_store.clear()
         t = time.perf_counter()
         for scope, rows in data.items():
-            mems = [MemoryIn(content=text, memory_type=kind, scope=scope, importance=rng.uniform(0.3, 0.9))
-                    for kind, text in rows]
+            mems = [
+                MemoryIn(content=text, memory_type=kind, scope=scope, importance=rng.uniform(0.3, 0.9))
+                for kind, text in rows
+            ]
             for i in range(0, len(mems), 256):
-                svc.store_many(mems[i:i + 256], project=p, session=sess if scope == "session" else None)
+                svc.store_many(mems[i : i + 256], project=p, session=sess if scope == "session" else None)
         result["bulk_load_s"] = round(time.perf_counter() - t, 1)
         result["bulk_load_note"] = "after_store hooks detached during bulk load only"
         svc.extensions.after_store.extend(hooks)
@@ -184,8 +280,10 @@ def main() -> None:
             totals.append((time.perf_counter() - t0) * 1000)
             assert res.hits
         result["engram_recall"] = summary(totals)
-        result["engram_recall_note"] = (f"first time each query is asked, {args.gap_ms} ms pause before each "
-                                        "(the previous recall's bookkeeping lands in it)")
+        result["engram_recall_note"] = (
+            f"first time each query is asked, {args.gap_ms} ms pause before each "
+            "(the previous recall's bookkeeping lands in it)"
+        )
         result["query_embedding_alone"] = summary(embeds)
         svc.flush()
         b2b = []
@@ -216,11 +314,16 @@ def main() -> None:
             tot = 0.0
             for store in stores:
                 t0 = time.perf_counter()
-                store.q1("SELECT id, vector::distance::knn() AS d FROM memory WHERE embedding <|10,40|> $v",
-                         {"v": qv})
+                store.q1(
+                    "SELECT id, vector::distance::knn() AS d FROM memory WHERE embedding <|10,40|> $v",
+                    {"v": qv},
+                )
                 t1 = time.perf_counter()
-                store.q1("SELECT id, search::score(1) AS s FROM memory WHERE content @1@ $q "
-                         "ORDER BY s DESC LIMIT 10", {"q": q})
+                store.q1(
+                    "SELECT id, search::score(1) AS s FROM memory WHERE content @1@ $q "
+                    "ORDER BY s DESC LIMIT 10",
+                    {"q": q},
+                )
                 t2 = time.perf_counter()
                 hnsw_t.append((t1 - t0) * 1000)
                 bm25_t.append((t2 - t1) * 1000)
@@ -245,8 +348,12 @@ def main() -> None:
         singles = []
         for i in range(50):
             t0 = time.perf_counter()
-            svc.store(MemoryIn(content=f"Single store number {i}: the {rng.choice(TOPICS)} needs {rng.choice(PACKAGES)}"),
-                      project=p)
+            svc.store(
+                MemoryIn(
+                    content=f"Single store number {i}: the {rng.choice(TOPICS)} needs {rng.choice(PACKAGES)}"
+                ),
+                project=p,
+            )
             singles.append((time.perf_counter() - t0) * 1000)
         result["store_one"] = summary(singles)
         fresh = [f"Ingest {i}: {synth(rng, 900_000 + i)[1]}" for i in range(1000 // scale)]
@@ -254,14 +361,15 @@ def main() -> None:
         model.embed(fresh)
         model_only = len(fresh) / (time.perf_counter() - t0)
         fresh2 = [f"Ingest2 {i}: {synth(rng, 950_000 + i)[1]}" for i in range(1000 // scale)]
-        for label, texts, hooked in (("ingest_memories_per_s", fresh2[: len(fresh2) // 2], True),
-                                     ("ingest_memories_per_s_without_organise_hook", fresh2[len(fresh2) // 2:],
-                                      False)):
+        for label, texts, hooked in (
+            ("ingest_memories_per_s", fresh2[: len(fresh2) // 2], True),
+            ("ingest_memories_per_s_without_organise_hook", fresh2[len(fresh2) // 2 :], False),
+        ):
             if not hooked:
                 svc.extensions.after_store.clear()
             t0 = time.perf_counter()
             for i in range(0, len(texts), 64):
-                svc.store_many([MemoryIn(content=x) for x in texts[i:i + 64]], project=p)
+                svc.store_many([MemoryIn(content=x) for x in texts[i : i + 64]], project=p)
             result[label] = round(len(texts) / (time.perf_counter() - t0), 1)
         svc.extensions.after_store.extend(hooks)
         result["model_alone_texts_per_s"] = round(model_only, 1)
@@ -270,7 +378,9 @@ def main() -> None:
     out = json.dumps(result, indent=2)
     print(out)
     (ROOT / "bench" / "results").mkdir(parents=True, exist_ok=True)
-    (ROOT / "bench" / "results" / ("latency-quick.json" if args.quick else "latency.json")).write_text(out + "\n")
+    (ROOT / "bench" / "results" / ("latency-quick.json" if args.quick else "latency.json")).write_text(
+        out + "\n"
+    )
 
 
 if __name__ == "__main__":

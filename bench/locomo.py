@@ -504,9 +504,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--holdout", help="tune the grid on the other four conversations and report the pick on this one"
     )
     ap.add_argument("--out", type=Path, help="also write the JSON here")
-    ap.add_argument("--deterministic", action="store_true",
-                    help="with --engine service: a frozen clock and sequential memory ids, the same answers every run "
-                         "(for comparing two codes; the figures differ from a real clock's)")
+    ap.add_argument(
+        "--deterministic",
+        action="store_true",
+        help="with --engine service: a frozen clock and sequential memory ids, the same answers every run "
+        "(for comparing two codes; the figures differ from a real clock's)",
+    )
     args = ap.parse_args(argv)
 
     convs = load(args.data)

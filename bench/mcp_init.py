@@ -30,15 +30,26 @@ BRIDGE = REPO / "engram_core" / "mcp" / "bridge.py"
 BASELINE = "fc765ca"  # the last commit whose `engram mcp` ran the SDK in its own process
 sys.path.insert(0, str(REPO / "tests"))
 
-INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {"roots": {}},
-                   "clientInfo": {"name": "bench", "version": "0"}}}
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {"roots": {}},
+        "clientInfo": {"name": "bench", "version": "0"},
+    },
+}
 
 
 def old_server_script(tmp: Path) -> Path:
     """The baseline server file, importable outside its package."""
-    src = subprocess.run(["git", "-C", str(REPO), "show", f"{BASELINE}:engram_core/mcp_server.py"],
-                         capture_output=True, text=True, check=True).stdout
+    src = subprocess.run(
+        ["git", "-C", str(REPO), "show", f"{BASELINE}:engram_core/mcp_server.py"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     src = src.replace("from . import __version__", "from engram_core import __version__")
     src = src.replace("from .", "from engram_core.")
     path = tmp / "old_mcp_server.py"
@@ -48,8 +59,9 @@ def old_server_script(tmp: Path) -> Path:
 
 def one(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
-                            cwd=str(cwd))
+    proc = subprocess.Popen(
+        cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=str(cwd)
+    )
     assert proc.stdin is not None and proc.stdout is not None
 
     def send(msg: dict[str, Any]) -> None:
@@ -87,8 +99,12 @@ def one(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
 
 def summary(ms: list[float]) -> dict[str, float]:
     s = sorted(ms)
-    return {"p50": round(statistics.median(s), 1), "p95": round(s[min(len(s) - 1, int(0.95 * len(s)))], 1),
-            "min": round(s[0], 1), "max": round(s[-1], 1)}
+    return {
+        "p50": round(statistics.median(s), 1),
+        "p95": round(s[min(len(s) - 1, int(0.95 * len(s)))], 1),
+        "min": round(s[0], 1),
+        "max": round(s[-1], 1),
+    }
 
 
 def wait_ready(daemon: Any, timeout: float = 120.0) -> None:
@@ -110,8 +126,12 @@ def emit(out: dict[str, Any], path: Path) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=20)
-    ap.add_argument("--python", action="append", default=None,
-                    help="interpreter for the bridge, repeatable (default: python3 from PATH and /usr/bin/python3)")
+    ap.add_argument(
+        "--python",
+        action="append",
+        default=None,
+        help="interpreter for the bridge, repeatable (default: python3 from PATH and /usr/bin/python3)",
+    )
     ap.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "mcp_init.json")
     args = ap.parse_args()
     pythons = args.python or ["python3", *(["/usr/bin/python3"] if Path("/usr/bin/python3").exists() else [])]
@@ -124,14 +144,20 @@ def main() -> int:
         (project / ".git").mkdir(parents=True)
         daemon = DaemonProc(tmp / "home").start()
         try:
-            env = {**daemon.env, "PYTHONPATH": str(REPO), "CLAUDE_CODE_SESSION_ID": "bench-session",
-                   "CLAUDE_PROJECT_DIR": str(project)}
+            env = {
+                **daemon.env,
+                "PYTHONPATH": str(REPO),
+                "CLAUDE_CODE_SESSION_ID": "bench-session",
+                "CLAUDE_PROJECT_DIR": str(project),
+            }
             wait_ready(daemon)
             servers = {f"bridge[{py}]": [py, "-S", str(BRIDGE)] for py in pythons}
             servers["old_server"] = [sys.executable, str(old_server_script(tmp))]
             for cmd in servers.values():  # one unmeasured start each: page cache, .pyc files
                 one(cmd, env, project)
-            results: dict[str, dict[str, list[float]]] = {k: {"initialize": [], "tools_list": []} for k in servers}
+            results: dict[str, dict[str, list[float]]] = {
+                k: {"initialize": [], "tools_list": []} for k in servers
+            }
             for _ in range(args.runs):
                 for name, cmd in servers.items():
                     t_init, t_list = one(cmd, env, project)
@@ -140,8 +166,12 @@ def main() -> int:
         finally:
             daemon.stop()
     out = {
-        "bench": "mcp_init", "runs": args.runs, "pythons": pythons, "baseline_commit": BASELINE,
-        "loadavg_1_5_15": [round(x, 2) for x in os.getloadavg()], "cpus": os.cpu_count(),
+        "bench": "mcp_init",
+        "runs": args.runs,
+        "pythons": pythons,
+        "baseline_commit": BASELINE,
+        "loadavg_1_5_15": [round(x, 2) for x in os.getloadavg()],
+        "cpus": os.cpu_count(),
         "ms": {name: {k: summary(v) for k, v in r.items()} for name, r in results.items()},
         "note": "initialize: spawn to answer; tools_list: first tools/list after initialize; daemon warm",
     }

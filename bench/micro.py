@@ -1,6 +1,6 @@
 """Micro-benchmarks of hot-path pieces (moved out of the tests: speed is measured here, never asserted there).
 
-    python bench/micro.py     # prints JSON, writes bench/results/micro.json
+python bench/micro.py     # prints JSON, writes bench/results/micro.json
 """
 
 from __future__ import annotations
@@ -27,8 +27,11 @@ def timings(fn: Callable[[], object], runs: int = 50) -> dict[str, float]:
         fn()
         times.append((time.perf_counter() - t0) * 1000)
     times.sort()
-    return {"best_ms": round(times[0], 3), "p50_ms": round(times[len(times) // 2], 3),
-            "p95_ms": round(times[int(len(times) * 0.95) - 1], 3)}
+    return {
+        "best_ms": round(times[0], 3),
+        "p50_ms": round(times[len(times) // 2], 3),
+        "p95_ms": round(times[int(len(times) * 0.95) - 1], 3),
+    }
 
 
 def main() -> None:

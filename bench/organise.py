@@ -30,8 +30,14 @@ TEMPLATES = [
     "Decided to keep the importer synchronous for batch {i}; async made retries harder to reason about",
     "See https://docs.example.com/guide/{i} for the deployment checklist of the API",
 ]
-QUERIES = ["TokenExpiredError in auth.py", "how do we run the tests", "postgres port", "redis connection refused",
-           "deployment checklist", "why is the importer synchronous"]
+QUERIES = [
+    "TokenExpiredError in auth.py",
+    "how do we run the tests",
+    "postgres port",
+    "redis connection refused",
+    "deployment checklist",
+    "why is the importer synchronous",
+]
 
 
 def p(xs: list[float], q: float) -> float:
@@ -52,8 +58,12 @@ def main() -> None:
         (d / ".git").mkdir(parents=True)
     on = EngramService(home=root / "on", embedder=emb, recover_sessions=False)
     off = EngramService(home=root / "off", embedder=emb, recover_sessions=False)
-    for hooks in (off.extensions.after_store, off.extensions.after_recall, off.extensions.rankers,
-                  off.extensions.boosters):
+    for hooks in (
+        off.extensions.after_store,
+        off.extensions.after_recall,
+        off.extensions.rankers,
+        off.extensions.boosters,
+    ):
         hooks.clear()
     # The hook alone, measured inside the layered service.
     hook_times: list[float] = []
@@ -82,12 +92,18 @@ def main() -> None:
                 svc.recall(q, project=str(projects[name]), session=sess, strengthen=False, log=False)
                 recall_t[name].append(time.perf_counter() - t)
     out = {
-        "n_stores": args.n, "n_recalls": len(recall_t["on"]),
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                    "load_avg_1m": os.getloadavg()[0]},
+        "n_stores": args.n,
+        "n_recalls": len(recall_t["on"]),
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "load_avg_1m": os.getloadavg()[0],
+        },
         "store_ms": {k: {"p50": round(p(v, 0.5), 2), "p90": round(p(v, 0.9), 2)} for k, v in store_t.items()},
         "after_store_hook_ms": {"p50": round(p(hook_times, 0.5), 2), "p90": round(p(hook_times, 0.9), 2)},
-        "recall_ms": {k: {"p50": round(p(v, 0.5), 2), "p90": round(p(v, 0.9), 2)} for k, v in recall_t.items()},
+        "recall_ms": {
+            k: {"p50": round(p(v, 0.5), 2), "p90": round(p(v, 0.9), 2)} for k, v in recall_t.items()
+        },
         "note": "Stores include embedding (all-MiniLM-L6-v2, torch CPU). 'off' = same service, hooks removed.",
     }
     on.close()

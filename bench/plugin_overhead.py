@@ -38,7 +38,7 @@ from harness import MCP_PREFIX, ClaudeCode, find_claude  # noqa: E402
 from mcp_init import emit, wait_ready  # noqa: E402
 from mock_anthropic import MockAnthropic, text, tool_use  # noqa: E402
 
-TIMER = '''import json, subprocess, sys, time
+TIMER = """import json, subprocess, sys, time
 log, event, cmd = sys.argv[1], sys.argv[2], sys.argv[3]
 data = sys.stdin.buffer.read()
 t0 = time.perf_counter()
@@ -49,24 +49,33 @@ sys.stderr.buffer.write(p.stderr)
 with open(log, "a") as fh:
     fh.write(json.dumps({"event": event, "ms": ms, "exit": p.returncode}) + "\\n")
 sys.exit(p.returncode)
-'''
+"""
 
 
 RUNS = [0]
 
 
 def script() -> list[Any]:
-    RUNS[0] += 1  # a new file each run: Write refuses to overwrite a file it has not read (no PostToolUse then)
-    return [[tool_use("Bash", {"command": "echo building && ls", "description": "look around"})],
-            [tool_use("Write", {"file_path": f"notes-{RUNS[0]}.txt", "content": "bench notes\n"})],
-            [text("All done.")]]
+    RUNS[0] += (
+        1  # a new file each run: Write refuses to overwrite a file it has not read (no PostToolUse then)
+    )
+    return [
+        [tool_use("Bash", {"command": "echo building && ls", "description": "look around"})],
+        [tool_use("Write", {"file_path": f"notes-{RUNS[0]}.txt", "content": "bench notes\n"})],
+        [text("All done.")],
+    ]
 
 
 def timed_plugin(tmp: Path, log: Path) -> Path:
     """A copy of the plugin whose hooks run under the timer."""
     dst = tmp / "timed-plugin"
-    shutil.copytree(REPO, dst, ignore=shutil.ignore_patterns(".git", ".venv", "__pycache__", "tests", "bench",
-                                                               "screenshots", "*.egg-info", "docs"))
+    shutil.copytree(
+        REPO,
+        dst,
+        ignore=shutil.ignore_patterns(
+            ".git", ".venv", "__pycache__", "tests", "bench", "screenshots", "*.egg-info", "docs"
+        ),
+    )
     timer = dst / "hooks" / "timer.py"
     timer.write_text(TIMER)
     spec = json.loads((dst / "hooks" / "hooks.json").read_text())
@@ -74,8 +83,7 @@ def timed_plugin(tmp: Path, log: Path) -> Path:
         for group in groups:
             for hook in group["hooks"]:
                 inner = hook["command"].replace("${CLAUDE_PLUGIN_ROOT}", str(dst))
-                hook["command"] = (f"{sys.executable} -S {timer} {log} {event} "
-                                   f"'{inner}'")
+                hook["command"] = f"{sys.executable} -S {timer} {log} {event} '{inner}'"
     (dst / "hooks" / "hooks.json").write_text(json.dumps(spec, indent=2))
     return dst
 
@@ -83,8 +91,13 @@ def timed_plugin(tmp: Path, log: Path) -> Path:
 def mcp_only_plugin(tmp: Path, name: str = "mcp-only-plugin") -> Path:
     """A copy of the plugin without hooks: what the MCP server alone costs."""
     dst = tmp / name
-    shutil.copytree(REPO, dst, ignore=shutil.ignore_patterns(".git", ".venv", "__pycache__", "tests", "bench",
-                                                               "screenshots", "*.egg-info", "docs"))
+    shutil.copytree(
+        REPO,
+        dst,
+        ignore=shutil.ignore_patterns(
+            ".git", ".venv", "__pycache__", "tests", "bench", "screenshots", "*.egg-info", "docs"
+        ),
+    )
     (dst / "hooks" / "hooks.json").write_text(json.dumps({"hooks": {}}))
     return dst
 
@@ -96,12 +109,28 @@ def baseline_plugin(tmp: Path, commit: str) -> Path:
 
     dst = mcp_only_plugin(tmp, f"baseline-{commit}")
     shutil.rmtree(dst / "hooks")  # only that commit's hook files
-    paths = subprocess.run(["git", "-C", str(REPO), "ls-tree", "-r", "--name-only", commit, "hooks", ".mcp.json",
-                            "engram_core/mcp_bridge.py", "engram_core/mcp/bridge.py"],
-                           capture_output=True, text=True, check=True).stdout.split()
+    paths = subprocess.run(
+        [
+            "git",
+            "-C",
+            str(REPO),
+            "ls-tree",
+            "-r",
+            "--name-only",
+            commit,
+            "hooks",
+            ".mcp.json",
+            "engram_core/mcp_bridge.py",
+            "engram_core/mcp/bridge.py",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     for rel in paths:
-        blob = subprocess.run(["git", "-C", str(REPO), "show", f"{commit}:{rel}"], capture_output=True,
-                              check=True).stdout
+        blob = subprocess.run(
+            ["git", "-C", str(REPO), "show", f"{commit}:{rel}"], capture_output=True, check=True
+        ).stdout
         (dst / rel).parent.mkdir(parents=True, exist_ok=True)
         (dst / rel).write_bytes(blob)
     return dst
@@ -114,18 +143,41 @@ def process_cpu(plugin: Path, python: str, home: Path, project: Path, runs: int 
     import resource
     import subprocess
 
-    entry = plugin / "hooks" / ("run_hook.py" if (plugin / "hooks" / "run_hook.py").exists() else "engram_hook.py")
+    entry = (
+        plugin
+        / "hooks"
+        / ("run_hook.py" if (plugin / "hooks" / "run_hook.py").exists() else "engram_hook.py")
+    )
     mcp = json.loads((plugin / ".mcp.json").read_text())["mcpServers"]["engram"]["args"][-1]
     bridge = mcp.replace("${CLAUDE_PLUGIN_ROOT}", str(plugin))
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPATH")}
     env.update(ENGRAM_HOME=str(home), CLAUDE_PROJECT_DIR=str(project))
-    event = json.dumps({"session_id": "bench-cpu", "transcript_path": "/dev/null", "cwd": str(project),
-                        "hook_event_name": "PostToolUse", "tool_name": "Write",
-                        "tool_input": {"file_path": str(project / "cpu.txt"), "content": "x\n"},
-                        "tool_response": {"type": "create", "filePath": str(project / "cpu.txt")}}).encode()
-    init = (json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                                   "clientInfo": {"name": "bench", "version": "0"}}}) + "\n").encode()
+    event = json.dumps(
+        {
+            "session_id": "bench-cpu",
+            "transcript_path": "/dev/null",
+            "cwd": str(project),
+            "hook_event_name": "PostToolUse",
+            "tool_name": "Write",
+            "tool_input": {"file_path": str(project / "cpu.txt"), "content": "x\n"},
+            "tool_response": {"type": "create", "filePath": str(project / "cpu.txt")},
+        }
+    ).encode()
+    init = (
+        json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "clientInfo": {"name": "bench", "version": "0"},
+                },
+            }
+        )
+        + "\n"
+    ).encode()
 
     def cpu(run: Any) -> float:
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -134,12 +186,19 @@ def process_cpu(plugin: Path, python: str, home: Path, project: Path, runs: int 
         return (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000
 
     def hook() -> None:
-        subprocess.run([python, "-S", str(entry), "PostToolUse"], input=event, env=env, capture_output=True,
-                       timeout=30)
+        subprocess.run(
+            [python, "-S", str(entry), "PostToolUse"], input=event, env=env, capture_output=True, timeout=30
+        )
 
     def server() -> None:
-        proc = subprocess.Popen([python, "-S", bridge], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.DEVNULL, env=env, cwd=str(project))
+        proc = subprocess.Popen(
+            [python, "-S", bridge],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            cwd=str(project),
+        )
         assert proc.stdin is not None and proc.stdout is not None
         proc.stdin.write(init)
         proc.stdin.flush()
@@ -152,7 +211,11 @@ def process_cpu(plugin: Path, python: str, home: Path, project: Path, runs: int 
 
     hook()  # bytecode caches written
     server()
-    out: dict[str, list[float]] = {"bare_python": [], "post_tool_use_hook": [], "mcp_server_to_initialize": []}
+    out: dict[str, list[float]] = {
+        "bare_python": [],
+        "post_tool_use_hook": [],
+        "mcp_server_to_initialize": [],
+    }
     for _ in range(runs):
         out["bare_python"].append(cpu(bare))
         out["post_tool_use_hook"].append(cpu(hook))
@@ -195,18 +258,24 @@ def phases(debug: str) -> dict[str, float]:
     last_chunk = next((_stamp(x) for x in reversed(lines) if "Stream started" in x), None)
     if not lines or first_req is None or last_chunk is None:
         return {}
-    return {"startup_s": round(first_req - _stamp(lines[0]), 3), "shutdown_s": round(_stamp(lines[-1]) - last_chunk, 3)}
+    return {
+        "startup_s": round(first_req - _stamp(lines[0]), 3),
+        "shutdown_s": round(_stamp(lines[-1]) - last_chunk, 3),
+    }
 
 
-def run_once(cc: ClaudeCode, plugin: Path | None, env: dict[str, str], variant: str = "warm-up",
-             daemon: Any = None) -> tuple[float, bool]:
+def run_once(
+    cc: ClaudeCode, plugin: Path | None, env: dict[str, str], variant: str = "warm-up", daemon: Any = None
+) -> tuple[float, bool]:
     with MockAnthropic(script()) as mock:
         run = cc.run("Look around and leave a note.", mock.url, plugin_dir=plugin, env=env)
         if run.returncode != 0:
             raise RuntimeError(run.describe())
         first = mock.main_requests()[0]
         has_tools = any(t["name"].startswith(MCP_PREFIX) for t in first.get("tools") or [])
-    if daemon is not None:  # the run's hook events applied (cc.run waited for the hooks' detached children), so
+    if (
+        daemon is not None
+    ):  # the run's hook events applied (cc.run waited for the hooks' detached children), so
         c = daemon.client()  # the next variant does not pay for this one's work (SessionEnd's promotion pass)
         try:
             c.call("flush", timeout_s=60)
@@ -223,11 +292,18 @@ def main() -> int:
     ap.add_argument("--pairs", type=int, default=10)
     ap.add_argument("--python", default="python3")
     ap.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "plugin_overhead.json")
-    ap.add_argument("--baseline", metavar="COMMIT",
-                    help="also run the plugin's hooks, .mcp.json and bridge as they were at COMMIT (before/after)")
-    ap.add_argument("--nice", type=int, default=0,
-                    help="run the bench (and the daemon, Claude Code, hooks it starts) at this niceness; a negative "
-                         "one (root only) keeps other work on a shared machine from deciding the figures")
+    ap.add_argument(
+        "--baseline",
+        metavar="COMMIT",
+        help="also run the plugin's hooks, .mcp.json and bridge as they were at COMMIT (before/after)",
+    )
+    ap.add_argument(
+        "--nice",
+        type=int,
+        default=0,
+        help="run the bench (and the daemon, Claude Code, hooks it starts) at this niceness; a negative "
+        "one (root only) keeps other work on a shared machine from deciding the figures",
+    )
     args = ap.parse_args()
     if args.nice:
         os.nice(args.nice)
@@ -247,7 +323,9 @@ def main() -> int:
             env = {"PYTHONPATH": str(REPO)}
             if args.python != "python3":
                 env["ENGRAM_PYTHON"] = args.python
-            run_once(cc, REPO, env, daemon=daemon)  # warm: page cache, .pyc files, Claude Code's first-run files
+            run_once(
+                cc, REPO, env, daemon=daemon
+            )  # warm: page cache, .pyc files, Claude Code's first-run files
             run_once(cc, None, env)
             mcp_only = mcp_only_plugin(tmp)
             baseline = baseline_plugin(tmp, args.baseline) if args.baseline else None
@@ -268,8 +346,9 @@ def main() -> int:
                     base_s.append(run_once(cc, baseline, env, "baseline", daemon)[0])
             cpu_ms = {"this checkout": process_cpu(REPO, args.python, tmp / "engram-home", cc.project)}
             if baseline is not None:
-                cpu_ms[f"baseline {args.baseline}"] = process_cpu(baseline, args.python, tmp / "engram-home",
-                                                                  cc.project)
+                cpu_ms[f"baseline {args.baseline}"] = process_cpu(
+                    baseline, args.python, tmp / "engram-home", cc.project
+                )
             log = tmp / "hook-times.jsonl"
             run_once(cc, timed_plugin(tmp, log), env)
             hooks: dict[str, list[float]] = {}
@@ -279,26 +358,47 @@ def main() -> int:
         finally:
             daemon.stop()
     out = {
-        "bench": "plugin_overhead", "pairs": args.pairs, "python": args.python,
-        "loadavg_1_5_15_at_start": load_at_start, "loadavg_1_5_15": [round(x, 2) for x in os.getloadavg()],
-        "cpus": os.cpu_count(), "nice": os.nice(0),
+        "bench": "plugin_overhead",
+        "pairs": args.pairs,
+        "python": args.python,
+        "loadavg_1_5_15_at_start": load_at_start,
+        "loadavg_1_5_15": [round(x, 2) for x in os.getloadavg()],
+        "cpus": os.cpu_count(),
+        "nice": os.nice(0),
         "claude_code": str(binary),
-        "seconds": {"with_plugin": [round(x, 3) for x in with_s], "without_plugin": [round(x, 3) for x in without_s],
-                    "with_plugin_median": round(statistics.median(with_s), 3),
-                    "without_plugin_median": round(statistics.median(without_s), 3),
-                    "mcp_only": [round(x, 3) for x in mcp_s], "mcp_only_median": round(statistics.median(mcp_s), 3),
-                    "overhead_median": round(statistics.median(with_s) - statistics.median(without_s), 3),
-                    "mcp_only_overhead_median": round(statistics.median(mcp_s) - statistics.median(without_s), 3),
-                    **({f"baseline_{args.baseline}": [round(x, 3) for x in base_s],
-                        "baseline_overhead_median": round(statistics.median(base_s) - statistics.median(without_s), 3)}
-                       if base_s else {})},
+        "seconds": {
+            "with_plugin": [round(x, 3) for x in with_s],
+            "without_plugin": [round(x, 3) for x in without_s],
+            "with_plugin_median": round(statistics.median(with_s), 3),
+            "without_plugin_median": round(statistics.median(without_s), 3),
+            "mcp_only": [round(x, 3) for x in mcp_s],
+            "mcp_only_median": round(statistics.median(mcp_s), 3),
+            "overhead_median": round(statistics.median(with_s) - statistics.median(without_s), 3),
+            "mcp_only_overhead_median": round(statistics.median(mcp_s) - statistics.median(without_s), 3),
+            **(
+                {
+                    f"baseline_{args.baseline}": [round(x, 3) for x in base_s],
+                    "baseline_overhead_median": round(
+                        statistics.median(base_s) - statistics.median(without_s), 3
+                    ),
+                }
+                if base_s
+                else {}
+            ),
+        },
         "mcp_tools_in_first_request": tools_first_turn,
         "mcp_as_claude_code_logs_it": {
             "connect_ms": [t.get("connect_ms") for t in MCP_LOG[2:]],
-            "exit_after_sigint_ms": [t.get("exit_after_sigint_ms") for t in MCP_LOG[2:]]},
+            "exit_after_sigint_ms": [t.get("exit_after_sigint_ms") for t in MCP_LOG[2:]],
+        },
         "claude_code_log_phases_median_s": {
-            v: {k: round(statistics.median(p[k] for p in runs if k in p), 3) for k in ("startup_s", "shutdown_s")}
-            for v, runs in PHASES.items() if v != "warm-up" and all(runs)},
+            v: {
+                k: round(statistics.median(p[k] for p in runs if k in p), 3)
+                for k in ("startup_s", "shutdown_s")
+            }
+            for v, runs in PHASES.items()
+            if v != "warm-up" and all(runs)
+        },
         "hook_ms": hooks,
         "cpu_ms_of_what_claude_code_waits_for": cpu_ms,
     }

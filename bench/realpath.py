@@ -68,7 +68,11 @@ import realpath_text  # noqa: E402
 
 PY = sys.executable
 # What a user types: the `engram` script beside this interpreter (PYTHONPATH puts this checkout first).
-ENGRAM = [str(Path(PY).parent / "engram")] if (Path(PY).parent / "engram").is_file() else [PY, "-m", "engram_core.cli"]
+ENGRAM = (
+    [str(Path(PY).parent / "engram")]
+    if (Path(PY).parent / "engram").is_file()
+    else [PY, "-m", "engram_core.cli"]
+)
 T0 = time.monotonic()
 DIM = 384
 # An installed Engram runs from cached bytecode: pip compiles it at install time, and a checkout run through
@@ -90,8 +94,11 @@ def loads() -> list[float]:
 
 def log(msg: str) -> None:
     el = time.monotonic() - T0
-    print(f"[realpath {time.strftime('%H:%M:%S', time.gmtime())} UTC, +{el / 60:.1f} min, load {load():.2f}] {msg}",
-          file=sys.stderr, flush=True)
+    print(
+        f"[realpath {time.strftime('%H:%M:%S', time.gmtime())} UTC, +{el / 60:.1f} min, load {load():.2f}] {msg}",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def pct(xs: list[float], q: float) -> float:
@@ -102,8 +109,14 @@ def pct(xs: list[float], q: float) -> float:
 def summary(xs: list[float]) -> dict[str, Any]:
     if not xs:
         return {"n": 0}
-    return {"p50_ms": pct(xs, 0.5), "p95_ms": pct(xs, 0.95), "min_ms": round(min(xs), 2),
-            "max_ms": round(max(xs), 2), "mean_ms": round(statistics.fmean(xs), 2), "n": len(xs)}
+    return {
+        "p50_ms": pct(xs, 0.5),
+        "p95_ms": pct(xs, 0.95),
+        "min_ms": round(min(xs), 2),
+        "max_ms": round(max(xs), 2),
+        "mean_ms": round(statistics.fmean(xs), 2),
+        "n": len(xs),
+    }
 
 
 def du(p: Path) -> int:
@@ -141,15 +154,18 @@ def alive(pid: int) -> bool:
 
 def run(cmd: list[str], timeout: float, **kw: Any) -> subprocess.CompletedProcess[str]:
     """subprocess.run with a timeout that kills the child's whole process group."""
-    proc = subprocess.Popen(cmd, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-                            **kw)
+    proc = subprocess.Popen(
+        cmd, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, **kw
+    )
     CHILDREN.add(proc)
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         kill_group(proc)
         out, err = proc.communicate()
-        raise TimeoutError(f"{' '.join(cmd[:4])}… did not finish within {timeout:.0f} s; stderr: {err[-500:]}") from None
+        raise TimeoutError(
+            f"{' '.join(cmd[:4])}… did not finish within {timeout:.0f} s; stderr: {err[-500:]}"
+        ) from None
     finally:
         CHILDREN.discard(proc)
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
@@ -187,9 +203,16 @@ class Setup:
     def env(self) -> dict[str, str]:
         cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")  # the exported model, once
         env = {k: v for k, v in os.environ.items() if k != NO_BYTECODE}
-        return {**env, "HOME": str(self.home), "ENGRAM_HOME": str(self.eh), "XDG_CACHE_HOME": cache,
-                "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-                "CLAUDE_PROJECT_DIR": str(self.proj)}
+        return {
+            **env,
+            "HOME": str(self.home),
+            "ENGRAM_HOME": str(self.eh),
+            "XDG_CACHE_HOME": cache,
+            "PYTHONPATH": str(ROOT),
+            "HF_HUB_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1",
+            "CLAUDE_PROJECT_DIR": str(self.proj),
+        }
 
     def make(self) -> None:
         for d in (self.home, self.proj / ".git"):
@@ -199,7 +222,9 @@ class Setup:
     def state(self) -> dict[str, Any]:
         return json.loads(self.state_file.read_text()) if self.state_file.is_file() else {"imported": 0}
 
-    def engram(self, *args: str, check: bool = True, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    def engram(
+        self, *args: str, check: bool = True, timeout: float = 600
+    ) -> subprocess.CompletedProcess[str]:
         out = run([*ENGRAM, *args], timeout, cwd=self.proj, env=self.env())
         if check and out.returncode != 0:
             raise RuntimeError(f"engram {' '.join(args[:2])} exited {out.returncode}: {out.stderr[-2000:]}")
@@ -223,16 +248,23 @@ class Setup:
         if self.daemon is not None and self.daemon.poll() is None:
             raise RuntimeError("a daemon of this bench is already running here")
         t0 = time.perf_counter()
-        self.daemon = subprocess.Popen([PY, "-m", "engram_core.daemon", "--home", str(self.eh)], env=self.env(),
-                                       cwd=self.proj, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                       start_new_session=True)
+        self.daemon = subprocess.Popen(
+            [PY, "-m", "engram_core.daemon", "--home", str(self.eh)],
+            env=self.env(),
+            cwd=self.proj,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         while True:
             try:
                 return time.perf_counter() - t0, self.client()
             except DaemonUnavailable:
                 pass
             if self.daemon.poll() is not None:
-                raise RuntimeError(f"the daemon exited at start ({self.daemon.returncode}); see {self.eh}/engram.log")
+                raise RuntimeError(
+                    f"the daemon exited at start ({self.daemon.returncode}); see {self.eh}/engram.log"
+                )
             if time.perf_counter() - t0 > timeout:
                 raise TimeoutError(f"the daemon's socket did not answer within {timeout:.0f} s")
             time.sleep(0.005)
@@ -265,11 +297,20 @@ class Setup:
 
     def disk(self) -> dict[str, int]:
         store_dir = self.proj / ".claude" / "engram"
-        snaps = [*store_dir.glob("*.npz"), *store_dir.glob("*.json"), *self.eh.glob("*.npz"), *self.eh.glob("*.json")]
-        return {"data_root_bytes": du(self.eh) + du(store_dir), "engram_home_bytes": du(self.eh),
-                "project_store_bytes": du(store_dir), "project_db_bytes": du(store_dir / "project.db"),
-                "user_db_bytes": du(self.eh / "user.db"),
-                "snapshot_bytes": sum(du(f) for f in snaps if f.name != "launcher.json")}
+        snaps = [
+            *store_dir.glob("*.npz"),
+            *store_dir.glob("*.json"),
+            *self.eh.glob("*.npz"),
+            *self.eh.glob("*.json"),
+        ]
+        return {
+            "data_root_bytes": du(self.eh) + du(store_dir),
+            "engram_home_bytes": du(self.eh),
+            "project_store_bytes": du(store_dir),
+            "project_db_bytes": du(store_dir / "project.db"),
+            "user_db_bytes": du(self.eh / "user.db"),
+            "snapshot_bytes": sum(du(f) for f in snaps if f.name != "launcher.json"),
+        }
 
     def log_counts(self) -> dict[str, int]:
         """Background work the daemon logged (a sweep or a compaction inside a measurement shows in its p95)."""
@@ -279,9 +320,11 @@ class Setup:
             return {"maintenance": 0, "compactions": 0, "compaction_s": 0}
         lines = [x for x in text.splitlines() if " engram.daemon: " in x]
         took = [re.search(r" in (\d+) ms$", x) for x in lines if " compacted " in x]
-        return {"maintenance": sum("maintenance:" in x for x in lines),
-                "compactions": sum(" compacted " in x for x in lines),
-                "compaction_s": round(sum(int(m.group(1)) for m in took if m) / 1000, 1)}
+        return {
+            "maintenance": sum("maintenance:" in x for x in lines),
+            "compactions": sum(" compacted " in x for x in lines),
+            "compaction_s": round(sum(int(m.group(1)) for m in took if m) / 1000, 1),
+        }
 
 
 # ── stages ──────────────────────────────────────────────────
@@ -290,7 +333,9 @@ class Run:
         self.timeline: list[dict[str, Any]] = []
 
     @contextlib.contextmanager
-    def stage(self, label: str, name: str, s: Setup | None = None, fatal: bool = False) -> Iterator[dict[str, Any]]:
+    def stage(
+        self, label: str, name: str, s: Setup | None = None, fatal: bool = False
+    ) -> Iterator[dict[str, Any]]:
         """Times a stage and records the load around it. A failure is recorded in the row; only a fatal stage's
         failure (an import, the daemon start the rest needs) ends the run."""
         row: dict[str, Any] = {"load_start": loads()}
@@ -312,8 +357,15 @@ class Run:
                 bg = {k: round(after[k] - before[k], 1) for k in after if after[k] - before[k]}
                 if bg:
                     row["daemon_background_during_stage"] = bg
-            self.timeline.append({"size": label, "stage": name, "seconds": row["seconds"],
-                                  "load_start": row["load_start"], "load_end": row["load_end"]})
+            self.timeline.append(
+                {
+                    "size": label,
+                    "stage": name,
+                    "seconds": row["seconds"],
+                    "load_start": row["load_start"],
+                    "load_end": row["load_end"],
+                }
+            )
             log(f"{label}: {name} done in {row['seconds']:.1f} s")
 
 
@@ -331,8 +383,15 @@ def do_import(s: Setup, rows: list[dict[str, Any]], label: str, timeout: float) 
     before = sum(x["total"] for x in st0["scopes"])
     client.close()
     t = time.perf_counter()
-    proc = subprocess.Popen([*ENGRAM, "import", str(part), "--json"], cwd=s.proj, env=s.env(),
-                            text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    proc = subprocess.Popen(
+        [*ENGRAM, "import", str(part), "--json"],
+        cwd=s.proj,
+        env=s.env(),
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     CHILDREN.add(proc)
     out_q: queue.Queue[tuple[str, str]] = queue.Queue()
     threading.Thread(target=lambda: out_q.put(proc.communicate()), daemon=True).start()
@@ -360,8 +419,10 @@ def do_import(s: Setup, rows: list[dict[str, Any]], label: str, timeout: float) 
                     done = total - before
                     rate = done / (now - t)
                     left = (len(rows) - done) / rate if rate > 0 else float("nan")
-                    log(f"{label}: import {done:,}/{len(rows):,} ({rate:.0f}/s, ~{left / 60:.1f} min left; "
-                        f"{(now - t) / 60:.1f} min so far)")
+                    log(
+                        f"{label}: import {done:,}/{len(rows):,} ({rate:.0f}/s, ~{left / 60:.1f} min left; "
+                        f"{(now - t) / 60:.1f} min so far)"
+                    )
                 except Exception as exc:  # progress only: never fail the import for it
                     log(f"{label}: import running, {(now - t) / 60:.1f} min so far (no count: {exc})")
     finally:
@@ -376,12 +437,20 @@ def do_import(s: Setup, rows: list[dict[str, Any]], label: str, timeout: float) 
     st["imported"] += len(rows)
     st.setdefault("imports", []).append({"memories": len(rows), "seconds": round(took, 1)})
     s.state_file.write_text(json.dumps(st))
-    return {"memories": len(rows), "stored": report.get("stored"), "merged": report.get("merged"),
-            "failed": len(report.get("failed") or []), "seconds": round(took, 1),
-            "memories_per_second": round(len(rows) / took, 1), "daemon_start_before_s": round(start_s, 2),
-            "daemon_stop_after_s": round(stop_s, 2), "progress_polls": polls, "progress_polls_s": round(poll_s, 2),
-            "note": "wall time of `engram import` (CLI start included), the daemon started beforehand; progress "
-                    "polls: a `stats` call on the socket once a minute"}
+    return {
+        "memories": len(rows),
+        "stored": report.get("stored"),
+        "merged": report.get("merged"),
+        "failed": len(report.get("failed") or []),
+        "seconds": round(took, 1),
+        "memories_per_second": round(len(rows) / took, 1),
+        "daemon_start_before_s": round(start_s, 2),
+        "daemon_stop_after_s": round(stop_s, 2),
+        "progress_polls": polls,
+        "progress_polls_s": round(poll_s, 2),
+        "note": "wall time of `engram import` (CLI start included), the daemon started beforehand; progress "
+        "polls: a `stats` call on the socket once a minute",
+    }
 
 
 def cold_start(s: Setup, query: str) -> dict[str, Any]:
@@ -392,8 +461,12 @@ def cold_start(s: Setup, query: str) -> dict[str, Any]:
     first = ready + time.perf_counter() - t
     client.close()
     assert s.daemon is not None
-    return {"ready_s": round(ready, 2), "first_recall_answered_s": round(first, 2), "load": load(),
-            "pid": s.daemon.pid}
+    return {
+        "ready_s": round(ready, 2),
+        "first_recall_answered_s": round(first, 2),
+        "load": load(),
+        "pid": s.daemon.pid,
+    }
 
 
 def recall_daemon(s: Setup, queries: list[str], gap_s: float, budget_s: float = 600) -> dict[str, Any]:
@@ -439,19 +512,29 @@ def recall_cli(s: Setup, queries: list[str], budget_s: float = 600) -> dict[str,
             cold.append((time.perf_counter() - t) * 1000)
             if out.returncode != 0:
                 raise RuntimeError(f"engram recall exited {out.returncode}: {out.stderr[-1000:]}")
-    return {**summary(times), "bare_python_c_pass": summary(bare), "without_cached_bytecode": summary(cold),
-            "load": load()}
+    return {
+        **summary(times),
+        "bare_python_c_pass": summary(bare),
+        "without_cached_bytecode": summary(cold),
+        "load": load(),
+    }
 
 
 def compile_engram() -> dict[str, Any]:
     """Compile this checkout's modules once, as an install does (see NO_BYTECODE)."""
     t = time.perf_counter()
-    out = run([PY, "-m", "compileall", "-q", str(ROOT / "engram_core"), str(ROOT / "hooks")], 300,
-              env={k: v for k, v in os.environ.items() if k != NO_BYTECODE})
+    out = run(
+        [PY, "-m", "compileall", "-q", str(ROOT / "engram_core"), str(ROOT / "hooks")],
+        300,
+        env={k: v for k, v in os.environ.items() if k != NO_BYTECODE},
+    )
     if out.returncode != 0:
         raise RuntimeError(f"compileall exited {out.returncode}: {out.stderr[-1000:]}")
-    return {"seconds": round(time.perf_counter() - t, 2), "bytecode": "cached, as an install leaves it",
-            f"{NO_BYTECODE}_on_this_machine": os.environ.get(NO_BYTECODE)}
+    return {
+        "seconds": round(time.perf_counter() - t, 2),
+        "bytecode": "cached, as an install leaves it",
+        f"{NO_BYTECODE}_on_this_machine": os.environ.get(NO_BYTECODE),
+    }
 
 
 class Bridge:
@@ -461,9 +544,15 @@ class Bridge:
     def __init__(self, s: Setup, timeout: float = 300) -> None:
         self.python = shutil.which("python3") or PY
         self.timeout = timeout
-        self.proc = subprocess.Popen([self.python, "-S", str(ROOT / "engram_core" / "mcp" / "run_bridge.py")],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     env=s.env(), cwd=s.proj, start_new_session=True)
+        self.proc = subprocess.Popen(
+            [self.python, "-S", str(ROOT / "engram_core" / "mcp" / "run_bridge.py")],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=s.env(),
+            cwd=s.proj,
+            start_new_session=True,
+        )
         CHILDREN.add(self.proc)
         self.lines: queue.Queue[bytes] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
@@ -512,16 +601,23 @@ class Bridge:
         CHILDREN.discard(self.proc)
 
 
-def recall_mcp(s: Setup, queries: list[str], socket_queries: list[str], gap_s: float,
-               budget_s: float = 600) -> dict[str, Any]:
+def recall_mcp(
+    s: Setup, queries: list[str], socket_queries: list[str], gap_s: float, budget_s: float = 600
+) -> dict[str, Any]:
     """`recall_memories` and a trivial tool (`memory_aggregate` of no lists: no store, no model) alternately through
     one bridge, paced; then as many other questions on the daemon socket, paced (other questions: a repeated one
     would find its vector in the model's cache). The call's own cost is the trivial tool's."""
     b = Bridge(s)
     try:
         t = time.perf_counter()
-        b.ask("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
-                             "clientInfo": {"name": "realpath-bench", "version": "0"}})
+        b.ask(
+            "initialize",
+            {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "realpath-bench", "version": "0"},
+            },
+        )
         init_ms = (time.perf_counter() - t) * 1000
         b.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         b.tool("memory_aggregate", {"results": []})  # warm: the first call of a connection joins its context
@@ -539,12 +635,20 @@ def recall_mcp(s: Setup, queries: list[str], socket_queries: list[str], gap_s: f
                 break
     finally:
         b.close()
-    same = recall_daemon(s, socket_queries[:len(rec)], gap_s, budget_s)
-    out: dict[str, Any] = {"bridge": f"{b.python} -S engram_core/mcp/run_bridge.py", "initialize_ms": round(init_ms, 1),
-                           "recall_memories": summary(rec), "trivial_tool_memory_aggregate": summary(triv),
-                           "socket_recall_paced_right_after": same, "gap_ms": int(gap_s * 1000), "load": load()}
+    same = recall_daemon(s, socket_queries[: len(rec)], gap_s, budget_s)
+    out: dict[str, Any] = {
+        "bridge": f"{b.python} -S engram_core/mcp/run_bridge.py",
+        "initialize_ms": round(init_ms, 1),
+        "recall_memories": summary(rec),
+        "trivial_tool_memory_aggregate": summary(triv),
+        "socket_recall_paced_right_after": same,
+        "gap_ms": int(gap_s * 1000),
+        "load": load(),
+    }
     if rec and triv:
-        out["recall_over_trivial_p50_ms"] = round(out["recall_memories"]["p50_ms"] - out["trivial_tool_memory_aggregate"]["p50_ms"], 2)
+        out["recall_over_trivial_p50_ms"] = round(
+            out["recall_memories"]["p50_ms"] - out["trivial_tool_memory_aggregate"]["p50_ms"], 2
+        )
         out["recall_over_socket_recall_p50_ms"] = round(out["recall_memories"]["p50_ms"] - same["p50_ms"], 2)
     if errors:
         out["errors"] = {"n": len(errors), "first": errors[0]}
@@ -557,8 +661,15 @@ def recall_during_maintain(s: Setup, queries: list[str], timeout: float) -> dict
     client = s.client(timeout=timeout)
     client.call("recall", query=queries[0], project=str(s.proj), limit=10)
     t0 = time.perf_counter()
-    proc = subprocess.Popen([*ENGRAM, "maintain", "--json"], cwd=s.proj, env=s.env(), text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    proc = subprocess.Popen(
+        [*ENGRAM, "maintain", "--json"],
+        cwd=s.proj,
+        env=s.env(),
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     CHILDREN.add(proc)
     during: list[float] = []
     offsets: list[float] = []
@@ -581,10 +692,13 @@ def recall_during_maintain(s: Setup, queries: list[str], timeout: float) -> dict
             kill_group(proc)
         CHILDREN.discard(proc)
         client.close()
-    res: dict[str, Any] = {"maintain_wall_s": round(maintain_s, 2), "maintain_exit": proc.returncode,
-                           "recalls_while_maintain_ran": summary(during),
-                           "longest_recall_started_at_s": offsets[during.index(max(during))] if during else None,
-                           "load": load()}
+    res: dict[str, Any] = {
+        "maintain_wall_s": round(maintain_s, 2),
+        "maintain_exit": proc.returncode,
+        "recalls_while_maintain_ran": summary(during),
+        "longest_recall_started_at_s": offsets[during.index(max(during))] if during else None,
+        "load": load(),
+    }
     if proc.returncode != 0:
         res["maintain_stderr"] = err[-1000:]
     else:
@@ -596,10 +710,20 @@ def recall_during_maintain(s: Setup, queries: list[str], timeout: float) -> dict
 def run_baseline(name: str, data: Path, timeout: float, label: str) -> dict[str, Any]:
     """One baseline worker in a process of its own (its progress lines pass through to stderr)."""
     t = time.perf_counter()
-    proc = subprocess.Popen([PY, str(Path(__file__).resolve()), "--baseline", name, "--data", str(data)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-                            env={**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1",
-                                 "TRANSFORMERS_OFFLINE": "1", "ANONYMIZED_TELEMETRY": "False"})
+    proc = subprocess.Popen(
+        [PY, str(Path(__file__).resolve()), "--baseline", name, "--data", str(data)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        env={
+            **os.environ,
+            "PYTHONPATH": str(ROOT),
+            "HF_HUB_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1",
+            "ANONYMIZED_TELEMETRY": "False",
+        },
+    )
     CHILDREN.add(proc)
     err_tail: list[str] = []
 
@@ -630,25 +754,43 @@ def run_baseline(name: str, data: Path, timeout: float, label: str) -> dict[str,
 
 
 # ── the measurements at one size ──────────────────────────────
-def measure(s: Setup, size: int, label: str, r: Run, a: argparse.Namespace, *, n_project: int, n_user: int,
-            rows: list[dict[str, Any]], import_rows: list[dict[str, Any]] | None, data_dir: Path) -> dict[str, Any]:
+def measure(
+    s: Setup,
+    size: int,
+    label: str,
+    r: Run,
+    a: argparse.Namespace,
+    *,
+    n_project: int,
+    n_user: int,
+    rows: list[dict[str, Any]],
+    import_rows: list[dict[str, Any]] | None,
+    data_dir: Path,
+) -> dict[str, Any]:
     res: dict[str, Any] = {"size": size, "project": n_project, "user": n_user, "store": str(s.work)}
     # Distinct questions for every row: the daemon's model caches the vectors of the last 256 single texts.
     need = 2 * a.queries + 2 * a.mcp_queries + a.cli_queries + 2 + 200
     qs = list(dict.fromkeys(realpath_text.questions(2 * need, 11)))[:need]
     cut = list(np.cumsum([2, a.queries, a.queries, a.mcp_queries, a.mcp_queries, a.cli_queries]))
-    starts, paced, b2b, mcp_q, mcp_socket, cli_q, maint_q = (qs[i:j] for i, j in zip([0, *cut], [*cut, len(qs)],
-                                                                                       strict=True))
+    starts, paced, b2b, mcp_q, mcp_socket, cli_q, maint_q = (
+        qs[i:j] for i, j in zip([0, *cut], [*cut, len(qs)], strict=True)
+    )
     scale = max(1.0, size / 10_000)
     if import_rows:
         with r.stage(label, f"import {len(import_rows):,}", s, fatal=True) as row:
-            row.update(do_import(s, import_rows, label, timeout=a.import_timeout_per_k * len(import_rows) / 1000 + 600))
+            row.update(
+                do_import(
+                    s, import_rows, label, timeout=a.import_timeout_per_k * len(import_rows) / 1000 + 600
+                )
+            )
         res["import"] = row
         res["disk_as_imported"] = {**s.disk(), "note": "after the import's daemon stopped"}
     else:
         s.stop()
     stored = s.state()["imported"]
-    with r.stage(label, "daemon start, the first after the import" if import_rows else "daemon start (a first)", s) as row:
+    with r.stage(
+        label, "daemon start, the first after the import" if import_rows else "daemon start (a first)", s
+    ) as row:
         try:
             row.update(cold_start(s, starts[0]))
         finally:
@@ -680,13 +822,19 @@ def measure(s: Setup, size: int, label: str, r: Run, a: argparse.Namespace, *, n
     with r.stage(label, "daemon stop", s) as row:
         row["stop_s"] = round(s.stop(), 2)
     disk = s.disk()
-    res["disk"] = {**disk, "memories": stored, "bytes_per_memory_data_root": round(disk["data_root_bytes"] / stored),
-                   "bytes_per_project_memory_project_store": round(disk["project_store_bytes"] / max(1, n_project))}
+    res["disk"] = {
+        **disk,
+        "memories": stored,
+        "bytes_per_memory_data_root": round(disk["data_root_bytes"] / stored),
+        "bytes_per_project_memory_project_store": round(disk["project_store_bytes"] / max(1, n_project)),
+    }
     if not a.no_compact:
         with r.stage(label, "engram compact", s) as row:
             try:
                 client = s.start()[1]
-                client.call("recall", query=starts[0], project=str(s.proj), limit=10)  # opens the project store
+                client.call(
+                    "recall", query=starts[0], project=str(s.proj), limit=10
+                )  # opens the project store
                 client.close()
                 out = s.engram("compact", "--json", timeout=1200 * scale)  # every store the daemon has open
                 with contextlib.suppress(ValueError):
@@ -695,14 +843,18 @@ def measure(s: Setup, size: int, label: str, r: Run, a: argparse.Namespace, *, n
                 row["stop_s"] = round(s.stop(), 2)
         res["compact"] = row
         d2 = s.disk()
-        res["disk_after_compact"] = {**d2, "bytes_per_memory_data_root": round(d2["data_root_bytes"] / stored),
-                                     "bytes_per_project_memory_project_store":
-                                         round(d2["project_store_bytes"] / max(1, n_project))}
+        res["disk_after_compact"] = {
+            **d2,
+            "bytes_per_memory_data_root": round(d2["data_root_bytes"] / stored),
+            "bytes_per_project_memory_project_store": round(d2["project_store_bytes"] / max(1, n_project)),
+        }
     if not a.no_baselines:
         data_dir.mkdir(parents=True, exist_ok=True)
-        (data_dir / "texts.json").write_text(json.dumps({"texts": [x["content"] for x in rows],
-                                                         "scopes": [x["scope"] for x in rows]}), encoding="utf-8")
-        (data_dir / "queries.json").write_text(json.dumps(qs[2:2 + a.baseline_queries]), encoding="utf-8")
+        (data_dir / "texts.json").write_text(
+            json.dumps({"texts": [x["content"] for x in rows], "scopes": [x["scope"] for x in rows]}),
+            encoding="utf-8",
+        )
+        (data_dir / "queries.json").write_text(json.dumps(qs[2 : 2 + a.baseline_queries]), encoding="utf-8")
         bl: dict[str, Any] = {}
         for name in ("embedding", "numpy", "sqlite_fts5", "chroma", "surrealdb"):
             with r.stage(label, f"baseline {name}") as row:
@@ -749,7 +901,7 @@ def b_embedding(d: Path) -> dict[str, Any]:
     vecs = np.zeros((len(texts), DIM), dtype=np.float32)
     t = last = time.perf_counter()
     for i in range(0, len(texts), 64):
-        vecs[i:i + 64] = np.asarray(model.embed(texts[i:i + 64]), dtype=np.float32)
+        vecs[i : i + 64] = np.asarray(model.embed(texts[i : i + 64]), dtype=np.float32)
         if time.perf_counter() - last > 60:
             last = time.perf_counter()
             blog("embedding", f"{i + 64:,}/{len(texts):,} texts ({(i + 64) / (last - t):.0f}/s)")
@@ -761,14 +913,21 @@ def b_embedding(d: Path) -> dict[str, Any]:
         qv.append(model.embed([q])[0])
         times.append((time.perf_counter() - t) * 1000)
     np.save(d / "qvecs.npy", np.asarray(qv, dtype=np.float32))
-    return {"model_load_s": round(load_s, 2), "batch_texts": len(texts), "batch_texts_per_second": round(batch, 1),
-            "query_embedding": summary(times), "load": load()}
+    return {
+        "model_load_s": round(load_s, 2),
+        "batch_texts": len(texts),
+        "batch_texts_per_second": round(batch, 1),
+        "query_embedding": summary(times),
+        "load": load(),
+    }
 
 
 def b_numpy(d: Path) -> dict[str, Any]:
     texts, scopes, vecs, _, qv = _data(d)
-    mats = [vecs[idx] / np.maximum(np.linalg.norm(vecs[idx], axis=1, keepdims=True), 1e-9)
-            for idx in _by_scope(scopes).values()]
+    mats = [
+        vecs[idx] / np.maximum(np.linalg.norm(vecs[idx], axis=1, keepdims=True), 1e-9)
+        for idx in _by_scope(scopes).values()
+    ]
     times = []
     for v in qv:
         t = time.perf_counter()
@@ -778,8 +937,12 @@ def b_numpy(d: Path) -> dict[str, Any]:
             top = np.argpartition(-sc, k)[:10]
             top[np.argsort(-sc[top])]
         times.append((time.perf_counter() - t) * 1000)
-    return {"query_both_scopes": summary(times), "vectors": len(vecs), "bytes_per_memory_float32": DIM * 4,
-            "load": load()}
+    return {
+        "query_both_scopes": summary(times),
+        "vectors": len(vecs),
+        "bytes_per_memory_float32": DIM * 4,
+        "load": load(),
+    }
 
 
 def _fts_query(q: str) -> str:
@@ -802,20 +965,29 @@ def b_sqlite_fts5(d: Path) -> dict[str, Any]:
     build = time.perf_counter() - t
     t = time.perf_counter()
     db = sqlite3.connect(path)
-    db.execute(f"SELECT rowid FROM m_{next(iter(groups))} WHERE m_{next(iter(groups))} MATCH ? ORDER BY rank LIMIT 10",
-               (_fts_query(queries[0]),)).fetchall()
+    db.execute(
+        f"SELECT rowid FROM m_{next(iter(groups))} WHERE m_{next(iter(groups))} MATCH ? ORDER BY rank LIMIT 10",
+        (_fts_query(queries[0]),),
+    ).fetchall()
     first = time.perf_counter() - t
     times = []
     for q in queries:
         t = time.perf_counter()
         for sc in groups:
-            db.execute(f"SELECT rowid FROM m_{sc} WHERE m_{sc} MATCH ? ORDER BY rank LIMIT 10", (_fts_query(q),)).fetchall()
+            db.execute(
+                f"SELECT rowid FROM m_{sc} WHERE m_{sc} MATCH ? ORDER BY rank LIMIT 10", (_fts_query(q),)
+            ).fetchall()
         times.append((time.perf_counter() - t) * 1000)
     db.close()
     size = path.stat().st_size
     path.unlink()
-    return {"build_s": round(build, 2), "open_and_first_query_s": round(first, 3), "query_both_scopes": summary(times),
-            "bytes_per_memory": round(size / max(1, len(texts))), "load": load()}
+    return {
+        "build_s": round(build, 2),
+        "open_and_first_query_s": round(first, 3),
+        "query_both_scopes": summary(times),
+        "bytes_per_memory": round(size / max(1, len(texts))),
+        "load": load(),
+    }
 
 
 def b_chroma(d: Path) -> dict[str, Any]:
@@ -830,7 +1002,7 @@ def b_chroma(d: Path) -> dict[str, Any]:
     for sc, idx in groups.items():
         col = client.create_collection(sc, metadata={"hnsw:space": "cosine"})
         for j in range(0, len(idx), 5000):
-            part = idx[j:j + 5000]
+            part = idx[j : j + 5000]
             col.add(ids=[str(i) for i in part], embeddings=vecs[part], documents=[texts[i] for i in part])
             blog("chroma", f"added {j + len(part):,}/{len(idx):,} to {sc} ({time.perf_counter() - t:.0f} s)")
     build = time.perf_counter() - t
@@ -843,20 +1015,32 @@ def b_chroma(d: Path) -> dict[str, Any]:
         times.append((time.perf_counter() - t) * 1000)
     del cols, client
     # A new process: open the store and answer a first query (Chroma's cold start).
-    code = ("import sys, time, numpy as np, chromadb; t=time.perf_counter(); c=chromadb.PersistentClient(path=sys.argv[1]);"
-            "col=c.get_collection(sys.argv[2]); col.query(query_embeddings=[np.load(sys.argv[3])[0].tolist()], n_results=10);"
-            "print(time.perf_counter()-t)")
+    code = (
+        "import sys, time, numpy as np, chromadb; t=time.perf_counter(); c=chromadb.PersistentClient(path=sys.argv[1]);"
+        "col=c.get_collection(sys.argv[2]); col.query(query_embeddings=[np.load(sys.argv[3])[0].tolist()], n_results=10);"
+        "print(time.perf_counter()-t)"
+    )
     t = time.perf_counter()
-    out = subprocess.run([PY, "-c", code, str(path), next(iter(groups)), str(d / "qvecs.npy")], capture_output=True,
-                         text=True, timeout=600, check=True)
+    out = subprocess.run(
+        [PY, "-c", code, str(path), next(iter(groups)), str(d / "qvecs.npy")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    )
     cold_wall = time.perf_counter() - t
     size = du(path)
     shutil.rmtree(path, ignore_errors=True)
-    return {"version": chromadb.__version__, "build_s": round(build, 2),
-            "add_per_second": round(len(texts) / build, 1) if build else None,
-            "query_both_scopes": summary(times), "bytes_per_memory": round(size / max(1, len(texts))),
-            "new_process_open_and_first_query_s": round(cold_wall, 2),
-            "open_and_first_query_in_process_s": round(float(out.stdout.strip() or 0), 3), "load": load()}
+    return {
+        "version": chromadb.__version__,
+        "build_s": round(build, 2),
+        "add_per_second": round(len(texts) / build, 1) if build else None,
+        "query_both_scopes": summary(times),
+        "bytes_per_memory": round(size / max(1, len(texts))),
+        "new_process_open_and_first_query_s": round(cold_wall, 2),
+        "open_and_first_query_in_process_s": round(float(out.stdout.strip() or 0), 3),
+        "load": load(),
+    }
 
 
 def b_surrealdb(d: Path) -> dict[str, Any]:
@@ -870,15 +1054,17 @@ def b_surrealdb(d: Path) -> dict[str, Any]:
     groups = _by_scope(scopes)
     db = Surreal(f"surrealkv://{path}")
     db.use("bench", "x")
-    schema = ("DEFINE ANALYZER IF NOT EXISTS a TOKENIZERS blank, class FILTERS ascii, lowercase, snowball(english);"
-              "DEFINE TABLE {t} SCHEMALESS; DEFINE INDEX {t}_ft ON {t} FIELDS content FULLTEXT ANALYZER a BM25;"
-              f"DEFINE INDEX {{t}}_v ON {{t}} FIELDS embedding HNSW DIMENSION {DIM} DIST COSINE;")
+    schema = (
+        "DEFINE ANALYZER IF NOT EXISTS a TOKENIZERS blank, class FILTERS ascii, lowercase, snowball(english);"
+        "DEFINE TABLE {t} SCHEMALESS; DEFINE INDEX {t}_ft ON {t} FIELDS content FULLTEXT ANALYZER a BM25;"
+        f"DEFINE INDEX {{t}}_v ON {{t}} FIELDS embedding HNSW DIMENSION {DIM} DIST COSINE;"
+    )
     t = time.perf_counter()
     last = t
     for tb, idx in groups.items():
         db.query(schema.replace("{t}", tb)).execute()
         for j in range(0, len(idx), 500):
-            rows = [{"content": texts[i], "embedding": vecs[i].tolist()} for i in idx[j:j + 500]]
+            rows = [{"content": texts[i], "embedding": vecs[i].tolist()} for i in idx[j : j + 500]]
             db.query(f"INSERT INTO {tb} $rows RETURN NONE", {"rows": rows}).execute()
             if time.perf_counter() - last > 30:
                 last = time.perf_counter()
@@ -889,25 +1075,38 @@ def b_surrealdb(d: Path) -> dict[str, Any]:
         vl = v.tolist()
         t = time.perf_counter()
         for tb in groups:
-            db.query(f"SELECT id, vector::distance::knn() AS d FROM {tb} WHERE embedding <|10,40|> $v", {"v": vl}).execute()
+            db.query(
+                f"SELECT id, vector::distance::knn() AS d FROM {tb} WHERE embedding <|10,40|> $v", {"v": vl}
+            ).execute()
         hnsw.append((time.perf_counter() - t) * 1000)
         t = time.perf_counter()
         for tb in groups:
-            db.query(f"SELECT id, search::score(1) AS s FROM {tb} WHERE content @1@ $q ORDER BY s DESC LIMIT 10",
-                     {"q": q}).execute()
+            db.query(
+                f"SELECT id, search::score(1) AS s FROM {tb} WHERE content @1@ $q ORDER BY s DESC LIMIT 10",
+                {"q": q},
+            ).execute()
         ft.append((time.perf_counter() - t) * 1000)
     db.close()
     size = du(path)
     shutil.rmtree(path, ignore_errors=True)
-    return {"build_s": round(build, 1), "insert_per_second": round(len(texts) / build, 1) if build else None,
-            "hnsw_both_scopes": summary(hnsw), "fulltext_both_scopes": summary(ft),
-            "hnsw_plus_fulltext": summary([x + y for x, y in zip(hnsw, ft, strict=True)]),
-            "bytes_per_memory": round(size / max(1, len(texts))), "load": load()}
+    return {
+        "build_s": round(build, 1),
+        "insert_per_second": round(len(texts) / build, 1) if build else None,
+        "hnsw_both_scopes": summary(hnsw),
+        "fulltext_both_scopes": summary(ft),
+        "hnsw_plus_fulltext": summary([x + y for x, y in zip(hnsw, ft, strict=True)]),
+        "bytes_per_memory": round(size / max(1, len(texts))),
+        "load": load(),
+    }
 
 
 BASELINES: dict[str, Callable[[Path], dict[str, Any]]] = {
-    "embedding": b_embedding, "numpy": b_numpy, "sqlite_fts5": b_sqlite_fts5, "chroma": b_chroma,
-    "surrealdb": b_surrealdb}
+    "embedding": b_embedding,
+    "numpy": b_numpy,
+    "sqlite_fts5": b_sqlite_fts5,
+    "chroma": b_chroma,
+    "surrealdb": b_surrealdb,
+}
 
 
 # ── the run ─────────────────────────────────────────────────
@@ -925,35 +1124,65 @@ def _signal(signum: int, _frame: Any) -> None:
 
 def git_head() -> str:
     with contextlib.suppress(Exception):
-        return subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                              timeout=30).stdout.strip()
+        return subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        ).stdout.strip()
     return "?"
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--work", type=Path, help="working directory: one sub-directory per store (required)")
-    ap.add_argument("--sizes", default=None, help="comma-separated memory counts (default 15000,50000,100000)")
-    ap.add_argument("--mixed", default=None, help="sizes stored as a store of their own with 2/3 project, 1/3 user "
-                    "memories (default 15000); the other sizes are project memories in one growing store")
-    ap.add_argument("--quick", action="store_true", help="sizes 1200 (mixed), 1000, 2000 and fewer queries: a test")
-    ap.add_argument("--reuse", action="store_true", help="measure the stores already in --work (import only what "
-                    "a store lacks)")
+    ap.add_argument(
+        "--sizes", default=None, help="comma-separated memory counts (default 15000,50000,100000)"
+    )
+    ap.add_argument(
+        "--mixed",
+        default=None,
+        help="sizes stored as a store of their own with 2/3 project, 1/3 user "
+        "memories (default 15000); the other sizes are project memories in one growing store",
+    )
+    ap.add_argument(
+        "--quick", action="store_true", help="sizes 1200 (mixed), 1000, 2000 and fewer queries: a test"
+    )
+    ap.add_argument(
+        "--reuse",
+        action="store_true",
+        help="measure the stores already in --work (import only what a store lacks)",
+    )
     ap.add_argument("--seed", type=int, default=7)
-    ap.add_argument("--queries", type=int, default=None, help="recalls per paced / back-to-back row (default 200)")
+    ap.add_argument(
+        "--queries", type=int, default=None, help="recalls per paced / back-to-back row (default 200)"
+    )
     ap.add_argument("--mcp-queries", type=int, default=None, help="MCP calls of each kind (default 60)")
     ap.add_argument("--cli-queries", type=int, default=None, help="`engram recall` processes (default 20)")
     ap.add_argument("--baseline-queries", type=int, default=None, help="queries per baseline (default 100)")
     ap.add_argument("--gap-ms", type=int, default=200, help="pause before each paced call (default 200)")
-    ap.add_argument("--budget-s", type=float, default=600, help="at most this long per recall row (default 600)")
-    ap.add_argument("--import-timeout-per-k", type=float, default=240, help="import timeout, s per 1000 (default 240)")
-    ap.add_argument("--baseline-timeout-per-k", type=float, default=60, help="timeout per baseline, s per 1000 "
-                    "memories (default 60)")
+    ap.add_argument(
+        "--budget-s", type=float, default=600, help="at most this long per recall row (default 600)"
+    )
+    ap.add_argument(
+        "--import-timeout-per-k", type=float, default=240, help="import timeout, s per 1000 (default 240)"
+    )
+    ap.add_argument(
+        "--baseline-timeout-per-k",
+        type=float,
+        default=60,
+        help="timeout per baseline, s per 1000 memories (default 60)",
+    )
     ap.add_argument("--no-baselines", action="store_true")
     ap.add_argument("--no-compact", action="store_true", help="skip `engram compact` and the disk after it")
-    ap.add_argument("--out", type=Path, default=None, help="the file with all sizes (default bench/results/"
-                    "realpath-sizes.json, and realpath-<size>.json per size; realpath-quick*.json with --quick; "
-                    "with --out X.json: X-<size>.json per size)")
+    ap.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="the file with all sizes (default bench/results/"
+        "realpath-sizes.json, and realpath-<size>.json per size; realpath-quick*.json with --quick; "
+        "with --out X.json: X-<size>.json per size)",
+    )
     ap.add_argument("--baseline", choices=sorted(BASELINES), help=argparse.SUPPRESS)
     ap.add_argument("--data", type=Path, help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -972,8 +1201,11 @@ def main() -> None:
     results_dir = ROOT / "bench" / "results"
     out = a.out or results_dir / ("realpath-quick.json" if q else "realpath-sizes.json")
     # One file per size as each finishes, beside the one with all sizes.
-    per_size = (lambda n: out.with_name(f"{out.stem}-{n}.json")) if a.out else (
-        lambda n: results_dir / f"{'realpath-quick' if q else 'realpath'}-{n}.json")
+    per_size = (
+        (lambda n: out.with_name(f"{out.stem}-{n}.json"))
+        if a.out
+        else (lambda n: results_dir / f"{'realpath-quick' if q else 'realpath'}-{n}.json")
+    )
 
     signal.signal(signal.SIGTERM, _signal)
     signal.signal(signal.SIGHUP, _signal)
@@ -981,14 +1213,27 @@ def main() -> None:
     a.work.mkdir(parents=True, exist_ok=True)
     r = Run()
     res: dict[str, Any] = {
-        "command": " ".join([Path(PY).name, *sys.argv]), "commit": git_head(),
+        "command": " ".join([Path(PY).name, *sys.argv]),
+        "commit": git_head(),
         "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "load_at_start": loads()},
-        "data": {"generator": "bench/realpath_text.py", "seed": a.seed, "queries": "realpath_text.questions(seed 11)",
-                 "mixed_sizes": sorted(mixed)},
-        "settings": {"gap_ms": a.gap_ms, "queries": a.queries, "mcp_queries": a.mcp_queries,
-                     "cli_queries": a.cli_queries, "baseline_queries": a.baseline_queries},
-        "sizes": {}, "timeline": r.timeline, "bytecode": compile_engram()}
+        "data": {
+            "generator": "bench/realpath_text.py",
+            "seed": a.seed,
+            "queries": "realpath_text.questions(seed 11)",
+            "mixed_sizes": sorted(mixed),
+        },
+        "settings": {
+            "gap_ms": a.gap_ms,
+            "queries": a.queries,
+            "mcp_queries": a.mcp_queries,
+            "cli_queries": a.cli_queries,
+            "baseline_queries": a.baseline_queries,
+        },
+        "sizes": {},
+        "timeline": r.timeline,
+        "bytecode": compile_engram(),
+    }
     log(f"sizes {sizes} (mixed: {sorted(mixed & set(sizes))}), work {a.work}, commit {res['commit']}")
     try:
         for size in sizes:
@@ -1003,17 +1248,33 @@ def main() -> None:
                 rows = realpath_text.memories(size, 0, a.seed)  # a prefix of any larger size's rows
             have = s.state()["imported"]
             if have and not a.reuse and not any(x.work == s.work for x in SETUPS[:-1]):
-                raise SystemExit(f"{s.work} already holds {have} memories: pass --reuse to measure it, or a new --work")
+                raise SystemExit(
+                    f"{s.work} already holds {have} memories: pass --reuse to measure it, or a new --work"
+                )
             if not have and (s.proj / ".claude").exists():
-                raise SystemExit(f"{s.work} holds a store but no finished import of this bench: pick a new --work")
+                raise SystemExit(
+                    f"{s.work} holds a store but no finished import of this bench: pick a new --work"
+                )
             if have > size:
-                raise SystemExit(f"{s.work} holds {have} memories, more than {size}: measure sizes in increasing order "
-                                 "or use a new --work")
+                raise SystemExit(
+                    f"{s.work} holds {have} memories, more than {size}: measure sizes in increasing order "
+                    "or use a new --work"
+                )
             s.make()
             write_data(s.data, rows)  # what bench/realpath_recall.py and a later --reuse read
             todo = rows[have:] if size > have else None
-            res["sizes"][str(size)] = measure(s, size, label, r, a, n_project=n_project, n_user=n_user, rows=rows,
-                                              import_rows=todo, data_dir=a.work / f"baseline-{size}")
+            res["sizes"][str(size)] = measure(
+                s,
+                size,
+                label,
+                r,
+                a,
+                n_project=n_project,
+                n_user=n_user,
+                rows=rows,
+                import_rows=todo,
+                data_dir=a.work / f"baseline-{size}",
+            )
             res["sizes"][str(size)]["timeline"] = [x for x in r.timeline if x["size"] == label]
             per_size(size).parent.mkdir(parents=True, exist_ok=True)
             per_size(size).write_text(json.dumps(res["sizes"][str(size)], indent=2) + "\n")

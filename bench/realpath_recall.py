@@ -48,8 +48,8 @@ def main() -> None:
         res["start"] = rp.cold_start(s, qs[0])
         pid = res["start"]["pid"]  # type: ignore[index]
         res["rss_mb_after_start"] = rp.rss_mb(pid)
-        res["recall_paced"] = rp.recall_daemon(s, qs[2:2 + n], args.gap_ms / 1000)
-        res["recall_back_to_back"] = rp.recall_daemon(s, qs[2 + n:2 + 2 * n], 0)
+        res["recall_paced"] = rp.recall_daemon(s, qs[2 : 2 + n], args.gap_ms / 1000)
+        res["recall_back_to_back"] = rp.recall_daemon(s, qs[2 + n : 2 + 2 * n], 0)
         res["recall_cli_process"] = rp.recall_cli(s, qs[-10:])
         res["rss_mb_after_recalls"] = rp.rss_mb(pid)
     finally:

@@ -83,20 +83,45 @@ def fill(svc: EngramService, store: ScopeStore, n: int, seed: int) -> dict[str, 
         for i, (key, m) in enumerate(zip(keys, mems, strict=True)):
             at = start + timedelta(seconds=i * 50)
             episode = f"ep_{i // 12}"
-            light = Light(memory_type=str(m["memory_type"]), tags=list(m["tags"]), importance=float(m["importance"]),
-                          access_count=rng.randint(0, 3), half_life_days=30.0, status="active", pinned=False,
-                          last_accessed_at=at, created_at=at, session_id=None, episode_id=episode,
-                          content_hash=content_hash(str(m["content"])), content=str(m["content"]))
+            light = Light(
+                memory_type=str(m["memory_type"]),
+                tags=list(m["tags"]),
+                importance=float(m["importance"]),
+                access_count=rng.randint(0, 3),
+                half_life_days=30.0,
+                status="active",
+                pinned=False,
+                last_accessed_at=at,
+                created_at=at,
+                session_id=None,
+                episode_id=episode,
+                content_hash=content_hash(str(m["content"])),
+                content=str(m["content"]),
+            )
             store.light[key] = light
             row = {f: getattr(light, f, None) for f in FIELDS}
-            row.update(scope="project", confidence=0.7, relevance_score=0.0, outcome_impact=0.0, user_feedback=0.0,
-                       status_history=[{"to": "active", "at": at}], source=None, promoted_from=None,
-                       promotion_chain=[], consolidated_into=None, invalid_at=None, updated_at=at, metadata={})
+            row.update(
+                scope="project",
+                confidence=0.7,
+                relevance_score=0.0,
+                outcome_impact=0.0,
+                user_feedback=0.0,
+                status_history=[{"to": "active", "at": at}],
+                source=None,
+                promoted_from=None,
+                promotion_chain=[],
+                consolidated_into=None,
+                invalid_at=None,
+                updated_at=at,
+                metadata={},
+            )
             store.rows.put(key, row)
             ents = ex.extract_entities(str(m["content"]))
             for e in ents:
                 g.add_entity(graph.entity_key(e.key, e.entity_type), e.entity_type, e.key)
-            g.add_memory(key, [graph.entity_key(e.key, e.entity_type) for e in ents])  # mentions and co-mentions
+            g.add_memory(
+                key, [graph.entity_key(e.key, e.entity_type) for e in ents]
+            )  # mentions and co-mentions
             for r in ex.extract_relations(str(m["content"]), ents, subject) if ents else []:
                 a = graph.entity_key(r.source.key, r.source.entity_type)
                 b = graph.entity_key(r.target.key, r.target.entity_type)
@@ -114,9 +139,14 @@ def fill(svc: EngramService, store: ScopeStore, n: int, seed: int) -> dict[str, 
     g.version = store.graph_version
     st.graph = g
     st.adjacency = adj
-    return {"memories": n, "entities": len(g.types), "relations": len(g.rels),
-            "mentions": sum(len(v) for v in g.mentioned_by.values()), "association_edges": sum(map(len, adj.values())) // 2,
-            "build_s": round(time.perf_counter() - t0, 1)}
+    return {
+        "memories": n,
+        "entities": len(g.types),
+        "relations": len(g.rels),
+        "mentions": sum(len(v) for v in g.mentioned_by.values()),
+        "association_edges": sum(map(len, adj.values())) // 2,
+        "build_s": round(time.perf_counter() - t0, 1),
+    }
 
 
 def measure(svc: EngramService, project: str, questions: list[str], gap: float) -> dict[str, Any]:
@@ -130,8 +160,10 @@ def measure(svc: EngramService, project: str, questions: list[str], gap: float) 
         total.append((time.perf_counter() - t) * 1000)
         for k, v in TIMES.items():
             per.setdefault(k, []).append(v)
-    out: dict[str, Any] = {"recall_p50_ms": round(statistics.median(total), 2),
-                           "recall_p95_ms": round(sorted(total)[int(len(total) * 0.95)], 2)}
+    out: dict[str, Any] = {
+        "recall_p50_ms": round(statistics.median(total), 2),
+        "recall_p95_ms": round(sorted(total)[int(len(total) * 0.95)], 2),
+    }
     out.update({f"{k}_p50_ms": round(statistics.median(v), 2) for k, v in sorted(per.items())})
     out.update({f"{k}_max_ms": round(max(v), 2) for k, v in sorted(per.items())})
     return out
@@ -161,14 +193,16 @@ def main() -> None:
             assert store is not None
             ext = svc.extensions
             ext.rankers[:] = [timed(f"ranker.{r.__name__}", r) for r in ext.rankers]
-            ext.boosters[:] = [dataclasses.replace(b, booster=timed("boosters", b.booster)) for b in ext.boosters]
+            ext.boosters[:] = [
+                dataclasses.replace(b, booster=timed("boosters", b.booster)) for b in ext.boosters
+            ]
             # Other questions at each size: the model keeps the vectors of the last texts it embedded.
             questions = realpath_text.questions(5 + args.queries * len(args.sizes), 11)
             svc.recall(questions[0], project=str(project))  # the model and the graph mirror load
             for i, n in enumerate(args.sizes):
                 built = fill(svc, store, n, args.seed)
                 svc.recall(questions[1 + i], project=str(project), strengthen=False, log=False)
-                mine = questions[5 + i * args.queries:5 + (i + 1) * args.queries]
+                mine = questions[5 + i * args.queries : 5 + (i + 1) * args.queries]
                 built.update(measure(svc, str(project), mine, args.gap_ms / 1000))
                 built["load"] = os.getloadavg()
                 result["sizes"][str(n)] = built

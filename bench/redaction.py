@@ -49,11 +49,15 @@ def _score(redact_text, corpus: list[dict]) -> dict:  # noqa: ANN001 - any versi
     secrets = sum(v[1] for v in per_family.values())
     caught = sum(v[0] for v in per_family.values())
     return {
-        "secrets": secrets, "caught": caught, "recall": round(caught / secrets, 4),
-        "lookalikes": sum(e["secret"] is None for e in corpus), "false_positives": len(false_positives),
+        "secrets": secrets,
+        "caught": caught,
+        "recall": round(caught / secrets, 4),
+        "lookalikes": sum(e["secret"] is None for e in corpus),
+        "false_positives": len(false_positives),
         "families": len(per_family),
         "recall_per_family": {k: f"{v[0]}/{v[1]}" for k, v in sorted(per_family.items())},
-        "leaks": leaks, "false_positive_texts": false_positives,
+        "leaks": leaks,
+        "false_positive_texts": false_positives,
     }
 
 
@@ -81,11 +85,18 @@ def main() -> int:
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
 
-    legacy = [{"family": e["kind"].split()[0], "text": e["text"], "secret": s}
-              for e in _lines("secrets_corpus.jsonl") for s in e["secrets"]]
-    legacy += [{"family": e["kind"], "text": e["text"], "secret": None} for e in _lines("benign_corpus.jsonl")]
-    big = ((ROOT / "engram_core" / "service.py").read_text(encoding="utf-8") * 2
-           + (DATA / "secrets_corpus.jsonl").read_text(encoding="utf-8"))[:100_000]
+    legacy = [
+        {"family": e["kind"].split()[0], "text": e["text"], "secret": s}
+        for e in _lines("secrets_corpus.jsonl")
+        for s in e["secrets"]
+    ]
+    legacy += [
+        {"family": e["kind"], "text": e["text"], "secret": None} for e in _lines("benign_corpus.jsonl")
+    ]
+    big = (
+        (ROOT / "engram_core" / "service.py").read_text(encoding="utf-8") * 2
+        + (DATA / "secrets_corpus.jsonl").read_text(encoding="utf-8")
+    )[:100_000]
     mod.redact(big)
     times = []
     for _ in range(7):

@@ -28,40 +28,206 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-SERVICES = ["billing", "search", "upload", "export", "reporting", "auth", "gateway", "ledger", "inventory",
-            "notifications", "scheduler", "webhooks", "metrics", "profile", "checkout", "catalog", "shipping",
-            "pricing", "audit", "sync", "ingest", "media", "chat", "payouts", "onboarding", "analytics", "admin",
-            "invoicing", "tenancy", "feature-flags", "recommendations", "geo", "identity", "session", "quota",
-            "archive", "mailer", "render", "pdf", "thumbnails"]
-APPS = ["web", "dashboard", "mobile-api", "docs-site", "storefront", "admin-ui", "widget", "cli", "sdk", "landing",
-        "design-system", "portal", "backoffice", "marketing-site", "status-page", "editor", "embed", "extension"]
-REPOS = ["platform", "infra", "frontend", "monorepo", "data-pipelines", "ml-models", "mobile", "terraform-modules",
-         "shared-libs", "api-clients", "tooling", "sandbox", "docs", "helm-charts", "proto"]
+SERVICES = [
+    "billing",
+    "search",
+    "upload",
+    "export",
+    "reporting",
+    "auth",
+    "gateway",
+    "ledger",
+    "inventory",
+    "notifications",
+    "scheduler",
+    "webhooks",
+    "metrics",
+    "profile",
+    "checkout",
+    "catalog",
+    "shipping",
+    "pricing",
+    "audit",
+    "sync",
+    "ingest",
+    "media",
+    "chat",
+    "payouts",
+    "onboarding",
+    "analytics",
+    "admin",
+    "invoicing",
+    "tenancy",
+    "feature-flags",
+    "recommendations",
+    "geo",
+    "identity",
+    "session",
+    "quota",
+    "archive",
+    "mailer",
+    "render",
+    "pdf",
+    "thumbnails",
+]
+APPS = [
+    "web",
+    "dashboard",
+    "mobile-api",
+    "docs-site",
+    "storefront",
+    "admin-ui",
+    "widget",
+    "cli",
+    "sdk",
+    "landing",
+    "design-system",
+    "portal",
+    "backoffice",
+    "marketing-site",
+    "status-page",
+    "editor",
+    "embed",
+    "extension",
+]
+REPOS = [
+    "platform",
+    "infra",
+    "frontend",
+    "monorepo",
+    "data-pipelines",
+    "ml-models",
+    "mobile",
+    "terraform-modules",
+    "shared-libs",
+    "api-clients",
+    "tooling",
+    "sandbox",
+    "docs",
+    "helm-charts",
+    "proto",
+]
 RUNNERS = ["Jest", "Vitest", "Mocha", "Ava", "Jasmine", "Karma", "Playwright Test", "uvu"]
-DEPLOYERS = ["Heroku", "Fly.io", "Helm on the Kubernetes cluster", "Ansible", "Capistrano", "AWS ECS", "Nomad",
-             "Render", "Argo CD"]
+DEPLOYERS = [
+    "Heroku",
+    "Fly.io",
+    "Helm on the Kubernetes cluster",
+    "Ansible",
+    "Capistrano",
+    "AWS ECS",
+    "Nomad",
+    "Render",
+    "Argo CD",
+]
 DATABASES = ["Postgres", "MySQL", "SQLite", "MongoDB", "CockroachDB", "DynamoDB", "MariaDB"]
 PKG = ["npm", "pnpm", "Yarn", "Bun"]
 BRANCHES = ["master", "main", "trunk", "develop"]
 PYTHONS = ["3.9", "3.10", "3.11", "3.12", "3.13"]
 NODES = ["16", "18", "20", "22"]
-PEOPLE = ["Alice", "Bob", "Priya", "Chen", "Maria", "Tomasz", "Aisha", "Kenji", "Lena", "Omar", "Sven", "Ines"]
-ENVS = ["STRIPE_MODE", "DATABASE_URL", "REDIS_URL", "AWS_PROFILE", "FEATURE_FLAGS_FILE", "SENTRY_DSN", "LOG_LEVEL",
-        "S3_BUCKET", "KAFKA_BROKERS", "OTEL_ENDPOINT"]
-LIBS = ["redis", "kafka", "protobuf", "tokio", "zustand", "celery", "rabbitmq", "minio", "elasticsearch", "nats",
-        "localstack", "mailhog", "wiremock", "temporal"]
-COMMANDS = ["npm test", "npx playwright test", "pytest -x -q", "make test", "go test ./...", "cargo test",
-            "yarn test --watch=false", "tox -e py311", "bundle exec rspec", "pnpm vitest run"]
-FUNCS = ["load_config", "parse_event", "retry_with_backoff", "flush_queue", "render_invoice", "validate_token",
-         "open_session", "compute_totals", "send_email", "refresh_cache", "sync_accounts", "handle_webhook"]
+PEOPLE = [
+    "Alice",
+    "Bob",
+    "Priya",
+    "Chen",
+    "Maria",
+    "Tomasz",
+    "Aisha",
+    "Kenji",
+    "Lena",
+    "Omar",
+    "Sven",
+    "Ines",
+]
+ENVS = [
+    "STRIPE_MODE",
+    "DATABASE_URL",
+    "REDIS_URL",
+    "AWS_PROFILE",
+    "FEATURE_FLAGS_FILE",
+    "SENTRY_DSN",
+    "LOG_LEVEL",
+    "S3_BUCKET",
+    "KAFKA_BROKERS",
+    "OTEL_ENDPOINT",
+]
+LIBS = [
+    "redis",
+    "kafka",
+    "protobuf",
+    "tokio",
+    "zustand",
+    "celery",
+    "rabbitmq",
+    "minio",
+    "elasticsearch",
+    "nats",
+    "localstack",
+    "mailhog",
+    "wiremock",
+    "temporal",
+]
+COMMANDS = [
+    "npm test",
+    "npx playwright test",
+    "pytest -x -q",
+    "make test",
+    "go test ./...",
+    "cargo test",
+    "yarn test --watch=false",
+    "tox -e py311",
+    "bundle exec rspec",
+    "pnpm vitest run",
+]
+FUNCS = [
+    "load_config",
+    "parse_event",
+    "retry_with_backoff",
+    "flush_queue",
+    "render_invoice",
+    "validate_token",
+    "open_session",
+    "compute_totals",
+    "send_email",
+    "refresh_cache",
+    "sync_accounts",
+    "handle_webhook",
+]
 DIRS = ["src", "internal", "app", "lib", "services", "pkg", "backend", "web/src"]
-STEMS = ["repository", "handler", "client", "models", "routes", "worker", "schema", "service", "views", "tasks"]
+STEMS = [
+    "repository",
+    "handler",
+    "client",
+    "models",
+    "routes",
+    "worker",
+    "schema",
+    "service",
+    "views",
+    "tasks",
+]
 EXTS = ["py", "go", "ts", "rb", "rs"]
-ERRORS = ["ConnectionRefusedError", "TimeoutError", "KeyError", "IntegrityError", "ECONNRESET", "DeadlockDetected",
-          "ValidationError", "RateLimitError", "SSLError", "JSONDecodeError", "PermissionError", "OperationalError"]
-FILLER = ["This took most of the afternoon to track down.", "Worth remembering for the next release.",
-          "Checked with the team before merging.", "It only shows up on the staging cluster.",
-          "The logs made it obvious once the level was raised.", "We should revisit this after the migration."]
+ERRORS = [
+    "ConnectionRefusedError",
+    "TimeoutError",
+    "KeyError",
+    "IntegrityError",
+    "ECONNRESET",
+    "DeadlockDetected",
+    "ValidationError",
+    "RateLimitError",
+    "SSLError",
+    "JSONDecodeError",
+    "PermissionError",
+    "OperationalError",
+]
+FILLER = [
+    "This took most of the afternoon to track down.",
+    "Worth remembering for the next release.",
+    "Checked with the team before merging.",
+    "It only shows up on the staging cluster.",
+    "The logs made it obvious once the level was raised.",
+    "We should revisit this after the migration.",
+]
 
 
 @dataclass(frozen=True)
@@ -76,95 +242,152 @@ class Attribute:
 
 
 ATTRIBUTES = [
-    Attribute("port", SERVICES, [str(p) for p in range(3000, 9900, 37)], [
-        "The {s} service listens on port {v}.",
-        "{S} runs on port {v} locally; docker compose maps the same port on the host.",
-        "Point your client at localhost:{v} to reach the {s} service.",
-        "The {s} API is served on port {v} in every environment.",
-    ], [
-        "The {s} service moved from port {o} to port {v}; update your local configs.",
-        "{S} now listens on port {v} (it used to be {o}).",
-        "Heads up: the {s} service no longer uses port {o}, it is on {v} now.",
-        "The {s} API is served on port {v} in every environment.",
-    ]),
-    Attribute("test_runner", APPS, RUNNERS, [
-        "Unit tests in the {s} package run with {v}.",
-        "The {s} app uses {v} as its test runner.",
-        "We test the {s} frontend with {v}; keep new specs next to the components.",
-    ], [
-        "Migrated the {s} package's unit tests from {o} to {v}.",
-        "The {s} app switched its test runner to {v}; {o} is gone.",
-        "We now test the {s} frontend with {v} instead of {o}.",
-        "Unit tests in the {s} package run with {v}.",
-    ]),
-    Attribute("deploy", SERVICES, DEPLOYERS, [
-        "We deploy the {s} service with {v}.",
-        "Deploys of {s} go out through {v}; ask in the release channel before a Friday deploy.",
-        "{S} is deployed by {v} from the release branch.",
-    ], [
-        "We no longer deploy {s} with {o}; it goes out through {v} now.",
-        "The {s} service was moved from {o} to {v} for deploys.",
-        "{S} deploys switched to {v} this sprint.",
-        "We deploy the {s} service with {v}.",
-    ]),
-    Attribute("python", REPOS, PYTHONS, [
-        "The {s} repo pins Python {v} in .python-version.",
-        "CI for the {s} repository runs on Python {v} only.",
-        "{S} targets Python {v}; do not use syntax from newer releases.",
-    ], [
-        "Raised the Python pin of the {s} repo from {o} to {v}.",
-        "The {s} repository now requires Python {v} (was {o}).",
-        "{S} moved to Python {v}; the {o} images are deleted.",
-        "CI for the {s} repository runs on Python {v} only.",
-    ]),
-    Attribute("node", APPS, NODES, [
-        "The {s} app builds with Node {v}.",
-        "{S} needs Node.js {v}; nvm use picks it from .nvmrc.",
-    ], [
-        "Bumped the {s} app from Node {o} to Node {v}.",
-        "{S} now needs Node.js {v}, no longer {o}.",
-        "The {s} app builds with Node {v}.",
-    ]),
-    Attribute("branch", REPOS, BRANCHES, [
-        "The default branch of the {s} repo is {v}.",
-        "Open pull requests for {s} against {v}.",
-        "In the {s} repository, {v} is the branch CI deploys from.",
-    ], [
-        "The {s} repo's default branch was renamed from {o} to {v}.",
-        "Pull requests for {s} now target {v}; {o} no longer exists.",
-        "The default branch of the {s} repo is {v}.",
-    ]),
-    Attribute("database", SERVICES, DATABASES, [
-        "The {s} service stores its data in {v}.",
-        "{S} keeps everything in a {v} database of its own.",
-        "The {s} backend talks to {v} through the shared data layer.",
-    ], [
-        "The {s} service was migrated from {o} to {v} last month.",
-        "{S} now stores its data in {v} instead of {o}.",
-        "The {s} service stores its data in {v}.",
-    ]),
-    Attribute("package_manager", APPS, PKG, [
-        "The {s} app installs dependencies with {v}.",
-        "Use {v} in the {s} project; its lockfile is checked in.",
-    ], [
-        "The {s} app switched from {o} to {v} for dependencies.",
-        "Use {v} in the {s} project now; the {o} lockfile was deleted.",
-        "The {s} app installs dependencies with {v}.",
-    ]),
-    Attribute("owner", SERVICES, PEOPLE, [
-        "{v} owns the {s} service and reviews every change to it.",
-        "Questions about the {s} module go to {v}, who maintains it.",
-    ], [
-        "{v} took over the {s} service from {o}.",
-        "The {s} module is maintained by {v} now, not {o}.",
-        "{v} owns the {s} service and reviews every change to it.",
-    ]),
+    Attribute(
+        "port",
+        SERVICES,
+        [str(p) for p in range(3000, 9900, 37)],
+        [
+            "The {s} service listens on port {v}.",
+            "{S} runs on port {v} locally; docker compose maps the same port on the host.",
+            "Point your client at localhost:{v} to reach the {s} service.",
+            "The {s} API is served on port {v} in every environment.",
+        ],
+        [
+            "The {s} service moved from port {o} to port {v}; update your local configs.",
+            "{S} now listens on port {v} (it used to be {o}).",
+            "Heads up: the {s} service no longer uses port {o}, it is on {v} now.",
+            "The {s} API is served on port {v} in every environment.",
+        ],
+    ),
+    Attribute(
+        "test_runner",
+        APPS,
+        RUNNERS,
+        [
+            "Unit tests in the {s} package run with {v}.",
+            "The {s} app uses {v} as its test runner.",
+            "We test the {s} frontend with {v}; keep new specs next to the components.",
+        ],
+        [
+            "Migrated the {s} package's unit tests from {o} to {v}.",
+            "The {s} app switched its test runner to {v}; {o} is gone.",
+            "We now test the {s} frontend with {v} instead of {o}.",
+            "Unit tests in the {s} package run with {v}.",
+        ],
+    ),
+    Attribute(
+        "deploy",
+        SERVICES,
+        DEPLOYERS,
+        [
+            "We deploy the {s} service with {v}.",
+            "Deploys of {s} go out through {v}; ask in the release channel before a Friday deploy.",
+            "{S} is deployed by {v} from the release branch.",
+        ],
+        [
+            "We no longer deploy {s} with {o}; it goes out through {v} now.",
+            "The {s} service was moved from {o} to {v} for deploys.",
+            "{S} deploys switched to {v} this sprint.",
+            "We deploy the {s} service with {v}.",
+        ],
+    ),
+    Attribute(
+        "python",
+        REPOS,
+        PYTHONS,
+        [
+            "The {s} repo pins Python {v} in .python-version.",
+            "CI for the {s} repository runs on Python {v} only.",
+            "{S} targets Python {v}; do not use syntax from newer releases.",
+        ],
+        [
+            "Raised the Python pin of the {s} repo from {o} to {v}.",
+            "The {s} repository now requires Python {v} (was {o}).",
+            "{S} moved to Python {v}; the {o} images are deleted.",
+            "CI for the {s} repository runs on Python {v} only.",
+        ],
+    ),
+    Attribute(
+        "node",
+        APPS,
+        NODES,
+        [
+            "The {s} app builds with Node {v}.",
+            "{S} needs Node.js {v}; nvm use picks it from .nvmrc.",
+        ],
+        [
+            "Bumped the {s} app from Node {o} to Node {v}.",
+            "{S} now needs Node.js {v}, no longer {o}.",
+            "The {s} app builds with Node {v}.",
+        ],
+    ),
+    Attribute(
+        "branch",
+        REPOS,
+        BRANCHES,
+        [
+            "The default branch of the {s} repo is {v}.",
+            "Open pull requests for {s} against {v}.",
+            "In the {s} repository, {v} is the branch CI deploys from.",
+        ],
+        [
+            "The {s} repo's default branch was renamed from {o} to {v}.",
+            "Pull requests for {s} now target {v}; {o} no longer exists.",
+            "The default branch of the {s} repo is {v}.",
+        ],
+    ),
+    Attribute(
+        "database",
+        SERVICES,
+        DATABASES,
+        [
+            "The {s} service stores its data in {v}.",
+            "{S} keeps everything in a {v} database of its own.",
+            "The {s} backend talks to {v} through the shared data layer.",
+        ],
+        [
+            "The {s} service was migrated from {o} to {v} last month.",
+            "{S} now stores its data in {v} instead of {o}.",
+            "The {s} service stores its data in {v}.",
+        ],
+    ),
+    Attribute(
+        "package_manager",
+        APPS,
+        PKG,
+        [
+            "The {s} app installs dependencies with {v}.",
+            "Use {v} in the {s} project; its lockfile is checked in.",
+        ],
+        [
+            "The {s} app switched from {o} to {v} for dependencies.",
+            "Use {v} in the {s} project now; the {o} lockfile was deleted.",
+            "The {s} app installs dependencies with {v}.",
+        ],
+    ),
+    Attribute(
+        "owner",
+        SERVICES,
+        PEOPLE,
+        [
+            "{v} owns the {s} service and reviews every change to it.",
+            "Questions about the {s} module go to {v}, who maintains it.",
+        ],
+        [
+            "{v} took over the {s} service from {o}.",
+            "The {s} module is maintained by {v} now, not {o}.",
+            "{v} owns the {s} service and reviews every change to it.",
+        ],
+    ),
 ]
 
 DUPLICATE_FORMS = {
     # The same fact said again in other words: the forms of one attribute, plus these.
-    "port": ["{S} is reachable on {v}.", "Remember: the {s} service port is {v}.",
-             "For local work the {s} service answers on port {v}."],
+    "port": [
+        "{S} is reachable on {v}.",
+        "Remember: the {s} service port is {v}.",
+        "For local work the {s} service answers on port {v}.",
+    ],
     "test_runner": ["{v} is what runs the {s} package's unit tests.", "Run the {s} unit tests through {v}."],
     "deploy": ["Releases of the {s} service are shipped with {v}.", "{v} handles the {s} deploys."],
     "python": ["Use Python {v} for the {s} repo.", "The {s} codebase is on Python {v}."],
@@ -179,51 +402,87 @@ DUPLICATE_FORMS = {
 # Written after the detector was tuned on the forms above, and measured without changing it (`--style heldout`):
 # other words for the same attributes, other texture.
 HELDOUT_ATTRIBUTES = [
-    Attribute("port", SERVICES, ATTRIBUTES[0].values, [
-        "Locally, {s} is exposed on {v}.",
-        "If you need to hit the {s} service by hand, it answers at 127.0.0.1:{v}.",
-        "The {s} container publishes port {v}.",
-    ], [
-        "Since the network rework the {s} container publishes port {v} rather than {o}.",
-        "{S}'s port changed to {v}; anything still calling {o} will fail.",
-        "If you need to hit the {s} service by hand, it answers at 127.0.0.1:{v}.",
-    ]),
-    Attribute("test_runner", APPS, RUNNERS, [
-        "Specs for the {s} app are executed by {v}.",
-        "In {s} we write the unit specs for {v}.",
-    ], [
-        "The {s} app's specs moved over to {v}; please stop adding {o} specs.",
-        "We replaced {o} with {v} in the {s} app.",
-        "Specs for the {s} app are executed by {v}.",
-    ]),
-    Attribute("deploy", SERVICES, DEPLOYERS, [
-        "Shipping a new {s} build is done through {v}.",
-        "{S} goes to production via {v}.",
-    ], [
-        "{S} goes to production via {v} these days, not {o}.",
-        "Shipping a new {s} build is done through {v}.",
-    ]),
-    Attribute("python", REPOS, PYTHONS, [
-        "The interpreter for the {s} repo is Python {v}.",
-        "{S} runs its tooling under Python {v}.",
-    ], [
-        "We upgraded the {s} repo's interpreter to Python {v}; {o} is no longer supported there.",
-        "The interpreter for the {s} repo is Python {v}.",
-    ]),
-    Attribute("database", SERVICES, DATABASES, [
-        "The {s} service's records are kept in {v}.",
-        "Persistence for {s}: {v}.",
-    ], [
-        "The {s} service's records were moved out of {o} into {v}.",
-        "Persistence for {s}: {v}.",
-    ]),
-    Attribute("owner", SERVICES, PEOPLE, [
-        "Ping {v} before touching the {s} service; it's theirs.",
-        "The point of contact for {s} is {v}.",
-    ], [
-        "The point of contact for {s} is now {v}; {o} moved to another team.",
-        "Ping {v} before touching the {s} service; it's theirs.",
-    ]),
+    Attribute(
+        "port",
+        SERVICES,
+        ATTRIBUTES[0].values,
+        [
+            "Locally, {s} is exposed on {v}.",
+            "If you need to hit the {s} service by hand, it answers at 127.0.0.1:{v}.",
+            "The {s} container publishes port {v}.",
+        ],
+        [
+            "Since the network rework the {s} container publishes port {v} rather than {o}.",
+            "{S}'s port changed to {v}; anything still calling {o} will fail.",
+            "If you need to hit the {s} service by hand, it answers at 127.0.0.1:{v}.",
+        ],
+    ),
+    Attribute(
+        "test_runner",
+        APPS,
+        RUNNERS,
+        [
+            "Specs for the {s} app are executed by {v}.",
+            "In {s} we write the unit specs for {v}.",
+        ],
+        [
+            "The {s} app's specs moved over to {v}; please stop adding {o} specs.",
+            "We replaced {o} with {v} in the {s} app.",
+            "Specs for the {s} app are executed by {v}.",
+        ],
+    ),
+    Attribute(
+        "deploy",
+        SERVICES,
+        DEPLOYERS,
+        [
+            "Shipping a new {s} build is done through {v}.",
+            "{S} goes to production via {v}.",
+        ],
+        [
+            "{S} goes to production via {v} these days, not {o}.",
+            "Shipping a new {s} build is done through {v}.",
+        ],
+    ),
+    Attribute(
+        "python",
+        REPOS,
+        PYTHONS,
+        [
+            "The interpreter for the {s} repo is Python {v}.",
+            "{S} runs its tooling under Python {v}.",
+        ],
+        [
+            "We upgraded the {s} repo's interpreter to Python {v}; {o} is no longer supported there.",
+            "The interpreter for the {s} repo is Python {v}.",
+        ],
+    ),
+    Attribute(
+        "database",
+        SERVICES,
+        DATABASES,
+        [
+            "The {s} service's records are kept in {v}.",
+            "Persistence for {s}: {v}.",
+        ],
+        [
+            "The {s} service's records were moved out of {o} into {v}.",
+            "Persistence for {s}: {v}.",
+        ],
+    ),
+    Attribute(
+        "owner",
+        SERVICES,
+        PEOPLE,
+        [
+            "Ping {v} before touching the {s} service; it's theirs.",
+            "The point of contact for {s} is {v}.",
+        ],
+        [
+            "The point of contact for {s} is now {v}; {o} moved to another team.",
+            "Ping {v} before touching the {s} service; it's theirs.",
+        ],
+    ),
 ]
 HELDOUT_DUPLICATES = {
     "port": ["{S} can be reached on port {v} on a dev machine.", "Port {v} belongs to the {s} service."],
@@ -254,16 +513,34 @@ def _texture(rng: random.Random, serial: int) -> tuple[str, str, tuple[str, str]
     fn, err, pr = rng.choice(FUNCS), rng.choice(ERRORS), 1000 + serial * 7 + rng.randint(0, 6)
     port = rng.randint(3000, 9999)
     forms = [
-        ("procedural", f"To test the {area} module at {f}, run {cmd} from the repo root; it needs {env} set and "
-                       f"{lib} running."),
-        ("procedural", f"Before editing {f}, start {lib} with docker compose; {fn} talks to it on port {port}."),
+        (
+            "procedural",
+            f"To test the {area} module at {f}, run {cmd} from the repo root; it needs {env} set and "
+            f"{lib} running.",
+        ),
+        (
+            "procedural",
+            f"Before editing {f}, start {lib} with docker compose; {fn} talks to it on port {port}.",
+        ),
         ("episodic", f"Asked to add type hints to {fn} in {f} during the {area} review (PR #{pr})."),
-        ("episodic", f"Fixed {err} in {f}: {fn}() did not close the {lib} connection after a retry (PR #{pr})."),
+        (
+            "episodic",
+            f"Fixed {err} in {f}: {fn}() did not close the {lib} connection after a retry (PR #{pr}).",
+        ),
         ("episodic", f"PR #{pr} for {area}: {cmd} failed with {err} until {env} was exported in the shell."),
-        ("semantic", f"{fn} in {f} reads {env} at import time, so tests for {area} must set it before importing."),
-        ("episodic", f"Investigated slow {area} requests from {area2}: {fn}() in {f} made one {lib} call per row "
-                     f"(PR #{pr} batches them)."),
-        ("semantic", f"The {area} handlers in {f} wrap {lib} errors into {err} so callers see one exception type."),
+        (
+            "semantic",
+            f"{fn} in {f} reads {env} at import time, so tests for {area} must set it before importing.",
+        ),
+        (
+            "episodic",
+            f"Investigated slow {area} requests from {area2}: {fn}() in {f} made one {lib} call per row "
+            f"(PR #{pr} batches them).",
+        ),
+        (
+            "semantic",
+            f"The {area} handlers in {f} wrap {lib} errors into {err} so callers see one exception type.",
+        ),
     ]
     kind, text = rng.choice(forms)
     if rng.random() < 0.4:
@@ -278,7 +555,10 @@ def _texture_heldout(rng: random.Random, serial: int) -> tuple[str, str, tuple[s
     forms = [
         ("procedural", f"Running the {area} suite: `{cmd}`, with {env} exported and a local {lib}."),
         ("episodic", f"Code review on #{pr} ({area}): reviewer wants {fn} split out of {f}."),
-        ("episodic", f"{err} in {area} traced to {fn} in {f}; {lib} client was reused across threads (#{pr})."),
+        (
+            "episodic",
+            f"{err} in {area} traced to {fn} in {f}; {lib} client was reused across threads (#{pr}).",
+        ),
         ("semantic", f"{f} is where {area} reads {env}; missing it makes {fn} raise {err}."),
         ("procedural", f"When {area} tests hang, stop {lib}, delete its volume, then rerun `{cmd}`."),
     ]
@@ -290,8 +570,14 @@ def _texture_heldout(rng: random.Random, serial: int) -> tuple[str, str, tuple[s
     return kind, text, (str(i), area) if i in (0, 4) else None
 
 
-def generate(n: int = 3000, seed: int = 5, contradictions: int = 60, duplicate_groups: int = 50,
-             lookalikes: int = 80, style: str = "tuned") -> list[dict[str, Any]]:
+def generate(
+    n: int = 3000,
+    seed: int = 5,
+    contradictions: int = 60,
+    duplicate_groups: int = 50,
+    lookalikes: int = 80,
+    style: str = "tuned",
+) -> list[dict[str, Any]]:
     """``n`` memories in time order, each with its label (`label` key, removed before import). ``style``:
     "tuned" (the forms the detector was developed on) or "heldout" (forms written afterwards)."""
     rng = random.Random(seed)
@@ -310,10 +596,16 @@ def generate(n: int = 3000, seed: int = 5, contradictions: int = 60, duplicate_g
         return s
 
     def add(text: str, kind: str, subject: str, value: str, role: str, days_ago: float, group: str) -> None:
-        rows.append({"content": text, "memory_type": kind, "scope": "project",
-                     "importance": round(rng.uniform(0.4, 0.9), 2),
-                     "created_at": (now - timedelta(days=days_ago)).isoformat(),
-                     "label": {"subject": subject, "value": value, "role": role, "group": group}})
+        rows.append(
+            {
+                "content": text,
+                "memory_type": kind,
+                "scope": "project",
+                "importance": round(rng.uniform(0.4, 0.9), 2),
+                "created_at": (now - timedelta(days=days_ago)).isoformat(),
+                "label": {"subject": subject, "value": value, "role": role, "group": group},
+            }
+        )
 
     # True contradictions: an old statement, then weeks later the new value.
     for i in range(contradictions):
@@ -323,10 +615,24 @@ def generate(n: int = 3000, seed: int = 5, contradictions: int = 60, duplicate_g
             continue
         old, new = rng.sample(attr.values, 2)
         t_old = rng.uniform(40, 200)
-        add(_say(rng.choice(attr.plain), s, old), "semantic", f"{attr.name}:{s}", old, "contradiction-old",
-            t_old, f"c{i}")
-        add(_say(rng.choice(attr.changed), s, new, old), "semantic", f"{attr.name}:{s}", new, "contradiction-new",
-            t_old - rng.uniform(5, 35), f"c{i}")
+        add(
+            _say(rng.choice(attr.plain), s, old),
+            "semantic",
+            f"{attr.name}:{s}",
+            old,
+            "contradiction-old",
+            t_old,
+            f"c{i}",
+        )
+        add(
+            _say(rng.choice(attr.changed), s, new, old),
+            "semantic",
+            f"{attr.name}:{s}",
+            new,
+            "contradiction-new",
+            t_old - rng.uniform(5, 35),
+            f"c{i}",
+        )
     # Duplicate groups: one fact, 2-4 wordings, days apart.
     for i in range(duplicate_groups):
         attr = attributes[(i * 5 + 3) % len(attributes)]
@@ -334,8 +640,10 @@ def generate(n: int = 3000, seed: int = 5, contradictions: int = 60, duplicate_g
         if s is None:
             continue
         v = rng.choice(attr.values)
-        forms = rng.sample(attr.plain + dup_forms[attr.name], min(rng.choice([2, 2, 3, 3, 4]),
-                                                                  len(attr.plain) + len(dup_forms[attr.name])))
+        forms = rng.sample(
+            attr.plain + dup_forms[attr.name],
+            min(rng.choice([2, 2, 3, 3, 4]), len(attr.plain) + len(dup_forms[attr.name])),
+        )
         t = rng.uniform(10, 200)
         for form in forms:
             add(_say(form, s, v), "semantic", f"{attr.name}:{s}", v, "duplicate", t, f"d{i}")
@@ -348,8 +656,12 @@ def generate(n: int = 3000, seed: int = 5, contradictions: int = 60, duplicate_g
             continue
         form = rng.choice(attr.plain)
         v1, v2 = rng.choice(attr.values), rng.choice(attr.values)
-        add(_say(form, s1, v1), "semantic", f"{attr.name}:{s1}", v1, "lookalike", rng.uniform(1, 200), f"l{i}")
-        add(_say(form, s2, v2), "semantic", f"{attr.name}:{s2}", v2, "lookalike", rng.uniform(1, 200), f"l{i}")
+        add(
+            _say(form, s1, v1), "semantic", f"{attr.name}:{s1}", v1, "lookalike", rng.uniform(1, 200), f"l{i}"
+        )
+        add(
+            _say(form, s2, v2), "semantic", f"{attr.name}:{s2}", v2, "lookalike", rng.uniform(1, 200), f"l{i}"
+        )
     # Parallel attribute statements about the remaining subjects: the look-alikes of a real store.
     for attr in attributes:
         for s in attr.subjects:
@@ -357,8 +669,15 @@ def generate(n: int = 3000, seed: int = 5, contradictions: int = 60, duplicate_g
                 continue
             used.add((attr.name, s))
             v = rng.choice(attr.values)
-            add(_say(rng.choice(attr.plain), s, v), "semantic", f"{attr.name}:{s}", v, "texture",
-                rng.uniform(1, 200), f"a:{attr.name}:{s}")
+            add(
+                _say(rng.choice(attr.plain), s, v),
+                "semantic",
+                f"{attr.name}:{s}",
+                v,
+                "texture",
+                rng.uniform(1, 200),
+                f"a:{attr.name}:{s}",
+            )
     seen = {r["content"] for r in rows}
     shapes: set[tuple[str, str]] = set()
     serial = 0

@@ -36,26 +36,44 @@ sys.path.insert(0, str(ROOT / "bench"))
 import realpath_text  # noqa: E402
 from review_data import generate  # noqa: E402
 
-PY = str(ROOT / ".venv" / "bin" / "python") if (ROOT / ".venv" / "bin" / "python").exists() else sys.executable
+PY = (
+    str(ROOT / ".venv" / "bin" / "python") if (ROOT / ".venv" / "bin" / "python").exists() else sys.executable
+)
 ENGRAM = [PY, "-m", "engram_core.cli"]
 
 
 def env_for(work: Path) -> dict[str, str]:
-    return {**os.environ, "HOME": str(work / "home"), "ENGRAM_HOME": str(work / "engram-home"),
-            "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-            "CLAUDE_PROJECT_DIR": str(work / "proj")}
+    return {
+        **os.environ,
+        "HOME": str(work / "home"),
+        "ENGRAM_HOME": str(work / "engram-home"),
+        "PYTHONPATH": str(ROOT),
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "CLAUDE_PROJECT_DIR": str(work / "proj"),
+    }
 
 
 def engram(work: Path, *args: str, timeout: float = 1800) -> str:
-    out = subprocess.run([*ENGRAM, *args], cwd=work / "proj", env=env_for(work), text=True, capture_output=True,
-                         timeout=timeout)
+    out = subprocess.run(
+        [*ENGRAM, *args],
+        cwd=work / "proj",
+        env=env_for(work),
+        text=True,
+        capture_output=True,
+        timeout=timeout,
+    )
     if out.returncode != 0:
         raise RuntimeError(f"engram {' '.join(args[:2])} exited {out.returncode}: {out.stderr[-2000:]}")
     return out.stdout
 
 
-def score(rows: list[dict[str, Any]], by_content: dict[str, str], contradictions: list[dict[str, Any]],
-          consolidations: list[dict[str, Any]]) -> dict[str, Any]:
+def score(
+    rows: list[dict[str, Any]],
+    by_content: dict[str, str],
+    contradictions: list[dict[str, Any]],
+    consolidations: list[dict[str, Any]],
+) -> dict[str, Any]:
     label = {by_content[r["content"]]: r["label"] for r in rows if r["content"] in by_content}
     n = len(by_content)
 
@@ -84,7 +102,9 @@ def score(rows: list[dict[str, Any]], by_content: dict[str, str], contradictions
         else:
             fp += 1
             if len(false_examples) < 8:
-                false_examples.append({"a": c["a"]["content"], "b": c["b"]["content"], "evidence": c["evidence"]})
+                false_examples.append(
+                    {"a": c["a"]["content"], "b": c["b"]["content"], "evidence": c["evidence"]}
+                )
         if c["status"] == "resolved" and (c.get("resolution") or "").startswith("keep"):
             decided = c.get("decided_by") or ""
             if decided == "policy":
@@ -113,20 +133,31 @@ def score(rows: list[dict[str, Any]], by_content: dict[str, str], contradictions
     return {
         "memories": n,
         "contradictions": {
-            "planted_pairs": len(planted), "raised": predicted, "true": tp, "false": fp,
+            "planted_pairs": len(planted),
+            "raised": predicted,
+            "true": tp,
+            "false": fp,
             "precision": round(tp / predicted, 3) if predicted else None,
             "recall": round(len(found_pairs & set(planted)) / len(planted), 3) if planted else None,
-            "open": open_n, "open_per_100_memories": round(100 * open_n / max(1, n), 2),
-            "resolved_without_asking": auto, "resolved_without_asking_right": auto_right,
+            "open": open_n,
+            "open_per_100_memories": round(100 * open_n / max(1, n), 2),
+            "resolved_without_asking": auto,
+            "resolved_without_asking_right": auto_right,
             "by_kind": {k: {"true": v[0], "false": v[1]} for k, v in by_kind.items()},
-            "false_examples": false_examples},
+            "false_examples": false_examples,
+        },
         "consolidation": {
-            "duplicate_groups": len(groups), "groups_proposed_or_merged": len(covered),
+            "duplicate_groups": len(groups),
+            "groups_proposed_or_merged": len(covered),
             "recall": round(len(covered) / len(groups), 3) if groups else None,
             "items": len([i for i in consolidations if i["status"] != "rejected"]),
-            "by_reason": {r: sum(i["reason"] == r for i in consolidations)
-                          for r in sorted({i["reason"] for i in consolidations})},
-            "false_merges": false_merges, "false_merge_examples": merge_examples},
+            "by_reason": {
+                r: sum(i["reason"] == r for i in consolidations)
+                for r in sorted({i["reason"] for i in consolidations})
+            },
+            "false_merges": false_merges,
+            "false_merge_examples": merge_examples,
+        },
     }
 
 
@@ -135,11 +166,20 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=3000)
     ap.add_argument("--seed", type=int, default=5)
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "review_queues.json")
-    ap.add_argument("--style", choices=("tuned", "heldout"), default="tuned",
-                    help="the forms the detector was developed on, or forms written afterwards (review_data.py)")
-    ap.add_argument("--realpath", type=int, metavar="N", default=None,
-                    help="instead: N memories of bench/realpath_text.py (2/3 project, 1/3 user; no labels): open "
-                         "contradictions per 100 memories and the consolidation queue after the import")
+    ap.add_argument(
+        "--style",
+        choices=("tuned", "heldout"),
+        default="tuned",
+        help="the forms the detector was developed on, or forms written afterwards (review_data.py)",
+    )
+    ap.add_argument(
+        "--realpath",
+        type=int,
+        metavar="N",
+        default=None,
+        help="instead: N memories of bench/realpath_text.py (2/3 project, 1/3 user; no labels): open "
+        "contradictions per 100 memories and the consolidation queue after the import",
+    )
     ap.add_argument("--keep", type=Path, help="work in this folder and keep it (default: a temporary one)")
     a = ap.parse_args()
     if a.realpath:
@@ -152,7 +192,9 @@ def main() -> None:
             d.mkdir(parents=True, exist_ok=True)
         (work / "engram-home").mkdir(mode=0o700, exist_ok=True)  # owner-only, as Engram requires
         data = work / "data.jsonl"
-        data.write_text("".join(json.dumps({k: v for k, v in r.items() if k != "label"}) + "\n" for r in rows))
+        data.write_text(
+            "".join(json.dumps({k: v for k, v in r.items() if k != "label"}) + "\n" for r in rows)
+        )
         t0 = time.perf_counter()
         report = json.loads(engram(work, "import", str(data), "--json"))
         took = time.perf_counter() - t0
@@ -164,7 +206,9 @@ def main() -> None:
                 by_content: dict[str, str] = {}
                 after = None
                 while True:
-                    page = client.call("export_memories", scope="project", project=proj, after=after, limit=2000)
+                    page = client.call(
+                        "export_memories", scope="project", project=proj, after=after, limit=2000
+                    )
                     if not page:
                         break
                     for m in page:
@@ -175,26 +219,46 @@ def main() -> None:
                 if a.realpath:
                     realpath_report = {
                         "contradictions": client.call("count_contradictions", project=proj),
-                        "open_sample": [[c["a"]["content"], c["b"]["content"], c["evidence"]] for c in client.call(
-                            "list_contradictions", project=proj, limit=10)],
+                        "open_sample": [
+                            [c["a"]["content"], c["b"]["content"], c["evidence"]]
+                            for c in client.call("list_contradictions", project=proj, limit=10)
+                        ],
                         "consolidations": client.call("count_consolidations", project=proj),
-                        "consolidation_sample": [[s["content"] for s in i["sources"]] + i["evidence"][:1]
-                                                 for i in client.call("list_consolidations", project=proj, limit=8)]}
+                        "consolidation_sample": [
+                            [s["content"] for s in i["sources"]] + i["evidence"][:1]
+                            for i in client.call("list_consolidations", project=proj, limit=8)
+                        ],
+                    }
                 else:
-                    contradictions = client.call("list_contradictions", project=proj, status="all", limit=100_000)
-                    consolidations = client.call("list_consolidations", project=proj, status="all", limit=1000)
+                    contradictions = client.call(
+                        "list_contradictions", project=proj, status="all", limit=100_000
+                    )
+                    consolidations = client.call(
+                        "list_consolidations", project=proj, status="all", limit=1000
+                    )
         finally:
             with contextlib.suppress(Exception):
                 engram(work, "stop", timeout=300)
     imported = {"stored": report.get("stored"), "merged": report.get("merged"), "seconds": round(took, 1)}
     if a.realpath:
         c = realpath_report["contradictions"]
-        out = {"bench": "review_queues --realpath", "memories": a.realpath, "import": imported,
-               "open_contradictions_per_100": round(100 * c["open"] / a.realpath, 2), **realpath_report,
-               "load_1min": os.getloadavg()[0]}
+        out = {
+            "bench": "review_queues --realpath",
+            "memories": a.realpath,
+            "import": imported,
+            "open_contradictions_per_100": round(100 * c["open"] / a.realpath, 2),
+            **realpath_report,
+            "load_1min": os.getloadavg()[0],
+        }
     else:
-        out = {"bench": "review_queues", "seed": a.seed, "style": a.style, "import": imported,
-               **score(rows, by_content, contradictions, consolidations), "load_1min": os.getloadavg()[0]}
+        out = {
+            "bench": "review_queues",
+            "seed": a.seed,
+            "style": a.style,
+            "import": imported,
+            **score(rows, by_content, contradictions, consolidations),
+            "load_1min": os.getloadavg()[0],
+        }
     text = json.dumps(out, indent=2)
     print(text)
     a.out.parent.mkdir(parents=True, exist_ok=True)

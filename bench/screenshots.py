@@ -25,7 +25,9 @@ def main() -> int:
     OUT.mkdir(exist_ok=True)
     rsvg = shutil.which("rsvg-convert")
     made = []
-    svgs = sorted(SNAPS.glob("test_snapshot[[]*[]].svg")) + sorted(SNAPS.glob("test_snapshot_small[[]*[]].svg"))
+    svgs = sorted(SNAPS.glob("test_snapshot[[]*[]].svg")) + sorted(
+        SNAPS.glob("test_snapshot_small[[]*[]].svg")
+    )
     for svg in svgs:
         name = re.sub(r"test_snapshot\[(.*)\]", r"\1", svg.stem)
         name = re.sub(r"test_snapshot_small\[(.*)\]", r"\1_80x24", name)

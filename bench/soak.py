@@ -53,33 +53,91 @@ def worker(kind: str, wid: int, out: Path, deadline: float, project: str) -> Non
                     log.write(json.dumps({"op": "recall", "ms": (time.perf_counter() - t0) * 1000}) + "\n")
                     continue
                 r = remote.call("store", memory={"content": content, "tags": ["soak"]}, project=project)
-                log.write(json.dumps({"op": "store", "id": r["memory"]["id"], "content": content,
-                                      "ms": (time.perf_counter() - t0) * 1000}) + "\n")
+                log.write(
+                    json.dumps(
+                        {
+                            "op": "store",
+                            "id": r["memory"]["id"],
+                            "content": content,
+                            "ms": (time.perf_counter() - t0) * 1000,
+                        }
+                    )
+                    + "\n"
+                )
             elif kind == "cli":
-                p = subprocess.run([sys.executable, "-m", "engram_core.cli", "store", content, "--json",
-                                    "--project", project], capture_output=True, text=True, timeout=120)
+                p = subprocess.run(
+                    [
+                        sys.executable,
+                        "-m",
+                        "engram_core.cli",
+                        "store",
+                        content,
+                        "--json",
+                        "--project",
+                        project,
+                    ],
+                    capture_output=True,
+                    text=True,
+                    timeout=120,
+                )
                 if p.returncode != 0:
-                    log.write(json.dumps({"op": "error", "kind": kind, "error": p.stderr.strip()[-300:]}) + "\n")
+                    log.write(
+                        json.dumps({"op": "error", "kind": kind, "error": p.stderr.strip()[-300:]}) + "\n"
+                    )
                     time.sleep(0.2)
                     continue
                 r = json.loads(p.stdout)
-                log.write(json.dumps({"op": "store", "id": r["memory"]["id"], "content": content,
-                                      "ms": (time.perf_counter() - t0) * 1000}) + "\n")
+                log.write(
+                    json.dumps(
+                        {
+                            "op": "store",
+                            "id": r["memory"]["id"],
+                            "content": content,
+                            "ms": (time.perf_counter() - t0) * 1000,
+                        }
+                    )
+                    + "\n"
+                )
             else:
                 fname = f"src/soak_{wid}_{n}.py"
-                event = {"session_id": f"soak-session-{wid}", "transcript_path": "/tmp/t.jsonl", "cwd": project,
-                         "hook_event_name": "PostToolUse", "tool_name": "Edit", "tool_use_id": f"tu_{wid}_{n}",
-                         "tool_input": {"file_path": f"{project}/{fname}", "old_string": "a = 1",
-                                        "new_string": f"a = {n}"},
-                         "tool_response": {"filePath": f"{project}/{fname}"}}
-                p = subprocess.run([python3, str(HOOK), "PostToolUse"], input=json.dumps(event), text=True,
-                                   capture_output=True, timeout=30)
+                event = {
+                    "session_id": f"soak-session-{wid}",
+                    "transcript_path": "/tmp/t.jsonl",
+                    "cwd": project,
+                    "hook_event_name": "PostToolUse",
+                    "tool_name": "Edit",
+                    "tool_use_id": f"tu_{wid}_{n}",
+                    "tool_input": {
+                        "file_path": f"{project}/{fname}",
+                        "old_string": "a = 1",
+                        "new_string": f"a = {n}",
+                    },
+                    "tool_response": {"filePath": f"{project}/{fname}"},
+                }
+                p = subprocess.run(
+                    [python3, str(HOOK), "PostToolUse"],
+                    input=json.dumps(event),
+                    text=True,
+                    capture_output=True,
+                    timeout=30,
+                )
                 ms = (time.perf_counter() - t0) * 1000
                 if p.returncode != 0:
-                    log.write(json.dumps({"op": "error", "kind": kind, "error": f"hook exit {p.returncode}"}) + "\n")
+                    log.write(
+                        json.dumps({"op": "error", "kind": kind, "error": f"hook exit {p.returncode}"}) + "\n"
+                    )
                     continue
-                log.write(json.dumps({"op": "hook", "session": f"soak-session-{wid}",
-                                      "content_prefix": f"Modified {fname}:", "ms": ms}) + "\n")
+                log.write(
+                    json.dumps(
+                        {
+                            "op": "hook",
+                            "session": f"soak-session-{wid}",
+                            "content_prefix": f"Modified {fname}:",
+                            "ms": ms,
+                        }
+                    )
+                    + "\n"
+                )
         except DaemonUnavailable:
             # Not acknowledged: nothing to check. The daemon is down (killed); wait for it to come back.
             if remote is not None:
@@ -87,7 +145,10 @@ def worker(kind: str, wid: int, out: Path, deadline: float, project: str) -> Non
             log.write(json.dumps({"op": "unavailable", "ms": (time.perf_counter() - t0) * 1000}) + "\n")
             time.sleep(0.1)
         except Exception as exc:
-            log.write(json.dumps({"op": "error", "kind": kind, "error": f"{exc.__class__.__name__}: {exc}"[:300]}) + "\n")
+            log.write(
+                json.dumps({"op": "error", "kind": kind, "error": f"{exc.__class__.__name__}: {exc}"[:300]})
+                + "\n"
+            )
             time.sleep(0.05)
     log.close()
 
@@ -107,8 +168,13 @@ def _start_daemon(home: Path, env: dict[str, str]) -> None:
         os.environ.update(saved)
 
 
-def run(procs: int = 8, seconds: float = 60.0, kill_at: float | None = None, model: bool = True,
-        home: Path | None = None) -> dict[str, Any]:
+def run(
+    procs: int = 8,
+    seconds: float = 60.0,
+    kill_at: float | None = None,
+    model: bool = True,
+    home: Path | None = None,
+) -> dict[str, Any]:
     from engram_core.wire.client import RemoteService, daemon_pid
 
     tmp = Path(tempfile.mkdtemp(prefix="engram-soak-"))
@@ -120,7 +186,9 @@ def run(procs: int = 8, seconds: float = 60.0, kill_at: float | None = None, mod
         env["ENGRAM_EMBEDDING_PROVIDER"] = "none"
     _start_daemon(home, env)
     warm = RemoteService(home, start=False).connect()
-    warm.call("store", memory={"content": "soak warm-up", "scope": "user"})  # loads the model before the clock
+    warm.call(
+        "store", memory={"content": "soak warm-up", "scope": "user"}
+    )  # loads the model before the clock
     warm.close()
     start = time.time()
     deadline = start + seconds
@@ -130,10 +198,26 @@ def run(procs: int = 8, seconds: float = 60.0, kill_at: float | None = None, mod
         kind = KINDS[i % len(KINDS)]
         out = tmp / f"worker-{i}.jsonl"
         outs.append(out)
-        children.append(subprocess.Popen(
-            [sys.executable, __file__, "--worker", kind, "--id", str(i), "--out", str(out),
-             "--deadline", str(deadline), "--project", str(project)],
-            env={**os.environ, **env}, cwd=str(REPO)))
+        children.append(
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    __file__,
+                    "--worker",
+                    kind,
+                    "--id",
+                    str(i),
+                    "--out",
+                    str(out),
+                    "--deadline",
+                    str(deadline),
+                    "--project",
+                    str(project),
+                ],
+                env={**os.environ, **env},
+                cwd=str(REPO),
+            )
+        )
     killed = None
     if kill_at is not None:
         time.sleep(max(0.0, kill_at))
@@ -150,8 +234,13 @@ def run(procs: int = 8, seconds: float = 60.0, kill_at: float | None = None, mod
     elapsed = time.time() - start
     remote = RemoteService(home, start=True).connect()
     flush = remote.call("flush", timeout_s=120)
-    records = [json.loads(line) for out in outs if out.exists() for line in out.read_text().splitlines()
-               if line.strip()]
+    records = [
+        json.loads(line)
+        for out in outs
+        if out.exists()
+        for line in out.read_text().splitlines()
+        if line.strip()
+    ]
     stores = [r for r in records if r["op"] == "store"]
     hooks = [r for r in records if r["op"] == "hook"]
     errors = [r for r in records if r["op"] == "error"]
@@ -185,16 +274,28 @@ def run(procs: int = 8, seconds: float = 60.0, kill_at: float | None = None, mod
     lat = {k: [r["ms"] for r in records if r["op"] == k] for k in ("store", "recall", "hook")}
     ops = len(stores) + len(hooks) + len(lat["recall"])
     return {
-        "procs": procs, "seconds": round(elapsed, 1), "model": model, "kill": killed,
-        "operations": ops, "throughput_ops_s": round(ops / elapsed, 1),
-        "acknowledged_writes": len(stores) + len(hooks), "client_and_cli_writes": len(stores),
-        "hook_events": len(hooks), "recalls": len(lat["recall"]),
-        "missing_writes": len(missing) + hook_missing, "missing_detail": missing[:5], "hook_duplicates": hook_dupes,
-        "errors": len(errors), "error_detail": errors[:5],
+        "procs": procs,
+        "seconds": round(elapsed, 1),
+        "model": model,
+        "kill": killed,
+        "operations": ops,
+        "throughput_ops_s": round(ops / elapsed, 1),
+        "acknowledged_writes": len(stores) + len(hooks),
+        "client_and_cli_writes": len(stores),
+        "hook_events": len(hooks),
+        "recalls": len(lat["recall"]),
+        "missing_writes": len(missing) + hook_missing,
+        "missing_detail": missing[:5],
+        "hook_duplicates": hook_dupes,
+        "errors": len(errors),
+        "error_detail": errors[:5],
         "unavailable_retries": sum(1 for r in records if r["op"] == "unavailable"),
         "latency_ms": {k: {"p50": _pct(v, 50), "p95": _pct(v, 95), "n": len(v)} for k, v in lat.items()},
-        "spool_ingested": status["spool_ingested"], "spool_left": spool_left, "flush": flush,
-        "events_applied": status["events_applied"], "events_failed": status["events_failed"],
+        "spool_ingested": status["spool_ingested"],
+        "spool_left": spool_left,
+        "flush": flush,
+        "events_applied": status["events_applied"],
+        "events_failed": status["events_failed"],
     }
 
 

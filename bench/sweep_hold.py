@@ -48,8 +48,15 @@ def recall_during(s: Setup, argv: list[str], queries: list[str], timeout: float)
     client.call("recall", query=queries[0], project=str(s.proj), limit=10)
     row: dict[str, Any] = {"load_start": loads()}
     t0 = time.perf_counter()
-    proc = subprocess.Popen([*ENGRAM, *argv, "--json"], cwd=s.proj, env=s.env(), text=True, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, start_new_session=True)
+    proc = subprocess.Popen(
+        [*ENGRAM, *argv, "--json"],
+        cwd=s.proj,
+        env=s.env(),
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     CHILDREN.add(proc)
     during: list[float] = []
     slow: list[tuple[float, float]] = []  # (seconds after the command began, ms) of the recalls over 200 ms
@@ -71,8 +78,15 @@ def recall_during(s: Setup, argv: list[str], queries: list[str], timeout: float)
         kill_group(proc)
         CHILDREN.discard(proc)
         client.close()
-    row.update({"wall_s": round(wall, 2), "exit": proc.returncode, "recalls_while_it_ran": summary(during),
-                "recalls_over_200_ms": slow, "load_end": loads()})
+    row.update(
+        {
+            "wall_s": round(wall, 2),
+            "exit": proc.returncode,
+            "recalls_while_it_ran": summary(during),
+            "recalls_over_200_ms": slow,
+            "load_end": loads(),
+        }
+    )
     try:
         row["report"] = json.loads(out)
     except ValueError:
@@ -116,15 +130,20 @@ def measure(base: Setup, name: str, root: Path, queries: list[str], timeout: flo
     log(f"{name}: engram stop, then a start right after")
     t = time.perf_counter()
     stop = v.engram("stop", "--timeout", str(int(timeout)), check=False, timeout=timeout + 30)
-    out["stop"] = {"seconds": round(time.perf_counter() - t, 2), "exit": stop.returncode,
-                   "stderr": stop.stderr[-300:]}
+    out["stop"] = {
+        "seconds": round(time.perf_counter() - t, 2),
+        "exit": stop.returncode,
+        "stderr": stop.stderr[-300:],
+    }
     v.stop()
     return out
 
 
 def _head(root: Path) -> str:
     """The checkout's commit (a `git archive` export says it in a COMMIT file)."""
-    p = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    p = subprocess.run(
+        ["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    )
     if p.returncode == 0:
         return p.stdout.strip()
     return (root / "COMMIT").read_text().strip() if (root / "COMMIT").exists() else "?"
@@ -132,14 +151,22 @@ def _head(root: Path) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--work", type=Path, required=True, help="working directory (the built store is kept there)")
+    ap.add_argument(
+        "--work", type=Path, required=True, help="working directory (the built store is kept there)"
+    )
     ap.add_argument("--size", type=int, default=5000)
-    ap.add_argument("--before", type=Path, default=None, help="another Engram checkout to measure in the same run")
+    ap.add_argument(
+        "--before", type=Path, default=None, help="another Engram checkout to measure in the same run"
+    )
     ap.add_argument("--timeout", type=float, default=1800)
     a = ap.parse_args()
-    res: dict[str, Any] = {"command": " ".join([Path(sys.executable).name, *sys.argv]), "size": a.size,
-                           "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                           "load_at_start": loads(), "variants": {}}
+    res: dict[str, Any] = {
+        "command": " ".join([Path(sys.executable).name, *sys.argv]),
+        "size": a.size,
+        "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "load_at_start": loads(),
+        "variants": {},
+    }
     base = build(a.work / "built", a.size, a.timeout)
     queries = realpath_text.questions(60)
     for name, root in ([("before", a.before)] if a.before else []) + [("after", ROOT)]:

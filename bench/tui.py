@@ -64,10 +64,17 @@ def build_store(home: Path, project: Path, n: int) -> float:
     types = [MemoryType.semantic, MemoryType.procedural, MemoryType.episodic]
     batch: list[MemoryIn] = []
     for i in range(n):
-        batch.append(MemoryIn(content=f"memory {i}: component c{i % 37} uses redis key k{i} for queue q{i % 11}"
-                                      if i % 50 == 0 else f"memory {i}: module m{i % 53} note {i * 7919 % 10007}",
-                              memory_type=types[i % 3], scope=Scope.project, importance=(i % 100) / 100,
-                              tags=[f"t{i % 7}"]))
+        batch.append(
+            MemoryIn(
+                content=f"memory {i}: component c{i % 37} uses redis key k{i} for queue q{i % 11}"
+                if i % 50 == 0
+                else f"memory {i}: module m{i % 53} note {i * 7919 % 10007}",
+                memory_type=types[i % 3],
+                scope=Scope.project,
+                importance=(i % 100) / 100,
+                tags=[f"t{i % 7}"],
+            )
+        )
         if len(batch) == 256:
             svc.store_many(batch, project=str(project))
             batch = []
@@ -175,16 +182,28 @@ async def measure_in_app(home: Path, project: Path, runs: int) -> dict[str, Any]
         svc.list_memories(scope="project", project=str(project), limit=200)
         calls.append((time.perf_counter() - t0) * 1000)
     svc.close()
-    return {"total_rows": total, "first_render_ms": first, "fill_ms": fills, "call_ms": calls,
-            "keystroke_ms": keys, "filtered_rows": filtered, "move_ms": moves, "pilot_move_ms": pilot_moves, "jump_ms": jumps,
-            "last_row": last_row, "search_ms": searches}
+    return {
+        "total_rows": total,
+        "first_render_ms": first,
+        "fill_ms": fills,
+        "call_ms": calls,
+        "keystroke_ms": keys,
+        "filtered_rows": filtered,
+        "move_ms": moves,
+        "pilot_move_ms": pilot_moves,
+        "jump_ms": jumps,
+        "last_row": last_row,
+        "search_ms": searches,
+    }
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--memories", type=int, default=10_000)
     ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--dir", type=Path, help="reuse (or create) the 10k store here instead of a fresh temp dir")
+    ap.add_argument(
+        "--dir", type=Path, help="reuse (or create) the 10k store here instead of a fresh temp dir"
+    )
     ap.add_argument("--out", type=Path, help="results file (default bench/results/tui.json)")
     args = ap.parse_args()
     global LOAD_START
@@ -205,8 +224,14 @@ def main() -> int:
         cold: list[float] = []
         for _ in range(args.runs):
             t0 = time.time()
-            out = subprocess.run([sys.executable, "-c", CHILD, str(home), str(project)], env=env, cwd=str(REPO),
-                                 capture_output=True, text=True, timeout=60)
+            out = subprocess.run(
+                [sys.executable, "-c", CHILD, str(home), str(project)],
+                env=env,
+                cwd=str(REPO),
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
             try:
                 painted = float(out.stdout.strip().splitlines()[-1])
             except (ValueError, IndexError):
@@ -220,35 +245,60 @@ def main() -> int:
 
     def summary(xs: list[float]) -> dict[str, Any]:
         ordered = sorted(xs)
-        return {"median_ms": round(statistics.median(xs), 1), "p95_ms": round(ordered[int(0.95 * (len(xs) - 1))], 1),
-                "max_ms": round(max(xs), 1), "runs": [round(x, 1) for x in xs]}
+        return {
+            "median_ms": round(statistics.median(xs), 1),
+            "p95_ms": round(ordered[int(0.95 * (len(xs) - 1))], 1),
+            "max_ms": round(max(xs), 1),
+            "runs": [round(x, 1) for x in xs],
+        }
 
     result = {
         "benchmark": "tui",
-        "machine": {"python": platform.python_version(), "platform": platform.platform(),
-                    "cpus": os.cpu_count()},
+        "machine": {
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "cpus": os.cpu_count(),
+        },
         "memories": inapp["total_rows"],
         "store_build_s": round(build_s, 1),
-        "cold_start_to_first_paint": {**summary(cold), "target_ms": 1000,
-                                      "what": "new process: import TUI, connect to the running daemon, "
-                                              "first page of the table painted"},
-        "table_first_render": {**summary(inapp["first_render_ms"]), "target_ms": 300,
-                               "rows_in_store": inapp["total_rows"],
-                               "of_which_table_fill": summary(inapp["fill_ms"]),
-                               "list_memories_call_alone": summary(inapp["call_ms"]),
-                               "what": "page request over the daemon -> 200 rows in the table (paged)"},
-        "keystroke_j": {**summary(inapp["move_ms"]), "target_p95_ms": 50,
-                        "what": "j in the memory table: key posted -> cursor moved, status and detail updated"},
-        "keystroke_j_pilot": {**summary(inapp["pilot_move_ms"]),
-                              "what": "the same through Pilot.press (waits for every widget to go idle: an upper bound)"},
-        "G_to_last_row": {**summary(inapp["jump_ms"]), "target_ms": 1000, "last_row": inapp["last_row"],
-                          "what": "G from the first page -> the last page loaded, cursor on the last memory"},
-        "hybrid_search": {**summary(inapp["search_ms"]),
-                          "what": "enter in the search box -> ranked hits in the table (recall over the daemon)"},
+        "cold_start_to_first_paint": {
+            **summary(cold),
+            "target_ms": 1000,
+            "what": "new process: import TUI, connect to the running daemon, first page of the table painted",
+        },
+        "table_first_render": {
+            **summary(inapp["first_render_ms"]),
+            "target_ms": 300,
+            "rows_in_store": inapp["total_rows"],
+            "of_which_table_fill": summary(inapp["fill_ms"]),
+            "list_memories_call_alone": summary(inapp["call_ms"]),
+            "what": "page request over the daemon -> 200 rows in the table (paged)",
+        },
+        "keystroke_j": {
+            **summary(inapp["move_ms"]),
+            "target_p95_ms": 50,
+            "what": "j in the memory table: key posted -> cursor moved, status and detail updated",
+        },
+        "keystroke_j_pilot": {
+            **summary(inapp["pilot_move_ms"]),
+            "what": "the same through Pilot.press (waits for every widget to go idle: an upper bound)",
+        },
+        "G_to_last_row": {
+            **summary(inapp["jump_ms"]),
+            "target_ms": 1000,
+            "last_row": inapp["last_row"],
+            "what": "G from the first page -> the last page loaded, cursor on the last memory",
+        },
+        "hybrid_search": {
+            **summary(inapp["search_ms"]),
+            "what": "enter in the search box -> ranked hits in the table (recall over the daemon)",
+        },
         "load_avg_start_end": [LOAD_START, list(os.getloadavg())],
-        "filter_keystroke_to_update": {**summary(inapp["keystroke_ms"]),
-                                       "filtered_rows_after_redis": inapp["filtered_rows"],
-                                       "what": "key pressed in the filter -> filtered page in the table (includes the 0.12 s debounce)"},
+        "filter_keystroke_to_update": {
+            **summary(inapp["keystroke_ms"]),
+            "filtered_rows_after_redis": inapp["filtered_rows"],
+            "what": "key pressed in the filter -> filtered page in the table (includes the 0.12 s debounce)",
+        },
     }
     out_path = args.out or REPO / "bench" / "results" / "tui.json"
     out_path.parent.mkdir(parents=True, exist_ok=True)

@@ -42,9 +42,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--old", type=Path, required=True, help="a source tree of the older Engram")
     ap.add_argument("--data", type=Path, required=True, help="JSONL to import with the old code")
-    ap.add_argument("--from-copy", type=Path, help="a copy of the WORK the old code's import left (home, eh, proj), "
-                                                   "put back at WORK instead of importing again: WORK must be the path "
-                                                   "it was imported at (a project's store is named by its path)")
+    ap.add_argument(
+        "--from-copy",
+        type=Path,
+        help="a copy of the WORK the old code's import left (home, eh, proj), "
+        "put back at WORK instead of importing again: WORK must be the path "
+        "it was imported at (a project's store is named by its path)",
+    )
     ap.add_argument("--work", type=Path, required=True)
     ap.add_argument("--out", type=Path, default=Path("bench/results/upgrade.json"))
     args = ap.parse_args()
@@ -55,16 +59,30 @@ def main() -> None:
         shutil.copytree(args.from_copy, args.work, symlinks=True)
     else:
         for sub in ("home", "eh", "proj"):
-            (args.work / sub).mkdir(parents=True, mode=0o700)  # owner-only: Engram refuses one others can open
+            (args.work / sub).mkdir(
+                parents=True, mode=0o700
+            )  # owner-only: Engram refuses one others can open
         subprocess.run(["git", "init", "-q", str(proj)], check=True)
-    base_env = {**os.environ, "HOME": str(args.work / "home"), "ENGRAM_HOME": str(args.work / "eh"),
-                "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-                "ENGRAM_MODEL_CACHE": os.environ.get("ENGRAM_MODEL_CACHE", str(Path.home() / ".cache/engram/models"))}
+    base_env = {
+        **os.environ,
+        "HOME": str(args.work / "home"),
+        "ENGRAM_HOME": str(args.work / "eh"),
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "ENGRAM_MODEL_CACHE": os.environ.get("ENGRAM_MODEL_CACHE", str(Path.home() / ".cache/engram/models")),
+    }
 
     def cli(code: Path, *argv: str, timeout: float = 3600) -> subprocess.CompletedProcess[str]:
         env = {**base_env, "PYTHONPATH": str(code.resolve())}
-        return subprocess.run([sys.executable, "-m", "engram_core.cli", *argv], env=env, cwd=proj, text=True,
-                              capture_output=True, timeout=timeout, check=False)
+        return subprocess.run(
+            [sys.executable, "-m", "engram_core.cli", *argv],
+            env=env,
+            cwd=proj,
+            text=True,
+            capture_output=True,
+            timeout=timeout,
+            check=False,
+        )
 
     def count() -> dict[str, Any]:
         """The graph in the project store as stored (read with the daemon stopped: one process per store)."""
@@ -73,8 +91,11 @@ def main() -> None:
         db = Surreal(f"surrealkv://{proj / '.claude' / 'engram' / 'project.db'}")
         try:
             db.use("project", "x")
-            (name,) = [d for d in (db.query("INFO FOR NS").execute()[0] or {}).get("databases", {})
-                       if d.startswith("p_")]
+            (name,) = [
+                d
+                for d in (db.query("INFO FOR NS").execute()[0] or {}).get("databases", {})
+                if d.startswith("p_")
+            ]
             db.use("project", name)
             tables = (db.query("INFO FOR DB").execute()[0] or {}).get("tables", {})
             queries = {
@@ -117,23 +138,32 @@ def main() -> None:
     result["old_recall_s"], old_hits = recall(args.old)
     cli(args.old, "stop")
     result["old_graph"] = count()
-    result["disk_kb_per_memory_old"] = round(disk(args.work / "eh") / 1024 / n + disk(proj / ".claude") / 1024 / n, 2)
+    result["disk_kb_per_memory_old"] = round(
+        disk(args.work / "eh") / 1024 / n + disk(proj / ".claude") / 1024 / n, 2
+    )
 
     t = time.perf_counter()
-    cli(here, "stats", "--json", timeout=3600)  # the daemon starts; the project store opens (and upgrades) below
+    cli(
+        here, "stats", "--json", timeout=3600
+    )  # the daemon starts; the project store opens (and upgrades) below
     result["new_daemon_ready_s"] = round(time.perf_counter() - t, 2)
     result["new_first_recall_s"], new_hits = recall(here)  # opens the project store: the upgrade runs here
     result["same_top10_as_old"] = sum(h in old_hits for h in new_hits)
     cli(here, "stop")
     result["new_graph"] = count()
-    result["disk_kb_per_memory_upgraded"] = round((disk(args.work / "eh") + disk(proj / ".claude")) / 1024 / n, 2)
+    result["disk_kb_per_memory_upgraded"] = round(
+        (disk(args.work / "eh") + disk(proj / ".claude")) / 1024 / n, 2
+    )
     comp = cli(here, "compact", "--json", "--project", str(proj), timeout=3600)
     result["compact"] = json.loads(comp.stdout) if comp.returncode == 0 else comp.stderr[-500:]
     cli(here, "stop")
-    result["disk_kb_per_memory_compacted"] = round((disk(args.work / "eh") + disk(proj / ".claude")) / 1024 / n, 2)
+    result["disk_kb_per_memory_compacted"] = round(
+        (disk(args.work / "eh") + disk(proj / ".claude")) / 1024 / n, 2
+    )
     log = args.work / "eh" / "engram.log"
-    result["log_upgrade_lines"] = [line for line in (log.read_text().splitlines() if log.exists() else [])
-                                   if "schema 11" in line][-4:]
+    result["log_upgrade_lines"] = [
+        line for line in (log.read_text().splitlines() if log.exists() else []) if "schema 11" in line
+    ][-4:]
     result["load_end"] = load()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1) + "\n")

@@ -27,10 +27,27 @@ API_METHODS: dict[str, Callable[..., Any]] = {}
 # may the maintenance sweep (it takes the lock a slice at a time: maintenance.maintain).
 UNLOCKED_API = frozenset({"run_query", "maintain"})
 # Calls that never change memories: they leave the change counter alone.
-READ_ONLY_METHODS = frozenset({
-    "list_projects", "list_sessions", "get", "list_memories", "stats", "injection_context", "session_summary",
-    "export_memories", "health", "revision", "list_consolidations", "list_contradictions", "memory_graph",
-    "retrieval_history", "settings_report", "count_contradictions", "preview_write"})
+READ_ONLY_METHODS = frozenset(
+    {
+        "list_projects",
+        "list_sessions",
+        "get",
+        "list_memories",
+        "stats",
+        "injection_context",
+        "session_summary",
+        "export_memories",
+        "health",
+        "revision",
+        "list_consolidations",
+        "list_contradictions",
+        "memory_graph",
+        "retrieval_history",
+        "settings_report",
+        "count_contradictions",
+        "preview_write",
+    }
+)
 _MARK = "__engram_api__"
 
 
@@ -106,7 +123,9 @@ def parameter_names(method: str) -> list[str]:
     fn = API_METHODS.get(method)
     if fn is None:
         raise UnknownMethod(method)
-    return [p for p in inspect.signature(inspect.unwrap(fn)).parameters if p not in ("self", "service", "core")]
+    return [
+        p for p in inspect.signature(inspect.unwrap(fn)).parameters if p not in ("self", "service", "core")
+    ]
 
 
 def short_error(exc: BaseException) -> str:

@@ -36,12 +36,19 @@ VECTOR_JSON_BYTES = 8_192  # 384 floats written out in JSON
 
 def _row_bytes(row: dict[str, Any]) -> int:
     rest = {k: v for k, v in row.items() if k != "embedding"}
-    return VECTOR_JSON_BYTES + len(json.dumps(rest, default=str, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+    return VECTOR_JSON_BYTES + len(
+        json.dumps(rest, default=str, ensure_ascii=False).encode("utf-8", "surrogatepass")
+    )
 
 
 @api
-def export_memories(core: MemoryCore, scope: ScopeOrAll = "all", project: str | None = None,
-                    after: str | None = None, limit: int | None = None) -> list[MemoryRecord]:
+def export_memories(
+    core: MemoryCore,
+    scope: ScopeOrAll = "all",
+    project: str | None = None,
+    after: str | None = None,
+    limit: int | None = None,
+) -> list[MemoryRecord]:
     """Every memory of the scope(s) with every stored field (embedding included), store by store, each in the
     order it was written.
 
@@ -57,8 +64,10 @@ def export_memories(core: MemoryCore, scope: ScopeOrAll = "all", project: str | 
         database, _, after_key = after.partition("/")
         names = [s.database for s in stores]
         if database not in names or not after_key:
-            raise EngramError(f"unknown export position {after!r}: give the database/id of the last record "
-                              "of the previous page")
+            raise EngramError(
+                f"unknown export position {after!r}: give the database/id of the last record "
+                "of the previous page"
+            )
         start = names.index(database)
     out: list[MemoryRecord] = []
     budget = EXPORT_PAGE_BYTES
@@ -71,8 +80,17 @@ def export_memories(core: MemoryCore, scope: ScopeOrAll = "all", project: str | 
                 if out and budget < 0:
                     return out
             row = {k: v for k, v in row.items() if k in MemoryRecord.model_fields and v is not None}
-            out.append(MemoryRecord(**{**row, "id": key_of(row["id"]), "scope": store.scope,
-                                       "database": store.database, "project_path": root}))
+            out.append(
+                MemoryRecord(
+                    **{
+                        **row,
+                        "id": key_of(row["id"]),
+                        "scope": store.scope,
+                        "database": store.database,
+                        "project_path": root,
+                    }
+                )
+            )
         if limit is not None and len(out) >= limit:
             break
     return out
@@ -104,8 +122,14 @@ def _not_ahead(rec: MemoryRecord, now: datetime) -> MemoryRecord:
 
 
 @api
-def restore_memories(core: MemoryCore, records: list[dict[str, Any]], project: str | None = None,
-                     first_line: int = 1, skip_bad: bool = False, dry_run: bool = False) -> RestoreReport:
+def restore_memories(
+    core: MemoryCore,
+    records: list[dict[str, Any]],
+    project: str | None = None,
+    first_line: int = 1,
+    skip_bad: bool = False,
+    dry_run: bool = False,
+) -> RestoreReport:
     """Write exported records back with their ids and every field. Every record is checked first: with a bad
     one nothing is restored unless ``skip_bad`` (then the bad ones are left out); ``dry_run`` restores
     nothing and reports the bad ones.
@@ -128,8 +152,9 @@ def restore_memories(core: MemoryCore, records: list[dict[str, Any]], project: s
     for n, rec in checked:
         try:
             if rec.scope == Scope.session:
-                store = core.scopes.restore_session(rec.database or rec.session_id or "s_" + core.new_id(),
-                                                    project or rec.project_path)
+                store = core.scopes.restore_session(
+                    rec.database or rec.session_id or "s_" + core.new_id(), project or rec.project_path
+                )
             elif rec.scope == Scope.project:
                 pstore = core.project_store(project or rec.project_path)
                 if pstore is None:
@@ -137,8 +162,9 @@ def restore_memories(core: MemoryCore, records: list[dict[str, Any]], project: s
                 store = pstore
             else:
                 store = core.user
-            fields = rec.model_dump(exclude={"engram_export", "id", "database", "project_path"},
-                                    exclude_none=True)
+            fields = rec.model_dump(
+                exclude={"engram_export", "id", "database", "project_path"}, exclude_none=True
+            )
             # A hand-edited or foreign file must not smuggle a secret in; on Engram's own exports this is
             # a no-op (redaction is idempotent), so round trips stay exact.
             embedding = fields.pop("embedding", None)

@@ -40,13 +40,21 @@ LOG_COMPACT_S = 300.0
 
 
 class Bookkeeper:
-    def __init__(self, *, idle_s: float = 0.005, max_wait_s: float = 1.0, access_after_s: float = ACCESS_AFTER_S,
-                 log_after_s: float = LOG_AFTER_S) -> None:
+    def __init__(
+        self,
+        *,
+        idle_s: float = 0.005,
+        max_wait_s: float = 1.0,
+        access_after_s: float = ACCESS_AFTER_S,
+        log_after_s: float = LOG_AFTER_S,
+    ) -> None:
         self.idle_s = idle_s
         self.max_wait_s = max_wait_s
         self.access_after_s = access_after_s
         self.log_after_s = log_after_s
-        self._later: dict[int, tuple[float, ScopeStore]] = {}  # stores holding access counts: when they are due
+        self._later: dict[
+            int, tuple[float, ScopeStore]
+        ] = {}  # stores holding access counts: when they are due
         self._cond = threading.Condition()
         self._stores: dict[int, ScopeStore] = {}
         self._first = 0.0

@@ -117,8 +117,17 @@ def _refuse(_v: Any, _out: bytearray) -> None:
 
 
 _ENCODERS: dict[type, Callable[[Any, bytearray], None]] = {
-    str: _str, bytes: _bytes, int: _int, float: _float, bool: _bool, type(None): _none, list: _list,
-    tuple: _list, dict: _dict, datetime: _datetime, RecordID: _record_id,
+    str: _str,
+    bytes: _bytes,
+    int: _int,
+    float: _float,
+    bool: _bool,
+    type(None): _none,
+    list: _list,
+    tuple: _list,
+    dict: _dict,
+    datetime: _datetime,
+    RecordID: _record_id,
 }
 
 

@@ -25,10 +25,6 @@ PRIVATE_DIR_MODE = 0o700
 PRIVATE_FILE_MODE = 0o600
 
 
-
-
-
-
 def ensure_private_dir(path: Path) -> Path:
     """Create ``path`` (and parents) owner-only, or check the one that is there: memories and the socket live here.
 
@@ -43,23 +39,29 @@ def ensure_private_dir(path: Path) -> Path:
         created = False
     st = os.lstat(path)
     if stat.S_ISLNK(st.st_mode):
-        raise ConfigError(f"{path} is a symbolic link: Engram does not follow links in its data directories (they "
-                          "could make it change permissions elsewhere). Replace it with a real directory.")
+        raise ConfigError(
+            f"{path} is a symbolic link: Engram does not follow links in its data directories (they "
+            "could make it change permissions elsewhere). Replace it with a real directory."
+        )
     if not stat.S_ISDIR(st.st_mode):
         raise ConfigError(f"{path} is not a directory")
     if st.st_uid != os.getuid():
-        raise ConfigError(f"{path} belongs to another user (uid {st.st_uid}): Engram keeps memories only in a "
-                          "directory of its own user. Point ENGRAM_HOME at one.")
+        raise ConfigError(
+            f"{path} belongs to another user (uid {st.st_uid}): Engram keeps memories only in a "
+            "directory of its own user. Point ENGRAM_HOME at one."
+        )
     mode = stat.S_IMODE(st.st_mode)
     if mode & 0o077:
         if not created:
             with os.scandir(path) as entries:
                 names = {e.name for e in entries}
             if not names & set(ENGRAM_MARKERS):
-                raise ConfigError(f"{path} is not private (mode {oct(mode)}: other users may open it) and Engram "
-                                  "did not create it: an unsafe place for memories, and Engram does not change the "
-                                  "permissions of a directory that is not its own. Point ENGRAM_HOME at a new path "
-                                  "(Engram creates it owner-only) or at a private directory (chmod 700 it yourself).")
+                raise ConfigError(
+                    f"{path} is not private (mode {oct(mode)}: other users may open it) and Engram "
+                    "did not create it: an unsafe place for memories, and Engram does not change the "
+                    "permissions of a directory that is not its own. Point ENGRAM_HOME at a new path "
+                    "(Engram creates it owner-only) or at a private directory (chmod 700 it yourself)."
+                )
         _chmod_nofollow(path, PRIVATE_DIR_MODE)  # made just now under a loose umask, or Engram's own
     return path
 
@@ -83,8 +85,10 @@ def _chmod_nofollow(path: Path | str, mode: int) -> None:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         if os.path.islink(path):
-            raise ConfigError(f"{path} is a symbolic link inside an Engram data directory: Engram does not follow "
-                              "links there (it could be made to change permissions elsewhere). Remove it.") from None
+            raise ConfigError(
+                f"{path} is a symbolic link inside an Engram data directory: Engram does not follow "
+                "links there (it could be made to change permissions elsewhere). Remove it."
+            ) from None
         if isinstance(exc, PermissionError | FileNotFoundError) or not os.path.exists(path):
             return  # a socket or a file that went away while we walked: nothing of ours to tighten
         raise
@@ -100,8 +104,9 @@ def restrict_tree(path: Path) -> None:
     if not os.path.lexists(path):
         return
     if os.path.islink(path):
-        raise ConfigError(f"{path} is a symbolic link: Engram does not follow links in its data directories. "
-                          "Remove it.")
+        raise ConfigError(
+            f"{path} is a symbolic link: Engram does not follow links in its data directories. Remove it."
+        )
     is_dir = os.path.isdir(path)
     _chmod_nofollow(path, PRIVATE_DIR_MODE if is_dir else PRIVATE_FILE_MODE)
     if is_dir:
@@ -194,8 +199,10 @@ def _read_frontmatter(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: the frontmatter must be a mapping of setting: value.")
     # ${VAR} lets a key stay out of the file.
-    return {k: _ENV_REF.sub(lambda m: os.environ.get(m.group(1), ""), v) if isinstance(v, str) else v
-            for k, v in data.items()}
+    return {
+        k: _ENV_REF.sub(lambda m: os.environ.get(m.group(1), ""), v) if isinstance(v, str) else v
+        for k, v in data.items()
+    }
 
 
 def _from_env() -> dict[str, Any]:
@@ -211,10 +218,23 @@ def _from_env() -> dict[str, Any]:
 # store's vectors and every query's must come from one model), the organise layer is registered on the core once,
 # and the daemon's timers, the console deadline and the user store's cap are the daemon's own. A project file
 # that sets one of these to another value than the daemon's is ignored, and `engram config`/`engram doctor` say so.
-DAEMON_WIDE = frozenset({
-    "embedding_provider", "embedding_url", "embedding_model", "embedding_api_key", "embedding_dimensions",
-    "embedding_timeout_s", "embedding_precision", "organise", "daemon_idle_timeout_s", "query_timeout_s",
-    "maintenance_interval_s", "session_stale_hours", "max_memories_user"})
+DAEMON_WIDE = frozenset(
+    {
+        "embedding_provider",
+        "embedding_url",
+        "embedding_model",
+        "embedding_api_key",
+        "embedding_dimensions",
+        "embedding_timeout_s",
+        "embedding_precision",
+        "organise",
+        "daemon_idle_timeout_s",
+        "query_timeout_s",
+        "maintenance_interval_s",
+        "session_stale_hours",
+        "max_memories_user",
+    }
+)
 SETTINGS_FILE = "engram.local.md"  # <project>/.claude/engram.local.md, and the user file in ENGRAM_HOME
 
 
@@ -239,9 +259,10 @@ def settings_layers(home: Path | str | None, project_root: Path | str | None) ->
     """Each source's own values, lowest precedence first: user file, project file, environment. Each file is
     checked on its own, so an error names the file it is in."""
     layers: dict[str, dict[str, Any]] = {}
-    for source, path in (("user file", user_settings_file(home) if home is not None else None),
-                         ("project file", project_settings_file(project_root) if project_root is not None
-                          else None)):
+    for source, path in (
+        ("user file", user_settings_file(home) if home is not None else None),
+        ("project file", project_settings_file(project_root) if project_root is not None else None),
+    ):
         data = _read_frontmatter(path) if path is not None else {}
         if data:
             _validated(data, f" in {path}")

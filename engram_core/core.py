@@ -54,6 +54,8 @@ def _mtime(path: Path) -> int | None:
         return path.stat().st_mtime_ns
     except OSError:
         return None
+
+
 # Read once: pydantic builds `model_fields` anew at each access from the class (27 a memory, 10 memories a recall).
 _MEMORY_FIELDS = frozenset(Memory.model_fields)
 
@@ -62,36 +64,58 @@ _MEMORY_FIELDS = frozenset(Memory.model_fields)
 class BeforeStore(Protocol):
     """May add fields to a new memory before it is written (each change after would rewrite the whole row)."""
 
-    def __call__(self, core: MemoryCore, store: ScopeStore, key: str, fields: dict[str, Any],
-                 vector: np.ndarray | None, /) -> None: ...
+    def __call__(
+        self,
+        core: MemoryCore,
+        store: ScopeStore,
+        key: str,
+        fields: dict[str, Any],
+        vector: np.ndarray | None,
+        /,
+    ) -> None: ...
 
 
 class AfterStore(Protocol):
     """Runs after new memories are written into a store (or promoted into it): (key, fields) in the order
     written, a whole chunk of an import at once, every one already in the store's mirror."""
 
-    def __call__(self, core: MemoryCore, store: ScopeStore, items: Sequence[tuple[str, dict[str, Any]]], /,
-                 ) -> None: ...
+    def __call__(
+        self,
+        core: MemoryCore,
+        store: ScopeStore,
+        items: Sequence[tuple[str, dict[str, Any]]],
+        /,
+    ) -> None: ...
 
 
 class AfterRecall(Protocol):
     """Runs after a recall has been answered, with the ranked candidates behind its hits."""
 
-    def __call__(self, core: MemoryCore, result: RecallResult, winners: Sequence[retrieval.Candidate], /) -> None: ...
+    def __call__(
+        self, core: MemoryCore, result: RecallResult, winners: Sequence[retrieval.Candidate], /
+    ) -> None: ...
 
 
 class Ranker(Protocol):
     """One more ranked list of (memory key, score) for the fusion, beside BM25 and the vector list."""
 
-    def __call__(self, core: MemoryCore, stores: Sequence[ScopeStore], query: str, qvec: np.ndarray | None,
-                 filters: retrieval.Filters, /) -> list[tuple[str, float]]: ...
+    def __call__(
+        self,
+        core: MemoryCore,
+        stores: Sequence[ScopeStore],
+        query: str,
+        qvec: np.ndarray | None,
+        filters: retrieval.Filters,
+        /,
+    ) -> list[tuple[str, float]]: ...
 
 
 class Booster(Protocol):
     """A factor on a candidate's final score (1.0 leaves it as it is)."""
 
-    def __call__(self, core: MemoryCore, key: str, store: ScopeStore, light: Light, context: dict[str, Any],
-                 /) -> float: ...
+    def __call__(
+        self, core: MemoryCore, key: str, store: ScopeStore, light: Light, context: dict[str, Any], /
+    ) -> float: ...
 
 
 @dataclass(frozen=True)
@@ -113,9 +137,15 @@ class Extensions:
     rankers: list[Ranker] = field(default_factory=list)
     boosters: list[Boost] = field(default_factory=list)
 
-    def register(self, *, before_store: BeforeStore | None = None, after_store: AfterStore | None = None,
-                 after_recall: AfterRecall | None = None, rankers: Sequence[Ranker] = (),
-                 boosters: Sequence[Boost] = ()) -> None:
+    def register(
+        self,
+        *,
+        before_store: BeforeStore | None = None,
+        after_store: AfterStore | None = None,
+        after_recall: AfterRecall | None = None,
+        rankers: Sequence[Ranker] = (),
+        boosters: Sequence[Boost] = (),
+    ) -> None:
         if before_store is not None:
             self.before_store.append(before_store)
         if after_store is not None:
@@ -152,8 +182,10 @@ class MemoryCore:
         try:
             self.home = ensure_private_dir(engram_home(home))
         except OSError as exc:
-            raise StoreError(f"Engram's data directory cannot be created or secured ({exc}). "
-                             "Point ENGRAM_HOME at a writable directory.") from exc
+            raise StoreError(
+                f"Engram's data directory cannot be created or secured ({exc}). "
+                "Point ENGRAM_HOME at a writable directory."
+            ) from exc
         self.clock = clock or Clock()
         self.new_id: IdSource = options.get("ids") or ulid
         # The daemon-wide settings (defaults, the user file, ENGRAM_*); settings_for(project) adds a project's file.
@@ -171,8 +203,10 @@ class MemoryCore:
         self.api_lock: RequestLock = RequestLock()
         # ENGRAM_ACCESS_AFTER_S / ENGRAM_LOG_AFTER_S: how long recall bookkeeping is held (bench/growth.py sets 0
         # for the old behaviour).
-        self.bookkeeper = Bookkeeper(access_after_s=float(os.environ.get("ENGRAM_ACCESS_AFTER_S") or ACCESS_AFTER_S),
-                                     log_after_s=float(os.environ.get("ENGRAM_LOG_AFTER_S") or LOG_AFTER_S))
+        self.bookkeeper = Bookkeeper(
+            access_after_s=float(os.environ.get("ENGRAM_ACCESS_AFTER_S") or ACCESS_AFTER_S),
+            log_after_s=float(os.environ.get("ENGRAM_LOG_AFTER_S") or LOG_AFTER_S),
+        )
         self._param_cache: dict[str, Any] = {}  # see param()
         self.scopes = Scopes(self.home, self.lock, self._open_store, self.now, self.new_id)
         self.user = self.scopes.user
@@ -225,8 +259,10 @@ class MemoryCore:
 
     def set_param(self, key: str, value: Any) -> None:
         self._param_cache.pop(key, None)
-        self.user.q("UPSERT evolution_state SET key = $k, value = {v: $v}, updated_at = time::now() "
-                    "WHERE key = $k", {"k": key, "v": value})
+        self.user.q(
+            "UPSERT evolution_state SET key = $k, value = {v: $v}, updated_at = time::now() WHERE key = $k",
+            {"k": key, "v": value},
+        )
         if not self.user.q1("SELECT VALUE key FROM evolution_state WHERE key = $k", {"k": key}):
             self.user.q("CREATE evolution_state SET key = $k, value = {v: $v}", {"k": key, "v": value})
 
@@ -249,8 +285,11 @@ class MemoryCore:
         if hit is not None and hit[0] == stamp:
             return hit[1]
         layers = settings_layers(self.home, root)
-        user = {k: v for k, v in layers["user file"].items()
-                if k not in DAEMON_WIDE and k not in layers["environment"]}
+        user = {
+            k: v
+            for k, v in layers["user file"].items()
+            if k not in DAEMON_WIDE and k not in layers["environment"]
+        }
         overrides = {**user, **project_overrides(layers)}
         value = self.settings.model_copy(update=overrides) if overrides else self.settings
         self._project_settings[root] = (stamp, value)  # type: ignore[assignment]
@@ -270,31 +309,43 @@ class MemoryCore:
         evolved = self.param("decay_half_lives", DEFAULT_HALF_LIVES)
         return {**DEFAULT_HALF_LIVES, **evolved, **(self.settings_for(project).half_lives_days or {})}
 
-    def scope_weights(self, profile: str | None = None, project: str | Path | None = None) -> dict[str, float]:
+    def scope_weights(
+        self, profile: str | None = None, project: str | Path | None = None
+    ) -> dict[str, float]:
         """Manual ``scope_weights`` (the project's) win over a profile and the evolved weights, key by key."""
         settings = self.settings_for(project)
         if settings.scope_weights:
-            return {**retrieval.EVOLVED_DEFAULT, **self.param("scope_weights", retrieval.EVOLVED_DEFAULT),
-                    **settings.scope_weights}
+            return {
+                **retrieval.EVOLVED_DEFAULT,
+                **self.param("scope_weights", retrieval.EVOLVED_DEFAULT),
+                **settings.scope_weights,
+            }
         name = profile or settings.scope_weight_profile
         if name == "evolved":
             return {**retrieval.EVOLVED_DEFAULT, **self.param("scope_weights", retrieval.EVOLVED_DEFAULT)}
         if name not in retrieval.SCOPE_PROFILES:
-            raise EngramError(f"unknown scope-weight profile {name!r}; choose one of "
-                              f"{', '.join(['evolved', *retrieval.SCOPE_PROFILES])}")
+            raise EngramError(
+                f"unknown scope-weight profile {name!r}; choose one of "
+                f"{', '.join(['evolved', *retrieval.SCOPE_PROFILES])}"
+            )
         return dict(retrieval.SCOPE_PROFILES[name])
 
     # ── rows as memories ─────────────────────────────────────
     def to_memory(self, row: dict[str, Any], store: ScopeStore) -> Memory:
         """A stored row as the API returns it, with its strength and quality now."""
         now = self.now()
-        strength = memory_strength(row["importance"], row["half_life_days"], row["access_count"],
-                                   row["last_accessed_at"], now)
+        strength = memory_strength(
+            row["importance"], row["half_life_days"], row["access_count"], row["last_accessed_at"], now
+        )
         quality = composite_importance(
-            days_since_update=days_between(row["updated_at"], now), access_count=row["access_count"],
-            relevance=row.get("relevance_score", 0.0), confidence=row.get("confidence", 0.7),
-            outcome_impact=row.get("outcome_impact", 0.0), user_feedback=row.get("user_feedback", 0.0),
-            memory_type=row["memory_type"])
+            days_since_update=days_between(row["updated_at"], now),
+            access_count=row["access_count"],
+            relevance=row.get("relevance_score", 0.0),
+            confidence=row.get("confidence", 0.7),
+            outcome_impact=row.get("outcome_impact", 0.0),
+            user_feedback=row.get("user_feedback", 0.0),
+            memory_type=row["memory_type"],
+        )
         data = {k: v for k, v in row.items() if k in _MEMORY_FIELDS and v is not None}
         data.update(id=key_of(row["id"]), scope=store.scope.value, memory_strength=strength, quality=quality)
         data.setdefault("metadata", {})

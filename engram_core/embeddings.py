@@ -102,7 +102,9 @@ def quantize_int8(src: Path, dest: Path) -> Path:
     tmp = dest.with_suffix(f".{os.getpid()}.tmp")
     root = logging.getLogger()
     level = root.level
-    root.setLevel(logging.ERROR)  # it advises a pre-processing pass on the root logger: measured, not needed here
+    root.setLevel(
+        logging.ERROR
+    )  # it advises a pre-processing pass on the root logger: measured, not needed here
     try:
         quantize_dynamic(str(src), str(tmp), weight_type=QuantType.QInt8, per_channel=True)
         os.replace(tmp, dest)  # atomic, as export_onnx
@@ -125,8 +127,9 @@ def export_onnx(dest: Path) -> Path:
             self.model = model
 
         def forward(self, input_ids, attention_mask, token_type_ids):  # noqa: ANN001, ANN202
-            return self.model(input_ids=input_ids, attention_mask=attention_mask,
-                              token_type_ids=token_type_ids).last_hidden_state
+            return self.model(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            ).last_hidden_state
 
     dest.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     _remove_stale_exports(dest)
@@ -135,19 +138,30 @@ def export_onnx(dest: Path) -> Path:
     axes = {0: "batch", 1: "tokens"}
     try:
         with torch.no_grad():
-            torch.onnx.export(_LastHidden(base), (dummy, dummy, torch.zeros_like(dummy)), str(tmp),
-                              input_names=["input_ids", "attention_mask", "token_type_ids"],
-                              output_names=["last_hidden_state"], opset_version=17, dynamo=False,
-                              dynamic_axes={"input_ids": axes, "attention_mask": axes, "token_type_ids": axes,
-                                            "last_hidden_state": axes})
+            torch.onnx.export(
+                _LastHidden(base),
+                (dummy, dummy, torch.zeros_like(dummy)),
+                str(tmp),
+                input_names=["input_ids", "attention_mask", "token_type_ids"],
+                output_names=["last_hidden_state"],
+                opset_version=17,
+                dynamo=False,
+                dynamic_axes={
+                    "input_ids": axes,
+                    "attention_mask": axes,
+                    "token_type_ids": axes,
+                    "last_hidden_state": axes,
+                },
+            )
         os.replace(tmp, dest)  # atomic: two processes exporting at once both end with a whole file
     except BaseException as exc:
         # A failed export (a full disk, a torch that cannot export) leaves no 16-24 MB half file, and says so
         # once: later starts use the torch backend without trying again until the marker is old or removed.
         tmp.unlink(missing_ok=True)
         with contextlib.suppress(OSError):
-            failed_marker(dest).write_text(json.dumps({"at": time.time(), "error": f"{exc.__class__.__name__}: "
-                                                                                  f"{exc}"[:500]}))
+            failed_marker(dest).write_text(
+                json.dumps({"at": time.time(), "error": f"{exc.__class__.__name__}: {exc}"[:500]})
+            )
         raise
     failed_marker(dest).unlink(missing_ok=True)
     return dest
@@ -240,16 +254,17 @@ class _OnnxModel:
             batch_size, session = 1, self.session
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # similar lengths: little padding
         for start in range(0, len(order), batch_size):
-            idx = order[start:start + batch_size]
+            idx = order[start : start + batch_size]
             enc = self.tokenizer.encode_batch([texts[i] for i in idx])
             width = max(len(e.ids) for e in enc)
             ids = np.zeros((len(enc), width), dtype=np.int64)
             mask = np.zeros((len(enc), width), dtype=np.int64)
             for row, e in enumerate(enc):
-                ids[row, :len(e.ids)] = e.ids
-                mask[row, :len(e.ids)] = e.attention_mask
-            hidden = session.run(None, {"input_ids": ids, "attention_mask": mask,
-                                             "token_type_ids": np.zeros_like(ids)})[0]
+                ids[row, : len(e.ids)] = e.ids
+                mask[row, : len(e.ids)] = e.attention_mask
+            hidden = session.run(
+                None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+            )[0]
             weights = mask[..., None].astype(np.float32)
             pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
             out[idx] = pooled
@@ -276,7 +291,9 @@ class LocalEmbedder:
         if wanted not in PRECISIONS:
             raise EmbeddingError(f"unknown embedding precision {wanted!r}: use fp32 or int8")
         if wanted == "int8" and self.backend == "torch":
-            raise EmbeddingError("the torch backend has no int8 model: use the onnx backend or precision fp32")
+            raise EmbeddingError(
+                "the torch backend has no int8 model: use the onnx backend or precision fp32"
+            )
         self.precision = wanted
         self._model = None
         self._kind: str | None = None
@@ -299,8 +316,10 @@ class LocalEmbedder:
         if not path.exists():
             earlier = export_failed_recently(path)
             if earlier:
-                raise RuntimeError(f"the ONNX export failed before ({earlier}); not retried until "
-                                   f"{failed_marker(path)} is removed or a week old")
+                raise RuntimeError(
+                    f"the ONNX export failed before ({earlier}); not retried until "
+                    f"{failed_marker(path)} is removed or a week old"
+                )
             export_onnx(path)
         if self.precision == "int8":
             small = int8_model_path()
@@ -322,7 +341,7 @@ class LocalEmbedder:
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
                 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
                 problems = []
-                for kind in (["onnx", "torch"] if self.backend == "auto" else [self.backend]):
+                for kind in ["onnx", "torch"] if self.backend == "auto" else [self.backend]:
                     if kind == "torch" and self.precision == "int8":  # a store's vectors come from one model
                         problems.append("torch: no int8 model (set embedding_precision: fp32)")
                         continue
@@ -357,8 +376,16 @@ class LocalEmbedder:
         if self._kind == "onnx":
             out = normalise(model.encode(texts), self.dim)
         else:
-            out = normalise(model.encode(texts, batch_size=64, convert_to_numpy=True, normalize_embeddings=True,
-                                         show_progress_bar=False), self.dim)
+            out = normalise(
+                model.encode(
+                    texts,
+                    batch_size=64,
+                    convert_to_numpy=True,
+                    normalize_embeddings=True,
+                    show_progress_bar=False,
+                ),
+                self.dim,
+            )
         if len(texts) == 1:
             with self._lock:
                 self._recent[texts[0]] = out[0].copy()
@@ -372,8 +399,9 @@ class ApiEmbedder:
 
     dim = DIM
 
-    def __init__(self, url: str, model: str, api_key: str | None, *, timeout_s: float = 10.0,
-                 dimensions: int = DIM) -> None:
+    def __init__(
+        self, url: str, model: str, api_key: str | None, *, timeout_s: float = 10.0, dimensions: int = DIM
+    ) -> None:
         self.url = url
         self.model = model
         self.api_key = api_key
@@ -429,8 +457,13 @@ def make_embedder(settings: Settings) -> Embedder:
     if settings.embedding_provider == "api":
         if not settings.embedding_url or not settings.embedding_model:
             raise EmbeddingError("embedding_provider: api needs embedding_url and embedding_model")
-        return ApiEmbedder(settings.embedding_url, settings.embedding_model, settings.embedding_api_key,
-                           timeout_s=settings.embedding_timeout_s, dimensions=settings.embedding_dimensions)
+        return ApiEmbedder(
+            settings.embedding_url,
+            settings.embedding_model,
+            settings.embedding_api_key,
+            timeout_s=settings.embedding_timeout_s,
+            dimensions=settings.embedding_dimensions,
+        )
     return LocalEmbedder(precision=settings.embedding_precision)
 
 

@@ -50,7 +50,9 @@ def _quote_table(name: str) -> str:
     return "`" + name.replace("\\", "\\\\").replace("`", "\\`") + "`"
 
 
-def build(statements: list[str], *, allow_writes: bool, tables: list[str], timeout_s: float | None = None) -> Program:
+def build(
+    statements: list[str], *, allow_writes: bool, tables: list[str], timeout_s: float | None = None
+) -> Program:
     """Wrap the validator's executable statements under one deadline (and the schema guard with writes)."""
     timeout_s = QUERY_TIMEOUT_S if timeout_s is None else timeout_s
     deadline = _name("deadline")
@@ -59,11 +61,16 @@ def build(statements: list[str], *, allow_writes: bool, tables: list[str], timeo
     tail: list[str] = []
     if allow_writes:
         guard = _name("schema")
-        snapshot = "{ db: (INFO FOR DB), tables: [" + ", ".join(
-            f"(INFO FOR TABLE {_quote_table(t)})" for t in sorted(tables)) + "] }"
+        snapshot = (
+            "{ db: (INFO FOR DB), tables: ["
+            + ", ".join(f"(INFO FOR TABLE {_quote_table(t)})" for t in sorted(tables))
+            + "] }"
+        )
         head = ["BEGIN TRANSACTION", *head, f"LET {guard} = {snapshot}"]
-        tail = [f"IF {snapshot} != {guard} {{ THROW 'writes may change data, never the schema' }}",
-                "COMMIT TRANSACTION"]
+        tail = [
+            f"IF {snapshot} != {guard} {{ THROW 'writes may change data, never the schema' }}",
+            "COMMIT TRANSACTION",
+        ]
     out: list[str] = [s + ";" for s in head]
     lines: list[tuple[int, int]] = []
     line = len(out) + 1
@@ -131,12 +138,13 @@ def _parse_ms(text: Any) -> float:
     return 0.0
 
 
-def results(raw: list[dict[str, Any]], program: Program, statements: list[str],
-            timeout_s: float | None = None) -> list[StatementResult]:
+def results(
+    raw: list[dict[str, Any]], program: Program, statements: list[str], timeout_s: float | None = None
+) -> list[StatementResult]:
     """One StatementResult per user statement, Engram's own statements dropped."""
     timeout_s = QUERY_TIMEOUT_S if timeout_s is None else timeout_s
     max_rows = QUERY_MAX_ROWS
-    mine = raw[program.lead: len(raw) - program.trail]
+    mine = raw[program.lead : len(raw) - program.trail]
     out: list[StatementResult] = []
     for i, (sql, res) in enumerate(zip(statements, mine, strict=False)):
         ok = res.get("status") == "OK"
@@ -149,19 +157,29 @@ def results(raw: list[dict[str, Any]], program: Program, statements: list[str],
                 cols += [k for k in r if k not in cols]
         error = None if ok else str(value)
         if error is not None and _TIMED_OUT in error:
-            error = (f"stopped: the query's {timeout_s:g} s deadline ran out (console and engram_execute "
-                     "queries get one deadline for all their statements; narrow the query or add a LIMIT)")
-        out.append(StatementResult(
-            index=i, sql=sql, ok=ok, rows=rows, columns=cols,
-            row_count=len(value) if isinstance(value, list) else (0 if value is None else 1),
-            truncated=isinstance(value, list) and len(value) > max_rows,
-            time_ms=_parse_ms(res.get("time")), error=error))
+            error = (
+                f"stopped: the query's {timeout_s:g} s deadline ran out (console and engram_execute "
+                "queries get one deadline for all their statements; narrow the query or add a LIMIT)"
+            )
+        out.append(
+            StatementResult(
+                index=i,
+                sql=sql,
+                ok=ok,
+                rows=rows,
+                columns=cols,
+                row_count=len(value) if isinstance(value, list) else (0 if value is None else 1),
+                truncated=isinstance(value, list) and len(value) > max_rows,
+                time_ms=_parse_ms(res.get("time")),
+                error=error,
+            )
+        )
     return out
 
 
 def own_error(raw: list[dict[str, Any]], program: Program) -> str | None:
     """The first error of Engram's own statements (the schema guard, the deadline, the transaction), if any."""
-    own = raw[: program.lead] + raw[len(raw) - program.trail:] if program.trail else raw[: program.lead]
+    own = raw[: program.lead] + raw[len(raw) - program.trail :] if program.trail else raw[: program.lead]
     for res in own:
         if res.get("status") != "OK":
             text = str(res.get("result"))

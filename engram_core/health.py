@@ -19,13 +19,21 @@ def health(core: MemoryCore) -> HealthReport:
     checks: list[HealthCheck] = []
     for store in core.scopes.open_stores():
         version = store.schema_version()
-        checks.append(HealthCheck(
-            name=f"store {store.scope.value}/{store.database}", ok=version == latest,
-            detail=f"schema v{version}, {len(store.light)} searchable memories",
-            fix=None if version == latest else "restart the daemon so migrations run (engram stop)"))
+        checks.append(
+            HealthCheck(
+                name=f"store {store.scope.value}/{store.database}",
+                ok=version == latest,
+                detail=f"schema v{version}, {len(store.light)} searchable memories",
+                fix=None if version == latest else "restart the daemon so migrations run (engram stop)",
+            )
+        )
     home = core.home
-    paths = [home, home / "user.db", home / "sessions.db",
-             *(project_store_dir(root) for root, _ in core.scopes.open_projects())]
+    paths = [
+        home,
+        home / "user.db",
+        home / "sessions.db",
+        *(project_store_dir(root) for root, _ in core.scopes.open_projects()),
+    ]
     loose = []
     for path in paths:
         if not path.exists():
@@ -37,14 +45,31 @@ def health(core: MemoryCore) -> HealthReport:
                     loose.append(f"{os.path.join(dirpath, name)} ({oct(mode)})")
         if stat.S_IMODE(os.stat(path).st_mode) & 0o077:
             loose.append(f"{path} ({oct(stat.S_IMODE(os.stat(path).st_mode))})")
-    checks.append(HealthCheck(name="permissions", ok=not loose,
-                              detail="owner-only" if not loose else f"readable by others: {', '.join(loose[:5])}",
-                              fix=None if not loose else f"chmod -R go-rwx {home}"))
+    checks.append(
+        HealthCheck(
+            name="permissions",
+            ok=not loose,
+            detail="owner-only" if not loose else f"readable by others: {', '.join(loose[:5])}",
+            fix=None if not loose else f"chmod -R go-rwx {home}",
+        )
+    )
     usage = os.statvfs(home)
     free_mb = usage.f_bavail * usage.f_frsize / 2**20
-    checks.append(HealthCheck(name="disk", ok=free_mb > 200, detail=f"{free_mb:.0f} MiB free under {home}",
-                              fix=None if free_mb > 200 else "free some disk space: writes fail when it is full"))
+    checks.append(
+        HealthCheck(
+            name="disk",
+            ok=free_mb > 200,
+            detail=f"{free_mb:.0f} MiB free under {home}",
+            fix=None if free_mb > 200 else "free some disk space: writes fail when it is full",
+        )
+    )
     emb_ok = bool(getattr(core.embedder, "available", False))
-    checks.append(HealthCheck(name="embeddings", ok=emb_ok, detail=core.embedder.name,
-                              fix=None if emb_ok else "recall runs on BM25 only; check embedding_provider"))
+    checks.append(
+        HealthCheck(
+            name="embeddings",
+            ok=emb_ok,
+            detail=core.embedder.name,
+            fix=None if emb_ok else "recall runs on BM25 only; check embedding_provider",
+        )
+    )
     return HealthReport(ok=all(c.ok for c in checks), checks=checks)

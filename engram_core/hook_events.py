@@ -187,8 +187,9 @@ class LightWork:
         log.info("light consolidation for %s took %.0f ms", key, (time.perf_counter() - t0) * 1000)
 
 
-def session_start_context(core: MemoryCore, session_id: str | None, cwd: str | None,
-                          budget: int | None) -> dict[str, Any]:
+def session_start_context(
+    core: MemoryCore, session_id: str | None, cwd: str | None, budget: int | None
+) -> dict[str, Any]:
     """SessionStart: the context to inject (session_context.py); being injected counts as a (weaker) use."""
     project = project_of(cwd)
     with core.api_lock:
@@ -210,13 +211,21 @@ def prompt_context(core: MemoryCore, prompt: str, session_id: str | None, cwd: s
     with core.api_lock:
         if session_id:  # a hook may name a Claude session whose SessionStart we missed
             core.scopes.session(session_id, project, create=True)
-        result = recall(core, redact_text(prompt)[:2000], project=project, session=session_id,
-                        limit=PROMPT_RECALL_HITS, log=False)
+        result = recall(
+            core,
+            redact_text(prompt)[:2000],
+            project=project,
+            session=session_id,
+            limit=PROMPT_RECALL_HITS,
+            log=False,
+        )
     budget = settings.prompt_recall_token_budget
     lines, used = [], estimate_tokens(PROMPT_RECALL_HEADER)
     for hit in result.hits:
         m = hit.memory
-        line = f"- [{m.scope.value}/{m.memory_type.value}] {m.content.strip()[:PROMPT_LINE_CHARS]} (id {m.id})"
+        line = (
+            f"- [{m.scope.value}/{m.memory_type.value}] {m.content.strip()[:PROMPT_LINE_CHARS]} (id {m.id})"
+        )
         cost = estimate_tokens(line + "\n")
         if used + cost > budget:
             break

@@ -13,8 +13,9 @@ from .store import ScopeStore
 
 
 @api
-def injection_context(core: MemoryCore, project: str | None = None, session: str | None = None,
-                      budget: int | None = None) -> InjectionPreview:
+def injection_context(
+    core: MemoryCore, project: str | None = None, session: str | None = None, budget: int | None = None
+) -> InjectionPreview:
     """What a new session starts with: the memory protocol, recent session summaries, instructions, fixes,
     then the strongest project and user memories, within a token budget (session_context.py)."""
     settings = core.settings_for(project)
@@ -41,7 +42,8 @@ def note_injected(core: MemoryCore, ids: list[str], project: str | None = None) 
             light = store.light.get(key)
             if light is not None:
                 per_store.setdefault(id(store), (store, {}))[1][key] = lifecycle.injected_last_use(
-                    light.last_accessed_at, now)
+                    light.last_accessed_at, now
+                )
                 break
     for store, last_use in per_store.values():
         store.note_injected(last_use, now)

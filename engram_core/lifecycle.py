@@ -53,8 +53,9 @@ SCOPE_RULES: dict[str, ScopeRules] = {
     "session": ScopeRules(swept=False, forgets=False),
     "project": ScopeRules(swept=True, forgets=True),
     # Seed 000 §1c (30-day half-life, never deleted unless the user resets) and seed 002 user_maintenance.
-    "user": ScopeRules(swept=True, forgets=False, half_life_floor_days=30.0, archive_below=0.02,
-                       archive_min_age_days=90.0),
+    "user": ScopeRules(
+        swept=True, forgets=False, half_life_floor_days=30.0, archive_below=0.02, archive_min_age_days=90.0
+    ),
 }
 
 
@@ -65,7 +66,11 @@ def half_life_for(scope: str, memory_type: str, half_lives: dict[str, float]) ->
 
 def planned_half_life(scope: str, row: Row, half_lives: dict[str, float]) -> float:
     """The half-life a sweep judges this memory by: its type's current one, else the one it was stored with."""
-    return half_life_for(scope, row.memory_type, half_lives) if row.memory_type in half_lives else row.half_life_days
+    return (
+        half_life_for(scope, row.memory_type, half_lives)
+        if row.memory_type in half_lives
+        else row.half_life_days
+    )
 
 
 def injected_last_use(last_accessed_at: datetime, now: datetime) -> datetime:
@@ -91,8 +96,9 @@ class Row:
     status_changed_at: datetime | None = None
 
     def strength(self, now: datetime, half_life: float | None = None) -> float:
-        return memory_strength(self.importance, half_life or self.half_life_days, self.access_count,
-                               self.last_accessed_at, now)
+        return memory_strength(
+            self.importance, half_life or self.half_life_days, self.access_count, self.last_accessed_at, now
+        )
 
 
 @dataclass
@@ -114,8 +120,14 @@ class Plan:
         return out
 
 
-def plan_sweep(rows: Iterable[Row], scope: str, now: datetime, half_lives: dict[str, float],
-               cap: int | None = None, queued: set[str] | frozenset[str] = frozenset()) -> Plan:
+def plan_sweep(
+    rows: Iterable[Row],
+    scope: str,
+    now: datetime,
+    half_lives: dict[str, float],
+    cap: int | None = None,
+    queued: set[str] | frozenset[str] = frozenset(),
+) -> Plan:
     """Decide every move of one sweep. ``queued``: keys already pending in the consolidation queue."""
     rules = SCOPE_RULES[scope]
     plan = Plan(scope=scope)
@@ -136,14 +148,21 @@ def plan_sweep(rows: Iterable[Row], scope: str, now: datetime, half_lives: dict[
                 plan.below_forget += 1
                 since = r.status_changed_at or r.created_at
                 if rules.forgets and now - since >= grace:
-                    move = ("forgotten", f"strength below {FORGET_BELOW} after {FORGET_GRACE_DAYS:g} days archived")
+                    move = (
+                        "forgotten",
+                        f"strength below {FORGET_BELOW} after {FORGET_GRACE_DAYS:g} days archived",
+                    )
         elif r.pinned:
             if r.status == "created" and now - r.created_at >= ACTIVATE_AFTER:
                 move = ("active", "one hour old")
         elif r.status == "created" and r.importance < YOUNG_IMPORTANCE_BELOW:
             move = ("archived", f"importance below {YOUNG_IMPORTANCE_BELOW} when young")
-        elif (r.status in ("created", "active") and s < rules.archive_below and r.access_count < 2
-              and age_days >= rules.archive_min_age_days):
+        elif (
+            r.status in ("created", "active")
+            and s < rules.archive_below
+            and r.access_count < 2
+            and age_days >= rules.archive_min_age_days
+        ):
             move = ("archived", f"strength below {rules.archive_below}, rarely used")
         elif r.status == "consolidated" and s < ARCHIVE_BELOW:
             move = ("archived", "consolidated into a summary and decayed")
@@ -158,8 +177,11 @@ def plan_sweep(rows: Iterable[Row], scope: str, now: datetime, half_lives: dict[
             continue
         # Seed 000 §4 (used enough to be worth keeping in summary form) and §8 (the decay auto-queue).
         worn = s < CONSOLIDATE_BELOW and r.access_count >= 2
-        stale = (age_days > DECAY_QUEUE_AGE_DAYS and idle_days > DECAY_QUEUE_IDLE_DAYS
-                 and r.importance < DECAY_QUEUE_IMPORTANCE_BELOW)
+        stale = (
+            age_days > DECAY_QUEUE_AGE_DAYS
+            and idle_days > DECAY_QUEUE_IDLE_DAYS
+            and r.importance < DECAY_QUEUE_IMPORTANCE_BELOW
+        )
         if r.status == "active" and not r.pinned and r.key not in queued and (worn or stale):
             plan.decay_queue.append((r.key, round(1.0 - r.importance, 6)))
         if r.status in LIVE_STATUSES:
@@ -167,9 +189,14 @@ def plan_sweep(rows: Iterable[Row], scope: str, now: datetime, half_lives: dict[
     if cap is not None and len(live) > cap:
         excess = len(live) - cap
         protected_after = now - timedelta(days=NEW_MEMORY_DAYS)
-        weakest = sorted((x for x in live if not x[1].pinned
-                          and not (x[1].access_count == 0 and x[1].created_at > protected_after)),
-                         key=lambda x: (x[0], x[1].key))
+        weakest = sorted(
+            (
+                x
+                for x in live
+                if not x[1].pinned and not (x[1].access_count == 0 and x[1].created_at > protected_after)
+            ),
+            key=lambda x: (x[0], x[1].key),
+        )
         for _s, r in weakest[:excess]:
             plan.moves[r.key] = ("archived", f"over the {scope} cap of {cap} memories (weakest first)")
             plan.capped += 1
@@ -188,8 +215,10 @@ def state_value(store: Any, key: str, default: Any = None) -> Any:
 
 
 def set_state_value(store: Any, key: str, value: Any) -> None:
-    store.q("UPSERT evolution_state SET key = $k, value = {v: $v}, updated_at = time::now() WHERE key = $k",
-            {"k": key, "v": value})
+    store.q(
+        "UPSERT evolution_state SET key = $k, value = {v: $v}, updated_at = time::now() WHERE key = $k",
+        {"k": key, "v": value},
+    )
     if state_value(store, key) is None:
         store.q("CREATE evolution_state SET key = $k, value = {v: $v}", {"k": key, "v": value})
 

@@ -30,8 +30,9 @@ FORGET_MARGIN = 1.5  # see sweep_rows
 
 
 @api
-def maintain(core: MemoryCore, project: str | None = None, all_projects: bool = False,
-             dry_run: bool = False) -> MaintenanceReport:
+def maintain(
+    core: MemoryCore, project: str | None = None, all_projects: bool = False, dry_run: bool = False
+) -> MaintenanceReport:
     """The maintenance sweep (lifecycle.py has the rules per scope): decay transitions, the consolidation
     queue, caps, half-lives following their current value, stale and abandoned sessions, promotion to user.
     ``dry_run`` reports what the sweep would do and changes nothing.
@@ -42,8 +43,14 @@ def maintain(core: MemoryCore, project: str | None = None, all_projects: bool = 
     with core.api_lock.background():
         open_projects(core, project, all_projects)
         stores = [*(s for _, s in core.scopes.open_projects()), core.user]
-    report = MaintenanceReport(transitions={}, queued_for_consolidation=0, sessions_recovered=0,
-                               promoted_to_user=0, took_ms=0.0, dry_run=dry_run)
+    report = MaintenanceReport(
+        transitions={},
+        queued_for_consolidation=0,
+        sessions_recovered=0,
+        promoted_to_user=0,
+        took_ms=0.0,
+        dry_run=dry_run,
+    )
     for store in stores:
         if core.closed or core.stopping.is_set():
             break
@@ -79,8 +86,13 @@ def maintain(core: MemoryCore, project: str | None = None, all_projects: bool = 
     return report
 
 
-def _apply_in_slices(core: MemoryCore, store: ScopeStore, plan: lifecycle.Plan, planned: dict[str, lifecycle.Row],
-                     report: MaintenanceReport) -> lifecycle.Plan | None:
+def _apply_in_slices(
+    core: MemoryCore,
+    store: ScopeStore,
+    plan: lifecycle.Plan,
+    planned: dict[str, lifecycle.Row],
+    report: MaintenanceReport,
+) -> lifecycle.Plan | None:
     """Apply ``plan`` a slice of memories at a time, each under the request lock; returns what was applied (None
     when the service closed meanwhile). A memory whose lifecycle fields changed since ``planned`` was read (a recall
     strengthened it, an edit, a forget) is skipped: its move was decided on what it no longer is."""
@@ -93,7 +105,7 @@ def _apply_in_slices(core: MemoryCore, store: ScopeStore, plan: lifecycle.Plan, 
             if core.closed or core.stopping.is_set():
                 return None
             t = time.perf_counter()
-            part = keys[i:i + size]
+            part = keys[i : i + size]
             with store.mirror_lock:
                 fresh = [k for k in part if _unchanged(store, planned[k])]
             moves = {k: plan.moves[k] for k in fresh if k in plan.moves}
@@ -117,39 +129,81 @@ def _unchanged(store: ScopeStore, row: lifecycle.Row) -> bool:
     """The memory is still what the sweep planned from (the mirror holds every field the rules read but the
     archive time, which only an archive or a restore changes, and those change the status too)."""
     lt = store.light.get(row.key)
-    return lt is not None and (lt.memory_type, lt.status, lt.pinned, lt.importance, lt.access_count,
-                               lt.half_life_days, lt.created_at, lt.last_accessed_at) == (
-        row.memory_type, row.status, row.pinned, row.importance, row.access_count, row.half_life_days,
-        row.created_at, row.last_accessed_at)
+    return lt is not None and (
+        lt.memory_type,
+        lt.status,
+        lt.pinned,
+        lt.importance,
+        lt.access_count,
+        lt.half_life_days,
+        lt.created_at,
+        lt.last_accessed_at,
+    ) == (
+        row.memory_type,
+        row.status,
+        row.pinned,
+        row.importance,
+        row.access_count,
+        row.half_life_days,
+        row.created_at,
+        row.last_accessed_at,
+    )
 
 
 def sweep_rows(core: MemoryCore, store: ScopeStore) -> list[lifecycle.Row]:
     """What the sweep plans from, for every memory of this store not yet forgotten. When a memory was archived
     matters only to one the sweep may forget (archived, not pinned, under the forget line): read for those alone."""
-    rows = [lifecycle.Row(key=key_of(r["id"]), memory_type=r["memory_type"], status=r["status"],
-                          pinned=bool(r.get("pinned")), importance=float(r["importance"]),
-                          access_count=int(r.get("access_count") or 0), half_life_days=float(r["half_life_days"]),
-                          created_at=r["created_at"], last_accessed_at=r["last_accessed_at"])
-            for r in store.lifecycle_rows()]
+    rows = [
+        lifecycle.Row(
+            key=key_of(r["id"]),
+            memory_type=r["memory_type"],
+            status=r["status"],
+            pinned=bool(r.get("pinned")),
+            importance=float(r["importance"]),
+            access_count=int(r.get("access_count") or 0),
+            half_life_days=float(r["half_life_days"]),
+            created_at=r["created_at"],
+            last_accessed_at=r["last_accessed_at"],
+        )
+        for r in store.lifecycle_rows()
+    ]
     now, hl, scope = core.now(), core.half_lives(core.project_root_of(store)), store.scope.value
     # Under the line with either half-life the plan may use (the row's, or the one its type has now), with a
     # margin: the plan is made a moment later, and strength only falls.
     line = lifecycle.FORGET_BELOW * FORGET_MARGIN
-    maybe = [r.key for r in rows if r.status == "archived" and not r.pinned
-             and min(r.strength(now), r.strength(now, lifecycle.planned_half_life(scope, r, hl))) < line]
+    maybe = [
+        r.key
+        for r in rows
+        if r.status == "archived"
+        and not r.pinned
+        and min(r.strength(now), r.strength(now, lifecycle.planned_half_life(scope, r, hl))) < line
+    ]
     since = store.archived_since(maybe)
     for r in rows:
         r.status_changed_at = since.get(r.key)
     return rows
 
 
-def plan_sweep(core: MemoryCore, store: ScopeStore, rows: list[lifecycle.Row] | None = None) -> lifecycle.Plan:
+def plan_sweep(
+    core: MemoryCore, store: ScopeStore, rows: list[lifecycle.Row] | None = None
+) -> lifecycle.Plan:
     """What the sweep would do to this store now (``rows``: from sweep_rows, read now when not given)."""
     root = core.project_root_of(store)
-    cap = (core.settings.max_memories_user if store.scope == Scope.user
-           else core.settings_for(root).max_memories_project if store.scope == Scope.project else None)
-    return lifecycle.plan_sweep(sweep_rows(core, store) if rows is None else rows, store.scope.value, core.now(),
-                                core.half_lives(root), cap=cap, queued=store.pending_queue_keys())
+    cap = (
+        core.settings.max_memories_user
+        if store.scope == Scope.user
+        else core.settings_for(root).max_memories_project
+        if store.scope == Scope.project
+        else None
+    )
+    return lifecycle.plan_sweep(
+        sweep_rows(core, store) if rows is None else rows,
+        store.scope.value,
+        core.now(),
+        core.half_lives(root),
+        cap=cap,
+        queued=store.pending_queue_keys(),
+    )
 
 
 def _mark_abandoned_sessions(core: MemoryCore) -> int:
@@ -161,8 +215,11 @@ def _mark_abandoned_sessions(core: MemoryCore) -> int:
         keys = pstore.q1("SELECT VALUE session_key FROM session_registry WHERE status = 'active'") or []
         lost = [k for k in keys if k not in live]
         if lost:
-            pstore.q("UPDATE session_registry SET status = 'abandoned', ended_at = $t, "
-                     "end_reason = 'session store lost' WHERE session_key IN $k", {"t": core.now(), "k": lost})
+            pstore.q(
+                "UPDATE session_registry SET status = 'abandoned', ended_at = $t, "
+                "end_reason = 'session store lost' WHERE session_key IN $k",
+                {"t": core.now(), "k": lost},
+            )
             n += len(lost)
     return n
 
@@ -196,7 +253,9 @@ def compact(core: MemoryCore, project: str | None = None, only_due: bool = False
         if stop():
             report.stopped.append(str(conn.path))
             continue
-        if only_due and conn.compaction_running:  # another caller is compacting it now (`engram import`'s, or ours)
+        if (
+            only_due and conn.compaction_running
+        ):  # another caller is compacting it now (`engram import`'s, or ours)
             continue
         # One compaction of a store at a time, taken before the request lock: the retry below holds that lock
         # while it compacts, and a second compaction waiting for it between two pieces would otherwise deadlock.
@@ -205,8 +264,14 @@ def compact(core: MemoryCore, project: str | None = None, only_due: bool = False
     return report
 
 
-def _compact_one(core: MemoryCore, conn: Connection, stores: list[ScopeStore], only_due: bool,
-                 stop: Callable[[], bool], report: CompactReport) -> None:
+def _compact_one(
+    core: MemoryCore,
+    conn: Connection,
+    stores: list[ScopeStore],
+    only_due: bool,
+    stop: Callable[[], bool],
+    report: CompactReport,
+) -> None:
     with core.api_lock.background(), core.lock:
         # Held recall log rows count as written: if they alone make the store due, the compaction writes
         # them into the fresh copy (and nothing of them is left behind).
@@ -241,14 +306,21 @@ def _compact_one(core: MemoryCore, conn: Connection, stores: list[ScopeStore], o
     for write in writes:  # encoding and writing it needs no lock
         if write is not None:
             write()
-    report.stores.append(CompactedStore(path=str(conn.path), before_bytes=before, after_bytes=after,
-                                        took_ms=(time.perf_counter() - t0) * 1000,
-                                        copied_between_requests=between_requests))
+    report.stores.append(
+        CompactedStore(
+            path=str(conn.path),
+            before_bytes=before,
+            after_bytes=after,
+            took_ms=(time.perf_counter() - t0) * 1000,
+            copied_between_requests=between_requests,
+        )
+    )
 
 
 @api
-def redact_stored(core: MemoryCore, project: str | None = None, all_projects: bool = False,
-                  dry_run: bool = False) -> dict[str, dict[str, int]]:
+def redact_stored(
+    core: MemoryCore, project: str | None = None, all_projects: bool = False, dry_run: bool = False
+) -> dict[str, dict[str, int]]:
     """Redact what is already stored: every string field of every row of the user store, the project's (or
     every known project's) and the live sessions', rewritten only where redaction changes it (rows written
     by an older version, or before a newer rule); then the changed store files are compacted, so the old

@@ -13,8 +13,10 @@ from pathlib import Path
 
 TOOL_PREFIX = "mcp__plugin_engram_engram__"
 SKILL_PATH = Path(__file__).resolve().parent.parent / "skills" / "engram-memory" / "SKILL.md"
-SKILL_DESCRIPTION = ("How to use Engram, this project's persistent memory: when to recall, what to store, "
-                     "how to write the session summary, and why recalled memory must be checked against the code.")
+SKILL_DESCRIPTION = (
+    "How to use Engram, this project's persistent memory: when to recall, what to store, "
+    "how to write the session summary, and why recalled memory must be checked against the code."
+)
 
 
 def tool(name: str) -> str:

@@ -9,8 +9,17 @@ import stat
 from pathlib import Path
 
 # Names that mark a directory as Engram's own (a data root or a project's store directory).
-ENGRAM_MARKERS = ("user.db", "sessions.db", "project.db", "journal.jsonl", "spool", "engram.sock", "engram.pid",
-                  "launcher.json", "engram.log")
+ENGRAM_MARKERS = (
+    "user.db",
+    "sessions.db",
+    "project.db",
+    "journal.jsonl",
+    "spool",
+    "engram.sock",
+    "engram.pid",
+    "launcher.json",
+    "engram.log",
+)
 
 
 class ConfigError(ValueError):

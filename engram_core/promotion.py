@@ -36,16 +36,29 @@ def note_fingerprints(core: MemoryCore, store: ScopeStore, items: list[tuple[str
         return
     fps = {fp for memory_type, fp in items if memory_type in USER_TYPES and fp}
     if fps:
-        core.user.q("INSERT IGNORE INTO project_fingerprint $rows RETURN NONE", {"rows": [
-            {"id": record(_fingerprint_key(store.database, fp), "project_fingerprint"), "fp": fp,
-             "project_db": store.database} for fp in sorted(fps)]})
+        core.user.q(
+            "INSERT IGNORE INTO project_fingerprint $rows RETURN NONE",
+            {
+                "rows": [
+                    {
+                        "id": record(_fingerprint_key(store.database, fp), "project_fingerprint"),
+                        "fp": fp,
+                        "project_db": store.database,
+                    }
+                    for fp in sorted(fps)
+                ]
+            },
+        )
 
 
 def drop_fingerprint(core: MemoryCore, store: ScopeStore, fp: str) -> None:
     """An erased memory leaves no hash of its content behind in the user store (unless another memory of the same
     project has the same content)."""
-    if store.scope == Scope.project and fp and not any(
-            lt.content_hash == fp and lt.status != "forgotten" for lt in store.light.values()):
+    if (
+        store.scope == Scope.project
+        and fp
+        and not any(lt.content_hash == fp and lt.status != "forgotten" for lt in store.light.values())
+    ):
         core.user.q("DELETE $id", {"id": record(_fingerprint_key(store.database, fp), "project_fingerprint")})
 
 
@@ -55,8 +68,11 @@ def fingerprint_existing(core: MemoryCore, store: ScopeStore) -> bool:
     done = core.user.q1("SELECT VALUE fingerprinted FROM project_registry WHERE project_db = $db", {"db": db})
     if done and done[0]:
         return False
-    note_fingerprints(core, store, [(lt.memory_type, lt.content_hash) for lt in list(store.light.values())
-                                    if lt.status != "forgotten"])
+    note_fingerprints(
+        core,
+        store,
+        [(lt.memory_type, lt.content_hash) for lt in list(store.light.values()) if lt.status != "forgotten"],
+    )
     core.user.q("UPDATE project_registry SET fingerprinted = true WHERE project_db = $db", {"db": db})
     return True
 
@@ -65,15 +81,20 @@ def projects_holding(core: MemoryCore, fps: list[str]) -> dict[str, set[str]]:
     """For each content hash, the project databases that hold it (open or not)."""
     out: dict[str, set[str]] = {}
     for i in range(0, len(fps), 500):
-        rows = core.user.q1("SELECT fp, project_db FROM project_fingerprint WHERE fp IN $fps",
-                            {"fps": fps[i:i + 500]}) or []
+        rows = (
+            core.user.q1(
+                "SELECT fp, project_db FROM project_fingerprint WHERE fp IN $fps", {"fps": fps[i : i + 500]}
+            )
+            or []
+        )
         for r in rows:
             out.setdefault(r["fp"], set()).add(r["project_db"])
     return out
 
 
-def copy_up(core: MemoryCore, source: ScopeStore, key: str, target: ScopeStore, reason: str,
-            threshold: float) -> tuple[str, str]:
+def copy_up(
+    core: MemoryCore, source: ScopeStore, key: str, target: ScopeStore, reason: str, threshold: float
+) -> tuple[str, str]:
     """Promote or merge one memory into a higher scope; returns (action, target key)."""
     row = source.get(key)
     if row is None:
@@ -90,23 +111,54 @@ def copy_up(core: MemoryCore, source: ScopeStore, key: str, target: ScopeStore, 
         existing = target.get(dup) or {}
         if existing.get("content_hash") != row["content_hash"]:
             # Near, not identical: keep the other wording so an update is never silently lost.
-            variants = {"merged_variants": [*existing.get("metadata", {}).get("merged_variants", []),
-                                            {"from": source_ref, "content": row["content"]}]}
-        target.merge_into(dup, access_count=row["access_count"], importance=row["importance"],
-                          tags=row["tags"], merged_from=source_ref, metadata=variants)
+            variants = {
+                "merged_variants": [
+                    *existing.get("metadata", {}).get("merged_variants", []),
+                    {"from": source_ref, "content": row["content"]},
+                ]
+            }
+        target.merge_into(
+            dup,
+            access_count=row["access_count"],
+            importance=row["importance"],
+            tags=row["tags"],
+            merged_from=source_ref,
+            metadata=variants,
+        )
         action, target_key = "merged", dup
     else:
         target_key = core.new_id()
-        fields = {k: row[k] for k in ("content", "content_hash", "memory_type", "tags", "importance",
-                                      "confidence", "access_count", "relevance_score", "half_life_days",
-                                      "source", "episode_id", "metadata", "created_at", "last_accessed_at")
-                  if row.get(k) is not None}
-        fields["half_life_days"] = lifecycle.half_life_for(target.scope.value, row["memory_type"],
-                                                           core.half_lives(core.project_root_of(target)))
-        fields.update(scope=target.scope.value, promoted_from=source_ref,
-                      promotion_chain=[*row.get("promotion_chain", []), source_ref],
-                      status="active", status_reason=f"promoted from {source.scope.value}",
-                      search_text=row["content"])
+        fields = {
+            k: row[k]
+            for k in (
+                "content",
+                "content_hash",
+                "memory_type",
+                "tags",
+                "importance",
+                "confidence",
+                "access_count",
+                "relevance_score",
+                "half_life_days",
+                "source",
+                "episode_id",
+                "metadata",
+                "created_at",
+                "last_accessed_at",
+            )
+            if row.get(k) is not None
+        }
+        fields["half_life_days"] = lifecycle.half_life_for(
+            target.scope.value, row["memory_type"], core.half_lives(core.project_root_of(target))
+        )
+        fields.update(
+            scope=target.scope.value,
+            promoted_from=source_ref,
+            promotion_chain=[*row.get("promotion_chain", []), source_ref],
+            status="active",
+            status_reason=f"promoted from {source.scope.value}",
+            search_text=row["content"],
+        )
         fields["metadata"] = {**row.get("metadata", {}), "promoted_at": core.now().isoformat()}
         if emb is not None:
             fields["embedding"] = emb
@@ -119,9 +171,17 @@ def copy_up(core: MemoryCore, source: ScopeStore, key: str, target: ScopeStore, 
         for after in core.extensions.after_store:
             after(core, target, [(target_key, fields)])
         action = "promoted"
-    target.create("promotion_log", {"source_id": source_ref, "source_scope": source.scope.value,
-                                    "target_id": f"{target.scope.value}:{target_key}",
-                                    "target_scope": target.scope.value, "action": action, "reason": reason})
+    target.create(
+        "promotion_log",
+        {
+            "source_id": source_ref,
+            "source_scope": source.scope.value,
+            "target_id": f"{target.scope.value}:{target_key}",
+            "target_scope": target.scope.value,
+            "action": action,
+            "reason": reason,
+        },
+    )
     return action, target_key
 
 
@@ -137,25 +197,42 @@ def promote_session(core: MemoryCore, sess: Session) -> PromotionReport:
         meta = row.get("metadata", {})
         if meta.get("promoted_to_project") or meta.get("merged_into_project"):  # went up at once
             (report.promoted if meta.get("promoted_to_project") else report.merged).append(
-                meta.get("promoted_to_project") or meta["merged_into_project"])
+                meta.get("promoted_to_project") or meta["merged_into_project"]
+            )
             continue
         explicit = bool(row.get("metadata", {}).get("remember"))
-        eligible = light.memory_type != "working" and light.status not in ("forgotten", "superseded") and (
-            explicit or light.importance >= 0.85
-            or (light.importance >= thresholds["importance"] and light.access_count >= thresholds["access_count"]))
+        eligible = (
+            light.memory_type != "working"
+            and light.status not in ("forgotten", "superseded")
+            and (
+                explicit
+                or light.importance >= 0.85
+                or (
+                    light.importance >= thresholds["importance"]
+                    and light.access_count >= thresholds["access_count"]
+                )
+            )
+        )
         if not eligible:
             report.skipped += 1
             continue
         action, tkey = copy_up(core, sess.store, key, target, "session end", PROMOTE_COSINE)
         (report.promoted if action == "promoted" else report.merged).append(f"{target.scope.value}:{tkey}")
-    report.message = (f"{len(report.promoted)} promoted, {len(report.merged)} merged into existing memories, "
-                      f"{report.skipped} left to expire")
+    report.message = (
+        f"{len(report.promoted)} promoted, {len(report.merged)} merged into existing memories, "
+        f"{report.skipped} left to expire"
+    )
     return report
 
 
 @api
-def promote(core: MemoryCore, memory_id: str, target_scope: PromotionTarget | None = None,
-            project: str | None = None, session: str | None = None) -> PromotionReport:
+def promote(
+    core: MemoryCore,
+    memory_id: str,
+    target_scope: PromotionTarget | None = None,
+    project: str | None = None,
+    session: str | None = None,
+) -> PromotionReport:
     """Explicit promotion, whatever the scores: session → project, project → user."""
     store, key = core.scopes.locate(memory_id, project, session)
     if store.scope == Scope.user:
@@ -184,8 +261,12 @@ def promote_if_important(core: MemoryCore, store: ScopeStore, key: str) -> str |
     if store.scope != Scope.session:
         return None
     light = store.light.get(key)
-    if (light is None or light.memory_type == "working" or light.importance < IMMEDIATE_IMPORTANCE
-            or light.status in ("forgotten", "superseded", "archived")):
+    if (
+        light is None
+        or light.memory_type == "working"
+        or light.importance < IMMEDIATE_IMPORTANCE
+        or light.status in ("forgotten", "superseded", "archived")
+    ):
         return None
     owner = core.scopes.session_of(store)
     target = core.project_store(owner.project_root) if owner is not None and owner.project_root else None
@@ -193,8 +274,9 @@ def promote_if_important(core: MemoryCore, store: ScopeStore, key: str) -> str |
     meta = row.get("metadata", {}) if row is not None else {}
     if target is None or row is None or meta.get("promoted_to_project") or meta.get("merged_into_project"):
         return None
-    action, tkey = copy_up(core, store, key, target, f"importance ≥ {IMMEDIATE_IMPORTANCE} (immediate)",
-                           PROMOTE_COSINE)
+    action, tkey = copy_up(
+        core, store, key, target, f"importance ≥ {IMMEDIATE_IMPORTANCE} (immediate)", PROMOTE_COSINE
+    )
     ref = f"project:{tkey}"
     mark = "promoted_to_project" if action == "promoted" else "merged_into_project"
     store.update_memory(key, {"metadata": {**meta, mark: ref}})
@@ -208,9 +290,14 @@ def promote_project_to_user(core: MemoryCore, store: ScopeStore) -> int:
     promoted = 0
     fingerprint_existing(core, store)
     others = [s for _root, s in core.scopes.open_projects() if s is not store]
-    candidates = [(key, light) for key, light in list(store.light.items())
-                  if light.memory_type in USER_TYPES and light.importance >= 0.7 and light.access_count >= 5
-                  and light.status in ("active", "created")]
+    candidates = [
+        (key, light)
+        for key, light in list(store.light.items())
+        if light.memory_type in USER_TYPES
+        and light.importance >= 0.7
+        and light.access_count >= 5
+        and light.status in ("active", "created")
+    ]
     holders = projects_holding(core, sorted({lt.content_hash for _k, lt in candidates})) if candidates else {}
     for key, light in candidates:
         # Seen elsewhere first (the fingerprints, the mirrors), the row (a database read) only then: the sweep runs
@@ -233,6 +320,8 @@ def promote_project_to_user(core: MemoryCore, store: ScopeStore) -> int:
         if row is None or row.get("metadata", {}).get("promoted_to_user"):
             continue
         action, tkey = copy_up(core, store, key, core.user, f"seen in {seen} projects", USER_PROMOTE_COSINE)
-        store.update_memory(key, {"metadata": {**row.get("metadata", {}), "promoted_to_user": f"user:{tkey}"}})
+        store.update_memory(
+            key, {"metadata": {**row.get("metadata", {}), "promoted_to_user": f"user:{tkey}"}}
+        )
         promoted += 1
     return promoted

@@ -14,7 +14,15 @@ from typing import Any, Literal
 
 from engram_core.search_index import rrf
 
-__all__ = ["FusionConfig", "DEFAULT_FUSION", "best_first", "contextual_text", "fuse", "fused_scores", "minmax"]
+__all__ = [
+    "FusionConfig",
+    "DEFAULT_FUSION",
+    "best_first",
+    "contextual_text",
+    "fuse",
+    "fused_scores",
+    "minmax",
+]
 
 FusionMethod = Literal["rrf", "score"]
 

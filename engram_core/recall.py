@@ -48,13 +48,25 @@ def recall(
     if not query.strip():
         raise EngramError("the query is empty: say what to recall")
     with core.bookkeeper.busy():
-        return _recall(core, query, project, session, limit, scope, types, tags, statuses, profile, strengthen, log)
+        return _recall(
+            core, query, project, session, limit, scope, types, tags, statuses, profile, strengthen, log
+        )
 
 
-def _recall(core: MemoryCore, query: str, project: str | None, session: str | None, limit: int,
-            scope: ScopeOrAll, types: list[MemoryType] | None,
-            tags: list[str] | None, statuses: list[Status] | None, profile: str | None, strengthen: bool,
-            log: bool) -> RecallResult:
+def _recall(
+    core: MemoryCore,
+    query: str,
+    project: str | None,
+    session: str | None,
+    limit: int,
+    scope: ScopeOrAll,
+    types: list[MemoryType] | None,
+    tags: list[str] | None,
+    statuses: list[Status] | None,
+    profile: str | None,
+    strengthen: bool,
+    log: bool,
+) -> RecallResult:
     t0 = time.perf_counter()
     stores = core.scopes.stores(scope, project, session)
     weights = core.scope_weights(profile, project)
@@ -68,11 +80,22 @@ def _recall(core: MemoryCore, query: str, project: str | None, session: str | No
     filters = retrieval.Filters(
         statuses={s.value for s in (statuses or DEFAULT_RECALL_STATUSES)},
         types={t.value for t in types} if types else None,
-        tags={t.lower() for t in tags} if tags else None)
+        tags={t.lower() for t in tags} if tags else None,
+    )
     extra = [ranker(core, stores, query, qvec, filters) for ranker in core.extensions.rankers]
     boosters = [(functools.partial(b.booster, core), b.most) for b in core.extensions.boosters]
-    winners = retrieval.rank(stores, query, qvec, limit=limit, weights=weights, filters=filters, now=core.now(),
-                             extra=extra, boosters=boosters, context={"session": session, "project": project})
+    winners = retrieval.rank(
+        stores,
+        query,
+        qvec,
+        limit=limit,
+        weights=weights,
+        filters=filters,
+        now=core.now(),
+        extra=extra,
+        boosters=boosters,
+        context={"session": session, "project": project},
+    )
     by_store: dict[int, tuple[ScopeStore, list[str]]] = {}
     for c in winners:
         by_store.setdefault(id(c.store), (c.store, []))[1].append(c.key)
@@ -89,9 +112,22 @@ def _recall(core: MemoryCore, query: str, project: str | None, session: str | No
         memory = core.to_memory(row, c.store)
         if c.also_in:  # seed 002 §6c: the copy kept carries the tags of the copies folded into it
             memory.tags = list(dict.fromkeys([*memory.tags, *c.tags]))
-        hits.append(RecallHit(memory=memory, also_in=c.also_in, scores=RecallScores(
-            bm25=c.bm25, bm25_rank=c.bm25_rank, vector=c.vector, vector_rank=c.vector_rank, fused=c.fused,
-            scope_weight=c.scope_weight, strength=c.strength, final=c.final)))
+        hits.append(
+            RecallHit(
+                memory=memory,
+                also_in=c.also_in,
+                scores=RecallScores(
+                    bm25=c.bm25,
+                    bm25_rank=c.bm25_rank,
+                    vector=c.vector,
+                    vector_rank=c.vector_rank,
+                    fused=c.fused,
+                    scope_weight=c.scope_weight,
+                    strength=c.strength,
+                    final=c.final,
+                ),
+            )
+        )
     took = (time.perf_counter() - t0) * 1000
     strategy: Literal["hybrid", "bm25"] = "hybrid" if qvec is not None else "bm25"
     log_id = None
@@ -100,22 +136,43 @@ def _recall(core: MemoryCore, query: str, project: str | None, session: str | No
         log_store = next((st for st in stores if st.scope != Scope.session), None)
         if log_store is None:
             log_store = core.project_store(project) or core.user
-        log_id = log_store.log_retrieval({
-            "query": redact_text(query)[:2000], "strategy": strategy, "results_count": len(hits),
-            "memory_ids": [h.memory.id for h in hits], "scopes": [h.memory.scope.value for h in hits],
-            "types": [h.memory.memory_type.value for h in hits], "took_ms": took,
-            "session_id": core.scopes.session(session, project).key if session else None,  # type: ignore[union-attr]
-            "query_type": profile, "created_at": core.now()})
-    result = RecallResult(query=query, strategy=strategy, degraded=degraded, scope_weights=weights, hits=hits,
-                          took_ms=took, log_id=log_id)
+        log_id = log_store.log_retrieval(
+            {
+                "query": redact_text(query)[:2000],
+                "strategy": strategy,
+                "results_count": len(hits),
+                "memory_ids": [h.memory.id for h in hits],
+                "scopes": [h.memory.scope.value for h in hits],
+                "types": [h.memory.memory_type.value for h in hits],
+                "took_ms": took,
+                "session_id": core.scopes.session(session, project).key if session else None,  # type: ignore[union-attr]
+                "query_type": profile,
+                "created_at": core.now(),
+            }
+        )
+    result = RecallResult(
+        query=query,
+        strategy=strategy,
+        degraded=degraded,
+        scope_weights=weights,
+        hits=hits,
+        took_ms=took,
+        log_id=log_id,
+    )
     for after in core.extensions.after_recall:
         after(core, result, winners)
     return result
 
 
 @api
-def mark_retrieval_useful(core: MemoryCore, query: str, was_useful: bool, reason: str | None = None,
-                          project: str | None = None, log_id: str | None = None) -> FeedbackResult:
+def mark_retrieval_useful(
+    core: MemoryCore,
+    query: str,
+    was_useful: bool,
+    reason: str | None = None,
+    project: str | None = None,
+    log_id: str | None = None,
+) -> FeedbackResult:
     """Marks the latest retrieval_log row for this query (or the row ``log_id``, as recall returns it) in
     whichever scope logged it (the project's store, or the user's for a recall outside a project). Each memory
     that recall returned moves: useful, importance +0.1 and relevance and outcome impact up; not useful,
@@ -124,22 +181,31 @@ def mark_retrieval_useful(core: MemoryCore, query: str, was_useful: bool, reason
     found: tuple[ScopeStore, dict[str, Any]] | None = None
     for store in [s for s in (core.project_store(project) if project else None, core.user) if s is not None]:
         if log_id:
-            rows = store.q1("SELECT id, memory_ids, created_at FROM $id",
-                            {"id": record(key_of(log_id), "retrieval_log")})
+            rows = store.q1(
+                "SELECT id, memory_ids, created_at FROM $id", {"id": record(key_of(log_id), "retrieval_log")}
+            )
         else:
             # ORDER BY needs its field in the selection (SurrealDB 3 refuses the query otherwise).
             # The log holds the query redacted and cut, as recall stored it.
-            rows = store.q1("SELECT id, memory_ids, created_at FROM retrieval_log WHERE query = $q "
-                            "ORDER BY created_at DESC LIMIT 1", {"q": redact_text(query)[:2000]})
+            rows = store.q1(
+                "SELECT id, memory_ids, created_at FROM retrieval_log WHERE query = $q "
+                "ORDER BY created_at DESC LIMIT 1",
+                {"q": redact_text(query)[:2000]},
+            )
         if rows and (found is None or rows[0]["created_at"] > found[1]["created_at"]):
             found = (store, rows[0])
     if found is None:
         what = f"retrieval {log_id!r}" if log_id else f"retrieval of {query!r}"
-        return FeedbackResult(log_id=None, updated=False,
-                              message=f"no {what} is logged in this project or the user scope; recall it first")
+        return FeedbackResult(
+            log_id=None,
+            updated=False,
+            message=f"no {what} is logged in this project or the user scope; recall it first",
+        )
     store, row = found
-    store.q("UPDATE $id SET was_useful = $u, feedback_reason = $r",
-            {"id": row["id"], "u": was_useful, "r": redact_text(reason) if reason else reason})
+    store.q(
+        "UPDATE $id SET was_useful = $u, feedback_reason = $r",
+        {"id": row["id"], "u": was_useful, "r": redact_text(reason) if reason else reason},
+    )
     delta = 0.1 if was_useful else -0.05
     step = 2.0 * FEEDBACK_STEP * ((1.0 if was_useful else 0.0) - 0.5)  # scoring.importance_after_verdict
     for mid in row.get("memory_ids", []):
@@ -147,13 +213,17 @@ def mark_retrieval_useful(core: MemoryCore, query: str, was_useful: bool, reason
             s, key = core.scopes.locate(mid, project)
         except NotFound:
             continue
-        s.q("UPDATE $id SET importance = math::min([1.0, math::max([math::min([importance, $floor]), "
+        s.q(
+            "UPDATE $id SET importance = math::min([1.0, math::max([math::min([importance, $floor]), "
             "importance + $step])]), relevance_score = math::clamp(relevance_score + $d, 0.0, 1.0), "
             "outcome_impact = math::clamp(outcome_impact + $d, 0.0, 1.0)",
-            {"id": record(key), "d": delta, "step": step, "floor": IMPORTANCE_FLOOR})
+            {"id": record(key), "d": delta, "step": step, "floor": IMPORTANCE_FLOOR},
+        )
         s.refresh([key])  # the mirror ranks by the new importance at once
         if was_useful and s.scope == Scope.session:
             promotion.promote_if_important(core, s, key)  # seed 002 §5: at 0.85 it goes to the project now
-    return FeedbackResult(log_id=key_of(row["id"]), updated=True,
-                          message=f"marked {'useful' if was_useful else 'not useful'} "
-                                  f"(logged in {store.scope.value} scope)")
+    return FeedbackResult(
+        log_id=key_of(row["id"]),
+        updated=True,
+        message=f"marked {'useful' if was_useful else 'not useful'} (logged in {store.scope.value} scope)",
+    )

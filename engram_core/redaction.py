@@ -36,7 +36,11 @@ class Redaction:
         self.end = end
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Redaction) and (self.kind, self.start, self.end) == (other.kind, other.start, other.end)
+        return isinstance(other, Redaction) and (self.kind, self.start, self.end) == (
+            other.kind,
+            other.start,
+            other.end,
+        )
 
     def __hash__(self) -> int:
         return hash((self.kind, self.start, self.end))
@@ -73,8 +77,9 @@ _LINE = r"(?:[^\n\\]|\\\r?\n|\\.)*?"
 _B64 = r"[A-Za-z0-9+/=]"
 
 
-def _t(kind: str, source: str, guards: tuple[str, ...], group: int = 0, flags: int = 0,
-       bounded: bool = True) -> tuple[str, _Lazy, int, tuple[bytes, ...], bool]:
+def _t(
+    kind: str, source: str, guards: tuple[str, ...], group: int = 0, flags: int = 0, bounded: bool = True
+) -> tuple[str, _Lazy, int, tuple[bytes, ...], bool]:
     return (kind, _Lazy(source, flags), group, tuple(g.encode() for g in guards), bounded)
 
 
@@ -84,16 +89,35 @@ def _t(kind: str, source: str, guards: tuple[str, ...], group: int = 0, flags: i
 # substring test over 100 KB costs microseconds, a regex scan about 2 ms.
 _TOKEN_PATTERNS: list[tuple[str, _Lazy, int, tuple[bytes, ...], bool]] = [
     # ── key material ──
-    _t("private_key", r"-----BEGIN ([A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?)-----.*?(?:-----END \1-----|\Z)",
-       ("-----begin",), flags=re.S, bounded=False),
-    _t("private_key", r"---- BEGIN SSH2 ENCRYPTED PRIVATE KEY ----.*?(?:---- END SSH2 ENCRYPTED PRIVATE KEY ----|\Z)",
-       ("---- begin ssh2 encrypted",), flags=re.S, bounded=False),
+    _t(
+        "private_key",
+        r"-----BEGIN ([A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?)-----.*?(?:-----END \1-----|\Z)",
+        ("-----begin",),
+        flags=re.S,
+        bounded=False,
+    ),
+    _t(
+        "private_key",
+        r"---- BEGIN SSH2 ENCRYPTED PRIVATE KEY ----.*?(?:---- END SSH2 ENCRYPTED PRIVATE KEY ----|\Z)",
+        ("---- begin ssh2 encrypted",),
+        flags=re.S,
+        bounded=False,
+    ),
     # PuTTY .ppk: everything from the private lines to the MAC (a cut-off file: to the end)
-    _t("private_key", r"Private-Lines:.*?(?:Private-MAC:[ \t]*[0-9a-fA-F]*|\Z)", ("private-lines:",),
-       flags=re.S, bounded=False),
+    _t(
+        "private_key",
+        r"Private-Lines:.*?(?:Private-MAC:[ \t]*[0-9a-fA-F]*|\Z)",
+        ("private-lines:",),
+        flags=re.S,
+        bounded=False,
+    ),
     _t("private_key", r"AGE-SECRET-KEY-1[0-9A-Z]{58}", ("age-secret-key-1",)),
-    _t("private_key", r"(?:client-key-data|client-key)[\"']?[ \t]*:[ \t]*[\"']?(" + _B64 + r"{20,})",
-       ("client-key",), group=1),
+    _t(
+        "private_key",
+        r"(?:client-key-data|client-key)[\"']?[ \t]*:[ \t]*[\"']?(" + _B64 + r"{20,})",
+        ("client-key",),
+        group=1,
+    ),
     # ── vendor tokens with a recognisable prefix ──
     _t("anthropic_key", r"sk-ant-[A-Za-z0-9_\-]{20,}", ("sk-ant-",)),
     _t("openai_key", r"sk-(?:proj|svcacct|admin)-[A-Za-z0-9_\-]{30,}", ("sk-",)),
@@ -101,24 +125,37 @@ _TOKEN_PATTERNS: list[tuple[str, _Lazy, int, tuple[bytes, ...], bool]] = [
     # plain `sk-` + one long alphanumeric run; pod and branch names (`sk-learn-worker-…`) have hyphens
     _t("openai_key", r"sk-[A-Za-z0-9]{32,}(?![A-Za-z0-9_\-])", ("sk-",)),
     _t("mapbox_key", r"sk\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}", ("sk.eyj",)),
-    _t("aws_access_key", r"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}\b", ("akia", "asia", "abia", "acca", "a3t")),
+    _t(
+        "aws_access_key",
+        r"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}\b",
+        ("akia", "asia", "abia", "acca", "a3t"),
+    ),
     _t("cloud_key", r"LTAI[A-Za-z0-9]{12,24}\b", ("ltai",)),
     _t("cloud_key", r"AKID[A-Za-z0-9]{32}\b", ("akid",)),
-    _t("azure_client_secret", r"[A-Za-z0-9_~.\-]{3}\dQ~[A-Za-z0-9_~.\-]{31,34}(?![A-Za-z0-9_~.\-])", ("q~",),
-       bounded=False),
+    _t(
+        "azure_client_secret",
+        r"[A-Za-z0-9_~.\-]{3}\dQ~[A-Za-z0-9_~.\-]{31,34}(?![A-Za-z0-9_~.\-])",
+        ("q~",),
+        bounded=False,
+    ),
     _t("gcp_api_key", r"AIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])", ("aiza",)),
     _t("google_oauth_secret", r"GOCSPX-[0-9A-Za-z_\-]{20,}", ("gocspx-",)),
     _t("google_oauth_token", r"ya29\.[0-9A-Za-z_\-]{20,}", ("ya29.",)),
     _t("google_oauth_token", r"1//0[0-9A-Za-z_\-]{30,}", ("1//0",)),
     _t("github_token", r"(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{30,255}\b", ("gh",)),
     _t("github_token", r"github_pat_[A-Za-z0-9_]{22,255}\b", ("github_pat_",)),
-    _t("gitlab_token", r"gl(?:pat|rt|ptt|dt|soat|cbt|imt|ft|agent|oas|rtr|ffct)-[A-Za-z0-9_\-]{20,}",
-       ("gl",)),
+    _t(
+        "gitlab_token", r"gl(?:pat|rt|ptt|dt|soat|cbt|imt|ft|agent|oas|rtr|ffct)-[A-Za-z0-9_\-]{20,}", ("gl",)
+    ),
     _t("gitlab_token", r"GR1348941[A-Za-z0-9_\-]{20,}", ("gr1348941",)),
     _t("slack_token", r"xox(?:e\.xox)?[abposre]-\d[A-Za-z0-9\-]{9,}", ("xox",)),
     _t("slack_token", r"xapp-\d-[A-Za-z0-9]{6,}-\d{6,}-[A-Za-z0-9]{20,}", ("xapp-",)),
-    _t("slack_webhook", r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/\-]{20,}",
-       ("hooks.slack.com",), bounded=False),
+    _t(
+        "slack_webhook",
+        r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/\-]{20,}",
+        ("hooks.slack.com",),
+        bounded=False,
+    ),
     _t("stripe_key", r"(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{10,}\b", ("k_live_", "k_test_")),
     _t("stripe_key", r"pk_live_[A-Za-z0-9]{10,}\b", ("pk_live_",)),
     _t("stripe_webhook_secret", r"whsec_[A-Za-z0-9+/=]{20,}", ("whsec_",)),
@@ -140,7 +177,11 @@ _TOKEN_PATTERNS: list[tuple[str, _Lazy, int, tuple[bytes, ...], bool]] = [
     _t("grafana_token", r"glc_[A-Za-z0-9+/]{32,}={0,2}", ("glc_",)),
     _t("newrelic_key", r"NR(?:AK|II|JS)-[A-Za-z0-9]{19,32}\b", ("nr",)),
     _t("postman_key", r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}\b", ("pmak-",)),
-    _t("doppler_token", r"dp\.(?:st|pt|ct|sa|scrt|audit)\.(?:[A-Za-z0-9_\-]{1,40}\.)?[A-Za-z0-9]{40,}", ("dp.",)),
+    _t(
+        "doppler_token",
+        r"dp\.(?:st|pt|ct|sa|scrt|audit)\.(?:[A-Za-z0-9_\-]{1,40}\.)?[A-Za-z0-9]{40,}",
+        ("dp.",),
+    ),
     _t("groq_key", r"gsk_[A-Za-z0-9]{48,}\b", ("gsk_",)),
     _t("replicate_token", r"r8_[A-Za-z0-9]{37}\b", ("r8_",)),
     _t("perplexity_key", r"pplx-[A-Za-z0-9]{40,}\b", ("pplx-",)),
@@ -151,48 +192,121 @@ _TOKEN_PATTERNS: list[tuple[str, _Lazy, int, tuple[bytes, ...], bool]] = [
     _t("heroku_key", r"HRKU-[A-Za-z0-9_\-]{58,}", ("hrku-",)),
     _t("mailgun_key", r"key-[0-9a-f]{32}\b", ("key-",)),
     _t("telegram_token", r"(?<!\d)\d{8,10}:AA[A-Za-z0-9_\-]{33}\b", (":aa",), bounded=False),
-    _t("discord_token", r"[MNO][A-Za-z0-9]{23,25}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,}", ("discord", "bot")),
+    _t(
+        "discord_token",
+        r"[MNO][A-Za-z0-9]{23,25}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,}",
+        ("discord", "bot"),
+    ),
     _t("jwt", r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*", ("eyj",)),
     # password hashes (crackable offline, so as sensitive as what they hash)
     _t("password_hash", r"\$2[abxy]?\$\d\d\$[./A-Za-z0-9]{53}", ("$2",), bounded=False),
     _t("password_hash", r"\$apr1\$[./A-Za-z0-9]{1,8}\$[./A-Za-z0-9]{22}", ("$apr1$",), bounded=False),
-    _t("password_hash", r"\$[56]\$(?:rounds=\d+\$)?[./A-Za-z0-9]{1,16}\$[./A-Za-z0-9]{43,86}", ("$5$", "$6$"),
-       bounded=False),
-    _t("password_hash", r"\$argon2(?:id|i|d)\$v=\d+\$m=\d+,t=\d+,p=\d+\$[A-Za-z0-9+/]{8,}\$[A-Za-z0-9+/]{16,}",
-       ("$argon2",), bounded=False),
+    _t(
+        "password_hash",
+        r"\$[56]\$(?:rounds=\d+\$)?[./A-Za-z0-9]{1,16}\$[./A-Za-z0-9]{43,86}",
+        ("$5$", "$6$"),
+        bounded=False,
+    ),
+    _t(
+        "password_hash",
+        r"\$argon2(?:id|i|d)\$v=\d+\$m=\d+,t=\d+,p=\d+\$[A-Za-z0-9+/]{8,}\$[A-Za-z0-9+/]{16,}",
+        ("$argon2",),
+        bounded=False,
+    ),
     # ── connection strings ──
-    _t("azure_key", r"(?i)(?:AccountKey|SharedAccessKey|SharedAccessSignature)=([A-Za-z0-9+/=%]{20,})",
-       ("accountkey=", "sharedaccess"), group=1),
+    _t(
+        "azure_key",
+        r"(?i)(?:AccountKey|SharedAccessKey|SharedAccessSignature)=([A-Za-z0-9+/=%]{20,})",
+        ("accountkey=", "sharedaccess"),
+        group=1,
+    ),
     _t("azure_sas", r"(?<![A-Za-z0-9_.])sig=([A-Za-z0-9%+/=]{20,})", ("sig=",), group=1, bounded=False),
-    _t("authorization", r"(?i)(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?(?:bearer|basic|token|digest|bot)\s+"
-       r"([A-Za-z0-9._~+/=\-]{6,})", ("authorization",), group=1),
+    _t(
+        "authorization",
+        r"(?i)(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?(?:bearer|basic|token|digest|bot)\s+"
+        r"([A-Za-z0-9._~+/=\-]{6,})",
+        ("authorization",),
+        group=1,
+    ),
     # scheme://user:password@host -> keep user and host (the scheme itself is not needed to match)
     _t("url_password", r"://[^:/?#@\s\"']*:([^@/\s\"']+)@", ("://",), group=1, bounded=False),
     # ── passwords on command lines (`\`-continued lines included) ──
     # --password=x, --db-password x, --api-token x, --passphrase x (not --password-stdin, --token-file)
-    _t("cli_password", r"--(?!no-)(?:[a-z0-9]+-)*(?:pass(?:word|wd|phrase)?|token|secret|api-?key|access-key|"
-       r"secret-key|client-secret)(?:=|" + _SP + r")([\"']?)(?![-$])([^\s\"'`]+)", ("--",), group=2),
-    _t("cli_password", r"(?:docker|podman|nerdctl|helm|oras|az|twine)\b" + _LINE + r"[ \t]-p" + _SP +
-       r"([\"']?)(?![-$])([^\s\"']+)", (" -p",), group=2),
-    _t("cli_password", r"mysql(?:dump|admin|sh)?\b" + _LINE + r"\s-p([^\s\"'-][^\s\"']*)", ("mysql",), group=1),
-    _t("cli_password", r"sshpass(?:" + _SP + r"-[^p\s]\S*)*" + _SP + r"-p[ \t]*([\"']?)([^\s\"']+)", ("sshpass",),
-       group=2),
-    _t("cli_password", r"redis-cli\b" + _LINE + r"[ \t]-a" + _SP + r"([\"']?)(?![-$])([^\s\"']+)", ("redis-cli",),
-       group=2),
-    _t("cli_password", r"ssh-keygen\b" + _LINE + r"[ \t]-N" + _SP + r"([\"']?)([^\s\"']+)", ("ssh-keygen",),
-       group=2),
+    _t(
+        "cli_password",
+        r"--(?!no-)(?:[a-z0-9]+-)*(?:pass(?:word|wd|phrase)?|token|secret|api-?key|access-key|"
+        r"secret-key|client-secret)(?:=|" + _SP + r")([\"']?)(?![-$])([^\s\"'`]+)",
+        ("--",),
+        group=2,
+    ),
+    _t(
+        "cli_password",
+        r"(?:docker|podman|nerdctl|helm|oras|az|twine)\b"
+        + _LINE
+        + r"[ \t]-p"
+        + _SP
+        + r"([\"']?)(?![-$])([^\s\"']+)",
+        (" -p",),
+        group=2,
+    ),
+    _t(
+        "cli_password",
+        r"mysql(?:dump|admin|sh)?\b" + _LINE + r"\s-p([^\s\"'-][^\s\"']*)",
+        ("mysql",),
+        group=1,
+    ),
+    _t(
+        "cli_password",
+        r"sshpass(?:" + _SP + r"-[^p\s]\S*)*" + _SP + r"-p[ \t]*([\"']?)([^\s\"']+)",
+        ("sshpass",),
+        group=2,
+    ),
+    _t(
+        "cli_password",
+        r"redis-cli\b" + _LINE + r"[ \t]-a" + _SP + r"([\"']?)(?![-$])([^\s\"']+)",
+        ("redis-cli",),
+        group=2,
+    ),
+    _t(
+        "cli_password",
+        r"ssh-keygen\b" + _LINE + r"[ \t]-N" + _SP + r"([\"']?)([^\s\"']+)",
+        ("ssh-keygen",),
+        group=2,
+    ),
     _t("cli_password", r"-pass(?:in|out)?" + _SP + r"pass:([^\s\"']+)", ("pass:",), group=1, bounded=False),
-    _t("cli_password", r"ConvertTo-SecureString" + _SP + r"(?:-String" + _SP + r")?([\"'])([^\"'\n]+)\1",
-       ("convertto-securestring",), group=2),
+    _t(
+        "cli_password",
+        r"ConvertTo-SecureString" + _SP + r"(?:-String" + _SP + r")?([\"'])([^\"'\n]+)\1",
+        ("convertto-securestring",),
+        group=2,
+    ),
     # curl -u user:password (only curl: `docker run -u 1000:1000` is a uid:gid)
-    _t("cli_password", r"curl\b" + _LINE + r"[ \t](?:-u|--user)(?:=|" + _SP + r")([\"']?)[^\s\"':]*:(?![$])"
-       r"([^\s\"']+)", ("curl",), group=2),
-    _t("cli_password", r"lftp\b" + _LINE + r"[ \t]-u" + _SP + r"([\"']?)[^\s,\"']+,([^\s\"']+)", ("lftp",), group=2),
-    _t("cli_password", r"(?:smb|rpc)client\b" + _LINE + r"[ \t](?:-U|--user)" + _SP +
-       r"([\"']?)[^\s%\"']+%([^\s\"']+)", ("client",), group=2),
+    _t(
+        "cli_password",
+        r"curl\b" + _LINE + r"[ \t](?:-u|--user)(?:=|" + _SP + r")([\"']?)[^\s\"':]*:(?![$])"
+        r"([^\s\"']+)",
+        ("curl",),
+        group=2,
+    ),
+    _t(
+        "cli_password",
+        r"lftp\b" + _LINE + r"[ \t]-u" + _SP + r"([\"']?)[^\s,\"']+,([^\s\"']+)",
+        ("lftp",),
+        group=2,
+    ),
+    _t(
+        "cli_password",
+        r"(?:smb|rpc)client\b" + _LINE + r"[ \t](?:-U|--user)" + _SP + r"([\"']?)[^\s%\"']+%([^\s\"']+)",
+        ("client",),
+        group=2,
+    ),
     # ~/.netrc: machine HOST login USER password PASS (one line or several)
-    _t("password", r"machine\s+\S+(?:\s+(?:login|account|port|protocol)\s+\S+)*\s+password\s+(\S+)",
-       ("machine",), group=1),
+    _t(
+        "password",
+        r"machine\s+\S+(?:\s+(?:login|account|port|protocol)\s+\S+)*\s+password\s+(\S+)",
+        ("machine",),
+        group=1,
+    ),
     _t("password", r"default\s+(?:login\s+\S+\s+)?password\s+(\S+)", ("default",), group=1),
     # ~/.pgpass: host:port:database:user:password
     _t("password", r"(?m)^[^\s:#]+:(?:\d+|\*):[^\s:]+:[^\s:]+:(\S+)$", ("pgpass",), group=1),
@@ -251,23 +365,54 @@ _PRIVATE = re.compile(r"<private>.*?(?:</private>|\Z)", re.I | re.S)
 
 # ── rules that need a little code around their regex ─────────────────────────────
 _HTPASSWD = _Lazy(r"htpasswd((?:" + _SP + r"-[A-Za-z]+)+)((?:" + _SP + r"(?!-)[^\s|;&>]+){2,3})")
-_COOKIE_CTX = _Lazy(r"(?i)(?:\bset-cookie2?|\bcookies?)[\"']?[ \t]*[:=]|(?:^|[ \t])(?:-b|--cookie)(?=[ \t])", re.M)
+_COOKIE_CTX = _Lazy(
+    r"(?i)(?:\bset-cookie2?|\bcookies?)[\"']?[ \t]*[:=]|(?:^|[ \t])(?:-b|--cookie)(?=[ \t])", re.M
+)
 _COOKIE_PAIR = re.compile(r"[\"']?([A-Za-z0-9_.\-]{1,64})[\"']?[ \t]*[=:][ \t]*[\"']?([^;\s\"',}]{8,})")
 _COOKIE_JAR = _Lazy(r"(?m)^(?:#HttpOnly_)?[.\w\-]+\t(?:TRUE|FALSE)\t\S*\t(?:TRUE|FALSE)\t\d+\t(\S+)\t(\S+)$")
-_SESSION_NAMES = ("sess", "sid", "token", "auth", "jwt", "remember", "login", "__host-", "__secure-", "csrf", "xsrf",
-                  "identity")
-_YAML_BLOCK = _Lazy(r"(?m)^([ \t]*)(?:- )?[\"']?([A-Za-z0-9_.\-]+)[\"']?[ \t]*:[ \t]*[|>][+\-]?\d?[ \t]*(?:#.*)?\n"
-                    r"((?:\1[ \t]+\S.*(?:\n|\Z)|[ \t]*\n)+)")
-_YAML_JOINED = _Lazy(r"([A-Za-z0-9_.\-]+)[\"']?[ \t]*:[ \t]*[|>][+\-]?(?:[ \t]*\|)+[ \t]*([^\s|][^|\n]*?)(?=[ \t]*\||[ \t]*$)",
-                     re.M)
+_SESSION_NAMES = (
+    "sess",
+    "sid",
+    "token",
+    "auth",
+    "jwt",
+    "remember",
+    "login",
+    "__host-",
+    "__secure-",
+    "csrf",
+    "xsrf",
+    "identity",
+)
+_YAML_BLOCK = _Lazy(
+    r"(?m)^([ \t]*)(?:- )?[\"']?([A-Za-z0-9_.\-]+)[\"']?[ \t]*:[ \t]*[|>][+\-]?\d?[ \t]*(?:#.*)?\n"
+    r"((?:\1[ \t]+\S.*(?:\n|\Z)|[ \t]*\n)+)"
+)
+_YAML_JOINED = _Lazy(
+    r"([A-Za-z0-9_.\-]+)[\"']?[ \t]*:[ \t]*[|>][+\-]?(?:[ \t]*\|)+[ \t]*([^\s|][^|\n]*?)(?=[ \t]*\||[ \t]*$)",
+    re.M,
+)
 _XML_ELEMENT = _Lazy(r"<([A-Za-z_][\w.\-]*)>([^<\n]{1,500})</\1>")
 _XML_KEYVALUE = _Lazy(r"key=[\"']([^\"']{1,80})[\"'][ \t]+value=[\"']([^\"']{1,500})[\"']")
 _DOCKER_ENV = _Lazy(r"(?:ENV|ARG)[ \t]+([A-Za-z_][A-Za-z0-9_]*)[ \t]+([^\s=\\][^\n]*?)[ \t]*(?:\\?$)", re.M)
 _CONFIG_SET = _Lazy(r"config(?:ure)?[ \t]+set[ \t]+([\w.\-]+)[ \t]+([^\s\"']+)")
-_LONG_SECRET_WORDS = ("password", "passwd", "passphrase", "secret", "token", "apikey", "sessionid", "credentials",
-                      "credential", "connectionstring", "secret_key_base")
-_SHORT_SECRET_WORD = re.compile(r"(?:(?:access|private|signing|encryption|master|account|app|admin|session|license|"
-                                r"secret|api|client)[_.\-]?key|pass|pwd|auth|dsn)$")
+_LONG_SECRET_WORDS = (
+    "password",
+    "passwd",
+    "passphrase",
+    "secret",
+    "token",
+    "apikey",
+    "sessionid",
+    "credentials",
+    "credential",
+    "connectionstring",
+    "secret_key_base",
+)
+_SHORT_SECRET_WORD = re.compile(
+    r"(?:(?:access|private|signing|encryption|master|account|app|admin|session|license|"
+    r"secret|api|client)[_.\-]?key|pass|pwd|auth|dsn)$"
+)
 
 
 def _secret_key_name(key: str) -> bool:
@@ -340,8 +485,12 @@ def _keyed(pattern: _Lazy):  # noqa: ANN202 - a finder, as below
         out = []
         for m in pattern.finditer(text):
             value = m.group(2).strip()
-            if (value and _bounded(text, m.start()) and _secret_key_name(m.group(1))
-                    and not _PLACEHOLDER.match(value)):
+            if (
+                value
+                and _bounded(text, m.start())
+                and _secret_key_name(m.group(1))
+                and not _PLACEHOLDER.match(value)
+            ):
                 out.append((m.start(2), m.start(2) + len(m.group(2).rstrip()), _word_kind(m.group(1))))
         return out
 
@@ -360,7 +509,7 @@ def _find_headless_pem(text: str) -> list[tuple[int, int, str]]:
     out = []
     for m in _PEM_END.finditer(text):
         start = m.start()
-        pieces = _PEM_PIECE.split(text[max(0, start - 20_000):start])
+        pieces = _PEM_PIECE.split(text[max(0, start - 20_000) : start])
         pos = start
         for piece in reversed(pieces):
             body = piece.strip()
@@ -389,7 +538,9 @@ def _find_basic_auth(text: str) -> list[tuple[int, int, str]]:
     out = []
     for m in _BASIC.finditer(text):
         try:
-            decoded = base64.b64decode(m.group(1) + "=" * (-len(m.group(1)) % 4), validate=True).decode("utf-8")
+            decoded = base64.b64decode(m.group(1) + "=" * (-len(m.group(1)) % 4), validate=True).decode(
+                "utf-8"
+            )
         except (binascii.Error, UnicodeDecodeError):
             continue
         if ":" in decoded and decoded.isprintable():
@@ -399,8 +550,11 @@ def _find_basic_auth(text: str) -> list[tuple[int, int, str]]:
 
 def _find_echoed_secret(text: str) -> list[tuple[int, int, str]]:
     """`echo $DB_PASSWORD` followed by its output line."""
-    return [(m.start(2), m.start(2) + len(m.group(2).rstrip()), _word_kind(m.group(1)))
-            for m in _ECHO_SECRET.finditer(text) if _secret_key_name(m.group(1)) and m.group(2).strip()]
+    return [
+        (m.start(2), m.start(2) + len(m.group(2).rstrip()), _word_kind(m.group(1)))
+        for m in _ECHO_SECRET.finditer(text)
+        if _secret_key_name(m.group(1)) and m.group(2).strip()
+    ]
 
 
 # (finder, literals one of which must occur in the lower-cased text)
@@ -420,12 +574,16 @@ _FINDERS: list[tuple[object, tuple[bytes, ...]]] = [
 
 
 # every guard once, searched in an ASCII copy of the lower-cased text (see redact())
-_ALL_GUARDS = frozenset([g for rule in _TOKEN_PATTERNS for g in rule[3]] + [g for rule in _FINDERS for g in rule[1]])
+_ALL_GUARDS = frozenset(
+    [g for rule in _TOKEN_PATTERNS for g in rule[3]] + [g for rule in _FINDERS for g in rule[1]]
+)
 # Short texts (most metadata values, tags, ids) are scanned once for all guards, longest first at every position;
 # a guard found there also means every shorter guard it starts with. Long texts search each guard on its own
 # (a fast substring search beats the regex there). Both compiled on first use.
 _SHORT_TEXT = 2048
-_GUARD_SCAN = _Lazy(b"(?=(" + b"|".join(re.escape(g) for g in sorted(_ALL_GUARDS, key=len, reverse=True)) + b"))")
+_GUARD_SCAN = _Lazy(
+    b"(?=(" + b"|".join(re.escape(g) for g in sorted(_ALL_GUARDS, key=len, reverse=True)) + b"))"
+)
 _GUARD_PREFIXES = {g: frozenset(h for h in _ALL_GUARDS if g.startswith(h)) for g in _ALL_GUARDS}
 # which rules each guard enables (rules run in table order: the order is their priority)
 _TOKEN_RULES_OF = {g: [i for i, rule in enumerate(_TOKEN_PATTERNS) if g in rule[3]] for g in _ALL_GUARDS}
@@ -467,7 +625,9 @@ def _whole_word(text: str, m: re.Match[str]) -> bool:
         return True
     # a long secret word glued to its prefix: PGPASSWORD, clientsecret, GITHUBTOKEN (not `bypass`, `monkey`)
     word = m.group("word").lower()
-    return word in ("password", "passwd", "passphrase", "secret") or (word in ("token", "apikey") and prev.isupper())
+    return word in ("password", "passwd", "passphrase", "secret") or (
+        word in ("token", "apikey") and prev.isupper()
+    )
 
 
 def _key(text: str, m: re.Match[str]) -> str:
@@ -494,14 +654,14 @@ def _assignment_value(text: str, m: re.Match[str]) -> tuple[int, int] | None:
     sep = text[slice(*m.span("sep"))]
     op = sep.strip()
     key_start = m.end("word") - len(_key(text, m))
-    if key_start > 0 and (text[key_start - 1] == "$" or text[max(0, key_start - 2):key_start] == "${"):
+    if key_start > 0 and (text[key_start - 1] == "$" or text[max(0, key_start - 2) : key_start] == "${"):
         return None  # `$PWD:/src`, `${PASSWORD:-x}`: a variable reference, not an assignment
     next_line = "\n" in sep
     if op == "=" and text.startswith("=", m.end("sep")):
         return None  # `password == other.password`: a comparison
     # KEY=value with nothing around `=` is a shell/.env assignment, unless it is a keyword argument in a call
     # (`f(session_key=s.key)`, `auth=merge(auth, x)`), where code rules apply
-    before = text[max(0, key_start - 200):key_start].rstrip()
+    before = text[max(0, key_start - 200) : key_start].rstrip()
     env_style = op == "=" and sep == "=" and m.end("kq") == m.start("kq") and not before.endswith(("(", ","))
     if m.start("qv") >= 0:
         span = m.span("qv")
@@ -524,8 +684,13 @@ def _assignment_value(text: str, m: re.Match[str]) -> tuple[int, int] | None:
         tail = text[span[1] : None if line_end < 0 else line_end].strip()
         if op == ":" and not next_line and _header_secret(_key(text, m), value, tail):
             return span
-        if next_line and (tail or cut or value.endswith(":") or value[0] in "-#" or _CODE_BLOCK.match(
-                text[text.rfind("\n", 0, key_start) + 1:key_start])):
+        if next_line and (
+            tail
+            or cut
+            or value.endswith(":")
+            or value[0] in "-#"
+            or _CODE_BLOCK.match(text[text.rfind("\n", 0, key_start) + 1 : key_start])
+        ):
             # the next line is a nested mapping, a list or prose, not this key's value; or `if token:` + `break`
             return None
         if op == ":" and tail and _PROSE_WORD.match(value):
@@ -534,7 +699,11 @@ def _assignment_value(text: str, m: re.Match[str]) -> tuple[int, int] | None:
             return None  # test counts (`pass: 128`) and token ids (`"token": 50256`)
         # a variable or attribute reference (`token = response.token`, `{"token": token}`) or prose
         # (`Token: see the docs`); a bare YAML value ends its line (or its " | "-joined piece)
-        if not env_style and _CODE_REF.match(value) and (op != ":" or cut or (tail and not tail.startswith("|"))):
+        if (
+            not env_style
+            and _CODE_REF.match(value)
+            and (op != ":" or cut or (tail and not tail.startswith("|")))
+        ):
             return None
         if op == ":" and _TYPE_REF.match(value):
             return None  # a type annotation (`auth: _t.AuthType`, `password: SecretStr`)
@@ -603,8 +772,12 @@ def _candidates(text: str) -> list[tuple[int, int, int, str]]:
         for m in pattern.finditer(text):
             s, e = m.span(group)
             # an earlier run's placeholder (`https://u:[REDACTED:x]@h`) is not a new secret
-            if (e > s and not text.startswith("[REDACTED:", s) and (not bounded or _bounded(text, m.start()))
-                    and not (group and _PLACEHOLDER.match(text[s:e]))):  # `--password=x`, `user:password@host`
+            if (
+                e > s
+                and not text.startswith("[REDACTED:", s)
+                and (not bounded or _bounded(text, m.start()))
+                and not (group and _PLACEHOLDER.match(text[s:e]))
+            ):  # `--password=x`, `user:password@host`
                 candidates.append((s, e, prio, kind))
     finder_prio = len(_TOKEN_PATTERNS)
     for i in sorted({i for g in present for i in _FINDERS_OF[g]}):

@@ -47,8 +47,9 @@ class Filters:
             return False
         return not (self.tags and not self.tags.intersection(light.tags))
 
-    def first_admitted(self, ranked: Iterable[tuple[str, float]], light: Mapping[str, Light],
-                       n: int) -> list[tuple[str, float]]:
+    def first_admitted(
+        self, ranked: Iterable[tuple[str, float]], light: Mapping[str, Light], n: int
+    ) -> list[tuple[str, float]]:
         """The first ``n`` of a ranked list whose memory is in ``light`` and admitted."""
         out: list[tuple[str, float]] = []
         if n <= 0:
@@ -120,8 +121,8 @@ def rank(
         # The first `pool` admitted of each list (the filter stops there: half of a list is never looked at).
         bm_all += filters.first_admitted(bm, light, pool)
         vec_all += filters.first_admitted(vec, light, pool)
-        where.update(dict.fromkeys([k for k, _ in bm[:pool * 2]], store))
-        where.update(dict.fromkeys([k for k, _ in vec[:pool * 2]], store))
+        where.update(dict.fromkeys([k for k, _ in bm[: pool * 2]], store))
+        where.update(dict.fromkeys([k for k, _ in vec[: pool * 2]], store))
     ranking.best_first(bm_all)
     ranking.best_first(vec_all)
     bm_pos = {k: (i + 1, s) for i, (k, s) in enumerate(bm_all)}
@@ -149,7 +150,9 @@ def rank(
     def scored(key: str, fused: float) -> float:
         store = where[key]
         lt = store.light[key]
-        strength = memory_strength(lt.importance, lt.half_life_days, lt.access_count, lt.last_accessed_at, now)
+        strength = memory_strength(
+            lt.importance, lt.half_life_days, lt.access_count, lt.last_accessed_at, now
+        )
         strengths[key] = strength
         boost = scope_boost[id(store)] * ((1.0 - strength_weight) + strength_weight * min(1.0, strength))
         for booster, most in boosters:
@@ -175,11 +178,18 @@ def rank(
             store = where[key]
             b, v = bm_pos.get(key), vec_pos.get(key)
             yield Candidate(
-                store=store, key=key, light=store.light[key],
-                bm25=b[1] if b else None, bm25_rank=b[0] if b else None,
-                vector=v[1] if v else None, vector_rank=v[0] if v else None,
+                store=store,
+                key=key,
+                light=store.light[key],
+                bm25=b[1] if b else None,
+                bm25_rank=b[0] if b else None,
+                vector=v[1] if v else None,
+                vector_rank=v[0] if v else None,
                 fused=final / boosts[key] if boosts[key] else final,
-                scope_weight=weights.get(store.scope.value, 1.0), strength=strengths[key], final=final)
+                scope_weight=weights.get(store.scope.value, 1.0),
+                strength=strengths[key],
+                final=final,
+            )
 
     return dedup(candidates(), limit)
 

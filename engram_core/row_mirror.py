@@ -25,10 +25,34 @@ from surrealdb import RecordID
 
 # The fields held per memory: what a recall returns (store.MEMORY_FIELDS) without the id, which is the key, and
 # the computed strength, which `MemoryCore.to_memory` computes for the moment of the answer.
-FIELDS = ("content", "content_hash", "memory_type", "scope", "tags", "importance", "confidence", "relevance_score",
-          "outcome_impact", "user_feedback", "access_count", "half_life_days", "pinned", "status", "status_history",
-          "source", "session_id", "episode_id", "promoted_from", "promotion_chain", "consolidated_into",
-          "invalid_at", "created_at", "updated_at", "last_accessed_at", "metadata")
+FIELDS = (
+    "content",
+    "content_hash",
+    "memory_type",
+    "scope",
+    "tags",
+    "importance",
+    "confidence",
+    "relevance_score",
+    "outcome_impact",
+    "user_feedback",
+    "access_count",
+    "half_life_days",
+    "pinned",
+    "status",
+    "status_history",
+    "source",
+    "session_id",
+    "episode_id",
+    "promoted_from",
+    "promotion_chain",
+    "consolidated_into",
+    "invalid_at",
+    "created_at",
+    "updated_at",
+    "last_accessed_at",
+    "metadata",
+)
 _DATETIMES = ("invalid_at", "created_at", "updated_at", "last_accessed_at")
 _MEMORY_WORD = re.compile(r"\bmemory\b", re.IGNORECASE)
 # Statements that may change rows already there; a statement with none of these only adds rows (CREATE, INSERT
@@ -114,7 +138,7 @@ class RowMirror:
             self._at = {k: i for i, k in enumerate(keys) if offsets[i + 1] > offsets[i]}
 
     def _snapshot_text(self, i: int) -> str:
-        return self._blob[self._offsets[i]:self._offsets[i + 1]].decode()
+        return self._blob[self._offsets[i] : self._offsets[i + 1]].decode()
 
     def _held(self, key: str) -> tuple[Any, ...] | str | None:
         """What is held for ``key``; a snapshot row becomes its text here (the caller holds the lock)."""
@@ -210,8 +234,9 @@ def from_json_row(values: list[Any]) -> dict[str, Any] | None:
     for f in _DATETIMES:
         if row[f] is not None:
             row[f] = _parse_dt(row[f])
-    row["status_history"] = [{**h, "at": _parse_dt(h["at"])} if h.get("at") is not None else h
-                             for h in row["status_history"] or []]
+    row["status_history"] = [
+        {**h, "at": _parse_dt(h["at"])} if h.get("at") is not None else h for h in row["status_history"] or []
+    ]
     return row
 
 
@@ -223,6 +248,8 @@ def _parse_dt(text: str) -> datetime:
 # The missing rows of a store in one query, as JSON text the engine writes (parsed by the C json module instead of
 # the SDK's pure-Python CBOR decoder). Metadata may hold datetimes JSON cannot tell from strings: a row whose
 # metadata is not empty is read again the ordinary way.
-FILL_QUERY = ("RETURN array::join((SELECT VALUE encoding::json::encode([record::id(id), "
-              + ", ".join(f if f != "metadata" else "metadata = {}" for f in FIELDS)
-              + "]) FROM $ids), '\n')")
+FILL_QUERY = (
+    "RETURN array::join((SELECT VALUE encoding::json::encode([record::id(id), "
+    + ", ".join(f if f != "metadata" else "metadata = {}" for f in FIELDS)
+    + "]) FROM $ids), '\n')"
+)

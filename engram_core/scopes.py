@@ -38,8 +38,14 @@ ScopeName = str  # "all" | "session" | "project" | "user"
 class Session:
     """A live session: its own database in sessions.db, and the project it works in."""
 
-    def __init__(self, key: str, store: ScopeStore, project_root: str | None, claude_id: str | None,
-                 started_at: datetime) -> None:
+    def __init__(
+        self,
+        key: str,
+        store: ScopeStore,
+        project_root: str | None,
+        claude_id: str | None,
+        started_at: datetime,
+    ) -> None:
         self.key = key
         self.store = store
         self.project_root = project_root
@@ -49,9 +55,14 @@ class Session:
 
 
 class Scopes:
-    def __init__(self, home: Path, lock: threading.RLock,
-                 open_store: Callable[[Connection, Scope, str], ScopeStore], now: Callable[[], datetime],
-                 new_id: IdSource = ulid) -> None:
+    def __init__(
+        self,
+        home: Path,
+        lock: threading.RLock,
+        open_store: Callable[[Connection, Scope, str], ScopeStore],
+        now: Callable[[], datetime],
+        new_id: IdSource = ulid,
+    ) -> None:
         self._lock = lock
         self._open_store = open_store
         self._now = now
@@ -107,8 +118,10 @@ class Scopes:
         if hit is not None and now - hit[0] < ROOT_CACHE_S:
             return hit[1], hit[2]
         if not Path(project).expanduser().is_dir():
-            raise EngramError(f"project {str(project)!r} is not an existing directory: give the project's folder "
-                              "(--project DIR, or run inside it)")
+            raise EngramError(
+                f"project {str(project)!r} is not an existing directory: give the project's folder "
+                "(--project DIR, or run inside it)"
+            )
         root = str(find_project_root(project))
         check_project_root(Path(root))
         db = project_db_name(root)
@@ -121,12 +134,18 @@ class Scopes:
         name = Path(root).name or root
         self.user.q(
             "UPSERT project_registry SET project_db = $db, project_path = $p, project_name = $n, "
-            "last_seen_at = time::now() WHERE project_db = $db", {"db": db, "p": root, "n": name})
+            "last_seen_at = time::now() WHERE project_db = $db",
+            {"db": db, "p": root, "n": name},
+        )
         if not self.user.q1("SELECT VALUE id FROM project_registry WHERE project_db = $db", {"db": db}):
-            self.user.q("CREATE project_registry SET project_db = $db, project_path = $p, project_name = $n",
-                        {"db": db, "p": root, "n": name})
+            self.user.q(
+                "CREATE project_registry SET project_db = $db, project_path = $p, project_name = $n",
+                {"db": db, "p": root, "n": name},
+            )
         if not store.q1("SELECT VALUE id FROM project_meta"):
-            store.q("CREATE project_meta:current SET project_path = $p, project_name = $n", {"p": root, "n": name})
+            store.q(
+                "CREATE project_meta:current SET project_path = $p, project_name = $n", {"p": root, "n": name}
+            )
 
     def root_of(self, store: ScopeStore) -> str | None:
         """The project folder of a project store (None for any other store)."""
@@ -137,7 +156,9 @@ class Scopes:
 
     def open_all_projects(self) -> None:
         """Open the store of every known project that still exists, for a pass over all of them."""
-        rows = self.user.q1("SELECT project_path, last_seen_at FROM project_registry ORDER BY last_seen_at DESC")
+        rows = self.user.q1(
+            "SELECT project_path, last_seen_at FROM project_registry ORDER BY last_seen_at DESC"
+        )
         for row in rows or []:
             if Path(row["project_path"]).exists():
                 self.project_store(row["project_path"])
@@ -154,7 +175,10 @@ class Scopes:
     def connections(self) -> list[tuple[Connection, list[ScopeStore]]]:
         """Every store file open, with the stores it holds."""
         with self._lock:
-            out = [(self.user_conn, [self.user]), (self.sessions_conn, [s.store for s in self._sessions.values()])]
+            out = [
+                (self.user_conn, [self.user]),
+                (self.sessions_conn, [s.store for s in self._sessions.values()]),
+            ]
             out += [(self._project_conns[db], [store]) for db, (_, store) in self._projects.items()]
         return out
 
@@ -179,10 +203,17 @@ class Scopes:
             meta = store.q1("SELECT * FROM ONLY session_registry:self")
             if not meta:
                 continue
-            self._sessions[db] = Session(db, store, meta.get("project_root"), meta.get("claude_session_id"),
-                                         meta.get("started_at") or self._now())
+            self._sessions[db] = Session(
+                db,
+                store,
+                meta.get("project_root"),
+                meta.get("claude_session_id"),
+                meta.get("started_at") or self._now(),
+            )
 
-    def session(self, session: str | None, project: str | None = None, *, create: bool = False) -> Session | None:
+    def session(
+        self, session: str | None, project: str | None = None, *, create: bool = False
+    ) -> Session | None:
         """The live session with this Engram key or Claude session id, if it belongs to ``project`` (when given).
 
         An unknown id is refused: a typo or another project's id must not open a session of its own. Only the
@@ -198,8 +229,10 @@ class Scopes:
                 found = next((s for s in self._sessions.values() if s.claude_id == session), None)
         if found is None:
             if not create:
-                raise NotFound(f"no live session {session!r}: it never started, has ended, or the id is mistyped "
-                               "(sessions start with the SessionStart hook or start_session)")
+                raise NotFound(
+                    f"no live session {session!r}: it never started, has ended, or the id is mistyped "
+                    "(sessions start with the SessionStart hook or start_session)"
+                )
             return self.start_session(project, session)[0]
         if project and found.project_root and self.project_root(project)[0] != found.project_root:
             raise NotFound(f"no live session {session!r} in this project (it belongs to another one)")
@@ -218,14 +251,20 @@ class Scopes:
             root = self.project_root(project)[0] if project else None
             store = self._open_store(self.sessions_conn, Scope.session, key)
             now = self._now()
-            store.q("CREATE session_registry:self SET session_key = $k, claude_session_id = $c, project_root = $p, "
-                    "started_at = $t, last_seen_at = $t", {"k": key, "c": claude_session_id, "p": root, "t": now})
+            store.q(
+                "CREATE session_registry:self SET session_key = $k, claude_session_id = $c, project_root = $p, "
+                "started_at = $t, last_seen_at = $t",
+                {"k": key, "c": claude_session_id, "p": root, "t": now},
+            )
             sess = Session(key, store, root, claude_session_id, now)
             self._sessions[key] = sess
         pstore = self.project_store(root)
         if pstore is not None:
-            pstore.q("CREATE session_registry SET session_key = $k, claude_session_id = $c, project_root = $p, "
-                     "started_at = $t, last_seen_at = $t", {"k": key, "c": claude_session_id, "p": root, "t": now})
+            pstore.q(
+                "CREATE session_registry SET session_key = $k, claude_session_id = $c, project_root = $p, "
+                "started_at = $t, last_seen_at = $t",
+                {"k": key, "c": claude_session_id, "p": root, "t": now},
+            )
             pstore.q("UPDATE project_meta:current SET session_count += 1, last_session = time::now()")
         return sess, False
 
@@ -238,8 +277,10 @@ class Scopes:
                 key = "s_" + self._new_id()
             store = self._open_store(self.sessions_conn, Scope.session, key)
             root = self.project_root(project)[0] if project else None
-            store.q("UPSERT session_registry:self SET session_key = $k, project_root = $p, last_seen_at = time::now()",
-                    {"k": key, "p": root})
+            store.q(
+                "UPSERT session_registry:self SET session_key = $k, project_root = $p, last_seen_at = time::now()",
+                {"k": key, "p": root},
+            )
             self._sessions[key] = Session(key, store, root, None, self._now())
             return store
 
@@ -285,7 +326,9 @@ class Scopes:
             raise EngramError("session scope needs a session id (the MCP server and hooks pass theirs)")
         return sess.store
 
-    def primary(self, project: str | None, session: str | None = None, scope: str | None = None) -> ScopeStore:
+    def primary(
+        self, project: str | None, session: str | None = None, scope: str | None = None
+    ) -> ScopeStore:
         """Where a request that names no scope lands: the named scope, else the project, else the user store."""
         if scope:
             return self.target(Scope(scope), project, session)
@@ -303,10 +346,15 @@ class Scopes:
 
     def open_stores(self) -> list[ScopeStore]:
         """Every store open in this process: live sessions', projects', the user's."""
-        return [*(s.store for s in self._sessions.values()), *(s for _, s in self._projects.values()), self.user]
+        return [
+            *(s.store for s in self._sessions.values()),
+            *(s for _, s in self._projects.values()),
+            self.user,
+        ]
 
-    def locate(self, memory_id: str, project: str | None = None, session: str | None = None
-               ) -> tuple[ScopeStore, str]:
+    def locate(
+        self, memory_id: str, project: str | None = None, session: str | None = None
+    ) -> tuple[ScopeStore, str]:
         """The store holding this memory among the caller's own: its session, its project (the given one or the
         session's) and the user scope. Another project's ids are not found from here (the CLI, MCP and hooks
         always name their project)."""
@@ -323,13 +371,38 @@ class Scopes:
 
 
 # Top-level system folders: a project's store (<root>/.claude/engram) is never created in one of them.
-_SYSTEM_DIRS = {"bin", "boot", "dev", "etc", "lib", "lib32", "lib64", "libx32", "opt", "proc", "run", "sbin", "srv",
-                "sys", "tmp", "usr", "var", "snap", "mnt", "media"}
+_SYSTEM_DIRS = {
+    "bin",
+    "boot",
+    "dev",
+    "etc",
+    "lib",
+    "lib32",
+    "lib64",
+    "libx32",
+    "opt",
+    "proc",
+    "run",
+    "sbin",
+    "srv",
+    "sys",
+    "tmp",
+    "usr",
+    "var",
+    "snap",
+    "mnt",
+    "media",
+}
 
 
 def check_project_root(root: Path) -> None:
     """Refuse a project root that is no project: the filesystem root, the home folder, a system folder."""
-    if root == Path(root.anchor) or root == Path.home().resolve() or (
-            len(root.parts) == 2 and root.name in _SYSTEM_DIRS):
-        raise EngramError(f"{root} is not a project folder (the filesystem root, your home folder or a system "
-                          "folder): Engram will not create a store there. Give the project's folder.")
+    if (
+        root == Path(root.anchor)
+        or root == Path.home().resolve()
+        or (len(root.parts) == 2 and root.name in _SYSTEM_DIRS)
+    ):
+        raise EngramError(
+            f"{root} is not a project folder (the filesystem root, your home folder or a system "
+            "folder): Engram will not create a store there. Give the project's folder."
+        )

@@ -48,7 +48,9 @@ def access_gain(access_count: int, relevance: float, n: int = 1) -> float:
     """What ``n`` more accesses add to the composite (and so to importance): frequency and relevance."""
     frequency = min(1.0, (access_count + n) / 10.0) - min(1.0, access_count / 10.0)
     relevance_up = min(1.0, relevance + ACCESS_RELEVANCE_STEP * n) - relevance
-    return IMPORTANCE_WEIGHTS["frequency"] * frequency + IMPORTANCE_WEIGHTS["relevance"] * max(0.0, relevance_up)
+    return IMPORTANCE_WEIGHTS["frequency"] * frequency + IMPORTANCE_WEIGHTS["relevance"] * max(
+        0.0, relevance_up
+    )
 
 
 def importance_after_verdict(importance: float, verdict: float) -> float:
@@ -91,8 +93,10 @@ def strength_curve(
     points = max(2, points)
     step = (end - start) / (points - 1)
     return [
-        (start + step * i, memory_strength(importance, half_life_days, access_count, last_accessed_at,
-                                           start + step * i))
+        (
+            start + step * i,
+            memory_strength(importance, half_life_days, access_count, last_accessed_at, start + step * i),
+        )
         for i in range(points)
     ]
 

@@ -154,8 +154,10 @@ ANALYSER_VERSION = 1
 
 def analyser_id(drop_stopwords: bool = True) -> str:
     """What saved postings were analysed with; they are loaded only by an index analysing the same way."""
-    return (f"v{ANALYSER_VERSION}:{_TOKEN_RE.pattern}:{int(drop_stopwords)}:{len(STOPWORDS_EN)}:"
-            f"{zlib.crc32(' '.join(sorted(STOPWORDS_EN)).encode())}:{getattr(Stemmer, '__version__', '?')}")
+    return (
+        f"v{ANALYSER_VERSION}:{_TOKEN_RE.pattern}:{int(drop_stopwords)}:{len(STOPWORDS_EN)}:"
+        f"{zlib.crc32(' '.join(sorted(STOPWORDS_EN)).encode())}:{getattr(Stemmer, '__version__', '?')}"
+    )
 
 
 @dataclass
@@ -174,9 +176,13 @@ class Postings:
 
 def _fits(p: Postings, n: int, drop_stopwords: bool) -> bool:
     """Saved postings that belong to these n documents and this analyser (anything else is rebuilt)."""
-    return (p.analyser == analyser_id(drop_stopwords) and len(p.doc_len) == n and len(p.offsets) == len(p.terms) + 1
-            and int(p.offsets[-1]) == len(p.slots) == len(p.tfs)
-            and (len(p.slots) == 0 or (int(p.slots.min()) >= 0 and int(p.slots.max()) < n)))
+    return (
+        p.analyser == analyser_id(drop_stopwords)
+        and len(p.doc_len) == n
+        and len(p.offsets) == len(p.terms) + 1
+        and int(p.offsets[-1]) == len(p.slots) == len(p.tfs)
+        and (len(p.slots) == 0 or (int(p.slots.min()) >= 0 and int(p.slots.max()) < n))
+    )
 
 
 UNIT_TOLERANCE = 2e-3  # a unit vector in float16 is off by ~1e-4 at most
@@ -288,8 +294,9 @@ class SearchIndex:
         span = self._base.pop(term, None)
         if span is not None:
             a, b = span
-            self._postings[term] = dict(zip(self._base_slots[a:b].tolist(), self._base_tfs[a:b].astype(int).tolist(),
-                                            strict=True))
+            self._postings[term] = dict(
+                zip(self._base_slots[a:b].tolist(), self._base_tfs[a:b].astype(int).tolist(), strict=True)
+            )
         return self._postings.get(term)
 
     def _clear_slot_text(self, slot: int, old_text: str) -> None:
@@ -310,8 +317,15 @@ class SearchIndex:
         self._n_text_docs -= 1
         self._doc_len[slot] = 0.0
 
-    def load(self, ids: list[str], texts: list[str], vecs: np.ndarray, has_vec: np.ndarray,
-             postings: Postings | None = None, projection: tuple[np.ndarray, int] | None = None) -> None:
+    def load(
+        self,
+        ids: list[str],
+        texts: list[str],
+        vecs: np.ndarray,
+        has_vec: np.ndarray,
+        postings: Postings | None = None,
+        projection: tuple[np.ndarray, int] | None = None,
+    ) -> None:
         """Fill an empty index in one go (store open): the same state as upserting each, without the per-document
         locking and vector checks. ``vecs`` rows are already unit vectors (or zero where ``has_vec`` is false).
         ``postings`` (from `export_postings` with the same ids, same analyser) spares tokenising every text;
@@ -392,11 +406,14 @@ class SearchIndex:
                     slots.append(new[keep])
                     tfs.append(arr[1][keep])
                     offsets.append(offsets[-1] + int(keep.sum()))
-            return Postings(analyser=analyser_id(self.drop_stopwords), terms=terms,
-                            offsets=np.asarray(offsets, dtype=np.int64),
-                            slots=np.concatenate(slots).astype(np.int32) if slots else np.zeros(0, np.int32),
-                            tfs=np.concatenate(tfs).astype(np.float32) if tfs else np.zeros(0, np.float32),
-                            doc_len=doc_len)
+            return Postings(
+                analyser=analyser_id(self.drop_stopwords),
+                terms=terms,
+                offsets=np.asarray(offsets, dtype=np.int64),
+                slots=np.concatenate(slots).astype(np.int32) if slots else np.zeros(0, np.int32),
+                tfs=np.concatenate(tfs).astype(np.float32) if tfs else np.zeros(0, np.float32),
+                doc_len=doc_len,
+            )
 
     def upsert(self, doc_id: str, text: str, embedding: np.ndarray | Sequence[float] | None) -> None:
         """Insert or replace a document; `embedding=None` leaves it findable by BM25 only."""
@@ -473,13 +490,16 @@ class SearchIndex:
         the words only this document had (what erasing it must also scrub from logged queries)."""
         with self._lock:
             own = self._slot_of.get(doc_id)
-            return {t for t in tokenize(text, drop_stopwords=self.drop_stopwords)
-                    if not any(slot != own for slot in self._slots_of(t))}
+            return {
+                t
+                for t in tokenize(text, drop_stopwords=self.drop_stopwords)
+                if not any(slot != own for slot in self._slots_of(t))
+            }
 
     def _slots_of(self, term: str) -> list[int]:
         span = self._base.get(term)
         if span is not None:
-            return self._base_slots[span[0]:span[1]].tolist()
+            return self._base_slots[span[0] : span[1]].tolist()
         return list(self._postings.get(term, {}))
 
     def embeddings(self, doc_ids: Sequence[str]) -> tuple[list[str], np.ndarray]:
@@ -522,7 +542,7 @@ class SearchIndex:
             return cached
         span = self._base.get(term)
         if span is not None:
-            arrs = self._base_slots[span[0]:span[1]], self._base_tfs[span[0]:span[1]]
+            arrs = self._base_slots[span[0] : span[1]], self._base_tfs[span[0] : span[1]]
             self._posting_arrays[term] = arrs
             return arrs
         plist = self._postings.get(term)
@@ -600,16 +620,23 @@ class SearchIndex:
             self._vec_memo = (memo_key, self._version, want, top)
             return top[:k]
 
-    def nearest_many(self, query_vecs: Sequence[np.ndarray | Sequence[float] | None], k: int,
-                     skip: Sequence[Collection[str]] = ()) -> list[list[tuple[str, float]]]:
+    def nearest_many(
+        self,
+        query_vecs: Sequence[np.ndarray | Sequence[float] | None],
+        k: int,
+        skip: Sequence[Collection[str]] = (),
+    ) -> list[list[tuple[str, float]]]:
         """For each query vector, its top-k documents by cosine similarity, best first (equal scores by slot, as
         `vector` orders them), leaving out the ids in ``skip[i]``; [] for a query vector that is None or zero.
         One pass over the matrix for all of them: an import chunk's contradiction checks scanned the whole
         store once per memory, which was most of an import's own time from ~25,000 memories. Exact at every size
         (`vector` goes in two stages from COARSE_MIN_DOCS)."""
         out: list[list[tuple[str, float]]] = [[] for _ in query_vecs]
-        units = [(i, u) for i, v in enumerate(query_vecs) if v is not None
-                 and (u := _as_unit_vector(v, self.dim)) is not None]
+        units = [
+            (i, u)
+            for i, v in enumerate(query_vecs)
+            if v is not None and (u := _as_unit_vector(v, self.dim)) is not None
+        ]
         if k <= 0 or not units:
             return out
         with self._lock:
@@ -631,7 +658,9 @@ class SearchIndex:
         high = self._high
         if self._basis is None or high > 2 * self._basis_at:
             self._build_projection()
-        elif self._coarse is None:  # a basis from the snapshot: the slots projected on it (at 100k 0.08 s, not 0.4)
+        elif (
+            self._coarse is None
+        ):  # a basis from the snapshot: the slots projected on it (at 100k 0.08 s, not 0.4)
             self._project()
         assert self._basis is not None and self._coarse is not None
         has = self._has_vec[:high]
@@ -658,7 +687,11 @@ class SearchIndex:
         them. Deterministic: the same vectors give the same projection."""
         high = self._high
         slots = np.flatnonzero(self._has_vec[:high])
-        sample = slots[np.linspace(0, len(slots) - 1, min(len(slots), 4096)).astype(np.int64)] if len(slots) else slots
+        sample = (
+            slots[np.linspace(0, len(slots) - 1, min(len(slots), 4096)).astype(np.int64)]
+            if len(slots)
+            else slots
+        )
         x = self._vecs[sample].astype(np.float64)
         x -= x.mean(axis=0) if len(x) else 0.0
         dims = min(self.COARSE_DIMS, self.dim)
@@ -693,8 +726,11 @@ class SearchIndex:
             idx, top = idx[keep], top[keep]
         id_of = self._id_of
         # As Python lists first: indexing a list by numpy integers and float() per score cost ~0.1 ms a list.
-        return [(doc_id, sc) for s, sc in zip(idx.tolist(), top.tolist(), strict=True)
-                if (doc_id := id_of[s]) is not None]
+        return [
+            (doc_id, sc)
+            for s, sc in zip(idx.tolist(), top.tolist(), strict=True)
+            if (doc_id := id_of[s]) is not None
+        ]
 
 
 def rrf(rankings: list[list[str]], k: int = 60, weights: list[float] | None = None) -> dict[str, float]:

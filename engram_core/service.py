@@ -45,8 +45,9 @@ from .store import StoreError
 
 @serve
 class EngramService(MemoryCore):
-    def __init__(self, home: Path | str | None = None, *, recover_sessions: bool = True,
-                 **options: Unpack[CoreOptions]) -> None:
+    def __init__(
+        self, home: Path | str | None = None, *, recover_sessions: bool = True, **options: Unpack[CoreOptions]
+    ) -> None:
         super().__init__(home, **options)
         organise.register(self)
         sessions.resume(self, recover=recover_sessions)
@@ -138,5 +139,13 @@ class EngramService(MemoryCore):
     # true totals for the queues (the lists stop at their limit)
 
 
-__all__ = ["API_METHODS", "UNLOCKED_API", "EmbeddingError", "EngramError", "EngramService", "NotFound", "StoreError",
-           "call_api"]
+__all__ = [
+    "API_METHODS",
+    "UNLOCKED_API",
+    "EmbeddingError",
+    "EngramError",
+    "EngramService",
+    "NotFound",
+    "StoreError",
+    "call_api",
+]

@@ -44,9 +44,12 @@ def _line(lt: Light, key: str, prefix: str | None = None) -> str:
 
 def build(core: MemoryCore, stores: list[ScopeStore], budget: int, now: datetime) -> InjectionPreview:
     # The project's own weights (its engram.local.md), as its recalls use them.
-    weights = core.scope_weights(None, next((core.project_root_of(s) for s in stores if s.scope.value == "project"),
-                                            None))
-    candidates: list[tuple[float, float, str, Light, ScopeStore]] = []  # (weighted, strength, key, light, store)
+    weights = core.scope_weights(
+        None, next((core.project_root_of(s) for s in stores if s.scope.value == "project"), None)
+    )
+    candidates: list[
+        tuple[float, float, str, Light, ScopeStore]
+    ] = []  # (weighted, strength, key, light, store)
     summaries: list[tuple[datetime, str, Light, ScopeStore]] = []
     for store in stores:
         weight = weights.get(store.scope.value, 1.0)
@@ -59,7 +62,9 @@ def build(core: MemoryCore, stores: list[ScopeStore], budget: int, now: datetime
                 continue
             if lt.status not in LIVE or lt.memory_type == "working" or tags & EVIDENCE_TAGS:
                 continue
-            strength = memory_strength(lt.importance, lt.half_life_days, lt.access_count, lt.last_accessed_at, now)
+            strength = memory_strength(
+                lt.importance, lt.half_life_days, lt.access_count, lt.last_accessed_at, now
+            )
             if strength < ARCHIVE_BELOW:
                 continue
             candidates.append((strength * weight, strength, key, lt, store))
@@ -67,9 +72,15 @@ def build(core: MemoryCore, stores: list[ScopeStore], budget: int, now: datetime
     summaries.sort(key=lambda s: (s[0], s[1]), reverse=True)
 
     sections: dict[str, list[tuple[str, str, Light, ScopeStore, float]]] = {
-        "Recent sessions": [(_line(lt, k, created.date().isoformat() + ":"), k, lt, st, 0.0)
-                            for created, k, lt, st in summaries[:RECENT_SESSIONS]],
-        "Instructions from the user": [], "Fixes and procedures": [], "Project": [], "User": []}
+        "Recent sessions": [
+            (_line(lt, k, created.date().isoformat() + ":"), k, lt, st, 0.0)
+            for created, k, lt, st in summaries[:RECENT_SESSIONS]
+        ],
+        "Instructions from the user": [],
+        "Fixes and procedures": [],
+        "Project": [],
+        "User": [],
+    }
     for _w, strength, key, lt, store in candidates:
         if INSTRUCTION_TAG in lt.tags:
             name = "Instructions from the user"
@@ -97,8 +108,16 @@ def build(core: MemoryCore, stores: list[ScopeStore], budget: int, now: datetime
                 continue
             kept.append(text)
             spent += cost
-            items.append(InjectionItem(id=key, scope=store.scope, memory_type=MemoryType(lt.memory_type),
-                                       content=lt.content, strength=strength, tokens=cost))
+            items.append(
+                InjectionItem(
+                    id=key,
+                    scope=store.scope,
+                    memory_type=MemoryType(lt.memory_type),
+                    content=lt.content,
+                    strength=strength,
+                    tokens=cost,
+                )
+            )
         if kept:
             parts.append(f"## {name}\n" + "\n".join(kept))
             used += spent

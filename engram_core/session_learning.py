@@ -58,9 +58,13 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _INSTRUCTION = re.compile(
     r"^(?:(?:please|also|and|so|ok|okay|oh|btw|remember|note)[\s,:]+)*"
     r"(?:always|never|from now on|going forward|in future|in the future|prefer|don['’]?t|do not|avoid|"
-    r"make sure (?:to|you)|remember to|stop)\b", re.I)
+    r"make sure (?:to|you)|remember to|stop)\b",
+    re.I,
+)
 _ANYWHERE = re.compile(r"\b(?:from now on|going forward)\b", re.I)
-_NOT_INSTRUCTION = re.compile(r"^(?:don['’]?t|do not)\s+(?:worry|bother|mind|know|think|understand|see)\b", re.I)
+_NOT_INSTRUCTION = re.compile(
+    r"^(?:don['’]?t|do not)\s+(?:worry|bother|mind|know|think|understand|see)\b", re.I
+)
 
 
 @dataclass
@@ -79,7 +83,9 @@ def instructions_in(prompt: str) -> list[str]:
     """The sentences of a prompt that state a standing instruction or preference."""
     out: list[str] = []
     # splitlines() knows every line break (\r, U+2028, U+2029, U+0085…); other control characters are spaces.
-    sentences = [part for line in (prompt or "").splitlines() for part in _SENTENCE_END.split(_CONTROL.sub(" ", line))]
+    sentences = [
+        part for line in (prompt or "").splitlines() for part in _SENTENCE_END.split(_CONTROL.sub(" ", line))
+    ]
     for raw in sentences:
         s = " ".join(raw.split()).strip(" -*•>\"'")
         if not (8 <= len(s) <= 400) or s.endswith("?"):
@@ -140,11 +146,25 @@ def on_command_ok(core: MemoryCore, command: str, project: str | None, session: 
         # Not a fix itself, but maybe part of one (`pip install x` before the re-run): keep it as evidence, up to
         # a bound (a failure that is never fixed must not turn every later command into a stored row).
         since = open_failures[0]["created_at"]
-        if sum(1 for r in _session_rows(sess, COMMAND_TAG) if r["created_at"] >= since) >= MAX_EVIDENCE_COMMANDS:
+        if (
+            sum(1 for r in _session_rows(sess, COMMAND_TAG) if r["created_at"] >= since)
+            >= MAX_EVIDENCE_COMMANDS
+        ):
             return None
-        writing.store(core, MemoryIn(content=f"Ran `{command}` successfully", memory_type="working", scope="session",
-                               tags=[COMMAND_TAG], importance=0.2, source="hook:PostToolUse",
-                               metadata={"command": command}), project=project, session=session)
+        writing.store(
+            core,
+            MemoryIn(
+                content=f"Ran `{command}` successfully",
+                memory_type="working",
+                scope="session",
+                tags=[COMMAND_TAG],
+                importance=0.2,
+                source="hook:PostToolUse",
+                metadata={"command": command},
+            ),
+            project=project,
+            session=session,
+        )
         return None
     first = matches[0]
     since = first["created_at"]
@@ -153,20 +173,25 @@ def on_command_ok(core: MemoryCore, command: str, project: str | None, session: 
         f = str(r["metadata"].get("file") or "")
         if r["created_at"] >= since and f and f not in files:
             files.append(f)
-    commands = [str(r["metadata"].get("command")) for r in _session_rows(sess, COMMAND_TAG)
-                if r["created_at"] >= since and r["metadata"].get("command")]
+    commands = [
+        str(r["metadata"].get("command"))
+        for r in _session_rows(sess, COMMAND_TAG)
+        if r["created_at"] >= since and r["metadata"].get("command")
+    ]
     failed_cmd = str(first["metadata"].get("command") or "")
     error = str(first["metadata"].get("error") or "it failed")
     steps = []
     if files:
-        shown = ", ".join(files[:MAX_LISTED]) + (f" and {len(files) - MAX_LISTED} more" if len(files) > MAX_LISTED
-                                                 else "")
+        shown = ", ".join(files[:MAX_LISTED]) + (
+            f" and {len(files) - MAX_LISTED} more" if len(files) > MAX_LISTED else ""
+        )
         steps.append(f"editing {shown}")
     if commands:
         steps.append("running " + ", ".join(f"`{c}`" for c in list(dict.fromkeys(commands))[:5]))
     if steps:
-        how = " and ".join(steps) + (f"; then `{command}` succeeded" if command != failed_cmd
-                                     else "; then it succeeded")
+        how = " and ".join(steps) + (
+            f"; then `{command}` succeeded" if command != failed_cmd else "; then it succeeded"
+        )
         importance = IMPORTANCE["fix"]
     elif command != failed_cmd:
         how = f"running `{command}` instead"
@@ -176,11 +201,26 @@ def on_command_ok(core: MemoryCore, command: str, project: str | None, session: 
         importance = IMPORTANCE["rerun"]
     content = f"`{failed_cmd}` failed with {error}; fixed by {how}."
     name = command_name(failed_cmd).lower()
-    result = writing.store(core, MemoryIn(
-        content=content, memory_type="procedural", scope="project", importance=importance,
-        tags=[FIX_TAG, "procedure", name[:64]], source="hook:fix",
-        metadata={**_meta(sess), "command": failed_cmd, "fixed_command": command, "files": files[:50],
-                  "failures": len(matches)}), project=project or sess.project_root, session=session)
+    result = writing.store(
+        core,
+        MemoryIn(
+            content=content,
+            memory_type="procedural",
+            scope="project",
+            importance=importance,
+            tags=[FIX_TAG, "procedure", name[:64]],
+            source="hook:fix",
+            metadata={
+                **_meta(sess),
+                "command": failed_cmd,
+                "fixed_command": command,
+                "files": files[:50],
+                "failures": len(matches),
+            },
+        ),
+        project=project or sess.project_root,
+        session=session,
+    )
     for r in matches:
         sess.store.update_memory(r["key"], {"metadata": {**r["metadata"], "fixed_by": result.memory.id}})
     return result.memory
@@ -195,26 +235,51 @@ def on_prompt(core: MemoryCore, prompt: str, project: str | None, session: str) 
     if not prompt.strip():
         return []
     if not any(GOAL_TAG in lt.tags for lt in sess.store.light.values()):
-        writing.store(core, MemoryIn(content=_short(prompt, MAX_GOAL_CHARS), memory_type="working", scope="session",
-                               tags=[GOAL_TAG], importance=0.3, source="hook:UserPromptSubmit"),
-                      project=project, session=session)
+        writing.store(
+            core,
+            MemoryIn(
+                content=_short(prompt, MAX_GOAL_CHARS),
+                memory_type="working",
+                scope="session",
+                tags=[GOAL_TAG],
+                importance=0.3,
+                source="hook:UserPromptSubmit",
+            ),
+            project=project,
+            session=session,
+        )
     root = project or sess.project_root
     if root is None:
         return []
     out = []
     for sentence in instructions_in(prompt):
-        result = writing.store(core, MemoryIn(
-            content=f"User instruction: {sentence}", memory_type="procedural", scope="project",
-            importance=IMPORTANCE["instruction"], tags=[INSTRUCTION_TAG, "preference"],
-            source="hook:UserPromptSubmit", metadata=_meta(sess)), project=root, session=session)
+        result = writing.store(
+            core,
+            MemoryIn(
+                content=f"User instruction: {sentence}",
+                memory_type="procedural",
+                scope="project",
+                importance=IMPORTANCE["instruction"],
+                tags=[INSTRUCTION_TAG, "preference"],
+                source="hook:UserPromptSubmit",
+                metadata=_meta(sess),
+            ),
+            project=root,
+            session=session,
+        )
         out.append(result.memory)
     return out
 
 
 # ── session summaries ────────────────────────────────────────────────────────
 def _summaries_of(store: ScopeStore, session_key: str, *, agent: bool | None = None) -> list[str]:
-    keys = [k for k, lt in store.light.items() if SUMMARY_TAG in lt.tags and lt.status != "forgotten"
-            and (agent is None or (AGENT_TAG in lt.tags) == agent)]
+    keys = [
+        k
+        for k, lt in store.light.items()
+        if SUMMARY_TAG in lt.tags
+        and lt.status != "forgotten"
+        and (agent is None or (AGENT_TAG in lt.tags) == agent)
+    ]
     rows = store.get_many(keys)
     return [k for k in keys if k in rows and rows[k]["metadata"].get("session_key") == session_key]
 
@@ -230,11 +295,23 @@ def write_agent_summary(core: MemoryCore, session: str, summary: str, project: s
         raise EngramError("session summaries are kept in project scope: run inside a project or pass project")
     existing = _summaries_of(pstore, sess.key, agent=True)
     if existing:
-        return writing.update(core, existing[0], MemoryPatch(content=summary), project=project or sess.project_root)
-    result = writing.store(core, MemoryIn(content=summary, memory_type="episodic", scope="project",
-                                    importance=IMPORTANCE["agent_summary"], tags=[SUMMARY_TAG, AGENT_TAG],
-                                    source="mcp:session_summary", metadata={**_meta(sess), "author": "agent"}),
-                           project=project or sess.project_root, session=session)
+        return writing.update(
+            core, existing[0], MemoryPatch(content=summary), project=project or sess.project_root
+        )
+    result = writing.store(
+        core,
+        MemoryIn(
+            content=summary,
+            memory_type="episodic",
+            scope="project",
+            importance=IMPORTANCE["agent_summary"],
+            tags=[SUMMARY_TAG, AGENT_TAG],
+            source="mcp:session_summary",
+            metadata={**_meta(sess), "author": "agent"},
+        ),
+        project=project or sess.project_root,
+        session=session,
+    )
     return result.memory
 
 
@@ -258,8 +335,11 @@ def collect(core: MemoryCore, sess: Session) -> Evidence:
     ev.unresolved = [c for c in ev.unresolved if c not in ev.fixed]
     pstore = core.project_store(sess.project_root) if sess.project_root else None
     if pstore is not None:
-        keys = [k for k, lt in pstore.light.items() if lt.created_at >= sess.started_at
-                and (FIX_TAG in lt.tags or INSTRUCTION_TAG in lt.tags)]
+        keys = [
+            k
+            for k, lt in pstore.light.items()
+            if lt.created_at >= sess.started_at and (FIX_TAG in lt.tags or INSTRUCTION_TAG in lt.tags)
+        ]
         rows = pstore.get_many(keys)
         ev.learned = [k for k in keys if k in rows and rows[k]["metadata"].get("session_key") == sess.key]
     return ev
@@ -277,15 +357,17 @@ def summary_text(sess: Session, ev: Evidence, report: PromotionReport) -> str | 
         return None
     parts = [f"Session of {sess.started_at.date().isoformat()}"]
     if ev.goal:
-        parts.append(f"goal: \"{ev.goal}\"")
+        parts.append(f'goal: "{ev.goal}"')
     if ev.files:
         parts.append("files touched: " + _listing([f + (" (new)" if new else "") for f, new in ev.files]))
     if ev.fixed:
         parts.append("failures fixed: " + _listing([f"`{_short(c, 80)}`" for c in ev.fixed]))
     if ev.unresolved:
         parts.append("still failing at the end: " + _listing([f"`{_short(c, 80)}`" for c in ev.unresolved]))
-    parts.append(f"memories kept: {kept} ({len(ev.learned)} learned from events, "
-                 f"{len(report.promoted) + len(report.merged)} promoted from the session)")
+    parts.append(
+        f"memories kept: {kept} ({len(ev.learned)} learned from events, "
+        f"{len(report.promoted) + len(report.merged)} promoted from the session)"
+    )
     return "; ".join(parts) + "."
 
 
@@ -296,9 +378,13 @@ def store_summary(core: MemoryCore, sess: Session, ev: Evidence, report: Promoti
     pstore = core.project_store(sess.project_root) if sess.project_root else None
     if pstore is None:
         return None
-    facts = {"files": [f for f, _ in ev.files][:50], "failures_fixed": ev.fixed[:20],
-             "still_failing": ev.unresolved[:20], "learned": ev.learned[:50],
-             "promoted": len(report.promoted) + len(report.merged)}
+    facts = {
+        "files": [f for f, _ in ev.files][:50],
+        "failures_fixed": ev.fixed[:20],
+        "still_failing": ev.unresolved[:20],
+        "learned": ev.learned[:50],
+        "promoted": len(report.promoted) + len(report.merged),
+    }
     agent = _summaries_of(pstore, sess.key, agent=True)
     if agent:
         row = pstore.get(agent[0]) or {}
@@ -307,11 +393,19 @@ def store_summary(core: MemoryCore, sess: Session, ev: Evidence, report: Promoti
     text = summary_text(sess, ev, report)
     if text is None:
         return None
-    result = writing.store(core, MemoryIn(content=text, memory_type="episodic", scope="project",
-                                    importance=IMPORTANCE["summary"], tags=[SUMMARY_TAG],
-                                    source="hook:SessionEnd", metadata={**_meta(sess), "author": "engram",
-                                                                        "auto": facts}),
-                           project=sess.project_root)
+    result = writing.store(
+        core,
+        MemoryIn(
+            content=text,
+            memory_type="episodic",
+            scope="project",
+            importance=IMPORTANCE["summary"],
+            tags=[SUMMARY_TAG],
+            source="hook:SessionEnd",
+            metadata={**_meta(sess), "author": "engram", "auto": facts},
+        ),
+        project=sess.project_root,
+    )
     return result.memory.id
 
 
@@ -335,9 +429,22 @@ def checkpoint(core: MemoryCore, session: str, project: str | None, trigger: str
     if not ev.files and not failures:
         return None
     files = [f for f, _ in ev.files]
-    text = (f"Before context compaction ({trigger}): modified {len(files)} file(s)"
-            f"{': ' + _listing(files) if files else ''}; {failures} failed command(s)"
-            f"{f' ({len(ev.fixed)} fixed)' if ev.fixed else ''}.")
-    result = writing.store(core, MemoryIn(content=text, memory_type="episodic", scope="session", tags=["compaction"],
-                                    importance=0.4, source="hook:PreCompact"), project=project, session=session)
+    text = (
+        f"Before context compaction ({trigger}): modified {len(files)} file(s)"
+        f"{': ' + _listing(files) if files else ''}; {failures} failed command(s)"
+        f"{f' ({len(ev.fixed)} fixed)' if ev.fixed else ''}."
+    )
+    result = writing.store(
+        core,
+        MemoryIn(
+            content=text,
+            memory_type="episodic",
+            scope="session",
+            tags=["compaction"],
+            importance=0.4,
+            source="hook:PreCompact",
+        ),
+        project=project,
+        session=session,
+    )
     return result.memory

@@ -23,14 +23,24 @@ def resume(core: MemoryCore, recover: bool = True) -> None:
 
 
 def info(s: Session, resumed: bool = False) -> SessionInfo:
-    return SessionInfo(session_key=s.key, claude_session_id=s.claude_id, project_root=s.project_root,
-                       project_db=project_db_name(s.project_root) if s.project_root else None,
-                       started_at=s.started_at, status="active", resumed=resumed)
+    return SessionInfo(
+        session_key=s.key,
+        claude_session_id=s.claude_id,
+        project_root=s.project_root,
+        project_db=project_db_name(s.project_root) if s.project_root else None,
+        started_at=s.started_at,
+        status="active",
+        resumed=resumed,
+    )
 
 
 @api
-def start_session(core: MemoryCore, project: str | None = None, claude_session_id: str | None = None,
-                  source: str | None = None) -> SessionInfo:
+def start_session(
+    core: MemoryCore,
+    project: str | None = None,
+    claude_session_id: str | None = None,
+    source: str | None = None,
+) -> SessionInfo:
     sess, resumed = core.scopes.start_session(project, claude_session_id)
     return info(sess, resumed=resumed)
 
@@ -54,9 +64,11 @@ def end_session(core: MemoryCore, session: str, reason: str = "ended") -> Promot
         pstore = core.project_store(sess.project_root)
         status = "recovered" if reason == "recovered" else "completed"
         if pstore is not None:
-            pstore.q("UPDATE session_registry SET status = $st, ended_at = time::now(), end_reason = $r, "
-                     "memories_promoted = $n WHERE session_key = $k",
-                     {"st": status, "r": reason, "n": len(report.promoted) + len(report.merged), "k": sess.key})
+            pstore.q(
+                "UPDATE session_registry SET status = $st, ended_at = time::now(), end_reason = $r, "
+                "memories_promoted = $n WHERE session_key = $k",
+                {"st": status, "r": reason, "n": len(report.promoted) + len(report.merged), "k": sess.key},
+            )
         report.dropped = len(sess.store.light)
         # The evolution schedule (seed 001 §9) counts sessions that ended, once each, here.
         lifecycle.count_session_end(pstore if pstore is not None else core.user)

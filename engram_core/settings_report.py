@@ -18,8 +18,10 @@ _WHY_SHARED = {
     "organise": "the self-organising layer is registered once, for every project the daemon serves",
     "max_memories_user": "the user store is shared by every project",
 }
-_EMBEDDING_WHY = ("the daemon loads one embedding model for every project (a store's vectors and each query's must "
-                  "come from the same model)")
+_EMBEDDING_WHY = (
+    "the daemon loads one embedding model for every project (a store's vectors and each query's must "
+    "come from the same model)"
+)
 _DAEMON_WHY = "it is a setting of the daemon process itself"
 
 
@@ -62,17 +64,27 @@ def settings_report(core: MemoryCore, project: str | None = None) -> SettingsRep
             source = "default"
         note = None
         if wide and name in proj and _coerced(name, proj[name]) != value:
-            ignored.append(f"{name}: {_shown(name, proj[name])!r} in {proj_path} is ignored, because {_why(name)}; "
-                           f"this daemon uses {_shown(name, value)!r} ({source}). Set it in {user_path} or the "
-                           f"daemon's environment (ENGRAM_{name.upper()}) for every project, then `engram stop`.")
+            ignored.append(
+                f"{name}: {_shown(name, proj[name])!r} in {proj_path} is ignored, because {_why(name)}; "
+                f"this daemon uses {_shown(name, value)!r} ({source}). Set it in {user_path} or the "
+                f"daemon's environment (ENGRAM_{name.upper()}) for every project, then `engram stop`."
+            )
         if wide and name in user and name not in env and _coerced(name, user[name]) != value:
-            ignored.append(f"{name}: {_shown(name, user[name])!r} in {user_path} is not in effect: the daemon read "
-                           f"its settings when it started; `engram stop` and the next command starts it with them.")
+            ignored.append(
+                f"{name}: {_shown(name, user[name])!r} in {user_path} is not in effect: the daemon read "
+                f"its settings when it started; `engram stop` and the next command starts it with them."
+            )
         if name in env:
             for where, layer, path in (("project file", proj, proj_path), ("user file", user, user_path)):
-                if name in layer and (where == "user file" or not wide) and _coerced(name, layer[name]) != value:
-                    ignored.append(f"{name}: {_shown(name, layer[name])!r} in {path} is overridden by "
-                                   f"ENGRAM_{name.upper()} in the daemon's environment ({_shown(name, value)!r}).")
+                if (
+                    name in layer
+                    and (where == "user file" or not wide)
+                    and _coerced(name, layer[name]) != value
+                ):
+                    ignored.append(
+                        f"{name}: {_shown(name, layer[name])!r} in {path} is overridden by "
+                        f"ENGRAM_{name.upper()} in the daemon's environment ({_shown(name, value)!r})."
+                    )
         if name == "scope_weights":
             value = core.scope_weights(None, project)
             if source == "default" and effective.scope_weight_profile != "evolved":
@@ -92,7 +104,15 @@ def settings_report(core: MemoryCore, project: str | None = None) -> SettingsRep
                 note = f"set by hand for {', '.join(sorted(manual))}; the other types: {rest}"
         elif name == "scope_weight_profile" and effective.scope_weights:
             note = "not used for the weights: scope_weights is set"
-        entries.append(SettingEntry(name=name, value=_shown(name, value), source=source,
-                                    applies="daemon-wide" if wide else "per project", note=note))
-    return SettingsReport(project_root=root, user_file=user_path, project_file=proj_path, settings=entries,
-                          ignored=ignored)
+        entries.append(
+            SettingEntry(
+                name=name,
+                value=_shown(name, value),
+                source=source,
+                applies="daemon-wide" if wide else "per project",
+                note=note,
+            )
+        )
+    return SettingsReport(
+        project_root=root, user_file=user_path, project_file=proj_path, settings=entries, ignored=ignored
+    )

@@ -57,7 +57,9 @@ COMPACT_GROWTH = 1.1
 COMPACT_SLACK = 1024 * 1024
 # Recall log rows held in memory per store at most (as many as compaction keeps: service.RETRIEVAL_LOG_KEEP).
 HELD_LOG_MAX = 5000
-LOG_ROW_BYTES = 1300  # what one retrieval_log row adds to the engine's files (measured: ~1.3 KB, batched or not)
+LOG_ROW_BYTES = (
+    1300  # what one retrieval_log row adds to the engine's files (measured: ~1.3 KB, batched or not)
+)
 # A compaction copying between requests sizes its batches of rows so that each piece holds the request lock about
 # COPY_PIECE_S (a recall issued meanwhile waits that long at most).
 COPY_PIECE_S = 0.05
@@ -71,7 +73,9 @@ COPY_SKIP_SHARE = 100
 COPYING_RETRY_S = 1.0  # held bookkeeping is tried again this often while a compaction copies between requests
 ACCESS_CHUNK = 100  # memories whose access counts one bookkeeping write applies (ScopeStore.drain_due)
 # A statement that may change rows (anything but a plain read) empties the row cache.
-_WRITES = re.compile(r"\b(?:UPDATE|UPSERT|CREATE|DELETE|INSERT|RELATE|REMOVE|DEFINE|ALTER|REBUILD)\b", re.IGNORECASE)
+_WRITES = re.compile(
+    r"\b(?:UPDATE|UPSERT|CREATE|DELETE|INSERT|RELATE|REMOVE|DEFINE|ALTER|REBUILD)\b", re.IGNORECASE
+)
 
 SCHEMA_DIR = Path(__file__).parent / "schema"
 QUERY_DIR = Path(__file__).parent / "queries"
@@ -101,12 +105,22 @@ ENTITY_LISTS_SCHEMA = 11
 # What schemas 009 (graph edges) and 010 (entities) stop writing, as the rows written before get it cleared
 # (`_lean_rows`): schema version → (table, which rows still hold it, how it is cleared).
 _LEAN_ROWS = {
-    9: (("relates_to", "scope != NONE OR created_at != NONE OR source = 'extracted'",
-         "scope = NONE, created_at = NONE, source = IF source = 'agent' THEN 'agent' ELSE NONE END"),
-        ("mentions", "created_at != NONE", "created_at = NONE")),
-    10: (("entity", "scope != NONE OR created_at != NONE OR source = 'extracted' OR description = ''",
-          "scope = NONE, created_at = NONE, source = IF source = 'agent' THEN 'agent' ELSE NONE END, "
-          "description = IF description = '' THEN NONE ELSE description END"),),
+    9: (
+        (
+            "relates_to",
+            "scope != NONE OR created_at != NONE OR source = 'extracted'",
+            "scope = NONE, created_at = NONE, source = IF source = 'agent' THEN 'agent' ELSE NONE END",
+        ),
+        ("mentions", "created_at != NONE", "created_at = NONE"),
+    ),
+    10: (
+        (
+            "entity",
+            "scope != NONE OR created_at != NONE OR source = 'extracted' OR description = ''",
+            "scope = NONE, created_at = NONE, source = IF source = 'agent' THEN 'agent' ELSE NONE END, "
+            "description = IF description = '' THEN NONE ELSE description END",
+        ),
+    ),
 }
 cbor_encode.install()  # every request to the engine is encoded by cbor_encode (the SDK's bytes, ~4.5x sooner)
 
@@ -168,7 +182,9 @@ def decode_vector(raw: Any) -> np.ndarray | None:
     if isinstance(raw, bytes | bytearray | memoryview):
         raw = bytes(raw)
         if len(raw) % 2 == 1 and raw[:1] == HALF_TAG:
-            return np.frombuffer(raw, dtype=VECTOR_DTYPE, offset=1).astype(np.float32) if len(raw) > 1 else None
+            return (
+                np.frombuffer(raw, dtype=VECTOR_DTYPE, offset=1).astype(np.float32) if len(raw) > 1 else None
+            )
         arr = np.frombuffer(raw, dtype=np.dtype("<f4"))
     else:
         arr = np.asarray(raw, dtype=np.float32).reshape(-1)
@@ -223,8 +239,16 @@ def plain(value: Any) -> Any:
     if isinstance(value, RecordID):
         return f"{value.table_name}:{value.id}"
     if isinstance(value, datetime):
-        return datetime(value.year, value.month, value.day, value.hour, value.minute, value.second,
-                        value.microsecond, tzinfo=value.tzinfo or UTC)
+        return datetime(
+            value.year,
+            value.month,
+            value.day,
+            value.hour,
+            value.minute,
+            value.second,
+            value.microsecond,
+            tzinfo=value.tzinfo or UTC,
+        )
     if isinstance(value, Mapping):
         return {k: plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -246,8 +270,14 @@ def _read_postings(z: Any) -> Postings | None:
     """The BM25 postings saved with the snapshot (absent in one written before they were), checked by the index."""
     if "p_terms" not in z.files:
         return None
-    return Postings(analyser=bytes(z["p_analyser"]).decode(), terms=text_lines(z["p_terms"]),
-                    offsets=z["p_offsets"], slots=z["p_slots"], tfs=z["p_tfs"], doc_len=z["p_doc_len"])
+    return Postings(
+        analyser=bytes(z["p_analyser"]).decode(),
+        terms=text_lines(z["p_terms"]),
+        offsets=z["p_offsets"],
+        slots=z["p_slots"],
+        tfs=z["p_tfs"],
+        doc_len=z["p_doc_len"],
+    )
 
 
 def write_private(path: Path, write: Callable[[BinaryIO], Any]) -> None:
@@ -268,9 +298,13 @@ def _io_error(exc: BaseException, where: str) -> StoreError | None:
     """Disk trouble gets a message that says what to do; the engine's own words stay in it."""
     text = str(exc)
     if "No space left" in text or "os error 28" in text:
-        return StoreError(f"the disk holding {where} is full: nothing was stored. Free some space and retry. ({text})")
+        return StoreError(
+            f"the disk holding {where} is full: nothing was stored. Free some space and retry. ({text})"
+        )
     if "Read-only file system" in text or "os error 30" in text or "Permission denied" in text:
-        return StoreError(f"{where} cannot be written (read-only or no permission): nothing was stored. ({text})")
+        return StoreError(
+            f"{where} cannot be written (read-only or no permission): nothing was stored. ({text})"
+        )
     return None
 
 
@@ -390,8 +424,9 @@ class Connection:
             if path is not None:
                 ensure_private_dir(path.parent)
                 if path.is_symlink():  # the engine would write wherever it points
-                    raise StoreError(f"{path} is a symbolic link: Engram does not open a store through a link. "
-                                     "Remove it.")
+                    raise StoreError(
+                        f"{path} is a symbolic link: Engram does not open a store through a link. Remove it."
+                    )
                 _recover_compaction(path)
             self._db = _engine_factory(url)
         except Exception as exc:  # the engine's message names the LOCK file when another process has it
@@ -446,7 +481,6 @@ class Connection:
                     raise
                 raise translated from exc
 
-
     # ── least privilege for user-written SurrealQL ─────────────
     # User statements run in engine sessions of their own (RPC attach), each signed in as a database-level
     # VIEWER or EDITOR user: the engine pins such a session to its namespace and database, and the
@@ -460,16 +494,22 @@ class Connection:
                 return idle.pop()
             password = self._role_passwords.get(key)
             if password is None:
-                password = secrets.token_urlsafe(24)  # a literal below; token_urlsafe only yields [A-Za-z0-9_-]
+                password = secrets.token_urlsafe(
+                    24
+                )  # a literal below; token_urlsafe only yields [A-Za-z0-9_-]
                 self._current = None
                 self._db.use(ns, db)
-                self._db.query(f"DEFINE USER OVERWRITE engram_{role.lower()} ON DATABASE PASSWORD '{password}' "
-                               f"ROLES {role} DURATION FOR TOKEN 365d, FOR SESSION NONE").execute()
+                self._db.query(
+                    f"DEFINE USER OVERWRITE engram_{role.lower()} ON DATABASE PASSWORD '{password}' "
+                    f"ROLES {role} DURATION FOR TOKEN 365d, FOR SESSION NONE"
+                ).execute()
                 self._role_passwords[key] = password
         session = _attach(self._db)
         try:
-            self._db.signin({"namespace": ns, "database": db, "username": f"engram_{role.lower()}",
-                             "password": password}, session_id=session)
+            self._db.signin(
+                {"namespace": ns, "database": db, "username": f"engram_{role.lower()}", "password": password},
+                session_id=session,
+            )
         except Exception:
             with contextlib.suppress(Exception):
                 _detach(self._db, session)
@@ -515,10 +555,15 @@ class Connection:
         the last compaction by a tenth + 1 MiB."""
         if self.path is None:
             return False
-        return self.erased or self.disk_bytes() + pending_bytes > self.baseline * COMPACT_GROWTH + COMPACT_SLACK
+        return (
+            self.erased or self.disk_bytes() + pending_bytes > self.baseline * COMPACT_GROWTH + COMPACT_SLACK
+        )
 
-    def compact(self, stop: Callable[[], bool] | None = None,
-                piece: Callable[[], contextlib.AbstractContextManager[Any]] | None = None) -> tuple[int, int]:
+    def compact(
+        self,
+        stop: Callable[[], bool] | None = None,
+        piece: Callable[[], contextlib.AbstractContextManager[Any]] | None = None,
+    ) -> tuple[int, int]:
         """Rewrite the store file with its live data only; returns (bytes before, bytes after).
         The caller applies pending bookkeeping first (ScopeStore.drain).
 
@@ -549,8 +594,11 @@ class Connection:
     def compaction_running(self) -> bool:
         return self._compactions_running > 0
 
-    def _compact(self, stop: Callable[[], bool] | None,
-                 piece: Callable[[], contextlib.AbstractContextManager[Any]] | None) -> tuple[int, int]:
+    def _compact(
+        self,
+        stop: Callable[[], bool] | None,
+        piece: Callable[[], contextlib.AbstractContextManager[Any]] | None,
+    ) -> tuple[int, int]:
         assert self.path is not None
         each = piece or contextlib.nullcontext
         tmp = self.path.with_name(self.path.name + ".compact")
@@ -589,7 +637,9 @@ class Connection:
                 raise
             except Exception as exc:
                 self._discard(new, tmp)
-                raise _io_error(exc, self.url) or StoreError(f"compaction of {self.url} failed: {exc}") from exc
+                raise _io_error(exc, self.url) or StoreError(
+                    f"compaction of {self.url} failed: {exc}"
+                ) from exc
             finally:
                 self.copying = False
                 self._current = None
@@ -599,7 +649,9 @@ class Connection:
 
     def _still_wanted(self, stop: Callable[[], bool] | None, writes: int) -> None:
         if stop is not None and stop():
-            raise CompactionStopped("the compaction stopped part-way (Engram is stopping); the store is unchanged")
+            raise CompactionStopped(
+                "the compaction stopped part-way (Engram is stopping); the store is unchanged"
+            )
         if self.writes != writes:
             raise CompactionOvertaken(f"{self.url} was written during its compaction")
 
@@ -650,7 +702,11 @@ class Connection:
         except Exception as exc:  # an optimisation: the next open merges instead
             log.warning("the engine's level-0 merge of %s at close failed: %s", self.path, exc)
             return
-        log.info("merged the engine's level 0 of %s at close in %.0f ms", self.path, (time.perf_counter() - t) * 1000)
+        log.info(
+            "merged the engine's level 0 of %s at close in %.0f ms",
+            self.path,
+            (time.perf_counter() - t) * 1000,
+        )
 
 
 def _recover_compaction(path: Path) -> None:
@@ -689,15 +745,20 @@ def _copy_store(src: Any, dst: Any, piece_s: float | None = None) -> Iterator[Ca
             yield from _copy_database(src, dst, ns, db, piece_s)
 
 
-def _copy_database(src: Any, dst: Any, ns: str, db: str,
-                   piece_s: float | None = None) -> Iterator[Callable[[], None] | None]:
+def _copy_database(
+    src: Any, dst: Any, ns: str, db: str, piece_s: float | None = None
+) -> Iterator[Callable[[], None] | None]:
     """Schema and rows of database ``ns``/``db`` of ``src`` into ``dst``, as `_copy_store` does it: definitions
     first, rows next (a batch a piece), then the indexes (built over the copied rows) and events (which must not
     fire on the copy). Users are not copied."""
     src.use(ns, db)
     info = src.query("INFO FOR DB").execute()[-1] or {}
-    head = [*_definitions(info.get("analyzers", {})), *_definitions(info.get("functions", {})),
-            *_definitions(info.get("params", {})), *_definitions(info.get("tables", {}))]
+    head = [
+        *_definitions(info.get("analyzers", {})),
+        *_definitions(info.get("functions", {})),
+        *_definitions(info.get("params", {})),
+        *_definitions(info.get("tables", {})),
+    ]
     tail: list[str] = []
     tables: list[tuple[str, bool, set[str]]] = []
     for name, definition in (info.get("tables") or {}).items():
@@ -719,7 +780,10 @@ def _copy_database(src: Any, dst: Any, ns: str, db: str,
         while True:
             t = time.perf_counter()
             src.use(ns, db)
-            rows = src.query(f"SELECT * FROM `{name}` ORDER BY id LIMIT {batch} START {start}").execute()[-1] or []
+            rows = (
+                src.query(f"SELECT * FROM `{name}` ORDER BY id LIMIT {batch} START {start}").execute()[-1]
+                or []
+            )
             if not rows:
                 break
             start += len(rows)
@@ -728,15 +792,24 @@ def _copy_database(src: Any, dst: Any, ns: str, db: str,
                 break
             if piece_s is not None:
                 took = max(time.perf_counter() - t, 1e-4)
-                batch = max(COPY_FIRST_BATCH // 2, start // COPY_SKIP_SHARE,
-                            min(COPY_MAX_BATCH, int(len(rows) * piece_s / took)))
+                batch = max(
+                    COPY_FIRST_BATCH // 2,
+                    start // COPY_SKIP_SHARE,
+                    min(COPY_MAX_BATCH, int(len(rows) * piece_s / took)),
+                )
     if tail:
         yield lambda: dst.query(";\n".join(tail)).execute()
 
 
 def _insert_rows(dst: Any, name: str, relation: bool, computed: set[str], rows: list[dict[str, Any]]) -> None:
-    rows = [{k: _copied_vector(v) if k == "embedding" else _without_none(v)
-             for k, v in r.items() if k not in computed and v is not None} for r in rows]
+    rows = [
+        {
+            k: _copied_vector(v) if k == "embedding" else _without_none(v)
+            for k, v in r.items()
+            if k not in computed and v is not None
+        }
+        for r in rows
+    ]
     into = "INSERT RELATION INTO" if relation else "INSERT INTO"
     dst.query(f"{into} `{name}` $rows RETURN NONE", {"rows": rows}).execute()
 
@@ -773,10 +846,20 @@ class Light:
 class ScopeStore:
     """One scope's database (namespace + database) on a Connection, with its in-process mirror."""
 
-    def __init__(self, conn: Connection, scope: Scope, database: str, *, dim: int = 384,
-                 clock: Clock | None = None, new_id: IdSource | None = None) -> None:
+    def __init__(
+        self,
+        conn: Connection,
+        scope: Scope,
+        database: str,
+        *,
+        dim: int = 384,
+        clock: Clock | None = None,
+        new_id: IdSource | None = None,
+    ) -> None:
         self.conn = conn
-        self.clock = clock or Clock()  # the service's: stamps written from Python (status history, updated_at)
+        self.clock = (
+            clock or Clock()
+        )  # the service's: stamps written from Python (status history, updated_at)
         self.new_id: IdSource = new_id or ulid
         self.scope = scope
         self.namespace = scope.value
@@ -811,16 +894,23 @@ class ScopeStore:
         self.reload_mirror()
 
     # ── plumbing ──────────────────────────────────────────────
-    def q(self, sql: str, params: Mapping[str, Any] | None = None, *,
-          memory_rows: Iterable[str] | None = None) -> list[Any]:
+    def q(
+        self, sql: str, params: Mapping[str, Any] | None = None, *, memory_rows: Iterable[str] | None = None
+    ) -> list[Any]:
         """Run statements on this store. ``memory_rows``: the memory rows a write changes that the row mirror must
         read again (a caller applies any other change itself, `mirror_fields`); by default they are found from
         the statement's parameters and text (row_mirror.RowMirror.touched)."""
         with self._drain_lock, self.conn.lock:
-            reads_log = "retrieval_log" in sql  # held log rows are written only for a query that may read them
+            reads_log = (
+                "retrieval_log" in sql
+            )  # held log rows are written only for a query that may read them
             # Not while a compaction copies between requests: the write would make its copy stale.
-            if (self._pending_access or self._pending_sql or self._pending_coact or (self._held_log and reads_log)) \
-                    and not self.conn.copying:
+            if (
+                self._pending_access
+                or self._pending_sql
+                or self._pending_coact
+                or (self._held_log and reads_log)
+            ) and not self.conn.copying:
                 self._drain_locked(keep_log=not reads_log)
             if memory_rows is not None:
                 self.rows.drop(memory_rows)
@@ -846,8 +936,10 @@ class ScopeStore:
                     self._lean_rows(version, text)
                 if version == ENTITY_LISTS_SCHEMA:
                     self._entity_lists()
-                self.q(f"BEGIN TRANSACTION;\n{text}\nUPSERT schema_meta:current SET version = {version}, "
-                       f"applied_at = time::now();\nCOMMIT TRANSACTION;")
+                self.q(
+                    f"BEGIN TRANSACTION;\n{text}\nUPSERT schema_meta:current SET version = {version}, "
+                    f"applied_at = time::now();\nCOMMIT TRANSACTION;"
+                )
                 current = version
         return current
 
@@ -858,21 +950,26 @@ class ScopeStore:
         be written; an interrupted upgrade goes on from the rows still holding floats at the next open, and
         schema 006 then narrows the type to bytes. The floats are read once (the SDK decodes them one by one:
         ~0.5 s per 1,000 rows)."""
-        widen = "\n".join(f"DEFINE FIELD OVERWRITE embedding ON {t} TYPE option<bytes | array<float>>;"
-                          for t in (MEMORY_TABLE, "entity"))
+        widen = "\n".join(
+            f"DEFINE FIELD OVERWRITE embedding ON {t} TYPE option<bytes | array<float>>;"
+            for t in (MEMORY_TABLE, "entity")
+        )
         self.q(widen)
         for table in (MEMORY_TABLE, "entity"):
             ids = self.q1(f"SELECT VALUE id FROM {table} WHERE type::is_array(embedding)") or []
             for i in range(0, len(ids), chunk):
                 vecs, empty = [], []
-                for r in self.q1("SELECT id, embedding FROM $ids", {"ids": ids[i:i + chunk]}) or []:
+                for r in self.q1("SELECT id, embedding FROM $ids", {"ids": ids[i : i + chunk]}) or []:
                     raw = encode_vector(r.get("embedding"))
                     if raw is None:  # an empty list was never a vector
                         empty.append(r["id"])
                     else:
                         vecs.append({"id": r["id"], "e": raw})
-                self.q("FOR $u IN $vecs { UPDATE $u.id SET embedding = $u.e RETURN NONE; };"
-                       "UPDATE $empty SET embedding = NONE RETURN NONE;", {"vecs": vecs, "empty": empty})
+                self.q(
+                    "FOR $u IN $vecs { UPDATE $u.id SET embedding = $u.e RETURN NONE; };"
+                    "UPDATE $empty SET embedding = NONE RETURN NONE;",
+                    {"vecs": vecs, "empty": empty},
+                )
             if ids:
                 self.conn.erased = True  # the old floats stay in the engine's files until the next compaction
 
@@ -886,9 +983,14 @@ class ScopeStore:
         for table, holding, clear in _LEAN_ROWS[version]:
             ids = self.q1(f"SELECT VALUE id FROM {table} WHERE {holding}") or []
             for i in range(0, len(ids), chunk):
-                self.q(self._eventless([table], f"UPDATE $ids SET {clear} RETURN NONE;\n"), {"ids": ids[i:i + chunk]})
+                self.q(
+                    self._eventless([table], f"UPDATE $ids SET {clear} RETURN NONE;\n"),
+                    {"ids": ids[i : i + chunk]},
+                )
             if ids:
-                self.conn.erased = True  # the old versions stay in the engine's files until the next compaction
+                self.conn.erased = (
+                    True  # the old versions stay in the engine's files until the next compaction
+                )
 
     def _eventless(self, tables: Sequence[str], body: str, counters: Sequence[str] = ("graph",)) -> str:
         """``body`` in one transaction with the tables' events lifted (they fire per row: a rewrite of every row is
@@ -897,8 +999,9 @@ class ScopeStore:
         for table in tables:
             events = (self.q1(f"INFO FOR TABLE {table}") or {}).get("events") or {}
             lift += "".join(f"REMOVE EVENT {name} ON TABLE {table};\n" for name in events)
-            back += "".join(re.sub(r"^DEFINE EVENT ", "DEFINE EVENT OVERWRITE ", str(d)) + ";\n"
-                            for d in events.values())
+            back += "".join(
+                re.sub(r"^DEFINE EVENT ", "DEFINE EVENT OVERWRITE ", str(d)) + ";\n" for d in events.values()
+            )
         bump = "".join(f"UPSERT mirror_meta:{c} SET n = (n ?? 0) + 1 RETURN NONE;\n" for c in counters)
         return f"BEGIN TRANSACTION;\n{lift}{body}{back}{bump}COMMIT TRANSACTION;"
 
@@ -913,11 +1016,17 @@ class ScopeStore:
         tables = (self.q1("INFO FOR DB") or {}).get("tables") or {}
         began = time.monotonic()
         if "mentions" in tables:
-            log.info("upgrading %s/%s to schema 11: each memory's entities onto its row (once; minutes for a large "
-                     "store)", self.namespace, self.database)
-            got = self.q1("RETURN {m: array::join((SELECT VALUE <string>record::id(in) + ' ' + <string>record::id(out) "
-                          "FROM mentions), '\n'), e: array::join((SELECT VALUE <string>record::id(id) + ' ' + name_key "
-                          "FROM entity), '\n')}")
+            log.info(
+                "upgrading %s/%s to schema 11: each memory's entities onto its row (once; minutes for a large "
+                "store)",
+                self.namespace,
+                self.database,
+            )
+            got = self.q1(
+                "RETURN {m: array::join((SELECT VALUE <string>record::id(in) + ' ' + <string>record::id(out) "
+                "FROM mentions), '\n'), e: array::join((SELECT VALUE <string>record::id(id) + ' ' + name_key "
+                "FROM entity), '\n')}"
+            )
             names = dict(line.split(" ", 1) for line in (got.get("e") or "").split("\n") if " " in line)
             lists: dict[str, set[str]] = {}
             for line in (got.get("m") or "").split("\n"):
@@ -926,26 +1035,49 @@ class ScopeStore:
                     lists.setdefault(memory, set()).add(ekey)
             keys = sorted(lists)
             for i in range(0, len(keys), chunk):
-                part = keys[i:i + chunk]
-                texts = dict(self.q1("SELECT VALUE [record::id(id), content] FROM $ids",
-                                     {"ids": [record(k) for k in part]}) or [])
-                lists_of = {k: [RecordID("entity", e) for e in in_text_order(
-                    texts.get(k) or "", {e: names.get(e, "") for e in lists[k]})] for k in part}
+                part = keys[i : i + chunk]
+                texts = dict(
+                    self.q1(
+                        "SELECT VALUE [record::id(id), content] FROM $ids", {"ids": [record(k) for k in part]}
+                    )
+                    or []
+                )
+                lists_of = {
+                    k: [
+                        RecordID("entity", e)
+                        for e in in_text_order(texts.get(k) or "", {e: names.get(e, "") for e in lists[k]})
+                    ]
+                    for k in part
+                }
                 # Only the graph's change counter moves: no mirror of the memory rows holds the lists, so the vector
                 # snapshot stays valid (counted, a 10,000-memory store read every row again: 5.9 s more).
-                self.q(self._eventless([MEMORY_TABLE], "UPDATE $ids SET entities = $lists[record::id(id)] "
-                                       "WHERE entities = NONE RETURN NONE;\n", ("graph",)),
-                       {"ids": [record(k) for k in part], "lists": lists_of})
+                self.q(
+                    self._eventless(
+                        [MEMORY_TABLE],
+                        "UPDATE $ids SET entities = $lists[record::id(id)] "
+                        "WHERE entities = NONE RETURN NONE;\n",
+                        ("graph",),
+                    ),
+                    {"ids": [record(k) for k in part], "lists": lists_of},
+                )
             if keys:
                 self.conn.erased = True  # the rows before their lists stay in the files until compacted
-        co = self.q1("SELECT VALUE id FROM relates_to WHERE relation_type = 'related_to' AND source = NONE") or []
+        co = (
+            self.q1("SELECT VALUE id FROM relates_to WHERE relation_type = 'related_to' AND source = NONE")
+            or []
+        )
         for i in range(0, len(co), chunk):
-            self.q(self._eventless(["relates_to"], "DELETE $ids RETURN NONE;\n"), {"ids": co[i:i + chunk]})
+            self.q(self._eventless(["relates_to"], "DELETE $ids RETURN NONE;\n"), {"ids": co[i : i + chunk]})
         if co:
             self.conn.erased = True
         if "mentions" in tables or co:
-            log.info("upgraded %s/%s to schema 11 in %.1f s: %d co-mention relations deleted (derived now)",
-                     self.namespace, self.database, time.monotonic() - began, len(co))
+            log.info(
+                "upgraded %s/%s to schema 11 in %.1f s: %d co-mention relations deleted (derived now)",
+                self.namespace,
+                self.database,
+                time.monotonic() - began,
+                len(co),
+            )
 
     def _has_schema_meta(self) -> bool:
         info = self.q1("INFO FOR DB")
@@ -971,7 +1103,11 @@ class ScopeStore:
     def side_snapshot_path(self, part: str, suffix: str = "json") -> Path | None:
         """Where a mirror kept by another module (``part``: the graph) is saved beside this store."""
         path = self.conn.path
-        return None if path is None else path.parent / f"{path.name}.{self.namespace}.{self.database}.{part}.{suffix}"
+        return (
+            None
+            if path is None
+            else path.parent / f"{path.name}.{self.namespace}.{self.database}.{part}.{suffix}"
+        )
 
     def reload_mirror(self) -> None:
         with paused_collector():
@@ -988,7 +1124,10 @@ class ScopeStore:
             return
         # The snapshot is out of date (or absent): every row, its vector included, from the database. A vector is
         # one bytes value (schema 006), so this is a bulk read, not 384 floats decoded one by one.
-        rows = self.q1(f"SELECT {LIGHT_FIELDS} FROM memory WHERE status NOT IN ['forgotten', 'superseded']") or []
+        rows = (
+            self.q1(f"SELECT {LIGHT_FIELDS} FROM memory WHERE status NOT IN ['forgotten', 'superseded']")
+            or []
+        )
         with self._mirror_lock:
             self.index = SearchIndex(self.index_dim)
             self.light.clear()
@@ -1006,12 +1145,16 @@ class ScopeStore:
         with self._mirror_lock:
             todo = self.rows.missing(self.light)
         for i in range(0, len(todo), chunk):
-            keys = self.rows.missing(todo[i:i + chunk])  # a write may have put some meanwhile
+            keys = self.rows.missing(todo[i : i + chunk])  # a write may have put some meanwhile
             if not keys:
                 continue
             with self.conn.lock:  # read and held under the lock: no write can come between the two
-                text = self.conn.run(self.namespace, self.database, FILL_QUERY,
-                                     {"ids": [record(k) for k in keys]})[-1] or ""
+                text = (
+                    self.conn.run(
+                        self.namespace, self.database, FILL_QUERY, {"ids": [record(k) for k in keys]}
+                    )[-1]
+                    or ""
+                )
                 again = []
                 for line in text.split("\n") if text else []:
                     row = from_json_row(json.loads(line))
@@ -1020,8 +1163,12 @@ class ScopeStore:
                     elif row["key"] in self.light:
                         self.rows.put(row.pop("key"), row)
                 if again:
-                    got = self.conn.run(self.namespace, self.database, f"SELECT {MEMORY_FIELDS} FROM $ids",
-                                        {"ids": [record(k) for k in again]})[-1]
+                    got = self.conn.run(
+                        self.namespace,
+                        self.database,
+                        f"SELECT {MEMORY_FIELDS} FROM $ids",
+                        {"ids": [record(k) for k in again]},
+                    )[-1]
                     for r in got or []:
                         if key_of(r["id"]) in self.light:
                             self.rows.put(key_of(r["id"]), plain(r))
@@ -1051,7 +1198,11 @@ class ScopeStore:
     def snapshot_path(self) -> Path | None:
         """Where this store's vectors are kept between runs (derived data: deleting it only slows one start)."""
         path = self.conn.path
-        return None if path is None else path.parent / f"{path.name}.{self.namespace}.{self.database}.vectors.npz"
+        return (
+            None
+            if path is None
+            else path.parent / f"{path.name}.{self.namespace}.{self.database}.vectors.npz"
+        )
 
     def _load_full_snapshot(self, gen: str) -> bool:
         """The whole mirror from the snapshot, when nothing has written a memory since it was taken."""
@@ -1060,8 +1211,12 @@ class ScopeStore:
             return False
         try:
             with np.load(path, allow_pickle=False) as z:
-                if (int(z["version"]) != SNAPSHOT_VERSION or int(z["dim"]) != self.index_dim
-                        or "generation" not in z.files or bytes(z["generation"]).decode() != gen):
+                if (
+                    int(z["version"]) != SNAPSHOT_VERSION
+                    or int(z["dim"]) != self.index_dim
+                    or "generation" not in z.files
+                    or bytes(z["generation"]).decode() != gen
+                ):
                     return False
                 keys = text_lines(z["keys"])
                 mat = z["vecs"].astype(np.float32)  # float16 values (encode_vector), as the store keeps them
@@ -1070,7 +1225,7 @@ class ScopeStore:
                 row_offsets = z["row_offsets"].tolist()
                 postings = _read_postings(z)
                 # Optional (a snapshot from before it has none): the two-stage scan's basis.
-                projection = ((z["c_basis"], int(z["c_basis_at"])) if "c_basis" in z.files else None)
+                projection = (z["c_basis"], int(z["c_basis_at"])) if "c_basis" in z.files else None
         except Exception as exc:  # noqa: BLE001 - a bad snapshot only costs a slower start
             log.warning("mirror snapshot %s unreadable, reading the store: %s", path, exc)
             return False
@@ -1085,21 +1240,47 @@ class ScopeStore:
             if has.any():
                 full[has] = mat[rows_of[has]]
         index = SearchIndex(self.index_dim)
-        index.load(order, [row[13] if row[14] is None else row[14] for row in light], full, has, postings,
-                   projection)
+        index.load(
+            order, [row[13] if row[14] is None else row[14] for row in light], full, has, postings, projection
+        )
         with self._mirror_lock:
             self.index = index
             self.light.clear()
             self._by_hash.clear()
             # The full rows (row_mirror.py), decoded when a recall first needs one.
             self.rows.load_snapshot(order, row_blob, row_offsets)
-            for (key, mtype, tags, imp, acc, hl, status, pinned, last, created, sess, ep, chash, content,
-                 _text) in light:
-                self.light[key] = Light(memory_type=mtype, tags=tags, importance=imp, access_count=acc,
-                                        half_life_days=hl, status=status, pinned=pinned,
-                                        last_accessed_at=datetime.fromisoformat(last),
-                                        created_at=datetime.fromisoformat(created), session_id=sess,
-                                        episode_id=ep, content_hash=chash, content=content)
+            for (
+                key,
+                mtype,
+                tags,
+                imp,
+                acc,
+                hl,
+                status,
+                pinned,
+                last,
+                created,
+                sess,
+                ep,
+                chash,
+                content,
+                _text,
+            ) in light:
+                self.light[key] = Light(
+                    memory_type=mtype,
+                    tags=tags,
+                    importance=imp,
+                    access_count=acc,
+                    half_life_days=hl,
+                    status=status,
+                    pinned=pinned,
+                    last_accessed_at=datetime.fromisoformat(last),
+                    created_at=datetime.fromisoformat(created),
+                    session_id=sess,
+                    episode_id=ep,
+                    content_hash=chash,
+                    content=content,
+                )
                 if chash:
                     self._by_hash.setdefault(chash, key)
         return True
@@ -1122,10 +1303,26 @@ class ScopeStore:
             order = list(self.light)
             keys, mat = self.index.embeddings(order)
             # The times stay datetimes (immutable) until the writing: formatting them is half of this loop.
-            light = [[k, lt.memory_type, list(lt.tags), lt.importance, lt.access_count, lt.half_life_days, lt.status,
-                      lt.pinned, lt.last_accessed_at, lt.created_at, lt.session_id,
-                      lt.episode_id, lt.content_hash, lt.content, None if t == lt.content else t]
-                     for (k, lt), t in zip(self.light.items(), self.index.texts(order), strict=True)]
+            light = [
+                [
+                    k,
+                    lt.memory_type,
+                    list(lt.tags),
+                    lt.importance,
+                    lt.access_count,
+                    lt.half_life_days,
+                    lt.status,
+                    lt.pinned,
+                    lt.last_accessed_at,
+                    lt.created_at,
+                    lt.session_id,
+                    lt.episode_id,
+                    lt.content_hash,
+                    lt.content,
+                    None if t == lt.content else t,
+                ]
+                for (k, lt), t in zip(self.light.items(), self.index.texts(order), strict=True)
+            ]
             row_texts = [self.rows.snapshot_text(row[0]) or "" for row in light]
             postings = self.index.export_postings([row[0] for row in light])
             projection = self.index.projection()
@@ -1144,19 +1341,31 @@ class ScopeStore:
             np.cumsum([len(b) for b in encoded], out=row_offsets[1:])
             try:
                 with self._snapshot_write_lock:  # a close may write it at the same time: one after the other
-                    write_private(path, lambda fh: np.savez(
-                        fh, version=SNAPSHOT_VERSION, dim=self.index_dim, vecs=mat.astype(VECTOR_DTYPE),
-                        keys=text_array(keys),
-                        generation=np.frombuffer(gen.encode(), dtype=np.uint8),
-                        light=np.frombuffer(zlib.compress(json.dumps(light, ensure_ascii=False).encode(), 3),
-                                            dtype=np.uint8),
-                        # The full rows' JSON texts in one blob (fast to decompress: level 1) and where each ends.
-                        row_texts=np.frombuffer(zlib.compress(b"".join(encoded), 1), dtype=np.uint8),
-                        row_offsets=row_offsets,
-                        p_analyser=np.frombuffer(postings.analyser.encode(), dtype=np.uint8),
-                        p_terms=text_array(postings.terms),
-                        p_offsets=postings.offsets, p_slots=postings.slots, p_tfs=postings.tfs,
-                        p_doc_len=postings.doc_len, **extra))
+                    write_private(
+                        path,
+                        lambda fh: np.savez(
+                            fh,
+                            version=SNAPSHOT_VERSION,
+                            dim=self.index_dim,
+                            vecs=mat.astype(VECTOR_DTYPE),
+                            keys=text_array(keys),
+                            generation=np.frombuffer(gen.encode(), dtype=np.uint8),
+                            light=np.frombuffer(
+                                zlib.compress(json.dumps(light, ensure_ascii=False).encode(), 3),
+                                dtype=np.uint8,
+                            ),
+                            # The full rows' JSON texts in one blob (fast to decompress: level 1) and where each ends.
+                            row_texts=np.frombuffer(zlib.compress(b"".join(encoded), 1), dtype=np.uint8),
+                            row_offsets=row_offsets,
+                            p_analyser=np.frombuffer(postings.analyser.encode(), dtype=np.uint8),
+                            p_terms=text_array(postings.terms),
+                            p_offsets=postings.offsets,
+                            p_slots=postings.slots,
+                            p_tfs=postings.tfs,
+                            p_doc_len=postings.doc_len,
+                            **extra,
+                        ),
+                    )
             except OSError as exc:
                 log.warning("vector snapshot %s not written: %s", path, exc)
 
@@ -1176,7 +1385,9 @@ class ScopeStore:
             old = self.light.get(key)
             if old is not None and self._by_hash.get(old.content_hash) == key:
                 del self._by_hash[old.content_hash]
-            self.index.upsert(key, row.get("search_text") or row.get("content", ""), decode_vector(row.get("embedding")))
+            self.index.upsert(
+                key, row.get("search_text") or row.get("content", ""), decode_vector(row.get("embedding"))
+            )
             self.light[key] = Light(
                 memory_type=row["memory_type"],
                 tags=list(row.get("tags") or []),
@@ -1194,7 +1405,9 @@ class ScopeStore:
             )
             if row.get("content_hash"):
                 self._by_hash.setdefault(row["content_hash"], key)
-            full = all(f in row for f in ROW_FIELDS)  # read back whole after a write, not a light row read at open
+            full = all(
+                f in row for f in ROW_FIELDS
+            )  # read back whole after a write, not a light row read at open
             self.rows.put(key, {f: plain(row[f]) for f in ROW_FIELDS} if full else {})
 
     def refresh(self, keys: Iterable[str]) -> None:
@@ -1232,7 +1445,9 @@ class ScopeStore:
             {"id": record(key), "fields": content},
         )
         # The mirror takes what we just wrote (embedding included) instead of reading it back.
-        self._mirror_put({**rows[0], "embedding": content.get("embedding"), "search_text": fields.get("search_text")})
+        self._mirror_put(
+            {**rows[0], "embedding": content.get("embedding"), "search_text": fields.get("search_text")}
+        )
         return plain(rows[0])
 
     def mirror_fields(self, key: str, **changes: Any) -> None:
@@ -1249,8 +1464,11 @@ class ScopeStore:
         """New memories (key, fields) in one statement, nothing read back (an import's chunk). The mirror takes
         each with `mirror_new`."""
         if rows:
-            self.q("INSERT INTO memory $rows RETURN NONE",
-                   {"rows": [{**self._new_row(f), "id": record(k)} for k, f in rows]}, memory_rows=())
+            self.q(
+                "INSERT INTO memory $rows RETURN NONE",
+                {"rows": [{**self._new_row(f), "id": record(k)} for k, f in rows]},
+                memory_rows=(),
+            )
 
     def mirror_new(self, key: str, fields: Mapping[str, Any]) -> None:
         """Put a memory `insert_memories` wrote into the mirror, from the fields it was written with."""
@@ -1276,8 +1494,12 @@ class ScopeStore:
         missing = [k for k in keys if k not in out]
         if missing:
             with self.conn.lock:  # read and held under the lock: no write can come between the two
-                got = self.conn.run(self.namespace, self.database, f"SELECT {MEMORY_FIELDS} FROM $ids",
-                                    {"ids": [record(k) for k in missing]})[-1]
+                got = self.conn.run(
+                    self.namespace,
+                    self.database,
+                    f"SELECT {MEMORY_FIELDS} FROM $ids",
+                    {"ids": [record(k) for k in missing]},
+                )[-1]
                 for r in got or []:
                     row = plain(r)
                     key = key_of(r["id"])
@@ -1289,8 +1511,11 @@ class ScopeStore:
             for key, row in out.items():
                 light = self.light.get(key)
                 if light is not None:
-                    row.update(access_count=light.access_count, last_accessed_at=light.last_accessed_at,
-                               status=light.status)
+                    row.update(
+                        access_count=light.access_count,
+                        last_accessed_at=light.last_accessed_at,
+                        status=light.status,
+                    )
         return out
 
     def get_embedding(self, key: str) -> np.ndarray | None:
@@ -1316,8 +1541,16 @@ class ScopeStore:
         self.refresh([key])
         return plain(rows[0]) if rows else None
 
-    def merge_into(self, key: str, *, access_count: int, importance: float, tags: list[str],
-                   merged_from: str, metadata: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
+    def merge_into(
+        self,
+        key: str,
+        *,
+        access_count: int,
+        importance: float,
+        tags: list[str],
+        merged_from: str,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any] | None:
         """Fold a duplicate into an existing memory: summed access, max importance, union of tags."""
         rows = self.q1(
             """UPDATE $id SET
@@ -1327,9 +1560,18 @@ class ScopeStore:
                  metadata.merged_from = array::union(metadata.merged_from ?? [], [$from]),
                  updated_at = $now;
                UPDATE $id MERGE { metadata: $meta };
-               SELECT """ + MEMORY_FIELDS + " FROM $id",
-            {"id": record(key), "acc": access_count, "importance": importance, "tags": tags,
-             "from": merged_from, "meta": dict(metadata or {}), "now": self.clock.now()},
+               SELECT """
+            + MEMORY_FIELDS
+            + " FROM $id",
+            {
+                "id": record(key),
+                "acc": access_count,
+                "importance": importance,
+                "tags": tags,
+                "from": merged_from,
+                "meta": dict(metadata or {}),
+                "now": self.clock.now(),
+            },
         )
         self.refresh([key])
         return plain(rows[0]) if rows else None
@@ -1380,21 +1622,34 @@ class ScopeStore:
         Returns the rows changed."""
         from .search_index import tokenize
 
-        rows = self.q1("SELECT id, query, memory_ids CONTAINSANY $keys AS hit FROM retrieval_log "
-                       "WHERE query != $gone OR memory_ids CONTAINSANY $keys", {"keys": list(keys), "gone": FORGOTTEN})
-        ids = [r["id"] for r in rows or [] if r.get("hit") or (words and words & set(tokenize(r.get("query") or "")))]
+        rows = self.q1(
+            "SELECT id, query, memory_ids CONTAINSANY $keys AS hit FROM retrieval_log "
+            "WHERE query != $gone OR memory_ids CONTAINSANY $keys",
+            {"keys": list(keys), "gone": FORGOTTEN},
+        )
+        ids = [
+            r["id"]
+            for r in rows or []
+            if r.get("hit") or (words and words & set(tokenize(r.get("query") or "")))
+        ]
         if not ids:
             return 0
-        self.q("UPDATE $ids SET query = $gone, feedback_reason = NONE, "
-               "memory_ids = memory_ids.filter(|$m| $m NOTINSIDE $keys), results_count = array::len(memory_ids) "
-               "RETURN NONE", {"ids": ids, "keys": list(keys), "gone": FORGOTTEN})
+        self.q(
+            "UPDATE $ids SET query = $gone, feedback_reason = NONE, "
+            "memory_ids = memory_ids.filter(|$m| $m NOTINSIDE $keys), results_count = array::len(memory_ids) "
+            "RETURN NONE",
+            {"ids": ids, "keys": list(keys), "gone": FORGOTTEN},
+        )
         self.conn.erased = True
         return len(ids)
 
-    def set_status(self, key: str, status: str, reason: str, at: datetime | None = None,
-                   **extra: Any) -> dict[str, Any] | None:
-        return self.update_memory(key, {"status": status, "status_reason": reason,
-                                        "status_changed_at": at or self.clock.now(), **extra})
+    def set_status(
+        self, key: str, status: str, reason: str, at: datetime | None = None, **extra: Any
+    ) -> dict[str, Any] | None:
+        return self.update_memory(
+            key,
+            {"status": status, "status_reason": reason, "status_changed_at": at or self.clock.now(), **extra},
+        )
 
     def strengthen(self, keys: list[str], when: datetime | None = None) -> None:
         """Seed 000 §6.3: each retrieval counts an access and nudges relevance up (events may revive).
@@ -1417,14 +1672,17 @@ class ScopeStore:
                 self._access_since = time.monotonic()
         self._notify()
 
-    def coactivate(self, pairs: list[Mapping[str, Any]], delta: float, when: datetime, kind: str, *,
-                   hold: bool = False) -> None:
+    def coactivate(
+        self, pairs: list[Mapping[str, Any]], delta: float, when: datetime, kind: str, *, hold: bool = False
+    ) -> None:
         """Strengthen co-activation edges (``pairs``: {id, a, b} record ids) by ``delta`` each. ``hold`` (after a
         recall): summed per edge and written with the access counts (`drain_due`), since the engine keeps every
         version of a rewritten edge until compaction and a recall would otherwise rewrite three edges."""
         if not hold:
-            self.q(query_file("coactivate.surql"), {"pairs": [{**p, "d": delta, "n": 1, "at": when, "kind": kind}
-                                                              for p in pairs]})
+            self.q(
+                query_file("coactivate.surql"),
+                {"pairs": [{**p, "d": delta, "n": 1, "at": when, "kind": kind} for p in pairs]},
+            )
             return
         with self._mirror_lock:
             for p in pairs:
@@ -1434,7 +1692,9 @@ class ScopeStore:
                 self._access_since = time.monotonic()
         self._notify()
 
-    def defer(self, sql: str, params: Mapping[str, Any] | None = None, *, touches_memory: bool = True) -> None:
+    def defer(
+        self, sql: str, params: Mapping[str, Any] | None = None, *, touches_memory: bool = True
+    ) -> None:
         """Queue a write to apply after the current answer (before any other query on this store).
         ``touches_memory=False`` promises it writes no memory row (a log row, an edge), so cached rows stay."""
         with self._mirror_lock:
@@ -1480,18 +1740,26 @@ class ScopeStore:
         which reads what the bookkeeping wrote, waits for the whole drain (`_drain_lock`)."""
         with self._drain_lock:
             with self.conn.lock:
-                if self.conn.copying:  # a compaction copies between requests: a write now would make its copy stale
+                if (
+                    self.conn.copying
+                ):  # a compaction copies between requests: a write now would make its copy stale
                     return COPYING_RETRY_S
                 with self._mirror_lock:
                     now = time.monotonic()
                     since, log_since = self._access_since, self._log_since
-                    hold = bool(self._pending_access or self._pending_coact) and since is not None and \
-                        now - since < access_after_s
-                    hold_log = bool(self._held_log) and log_since is not None and now - log_since < log_after_s
+                    hold = (
+                        bool(self._pending_access or self._pending_coact)
+                        and since is not None
+                        and now - since < access_after_s
+                    )
+                    hold_log = (
+                        bool(self._held_log) and log_since is not None and now - log_since < log_after_s
+                    )
                 work = self._take_pending(keep_access=hold, keep_log=hold_log)
             self._run_pending(work)
-            waits = ([since + access_after_s - now] if hold and since is not None else []) + \
-                ([log_since + log_after_s - now] if hold_log and log_since is not None else [])
+            waits = ([since + access_after_s - now] if hold and since is not None else []) + (
+                [log_since + log_after_s - now] if hold_log and log_since is not None else []
+            )
             return max(0.0, min(waits)) if waits else None
 
     def _drain_locked(self, keep_access: bool = False, keep_log: bool = False) -> None:
@@ -1513,15 +1781,30 @@ class ScopeStore:
         # the others with it.
         keys = list(access)
         work: list[Callable[[], Any]] = [
-            functools.partial(self._write_access, {k: access[k] for k in keys[i:i + ACCESS_CHUNK]})
-            for i in range(0, len(keys), ACCESS_CHUNK)]
+            functools.partial(self._write_access, {k: access[k] for k in keys[i : i + ACCESS_CHUNK]})
+            for i in range(0, len(keys), ACCESS_CHUNK)
+        ]
         if held_log:
-            work.append(functools.partial(self.conn.run, self.namespace, self.database,
-                                          "INSERT INTO retrieval_log $rows RETURN NONE", {"rows": held_log}))
+            work.append(
+                functools.partial(
+                    self.conn.run,
+                    self.namespace,
+                    self.database,
+                    "INSERT INTO retrieval_log $rows RETURN NONE",
+                    {"rows": held_log},
+                )
+            )
         if coact:
             pairs = [{**p, "d": d, "n": n, "at": at, "kind": kind} for d, n, p, at, kind in coact.values()]
-            work.append(functools.partial(self.conn.run, self.namespace, self.database,
-                                          query_file("coactivate.surql"), {"pairs": pairs}))
+            work.append(
+                functools.partial(
+                    self.conn.run,
+                    self.namespace,
+                    self.database,
+                    query_file("coactivate.surql"),
+                    {"pairs": pairs},
+                )
+            )
         for sql, params, touches_memory in stmts:
             if touches_memory:
                 self.rows.touched(sql, params)
@@ -1533,7 +1816,9 @@ class ScopeStore:
             try:
                 step()
             except Exception as exc:  # noqa: BLE001
-                log.warning("recall bookkeeping for %s/%s not applied: %s", self.namespace, self.database, exc)
+                log.warning(
+                    "recall bookkeeping for %s/%s not applied: %s", self.namespace, self.database, exc
+                )
 
     def _write_access(self, access: dict[str, tuple[int, datetime]]) -> None:
         groups: dict[int, list[str]] = {}
@@ -1544,12 +1829,14 @@ class ScopeStore:
             # One timestamp per group: the latest access among them (they are at most a moment apart).
             # Importance first (SET sees the values before this access): it gains what the access adds to the
             # composite (scoring.access_gain), frequency up to 10 accesses and relevance.
-            sql.append(f"UPDATE $ids{i} SET importance = math::min([1.0, importance + {IMPORTANCE_WEIGHTS['frequency']}"
-                       f" * (math::min([1.0, (access_count + {n}) / 10.0]) - math::min([1.0, access_count / 10.0]))"
-                       f" + {IMPORTANCE_WEIGHTS['relevance']} * math::max([0.0, math::min([1.0, relevance_score + "
-                       f"{ACCESS_RELEVANCE_STEP * n}]) - relevance_score])]), access_count += {n}, "
-                       f"last_accessed_at = $at{i}, "
-                       f"relevance_score = math::min([1.0, relevance_score + {ACCESS_RELEVANCE_STEP * n}]) RETURN NONE")
+            sql.append(
+                f"UPDATE $ids{i} SET importance = math::min([1.0, importance + {IMPORTANCE_WEIGHTS['frequency']}"
+                f" * (math::min([1.0, (access_count + {n}) / 10.0]) - math::min([1.0, access_count / 10.0]))"
+                f" + {IMPORTANCE_WEIGHTS['relevance']} * math::max([0.0, math::min([1.0, relevance_score + "
+                f"{ACCESS_RELEVANCE_STEP * n}]) - relevance_score])]), access_count += {n}, "
+                f"last_accessed_at = $at{i}, "
+                f"relevance_score = math::min([1.0, relevance_score + {ACCESS_RELEVANCE_STEP * n}]) RETURN NONE"
+            )
             params[f"ids{i}"] = [record(k) for k in keys]
             params[f"at{i}"] = max(access[k][1] for k in keys)
         # Read back whole rows: the events may have changed status and history, and the row cache is refreshed
@@ -1572,8 +1859,15 @@ class ScopeStore:
                 elif light is not None:
                     light.status = row["status"]
 
-    def list_memories(self, *, where: str = "true", params: Mapping[str, Any] | None = None,
-                      order: str = "created_at DESC", limit: int = 100, start: int = 0) -> list[dict[str, Any]]:
+    def list_memories(
+        self,
+        *,
+        where: str = "true",
+        params: Mapping[str, Any] | None = None,
+        order: str = "created_at DESC",
+        limit: int = 100,
+        start: int = 0,
+    ) -> list[dict[str, Any]]:
         rows = self.q1(
             f"SELECT {MEMORY_FIELDS} FROM memory WHERE {where} ORDER BY {order} LIMIT $limit START $start",
             {**(params or {}), "limit": limit, "start": start},
@@ -1586,8 +1880,14 @@ class ScopeStore:
         can read, and what `restore_row` takes back), each exactly the value stored."""
         where = "WHERE id > $after" if after else ""
         page = "LIMIT $limit" if limit is not None else ""
-        rows = [plain(r) for r in self.q1(f"SELECT * OMIT memory_strength FROM memory {where} ORDER BY id {page}",
-                                          {"after": record(after) if after else None, "limit": limit}) or []]
+        rows = [
+            plain(r)
+            for r in self.q1(
+                f"SELECT * OMIT memory_strength FROM memory {where} ORDER BY id {page}",
+                {"after": record(after) if after else None, "limit": limit},
+            )
+            or []
+        ]
         for row in rows:
             vec = decode_vector(row.get("embedding"))
             row["embedding"] = None if vec is None else vec.tolist()
@@ -1596,8 +1896,10 @@ class ScopeStore:
     def restore_row(self, key: str, fields: Mapping[str, Any]) -> None:
         """Write a record exactly as exported (id and every field), replacing any with the same id."""
         # The CREATE event appends to status_history; put the exported history back exactly.
-        self.q("UPSERT $id CONTENT $f RETURN NONE; UPDATE $id SET status_history = $h RETURN NONE",
-               {"id": record(key), "f": with_vector_bytes(fields), "h": list(fields.get("status_history", []))})
+        self.q(
+            "UPSERT $id CONTENT $f RETURN NONE; UPDATE $id SET status_history = $h RETURN NONE",
+            {"id": record(key), "f": with_vector_bytes(fields), "h": list(fields.get("status_history", []))},
+        )
         self.refresh([key])
 
     def count_by(self) -> tuple[int, dict[str, int], dict[str, int]]:
@@ -1611,8 +1913,10 @@ class ScopeStore:
             for lt in self.light.values():
                 t[lt.memory_type] = t.get(lt.memory_type, 0) + 1
                 s[lt.status] = s.get(lt.status, 0) + 1
-        rest = self.q1("SELECT memory_type, status, count() AS n FROM memory "
-                       "WHERE status IN ['forgotten', 'superseded'] GROUP BY memory_type, status")
+        rest = self.q1(
+            "SELECT memory_type, status, count() AS n FROM memory "
+            "WHERE status IN ['forgotten', 'superseded'] GROUP BY memory_type, status"
+        )
         for r in rest or []:
             t[r["memory_type"]] = t.get(r["memory_type"], 0) + r["n"]
             s[r["status"]] = s.get(r["status"], 0) + r["n"]
@@ -1622,19 +1926,34 @@ class ScopeStore:
         """What the sweep plans from (lifecycle.Row fields but when each was archived: `archived_since`) for every
         memory not yet forgotten: the mirror's fields, pending recall accesses included. No database read."""
         with self._mirror_lock:
-            return [{"id": key, "memory_type": lt.memory_type, "status": lt.status, "pinned": lt.pinned,
-                     "importance": lt.importance, "access_count": lt.access_count, "half_life_days": lt.half_life_days,
-                     "created_at": lt.created_at, "last_accessed_at": lt.last_accessed_at}
-                    for key, lt in self.light.items()]
+            return [
+                {
+                    "id": key,
+                    "memory_type": lt.memory_type,
+                    "status": lt.status,
+                    "pinned": lt.pinned,
+                    "importance": lt.importance,
+                    "access_count": lt.access_count,
+                    "half_life_days": lt.half_life_days,
+                    "created_at": lt.created_at,
+                    "last_accessed_at": lt.last_accessed_at,
+                }
+                for key, lt in self.light.items()
+            ]
 
     def archived_since(self, keys: Sequence[str], chunk: int = 1000) -> dict[str, datetime]:
         """When each of these memories last changed status (read for the few the sweep may forget: reading it for
         every archived memory fetched each whole row, 2.3 s and 330 MB of engine memory for 43,000 at 100k)."""
         out: dict[str, datetime] = {}
         for i in range(0, len(keys), chunk):
-            text = self.q1("RETURN array::join((SELECT VALUE record::id(id) + ' ' + <string> status_changed_at "
-                           "FROM $ids WHERE status_changed_at != NONE), '\n')",
-                           {"ids": [record(k) for k in keys[i:i + chunk]]}) or ""
+            text = (
+                self.q1(
+                    "RETURN array::join((SELECT VALUE record::id(id) + ' ' + <string> status_changed_at "
+                    "FROM $ids WHERE status_changed_at != NONE), '\n')",
+                    {"ids": [record(k) for k in keys[i : i + chunk]]},
+                )
+                or ""
+            )
             for line in text.split("\n"):
                 key, _, when = line.partition(" ")
                 if key:
@@ -1642,12 +1961,18 @@ class ScopeStore:
         return out
 
     def pending_queue_keys(self) -> set[str]:
-        rows = self.q1("SELECT VALUE memory_id FROM consolidation_queue WHERE status = 'pending' "
-                       "AND memory_id != NONE")
+        rows = self.q1(
+            "SELECT VALUE memory_id FROM consolidation_queue WHERE status = 'pending' AND memory_id != NONE"
+        )
         return {key_of(r) for r in rows or []}
 
-    def apply_sweep(self, now: datetime, moves: Mapping[str, tuple[str, str]], half_lives: Mapping[str, float],
-                    decay: list[tuple[str, float]]) -> int:
+    def apply_sweep(
+        self,
+        now: datetime,
+        moves: Mapping[str, tuple[str, str]],
+        half_lives: Mapping[str, float],
+        decay: list[tuple[str, float]],
+    ) -> int:
         """Apply a planned sweep (queries/sweep.surql); returns how many memories were newly queued.
 
         The mirror takes the changes in place, not a rebuild: at 50k memories a rebuild held every client for tens
@@ -1660,12 +1985,16 @@ class ScopeStore:
             by_value.setdefault(value, []).append(record(key))
         if not (groups or by_value or decay):
             return 0
-        result = self.q(query_file("sweep.surql"), {
-            "now": now,
-            "moves": [{"ids": ids, "status": st, "reason": why} for (st, why), ids in groups.items()],
-            "half_lives": [{"ids": ids, "value": v} for v, ids in by_value.items()],
-            "decay": [{"id": record(k), "priority": p} for k, p in decay],
-            "forgotten": [record(k) for k, (st, _why) in moves.items() if st == "forgotten"]})
+        result = self.q(
+            query_file("sweep.surql"),
+            {
+                "now": now,
+                "moves": [{"ids": ids, "status": st, "reason": why} for (st, why), ids in groups.items()],
+                "half_lives": [{"ids": ids, "value": v} for v, ids in by_value.items()],
+                "decay": [{"id": record(k), "priority": p} for k, p in decay],
+                "forgotten": [record(k) for k, (st, _why) in moves.items() if st == "forgotten"],
+            },
+        )
         if any(st == "forgotten" for st, _why in moves.values()):
             gone = [k for k, (st, _why) in moves.items() if st == "forgotten"]
             self.erase_traces(gone)
@@ -1694,10 +2023,12 @@ class ScopeStore:
                 light = self.light.get(key)
                 if light is not None:
                     light.last_accessed_at = at
-        self.defer("FOR $u IN $items { UPDATE $u.id SET last_accessed_at = $u.at, "
-                   "metadata.injections = (metadata.injections ?? 0) + 1, metadata.last_injected_at = $now "
-                   "RETURN NONE; }",
-                   {"items": [{"id": record(k), "at": at} for k, at in last_use.items()], "now": now})
+        self.defer(
+            "FOR $u IN $items { UPDATE $u.id SET last_accessed_at = $u.at, "
+            "metadata.injections = (metadata.injections ?? 0) + 1, metadata.last_injected_at = $now "
+            "RETURN NONE; }",
+            {"items": [{"id": record(k), "at": at} for k, at in last_use.items()], "now": now},
+        )
 
     def log_retrieval(self, fields: Mapping[str, Any]) -> str:
         """Hold a retrieval_log row; its id is known at once. Held rows are written before any query that names
@@ -1721,8 +2052,11 @@ class ScopeStore:
     def prune_retrieval_log(self, keep: int) -> None:
         """Keep the newest ``keep`` retrieval_log rows: one is written per recall, the only table that grows with
         use alone (the rows deleted leave the disk at the next compaction)."""
-        self.q("LET $cut = (SELECT VALUE created_at FROM retrieval_log ORDER BY created_at DESC LIMIT 1 START $k)[0];"
-               " IF $cut != NONE { DELETE retrieval_log WHERE created_at <= $cut RETURN NONE; };", {"k": keep})
+        self.q(
+            "LET $cut = (SELECT VALUE created_at FROM retrieval_log ORDER BY created_at DESC LIMIT 1 START $k)[0];"
+            " IF $cut != NONE { DELETE retrieval_log WHERE created_at <= $cut RETURN NONE; };",
+            {"k": keep},
+        )
 
     def drop_database(self) -> None:
         """Remove this scope database entirely (sessions, after their promotion pass)."""

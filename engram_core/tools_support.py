@@ -38,18 +38,29 @@ def _count(store: ScopeStore, table: str) -> int:
 def _strip(value: Any) -> Any:
     """Sample rows without their 384-float embeddings (nobody reads them, they cost tokens)."""
     if isinstance(value, dict):
-        return {k: (f"<{vector_size(v) if isinstance(v, bytes) else len(v)} floats>"
-                    if k == "embedding" and isinstance(v, bytes | list) else _strip(v))
-                for k, v in value.items()}
+        return {
+            k: (
+                f"<{vector_size(v) if isinstance(v, bytes) else len(v)} floats>"
+                if k == "embedding" and isinstance(v, bytes | list)
+                else _strip(v)
+            )
+            for k, v in value.items()
+        }
     if isinstance(value, list):
         return [_strip(v) for v in value]
     return value
 
 
 @api
-def engram_explore(core: MemoryCore, depth: int = Field(0, ge=0, le=3), scope: ExploreScope = "all",
-                   table: str | None = None, sample_size: int = Field(3, ge=1, le=20),
-                   project: str | None = None, session: str | None = None) -> ExploreResult:
+def engram_explore(
+    core: MemoryCore,
+    depth: int = Field(0, ge=0, le=3),
+    scope: ExploreScope = "all",
+    table: str | None = None,
+    sample_size: int = Field(3, ge=1, le=20),
+    project: str | None = None,
+    session: str | None = None,
+) -> ExploreResult:
     """Progressive manifest (seed 004 Phase 3): 0 counts per scope, 1 tables and row counts,
     2 one table's schema and indexes, 3 sample rows of one table."""
     stores = core.scopes.stores(scope, project, session)
@@ -76,30 +87,65 @@ def engram_explore(core: MemoryCore, depth: int = Field(0, ge=0, le=3), scope: E
                     rows = store.q1("SELECT * FROM type::table($t) LIMIT $n", {"t": table, "n": sample_size})
                     entry["samples"] = _strip(plain(rows or []))
         scopes.append(ExploredStore(**entry))
-    return ExploreResult(depth=depth, scopes=scopes, next={
-        0: "depth=1 lists tables and counts", 1: "depth=2 with table='memory' shows its schema",
-        2: "depth=3 shows sample rows; engram_execute runs SELECTs", 3: "engram_execute runs queries"}[depth])
+    return ExploreResult(
+        depth=depth,
+        scopes=scopes,
+        next={
+            0: "depth=1 lists tables and counts",
+            1: "depth=2 with table='memory' shows its schema",
+            2: "depth=3 shows sample rows; engram_execute runs SELECTs",
+            3: "engram_execute runs queries",
+        }[depth],
+    )
 
 
 @api
-def recall_skill(core: MemoryCore, task_description: str, execute: bool = False,
-                 scope: ScopeOrAll = "all", project: str | None = None,
-                 session: str | None = None, limit: int = Field(3, ge=1, le=10)) -> SkillRecall:
+def recall_skill(
+    core: MemoryCore,
+    task_description: str,
+    execute: bool = False,
+    scope: ScopeOrAll = "all",
+    project: str | None = None,
+    session: str | None = None,
+    limit: int = Field(3, ge=1, le=10),
+) -> SkillRecall:
     """Find stored SurrealQL skills (procedural memories tagged surql-skill) for a task; optionally run the best."""
     if not task_description.strip():
         raise EngramError("describe the task the skill should do")
-    result = recall(core, task_description, project=project, session=session, limit=limit, scope=scope,
-                            types=[MemoryType.procedural], tags=[SKILL_TAG], log=False)
+    result = recall(
+        core,
+        task_description,
+        project=project,
+        session=session,
+        limit=limit,
+        scope=scope,
+        types=[MemoryType.procedural],
+        tags=[SKILL_TAG],
+        log=False,
+    )
     skills = []
     for hit in result.hits:
         m = hit.memory
-        skills.append(SkillMatch(id=m.id, scope=m.scope.value, content=m.content,
-                                 surql=m.metadata.get("surql") or m.content, notes=m.metadata.get("notes"),
-                                 execution_count=int(m.metadata.get("execution_count", 0)), score=hit.scores.final))
+        skills.append(
+            SkillMatch(
+                id=m.id,
+                scope=m.scope.value,
+                content=m.content,
+                surql=m.metadata.get("surql") or m.content,
+                notes=m.metadata.get("notes"),
+                execution_count=int(m.metadata.get("execution_count", 0)),
+                score=hit.scores.final,
+            )
+        )
     if not skills:
-        return SkillRecall(task=task_description, skills=skills, message=(
-            f"no stored skill matches; store one with store_memory(memory_type='procedural', "
-            f"tags=['{SKILL_TAG}'], metadata={{'surql': '...'}})"))
+        return SkillRecall(
+            task=task_description,
+            skills=skills,
+            message=(
+                f"no stored skill matches; store one with store_memory(memory_type='procedural', "
+                f"tags=['{SKILL_TAG}'], metadata={{'surql': '...'}})"
+            ),
+        )
     if execute:
         if "run_query" not in API_METHODS:
             raise EngramError("running skills needs run_query, which this daemon does not have yet")
@@ -112,7 +158,12 @@ def recall_skill(core: MemoryCore, task_description: str, execute: bool = False,
         if count >= SKILL_PROMOTE_AFTER:
             meta["promotion_candidate"] = True
         update(core, best.id, MemoryPatch(metadata=meta), project=project, session=session)
-        executed = SkillRun(id=best.id, result=qr, took_ms=(time.perf_counter() - t0) * 1000,
-                            execution_count=count, promotion_candidate=count >= SKILL_PROMOTE_AFTER)
+        executed = SkillRun(
+            id=best.id,
+            result=qr,
+            took_ms=(time.perf_counter() - t0) * 1000,
+            execution_count=count,
+            promotion_candidate=count >= SKILL_PROMOTE_AFTER,
+        )
         return SkillRecall(task=task_description, skills=skills, executed=executed)
     return SkillRecall(task=task_description, skills=skills)

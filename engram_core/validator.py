@@ -636,11 +636,11 @@ def write_shapes(surql: str) -> list[WriteShape]:
         m = _CHANGE.match(view)
         if m is None:
             continue
-        target = surql[start + m.start(2): start + m.end(2)]
+        target = surql[start + m.start(2) : start + m.end(2)]
         where = None
         w = _WHERE.search(view, m.end())
         if w is not None:
             stop = _AFTER_WHERE.search(view, w.end())
-            where = surql[start + w.end(): start + (stop.start() if stop else len(view))].strip() or None
+            where = surql[start + w.end() : start + (stop.start() if stop else len(view))].strip() or None
         out.append(WriteShape(index, surql[start:end].strip(), m.group(1).upper(), target, where))
     return out

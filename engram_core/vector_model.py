@@ -34,8 +34,12 @@ def record_model(store: ScopeStore, model: str) -> None:
 
 
 def _has_vectors(store: ScopeStore) -> bool:
-    return bool(store.q1("RETURN count(SELECT VALUE id FROM memory WHERE embedding != NONE LIMIT 1) "
-                         "+ count(SELECT VALUE id FROM entity WHERE embedding != NONE LIMIT 1)"))
+    return bool(
+        store.q1(
+            "RETURN count(SELECT VALUE id FROM memory WHERE embedding != NONE LIMIT 1) "
+            "+ count(SELECT VALUE id FROM entity WHERE embedding != NONE LIMIT 1)"
+        )
+    )
 
 
 def written_by(store: ScopeStore) -> str | None:
@@ -58,11 +62,23 @@ def reconcile(embedder: Any, store: ScopeStore) -> None:
             n = reembed(store, embedder)
         except EmbeddingError as exc:
             # The old vectors stay (a recall's cosine is then off for this store) and the next open tries again.
-            log.warning("store %s/%s was embedded by %s, not %s, and could not be re-embedded: %s",
-                        store.namespace, store.database, was, want, exc)
+            log.warning(
+                "store %s/%s was embedded by %s, not %s, and could not be re-embedded: %s",
+                store.namespace,
+                store.database,
+                was,
+                want,
+                exc,
+            )
             return
-        log.warning("store %s/%s was embedded by %s: re-embedded %d vectors with %s", store.namespace,
-                    store.database, was, n, want)
+        log.warning(
+            "store %s/%s was embedded by %s: re-embedded %d vectors with %s",
+            store.namespace,
+            store.database,
+            was,
+            n,
+            want,
+        )
     if recorded_model(store) != want:
         record_model(store, want)
 
@@ -71,16 +87,20 @@ def reembed(store: ScopeStore, embedder: Any) -> int:
     """Every memory vector from its search text and every entity vector from its name and description (the
     texts they were first embedded from), in chunks; then the mirror reloads. Returns how many were rewritten."""
     n = 0
-    for table, text_of in (("memory", lambda r: r.get("search_text") or r.get("content") or ""),
-                           ("entity", lambda r: f"{r.get('name') or ''} {r.get('description') or ''}".strip())):
+    for table, text_of in (
+        ("memory", lambda r: r.get("search_text") or r.get("content") or ""),
+        ("entity", lambda r: f"{r.get('name') or ''} {r.get('description') or ''}".strip()),
+    ):
         fields = "search_text, content" if table == "memory" else "name, description"
         rows = store.q1(f"SELECT id, {fields} FROM {table} WHERE embedding != NONE") or []
         for i in range(0, len(rows), REEMBED_CHUNK):
-            part = rows[i:i + REEMBED_CHUNK]
+            part = rows[i : i + REEMBED_CHUNK]
             vecs = embedder.embed([text_of(r) for r in part])
-            store.q("FOR $u IN $rows { UPDATE $u.id SET embedding = $u.e RETURN NONE; };",
-                    {"rows": [{"id": r["id"], "e": encode_vector(v)} for r, v in zip(part, vecs, strict=True)]},
-                    memory_rows=())
+            store.q(
+                "FOR $u IN $rows { UPDATE $u.id SET embedding = $u.e RETURN NONE; };",
+                {"rows": [{"id": r["id"], "e": encode_vector(v)} for r, v in zip(part, vecs, strict=True)]},
+                memory_rows=(),
+            )
             n += len(part)
     store.reload_mirror()
     return n

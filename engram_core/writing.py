@@ -26,15 +26,19 @@ from .scopes import Session
 from .scoring import importance_after_verdict
 from .store import ScopeStore, content_hash
 
-FUTURE_SKEW = timedelta(minutes=5)  # a created_at later than this is refused (decay cannot start in the future)
+FUTURE_SKEW = timedelta(
+    minutes=5
+)  # a created_at later than this is refused (decay cannot start in the future)
 IMPORT_CHUNK = 64
 
 
 def future_error(field: str, at: datetime, now: datetime) -> str:
     ahead = at - now
-    return (f"{field} {at.isoformat()} is in the future ({ahead.total_seconds() / 3600:.1f} h ahead of this "
-            f"machine's clock; up to {int(FUTURE_SKEW.total_seconds() // 60)} min is taken as now): give the time "
-            "it happened, or fix the clock of the machine that wrote it")
+    return (
+        f"{field} {at.isoformat()} is in the future ({ahead.total_seconds() / 3600:.1f} h ahead of this "
+        f"machine's clock; up to {int(FUTURE_SKEW.total_seconds() // 60)} min is taken as now): give the time "
+        "it happened, or fix the clock of the machine that wrote it"
+    )
 
 
 def _previous_in_episodes(store: ScopeStore, groups: list[str]) -> dict[str, list[str]]:
@@ -42,14 +46,18 @@ def _previous_in_episodes(store: ScopeStore, groups: list[str]) -> dict[str, lis
     if not groups:
         return {}
     n = max(1, ranking.DEFAULT_FUSION.context_prev)
-    sql = ";\n".join(f"SELECT VALUE content FROM memory WHERE (episode_id = $g{i} OR session_id = $g{i}) "
-                      f"AND status != 'forgotten' ORDER BY created_at DESC LIMIT {n}" for i in range(len(groups)))
+    sql = ";\n".join(
+        f"SELECT VALUE content FROM memory WHERE (episode_id = $g{i} OR session_id = $g{i}) "
+        f"AND status != 'forgotten' ORDER BY created_at DESC LIMIT {n}"
+        for i in range(len(groups))
+    )
     got = store.q(sql, {f"g{i}": g for i, g in enumerate(groups)})
-    return {g: list(reversed(rows or [])) for g, rows in zip(groups, got[-len(groups):], strict=True)}
+    return {g: list(reversed(rows or [])) for g, rows in zip(groups, got[-len(groups) :], strict=True)}
 
 
-def _prepare(core: MemoryCore, mem: MemoryIn, store: ScopeStore, sess: Session | None,
-             age_dates: bool = False) -> tuple[dict[str, Any], list[str]]:
+def _prepare(
+    core: MemoryCore, mem: MemoryIn, store: ScopeStore, sess: Session | None, age_dates: bool = False
+) -> tuple[dict[str, Any], list[str]]:
     # Every text field, whole, before anything is derived from it (hash, episode, search text, embedding).
     content, found = redact(mem.content)
     kinds = [r.kind for r in found]
@@ -76,8 +84,9 @@ def _prepare(core: MemoryCore, mem: MemoryIn, store: ScopeStore, sess: Session |
         "tags": tags,
         "importance": mem.importance,
         "confidence": mem.confidence,
-        "half_life_days": lifecycle.half_life_for(store.scope.value, mem.memory_type.value,
-                                                  core.half_lives(core.project_root_of(store))),
+        "half_life_days": lifecycle.half_life_for(
+            store.scope.value, mem.memory_type.value, core.half_lives(core.project_root_of(store))
+        ),
         "metadata": metadata,
         "source": source,
         "session_id": sess.key if sess else None,
@@ -95,7 +104,9 @@ def _prepare(core: MemoryCore, mem: MemoryIn, store: ScopeStore, sess: Session |
     return fields, kinds
 
 
-def _search_texts(prepared: list[tuple[ScopeStore, dict[str, Any]]], context: dict[str, list[str]]) -> list[str]:
+def _search_texts(
+    prepared: list[tuple[ScopeStore, dict[str, Any]]], context: dict[str, list[str]]
+) -> list[str]:
     """Each memory's contextual text: its content and the memories before it in its episode (or session).
     ``context``: each group's last memories as this batch (and the batches of the same import before it)
     left them, updated here; a group not in it is read from its store."""
@@ -125,8 +136,14 @@ class _Batch:
     texts: list[str]
 
 
-def _prepare_batch(core: MemoryCore, items: list[MemoryIn], project: str | None, session: str | None,
-                   age_dates: bool, context: dict[str, list[str]]) -> _Batch:
+def _prepare_batch(
+    core: MemoryCore,
+    items: list[MemoryIn],
+    project: str | None,
+    session: str | None,
+    age_dates: bool,
+    context: dict[str, list[str]],
+) -> _Batch:
     prepared = []
     for mem in items:
         store = core.scopes.target(mem.scope, project, session)
@@ -139,8 +156,9 @@ def _prepare_batch(core: MemoryCore, items: list[MemoryIn], project: str | None,
 Written = tuple[str, ScopeStore, str, list[str], str]  # action, store, key, redactions, message
 
 
-def _write(core: MemoryCore, items: list[MemoryIn], project: str | None, session: str | None,
-           age_dates: bool = False) -> list[Written]:
+def _write(
+    core: MemoryCore, items: list[MemoryIn], project: str | None, session: str | None, age_dates: bool = False
+) -> list[Written]:
     """Validate, redact, embed in one batch, write (`_store_batch`). The caller holds ``core.lock``."""
     batch = _prepare_batch(core, items, project, session, age_dates, {})
     vecs, why = try_embed(core.embedder, batch.texts)
@@ -157,11 +175,20 @@ def _store_batch(core: MemoryCore, batch: _Batch, vecs: np.ndarray | None, why: 
     batch_hashes: dict[tuple[int, str], str] = {}
     merges: list[tuple[ScopeStore, str, dict[str, Any]]] = []
     for i, (store, fields, kinds) in enumerate(batch.prepared):
-        dup = store.find_by_hash(fields["content_hash"]) or batch_hashes.get((id(store), fields["content_hash"]))
+        dup = store.find_by_hash(fields["content_hash"]) or batch_hashes.get(
+            (id(store), fields["content_hash"])
+        )
         if dup is not None:
             merges.append((store, dup, fields))
-            out.append(("merged", store, dup, kinds,
-                        f"an identical memory already exists in {store.scope.value} scope; merged into {dup}"))
+            out.append(
+                (
+                    "merged",
+                    store,
+                    dup,
+                    kinds,
+                    f"an identical memory already exists in {store.scope.value} scope; merged into {dup}",
+                )
+            )
             continue
         fields["search_text"] = texts[i]
         if vecs is not None:
@@ -183,30 +210,51 @@ def _store_batch(core: MemoryCore, batch: _Batch, vecs: np.ndarray | None, why: 
             store.mirror_new(key, fields)
         promotion.note_fingerprints(core, store, [(f["memory_type"], f["content_hash"]) for _k, f in rows])
     for store, dup, fields in merges:
-        store.merge_into(dup, access_count=0, importance=fields["importance"], tags=fields["tags"],
-                         merged_from="duplicate-store")
+        store.merge_into(
+            dup,
+            access_count=0,
+            importance=fields["importance"],
+            tags=fields["tags"],
+            merged_from="duplicate-store",
+        )
     for store, rows in new.values():
         for after in core.extensions.after_store:
             after(core, store, rows)
     return out
 
 
-def write(core: MemoryCore, items: list[MemoryIn], project: str | None, session: str | None,
-          age_dates: bool = False) -> list[StoreResult]:
+def write(
+    core: MemoryCore, items: list[MemoryIn], project: str | None, session: str | None, age_dates: bool = False
+) -> list[StoreResult]:
     """`_write`, then each memory read back as it now stands. The caller holds ``core.lock``."""
     written = _write(core, items, project, session, age_dates)
     for i, (action, store, key, kinds, msg) in enumerate(written):
         if action == "created" and store.scope == Scope.session:
             ref = promotion.promote_if_important(core, store, key)
             if ref:
-                written[i] = (action, store, key, kinds, f"{msg}; importance ≥ {promotion.IMMEDIATE_IMPORTANCE}: "
-                                                         f"promoted to project scope at once ({ref})")
+                written[i] = (
+                    action,
+                    store,
+                    key,
+                    kinds,
+                    f"{msg}; importance ≥ {promotion.IMMEDIATE_IMPORTANCE}: "
+                    f"promoted to project scope at once ({ref})",
+                )
     rows: dict[int, dict[str, dict[str, Any]]] = {}
     for store in {id(w[1]): w[1] for w in written}.values():
         # read as recall reads them: the rows stay held in the store's row mirror
-        rows[id(store)] = store.get_many(list(dict.fromkeys(w[2] for w in written if w[1] is store)), settled=False)
-    return [StoreResult(action=action, memory=core.to_memory(rows[id(store)][key], store),  # type: ignore[arg-type]
-                        redactions=kinds, message=msg) for action, store, key, kinds, msg in written]
+        rows[id(store)] = store.get_many(
+            list(dict.fromkeys(w[2] for w in written if w[1] is store)), settled=False
+        )
+    return [
+        StoreResult(
+            action=action,
+            memory=core.to_memory(rows[id(store)][key], store),  # type: ignore[arg-type]
+            redactions=kinds,
+            message=msg,
+        )
+        for action, store, key, kinds, msg in written
+    ]
 
 
 def write_into(core: MemoryCore, store: ScopeStore, mem: MemoryIn) -> Memory:
@@ -220,7 +268,9 @@ def write_into(core: MemoryCore, store: ScopeStore, mem: MemoryIn) -> Memory:
 
 
 @api
-def store(core: MemoryCore, memory: MemoryIn, project: str | None = None, session: str | None = None) -> StoreResult:
+def store(
+    core: MemoryCore, memory: MemoryIn, project: str | None = None, session: str | None = None
+) -> StoreResult:
     """Store one memory (secrets redacted first); an exact duplicate in the same scope is merged, and says so."""
     if core.settings_for(project).disabled:
         raise EngramError("Engram is disabled for this project (disabled: true in .claude/engram.local.md)")
@@ -234,16 +284,24 @@ def store(core: MemoryCore, memory: MemoryIn, project: str | None = None, sessio
 
 
 @api
-def store_many(core: MemoryCore, memories: list[MemoryIn], project: str | None = None,
-               session: str | None = None) -> list[StoreResult]:
+def store_many(
+    core: MemoryCore, memories: list[MemoryIn], project: str | None = None, session: str | None = None
+) -> list[StoreResult]:
     with core.lock:
         return write(core, memories, project, session)
 
 
 @api
-def import_lines(core: MemoryCore, lines: list[str], project: str | None = None, session: str | None = None,
-                 first_line: int = 1, dates: Literal["keep", "age"] = "keep",
-                 dry_run: bool = False, skip_bad: bool = False) -> ImportReport:
+def import_lines(
+    core: MemoryCore,
+    lines: list[str],
+    project: str | None = None,
+    session: str | None = None,
+    first_line: int = 1,
+    dates: Literal["keep", "age"] = "keep",
+    dry_run: bool = False,
+    skip_bad: bool = False,
+) -> ImportReport:
     """JSONL import, validated whole first: a bad line is reported with its number and, unless ``skip_bad``,
     nothing of the batch is stored.
 
@@ -269,11 +327,18 @@ def import_lines(core: MemoryCore, lines: list[str], project: str | None = None,
             good.append(mem)
         except (json.JSONDecodeError, ValueError, ValidationError, TypeError) as exc:
             failed.append(ImportError_(line=n, error=short_error(exc)))
-    report = ImportReport(stored=0, merged=0, failed=failed, total_lines=sum(1 for x in lines if x.strip()),
-                          dates=dates, dry_run=dry_run, next_sweep=_import_preview(core, good, dates == "age", project))
+    report = ImportReport(
+        stored=0,
+        merged=0,
+        failed=failed,
+        total_lines=sum(1 for x in lines if x.strip()),
+        dates=dates,
+        dry_run=dry_run,
+        next_sweep=_import_preview(core, good, dates == "age", project),
+    )
     if dry_run or (failed and not skip_bad):
         return report
-    chunks = [good[i:i + IMPORT_CHUNK] for i in range(0, len(good), IMPORT_CHUNK)]
+    chunks = [good[i : i + IMPORT_CHUNK] for i in range(0, len(good), IMPORT_CHUNK)]
     context: dict[str, list[str]] = {}
 
     def ahead(chunk: list[MemoryIn]) -> tuple[_Batch, Future[tuple[np.ndarray | None, str | None]]]:
@@ -306,8 +371,9 @@ def import_lines(core: MemoryCore, lines: list[str], project: str | None = None,
     return report
 
 
-def _import_preview(core: MemoryCore, memories: list[MemoryIn], age_dates: bool,
-                    project: str | None = None) -> dict[str, int]:
+def _import_preview(
+    core: MemoryCore, memories: list[MemoryIn], age_dates: bool, project: str | None = None
+) -> dict[str, int]:
     """What the next sweep would do to these memories, judged on their own dates and scores."""
     now = core.now()
     out: dict[str, int] = {}
@@ -320,11 +386,19 @@ def _import_preview(core: MemoryCore, memories: list[MemoryIn], age_dates: bool,
             created = m.created_at or now
             if created.tzinfo is None:
                 created = created.replace(tzinfo=UTC)
-            rows.append(lifecycle.Row(
-                key=str(i), memory_type=m.memory_type.value, status="created", pinned=False,
-                importance=m.importance, access_count=0, half_life_days=lifecycle.half_life_for(
-                    scope, m.memory_type.value, hl), created_at=created,
-                last_accessed_at=created if age_dates and m.created_at is not None else max(created, now)))
+            rows.append(
+                lifecycle.Row(
+                    key=str(i),
+                    memory_type=m.memory_type.value,
+                    status="created",
+                    pinned=False,
+                    importance=m.importance,
+                    access_count=0,
+                    half_life_days=lifecycle.half_life_for(scope, m.memory_type.value, hl),
+                    created_at=created,
+                    last_accessed_at=created if age_dates and m.created_at is not None else max(created, now),
+                )
+            )
         plan = lifecycle.plan_sweep(rows, scope, now, hl)
         for status, n in plan.counts().items():
             out[status] = out.get(status, 0) + n
@@ -335,13 +409,20 @@ def _import_preview(core: MemoryCore, memories: list[MemoryIn], age_dates: bool,
 
 # ── changing one memory ──────────────────────────────────────
 @api
-def update(core: MemoryCore, memory_id: str, patch: MemoryPatch, project: str | None = None,
-           session: str | None = None) -> Memory:
+def update(
+    core: MemoryCore,
+    memory_id: str,
+    patch: MemoryPatch,
+    project: str | None = None,
+    session: str | None = None,
+) -> Memory:
     store, key = core.scopes.locate(memory_id, project, session)
     changes = patch.model_dump(exclude_none=True)
     if not changes:
-        raise EngramError("nothing to change: give content, tags, importance, confidence, type, pinned, "
-                          "metadata or user_feedback")
+        raise EngramError(
+            "nothing to change: give content, tags, importance, confidence, type, pinned, "
+            "metadata or user_feedback"
+        )
     if "tags" in changes:
         changes["tags"] = redact_value(changes["tags"])
     if "content" in changes:
@@ -355,8 +436,9 @@ def update(core: MemoryCore, memory_id: str, patch: MemoryPatch, project: str | 
     if "memory_type" in changes:
         if changes["memory_type"] == "working" and store.scope != Scope.session:
             raise EngramError("working memories are session-only")
-        changes["half_life_days"] = lifecycle.half_life_for(store.scope.value, changes["memory_type"],
-                                                            core.half_lives(core.project_root_of(store)))
+        changes["half_life_days"] = lifecycle.half_life_for(
+            store.scope.value, changes["memory_type"], core.half_lives(core.project_root_of(store))
+        )
     if "metadata" in changes:
         current = store.get(key) or {}
         changes["metadata"] = {**current.get("metadata", {}), **redact_value(changes["metadata"])}
@@ -364,22 +446,36 @@ def update(core: MemoryCore, memory_id: str, patch: MemoryPatch, project: str | 
         # A verdict moves importance (helpful up, not helpful down, bounded): rank and decay follow it.
         current = store.get(key)
         if current is not None:
-            changes["importance"] = importance_after_verdict(float(current["importance"]), changes["user_feedback"])
+            changes["importance"] = importance_after_verdict(
+                float(current["importance"]), changes["user_feedback"]
+            )
     row = store.update_memory(key, changes)
     if row is None:
         raise NotFound(f"no memory with id {key!r}")
-    if store.scope == Scope.session and "importance" in changes and promotion.promote_if_important(core, store, key):
+    if (
+        store.scope == Scope.session
+        and "importance" in changes
+        and promotion.promote_if_important(core, store, key)
+    ):
         row = store.get(key) or row
     return core.to_memory(row, store)
 
 
 @api
-def set_status(core: MemoryCore, memory_id: str, status: Status, reason: str = "set by user",
-               project: str | None = None, session: str | None = None) -> Memory:
+def set_status(
+    core: MemoryCore,
+    memory_id: str,
+    status: Status,
+    reason: str = "set by user",
+    project: str | None = None,
+    session: str | None = None,
+) -> Memory:
     """Move a memory to a lifecycle state (archive, restore to active…). Erasing (forgotten) is `forget` with
     erase and confirm, never a status change by the way."""
     if status == Status.forgotten:
-        raise EngramError("forgotten erases content and embedding: use forget with erase=true and confirm=true")
+        raise EngramError(
+            "forgotten erases content and embedding: use forget with erase=true and confirm=true"
+        )
     store, key = core.scopes.locate(memory_id, project, session)
     row = store.set_status(key, status.value, redact_text(reason), at=core.now())
     if row is None:
@@ -388,8 +484,15 @@ def set_status(core: MemoryCore, memory_id: str, status: Status, reason: str = "
 
 
 @api
-def forget(core: MemoryCore, memory_id: str, project: str | None = None, session: str | None = None,
-           reason: str = "forgotten on request", erase: bool = False, confirm: bool = False) -> Memory:
+def forget(
+    core: MemoryCore,
+    memory_id: str,
+    project: str | None = None,
+    session: str | None = None,
+    reason: str = "forgotten on request",
+    erase: bool = False,
+    confirm: bool = False,
+) -> Memory:
     """Forget = archive (seed 002 `/forget`: a soft delete). The memory leaves recall and injection but keeps
     its content, so `set_status … active` brings it back. ``erase`` (with ``confirm``) is the separate, final
     act: the skeleton stays for history; content, search text, hash, embedding, tags, source and metadata are
@@ -397,8 +500,10 @@ def forget(core: MemoryCore, memory_id: str, project: str | None = None, session
     store, key = core.scopes.locate(memory_id, project, session)
     reason = redact_text(reason)
     if erase and not confirm:
-        raise EngramError("erasing clears this memory's content and embedding for good: "
-                          "confirm it (confirm=true, or --yes on the command line)")
+        raise EngramError(
+            "erasing clears this memory's content and embedding for good: "
+            "confirm it (confirm=true, or --yes on the command line)"
+        )
     if erase:
         words = store.unique_words(key)
         light = store.light.get(key)

@@ -42,29 +42,65 @@ from .widgets.modebar import ModeBar
 REVISION_POLL_S = 2.0  # how often the shown pane asks whether anything changed (one cheap call)
 BUSY_AFTER_S = 0.4  # a call slower than this shows the busy sign
 REQUEST_TIMEOUT_S = 15.0  # a daemon that does not answer within this is reported, not waited for
-KEY_SETTLE_S = 2.0  # a key whose handling never finishes (its widget went away) holds the next one at most this long
-MODE_KEYS = {"1": "memories", "2": "decay", "3": "consolidation", "4": "contradictions", "5": "console", "6": "injection"}
-EMPTY_HELP = ("No memories here yet. They arrive when:\n"
-              "  • Claude Code stores them as you work: engram setup claude-code (hooks + MCP), then start claude\n"
-              "  • you store one: engram store \"The API listens on port 8000\"\n"
-              "  • you import them: engram import FILE.jsonl  (one memory per line, e.g. from engram export)\n\n"
-              "The demo (D) is a sample project in its own data root: it never mixes with your memories.")
-MODE_TITLES = {"memories": "Memories", "decay": "Decay", "consolidation": "Consolidation review",
-               "contradictions": "Contradictions", "console": "SurrealQL console", "injection": "Injection preview"}
+KEY_SETTLE_S = (
+    2.0  # a key whose handling never finishes (its widget went away) holds the next one at most this long
+)
+MODE_KEYS = {
+    "1": "memories",
+    "2": "decay",
+    "3": "consolidation",
+    "4": "contradictions",
+    "5": "console",
+    "6": "injection",
+}
+EMPTY_HELP = (
+    "No memories here yet. They arrive when:\n"
+    "  • Claude Code stores them as you work: engram setup claude-code (hooks + MCP), then start claude\n"
+    '  • you store one: engram store "The API listens on port 8000"\n'
+    "  • you import them: engram import FILE.jsonl  (one memory per line, e.g. from engram export)\n\n"
+    "The demo (D) is a sample project in its own data root: it never mixes with your memories."
+)
+MODE_TITLES = {
+    "memories": "Memories",
+    "decay": "Decay",
+    "consolidation": "Consolidation review",
+    "contradictions": "Contradictions",
+    "console": "SurrealQL console",
+    "injection": "Injection preview",
+}
 
 
 class EngramApp(App[None]):
     CSS_PATH = Path(__file__).with_name("engram.tcss")  # absolute: subclasses may live anywhere
     TITLE = "Engram"
     COMMANDS = App.COMMANDS | {EngramCommands}
-    MODES = {"memories": MemoriesScreen, "decay": DecayScreen, "consolidation": ConsolidationScreen,
-             "contradictions": ContradictionsScreen, "console": ConsoleScreen, "injection": InjectionScreen}
+    MODES = {
+        "memories": MemoriesScreen,
+        "decay": DecayScreen,
+        "consolidation": ConsolidationScreen,
+        "contradictions": ContradictionsScreen,
+        "console": ConsoleScreen,
+        "injection": InjectionScreen,
+    }
     BINDINGS = [
-        *(Binding(k, f"mode('{m}')", MODE_TITLES[m].split()[0], id=f"app.mode.{m}", show=False,
-                  tooltip=f"Show the {MODE_TITLES[m]} pane") for k, m in MODE_KEYS.items()),
+        *(
+            Binding(
+                k,
+                f"mode('{m}')",
+                MODE_TITLES[m].split()[0],
+                id=f"app.mode.{m}",
+                show=False,
+                tooltip=f"Show the {MODE_TITLES[m]} pane",
+            )
+            for k, m in MODE_KEYS.items()
+        ),
         # alt+N works from inside an editor too (plain digits are typed there).
-        *(Binding(f"alt+{k}", f"mode('{m}')", MODE_TITLES[m], show=False, priority=True, id=f"app.alt_mode.{m}")
-          for k, m in MODE_KEYS.items()),
+        *(
+            Binding(
+                f"alt+{k}", f"mode('{m}')", MODE_TITLES[m], show=False, priority=True, id=f"app.alt_mode.{m}"
+            )
+            for k, m in MODE_KEYS.items()
+        ),
         Binding("question_mark,f1", "help", "Help", id="app.help", tooltip="Every key binding"),
         Binding("q", "quit", "Quit", id="app.quit"),
     ]
@@ -72,9 +108,19 @@ class EngramApp(App[None]):
     selected_id: var[str | None] = var(None)
     """The memory under the cursor in the browser; the decay view follows it."""
 
-    def __init__(self, service: Any, *, project: str | Path | None = None, session: str | None = None,
-                 clock: Clock | None = None, offer_demo: bool = True, demo_root: Path | None = None,
-                 history_path: Path | None = None, mask_db_times: bool = False, source: str = "") -> None:
+    def __init__(
+        self,
+        service: Any,
+        *,
+        project: str | Path | None = None,
+        session: str | None = None,
+        clock: Clock | None = None,
+        offer_demo: bool = True,
+        demo_root: Path | None = None,
+        history_path: Path | None = None,
+        mask_db_times: bool = False,
+        source: str = "",
+    ) -> None:
         super().__init__()
         self.service = service
         self.project: str | None = str(project) if project else None
@@ -105,15 +151,26 @@ class EngramApp(App[None]):
         self._polling = False
         self._outage = False
         self._keys: deque[events.Key] = deque()
-        self._key_turn: object | None = None  # the key being handled, until it has passed every queue it goes through
+        self._key_turn: object | None = (
+            None  # the key being handled, until it has passed every queue it goes through
+        )
 
     def now(self) -> datetime:
         return self.clock.now()
 
-    def notify(self, message: str, *, title: str = "", severity: Any = "information", timeout: float | None = None,
-               markup: bool = True) -> None:
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: Any = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
         """Every notification is plain text: messages quote memories, queries and errors (see safe.py)."""
-        super().notify(visible(message), title=visible(title), severity=severity, timeout=timeout, markup=False)
+        super().notify(
+            visible(message), title=visible(title), severity=severity, timeout=timeout, markup=False
+        )
 
     # ── keys, one at a time ─────────────────────────────────
     async def on_event(self, event: events.Event) -> None:
@@ -167,7 +224,8 @@ class EngramApp(App[None]):
 
     def on_mount(self) -> None:
         self.place = f"{Path(self.project).name if self.project else 'no project'}" + (
-            f" · {self.source}" if self.source else "")
+            f" · {self.source}" if self.source else ""
+        )
         self._show_connection()
         self.switch_mode("memories")
         if self.offer_demo:
@@ -231,7 +289,9 @@ class EngramApp(App[None]):
         """The header's standing answer to "is what I see current?": answering, waiting N s, the daemon
         restarted at HH:MM, or no answer (data from HH:MM, the last answer)."""
         waiting = self.waiting_s is not None and self.waiting_s >= 1
-        if self.conn_error is not None:  # the last call failed: say so while the next one waits (the bar times it)
+        if (
+            self.conn_error is not None
+        ):  # the last call failed: say so while the next one waits (the bar times it)
             return "✖ no answer" + (f" · data from {self.answered_at:%H:%M}" if self.answered_at else "")
         if waiting:
             return f"◌ waiting {self.waiting_s:.0f} s"
@@ -286,11 +346,15 @@ class EngramApp(App[None]):
         # went back (another client or `engram serve` restarted it).
         process = getattr(service, "daemon_process", None)
         if (process is not None and process is not self._daemon_process) or (
-                self.revision_seen is not None and rev < self.revision_seen):
+            self.revision_seen is not None and rev < self.revision_seen
+        ):
             self.restarted_at = self.answered_at
             self._daemon_process = process
-            self.notify(f"The Engram daemon was restarted ({self.restarted_at:%H:%M}); the panes reload",
-                        title="Engram", timeout=8)
+            self.notify(
+                f"The Engram daemon was restarted ({self.restarted_at:%H:%M}); the panes reload",
+                title="Engram",
+                timeout=8,
+            )
         self._show_connection()
         first = self.revision_seen is None
         changed = rev != self.revision_seen
@@ -347,8 +411,15 @@ class EngramApp(App[None]):
             if ok:
                 self.load_demo()
 
-        self.push_screen(ConfirmScreen(EMPTY_HELP + "\n\nOpen the demo now?", title="Welcome to Engram",
-                                       confirm_label="Open the demo", danger=False), answered)
+        self.push_screen(
+            ConfirmScreen(
+                EMPTY_HELP + "\n\nOpen the demo now?",
+                title="Welcome to Engram",
+                confirm_label="Open the demo",
+                danger=False,
+            ),
+            answered,
+        )
 
     def load_demo(self) -> None:
         """Open the demo in its own data root (built on first use) and show it; the user's stores stay as they are."""
@@ -360,8 +431,9 @@ class EngramApp(App[None]):
 
         def build() -> None:
             try:
-                svc, report = open_demo(root, progress=lambda text: self.call_from_thread(self.notify, text,
-                                                                                           timeout=30))
+                svc, report = open_demo(
+                    root, progress=lambda text: self.call_from_thread(self.notify, text, timeout=30)
+                )
             except Exception as exc:  # noqa: BLE001 - a failed build is a message; the app keeps working
                 from .backend import describe_error
 
@@ -396,17 +468,26 @@ class EngramApp(App[None]):
 
 def _build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="engram tui", description="Engram's terminal UI")
-    p.add_argument("--demo", action="store_true",
-                   help="open the demo set, kept in its own data root (DATA_ROOT/demo): built on first use, the same "
-                        "on every later load, opened in this process (no daemon, no decay sweep), never mixed with "
-                        "your memories")
+    p.add_argument(
+        "--demo",
+        action="store_true",
+        help="open the demo set, kept in its own data root (DATA_ROOT/demo): built on first use, the same "
+        "on every later load, opened in this process (no daemon, no decay sweep), never mixed with "
+        "your memories",
+    )
     p.add_argument("--reset", action="store_true", help="with --demo: delete the demo and build it again")
     p.add_argument("--remove-demo", action="store_true", help="delete the demo's data root and exit")
-    p.add_argument("--project", metavar="DIR", help="project to open (default: the one around the current directory)")
-    p.add_argument("--in-process", action="store_true",
-                   help="open the stores in this process instead of talking to the daemon (no daemon running)")
-    p.add_argument("--home", metavar="DIR", default=None,
-                   help="data root (default: $ENGRAM_HOME or ~/.claude/engram)")
+    p.add_argument(
+        "--project", metavar="DIR", help="project to open (default: the one around the current directory)"
+    )
+    p.add_argument(
+        "--in-process",
+        action="store_true",
+        help="open the stores in this process instead of talking to the daemon (no daemon running)",
+    )
+    p.add_argument(
+        "--home", metavar="DIR", default=None, help="data root (default: $ENGRAM_HOME or ~/.claude/engram)"
+    )
     return p
 
 
@@ -446,8 +527,11 @@ def main(argv: list[str] | None = None) -> int:
     if opts.demo:
         # The demo never goes through the user's daemon: its own data root, opened here.
         try:
-            service, report = open_demo(demo_root(home), reset=opts.reset,
-                                        progress=lambda text: print(text, file=sys.stderr, flush=True))
+            service, report = open_demo(
+                demo_root(home),
+                reset=opts.reset,
+                progress=lambda text: print(text, file=sys.stderr, flush=True),
+            )
         except Exception as exc:  # noqa: BLE001 - a start-up failure is a message, not a traceback
             print(f"engram: cannot open the demo ({exc})", file=sys.stderr)
             return 2
@@ -458,12 +542,21 @@ def main(argv: list[str] | None = None) -> int:
         try:
             service, source = make_service(opts.in_process, opts.home)
         except Exception as exc:  # noqa: BLE001 - a start-up failure is a message, not a traceback
-            print(f"engram: cannot reach Engram ({exc}). Start the daemon with `engram serve`, "
-                  "or run `engram tui --in-process`.", file=sys.stderr)
+            print(
+                f"engram: cannot reach Engram ({exc}). Start the daemon with `engram serve`, "
+                "or run `engram tui --in-process`.",
+                file=sys.stderr,
+            )
             return 2
-    app = EngramApp(service, project=project, session=report.session_key if report else None,
-                    offer_demo=not opts.demo, source=source, history_path=home / "console_history.jsonl",
-                    demo_root=demo_root(home))
+    app = EngramApp(
+        service,
+        project=project,
+        session=report.session_key if report else None,
+        offer_demo=not opts.demo,
+        source=source,
+        history_path=home / "console_history.jsonl",
+        demo_root=demo_root(home),
+    )
     try:
         app.run()
     finally:

@@ -15,10 +15,19 @@ def describe_error(exc: BaseException) -> str:
     name = type(exc).__name__
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else name
     if isinstance(exc, ConnectionError | FileNotFoundError | TimeoutError) or name in {
-            "DaemonUnavailable", "DaemonError", "ConnectionRefusedError"}:
+        "DaemonUnavailable",
+        "DaemonError",
+        "ConnectionRefusedError",
+    }:
         return f"Engram daemon unreachable ({text}); start it with `engram serve` and press R to retry"
     if isinstance(exc, AttributeError) or "unknown method" in text or "has no method" in text:
-        return (f"the running Engram daemon does not serve this ({text}): it is another version; "
-                "`engram stop` and reopen (any command starts the current one)")
-    return text if name in {"EngramError", "NotFound", "ValidationError", "ValueError", "RemoteNotFound",
-                            "RemoteEngramError"} else f"{name}: {text}"
+        return (
+            f"the running Engram daemon does not serve this ({text}): it is another version; "
+            "`engram stop` and reopen (any command starts the current one)"
+        )
+    return (
+        text
+        if name
+        in {"EngramError", "NotFound", "ValidationError", "ValueError", "RemoteNotFound", "RemoteEngramError"}
+        else f"{name}: {text}"
+    )

@@ -72,12 +72,17 @@ class EngramCommands(Provider):
         app = self.engram
         out: list[tuple[str, Any, str]] = []
         for name, mode, action, help_text in COMMANDS:
-            runnable = partial(app.action_mode, mode) if action is None else partial(app.run_screen_action, mode,
-                                                                                       action)
+            runnable = (
+                partial(app.action_mode, mode)
+                if action is None
+                else partial(app.run_screen_action, mode, action)
+            )
             key = key_for(mode, action)
             out.append((name, runnable, f"{key}  ·  {help_text}" if key else help_text))
         out.append(("App: help (key bindings)", app.action_help, "?, f1  ·  Every key binding"))
-        out.append(("App: load demo data", app.load_demo, "A separate demo project with a few hundred memories"))
+        out.append(
+            ("App: load demo data", app.load_demo, "A separate demo project with a few hundred memories")
+        )
         return out
 
     async def discover(self) -> Hits:

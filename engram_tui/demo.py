@@ -110,11 +110,17 @@ WORKING = [
 USER = [
     ("The user prefers ruff over flake8 and black in every Python project", MemoryType.semantic),
     ("The user writes commit messages in the imperative mood, under 72 characters", MemoryType.semantic),
-    ("Always run the tests before proposing a commit; never commit with failing tests", MemoryType.procedural),
+    (
+        "Always run the tests before proposing a commit; never commit with failing tests",
+        MemoryType.procedural,
+    ),
     ("The user works in Europe/Berlin and reads timestamps in 24 h format", MemoryType.semantic),
     ("The user likes type hints everywhere and mypy --strict on new modules", MemoryType.semantic),
     ("Prefer uv over pip and poetry for Python environments", MemoryType.procedural),
-    ("Explain trade-offs briefly before large refactors; the user wants to approve the plan first", MemoryType.procedural),
+    (
+        "Explain trade-offs briefly before large refactors; the user wants to approve the plan first",
+        MemoryType.procedural,
+    ),
     ("The user's editor is Neovim with the LSP; do not add VS Code settings files", MemoryType.semantic),
 ]
 OTHER_PROJECT = [
@@ -122,7 +128,10 @@ OTHER_PROJECT = [
     ("Run `terraform plan -out plan.bin` and have it reviewed before any apply", MemoryType.procedural),
     ("The staging VPC is 10.20.0.0/16; production is 10.10.0.0/16", MemoryType.semantic),
     ("Modules live in modules/; environments in envs/staging and envs/prod", MemoryType.semantic),
-    ("An apply on prod on 2025-05-12 recreated the NAT gateway; added lifecycle prevent_destroy", MemoryType.episodic),
+    (
+        "An apply on prod on 2025-05-12 recreated the NAT gateway; added lifecycle prevent_destroy",
+        MemoryType.episodic,
+    ),
     ("Use `tflint --recursive` in CI; the user wants zero warnings", MemoryType.procedural),
 ]
 # Pairs that say nearly the same thing (for the consolidation queue) and pairs that disagree (contradictions).
@@ -134,12 +143,25 @@ NEAR_DUPLICATES = [
 CONTRADICTIONS = [
     ("The local API listens on port 8080", "The local API listens on port 8000"),
     ("Run the test suite with pytest -n 4 in parallel", "Run the test suite with pytest -n 8 in parallel"),
-    ("The refunds worker runs as a cron job every 5 minutes", "The refunds worker does not run as a cron job"),
+    (
+        "The refunds worker runs as a cron job every 5 minutes",
+        "The refunds worker does not run as a cron job",
+    ),
     ("Webhook retries are capped at 12 attempts", "Webhook retries are capped at 8 attempts"),
     ("Use Poetry to manage dependencies", "Do not use Poetry to manage dependencies; use uv"),
 ]
-COMPONENTS = ["payments", "refunds", "ledger", "webhooks", "merchants", "fx", "reports", "auth", "outbox",
-              "dashboard"]
+COMPONENTS = [
+    "payments",
+    "refunds",
+    "ledger",
+    "webhooks",
+    "merchants",
+    "fx",
+    "reports",
+    "auth",
+    "outbox",
+    "dashboard",
+]
 GENERATED_EPISODIC = [
     "Fixed a bug in {c}: {bug}",
     "Code review on {c}: {note}",
@@ -187,15 +209,28 @@ def demo_project_dirs(base: Path) -> tuple[Path, Path]:
 
 
 RECALLS = [  # (days before now, query): what the agent looked up, and when: these memories were used
-    (21.0, "how are refunds processed"), (14.0, "idempotency key header"), (9.0, "run the test suite"),
-    (6.0, "money stored as integer cents"), (4.0, "stripe webhook signing secret"), (3.0, "create a migration"),
-    (2.0, "refunds amount validation"), (1.0, "redis idempotency keys ttl"), (0.5, "before committing lint"),
-    (0.2, "partial refunds"), (0.05, "database sessions dependency"),
+    (21.0, "how are refunds processed"),
+    (14.0, "idempotency key header"),
+    (9.0, "run the test suite"),
+    (6.0, "money stored as integer cents"),
+    (4.0, "stripe webhook signing secret"),
+    (3.0, "create a migration"),
+    (2.0, "refunds amount validation"),
+    (1.0, "redis idempotency keys ttl"),
+    (0.5, "before committing lint"),
+    (0.2, "partial refunds"),
+    (0.05, "database sessions dependency"),
 ]
 
 
-def build_demo(service: Any, base: Path | str, now: datetime, *, seed: int = 7,
-               travel: Callable[[datetime], None] | None = None) -> DemoReport:
+def build_demo(
+    service: Any,
+    base: Path | str,
+    now: datetime,
+    *,
+    seed: int = 7,
+    travel: Callable[[datetime], None] | None = None,
+) -> DemoReport:
     """Fill a demo project (and the user scope) under ``base`` through the service API; returns what it made.
 
     ``travel`` sets the service's clock (the demo's own, in process). Given, the memories are stored with the
@@ -215,17 +250,38 @@ def build_demo(service: Any, base: Path | str, now: datetime, *, seed: int = 7,
 
     items: list[MemoryIn] = []
     for text in SEMANTIC:
-        items.append(MemoryIn(content=text, memory_type=MemoryType.semantic, scope=Scope.project,
-                              tags=["architecture", rng.choice(COMPONENTS)], importance=round(rng.uniform(0.5, 0.95), 2),
-                              created_at=at(rng.uniform(0.5, 60))))
+        items.append(
+            MemoryIn(
+                content=text,
+                memory_type=MemoryType.semantic,
+                scope=Scope.project,
+                tags=["architecture", rng.choice(COMPONENTS)],
+                importance=round(rng.uniform(0.5, 0.95), 2),
+                created_at=at(rng.uniform(0.5, 60)),
+            )
+        )
     for text in PROCEDURAL:
-        items.append(MemoryIn(content=text, memory_type=MemoryType.procedural, scope=Scope.project,
-                              tags=["howto"], importance=round(rng.uniform(0.55, 0.95), 2),
-                              created_at=at(rng.uniform(1, 120))))
+        items.append(
+            MemoryIn(
+                content=text,
+                memory_type=MemoryType.procedural,
+                scope=Scope.project,
+                tags=["howto"],
+                importance=round(rng.uniform(0.55, 0.95), 2),
+                created_at=at(rng.uniform(1, 120)),
+            )
+        )
     for text in EPISODIC:
-        items.append(MemoryIn(content=text, memory_type=MemoryType.episodic, scope=Scope.project,
-                              tags=["episode"], importance=round(rng.uniform(0.3, 0.8), 2),
-                              created_at=at(rng.uniform(0.2, 14))))
+        items.append(
+            MemoryIn(
+                content=text,
+                memory_type=MemoryType.episodic,
+                scope=Scope.project,
+                tags=["episode"],
+                importance=round(rng.uniform(0.3, 0.8), 2),
+                created_at=at(rng.uniform(0.2, 14)),
+            )
+        )
     for c in COMPONENTS:
         # Per-component templates ("{c}: the router lives in app/routers/{c}.py") are not stored: the
         # contradiction detector reads them as one fact with differing values, which would bury the real ones.
@@ -235,17 +291,48 @@ def build_demo(service: Any, base: Path | str, now: datetime, *, seed: int = 7,
             text = tpl.format(c=c, bug=BUGS[b], note=NOTES[n])
             if any(text == it.content for it in items):
                 continue
-            items.append(MemoryIn(content=text, memory_type=MemoryType.episodic,
-                                  scope=Scope.project, tags=[c, "episode"], importance=round(rng.uniform(0.1, 0.7), 2),
-                                  created_at=at(rng.uniform(0.05, 30))))
+            items.append(
+                MemoryIn(
+                    content=text,
+                    memory_type=MemoryType.episodic,
+                    scope=Scope.project,
+                    tags=[c, "episode"],
+                    importance=round(rng.uniform(0.1, 0.7), 2),
+                    created_at=at(rng.uniform(0.05, 30)),
+                )
+            )
     for a, b in NEAR_DUPLICATES + CONTRADICTIONS:
-        items.append(MemoryIn(content=a, memory_type=MemoryType.semantic, scope=Scope.project, tags=["dup-demo"],
-                              importance=round(rng.uniform(0.5, 0.8), 2), created_at=at(rng.uniform(20, 40))))
-        items.append(MemoryIn(content=b, memory_type=MemoryType.semantic, scope=Scope.project, tags=["dup-demo"],
-                              importance=round(rng.uniform(0.5, 0.8), 2), created_at=at(rng.uniform(1, 10))))
+        items.append(
+            MemoryIn(
+                content=a,
+                memory_type=MemoryType.semantic,
+                scope=Scope.project,
+                tags=["dup-demo"],
+                importance=round(rng.uniform(0.5, 0.8), 2),
+                created_at=at(rng.uniform(20, 40)),
+            )
+        )
+        items.append(
+            MemoryIn(
+                content=b,
+                memory_type=MemoryType.semantic,
+                scope=Scope.project,
+                tags=["dup-demo"],
+                importance=round(rng.uniform(0.5, 0.8), 2),
+                created_at=at(rng.uniform(1, 10)),
+            )
+        )
     for text, mtype in USER:
-        items.append(MemoryIn(content=text, memory_type=mtype, scope=Scope.user, tags=["preference"],
-                              importance=round(rng.uniform(0.6, 0.95), 2), created_at=at(rng.uniform(5, 200))))
+        items.append(
+            MemoryIn(
+                content=text,
+                memory_type=mtype,
+                scope=Scope.user,
+                tags=["preference"],
+                importance=round(rng.uniform(0.6, 0.95), 2),
+                created_at=at(rng.uniform(5, 200)),
+            )
+        )
 
     results = []
     if travel is not None:
@@ -253,31 +340,50 @@ def build_demo(service: Any, base: Path | str, now: datetime, *, seed: int = 7,
         # it was created, so ages run from minutes to months.
         items.sort(key=lambda it: it.created_at or now)
         for start in range(0, len(items), 4):
-            group = items[start:start + 4]
+            group = items[start : start + 4]
             travel(max(it.created_at or now for it in group))
             results.extend(service.store_many(group, project=project))
         travel(now)
     else:
         for start in range(0, len(items), 64):
-            results.extend(service.store_many(items[start:start + 64], project=project))
+            results.extend(service.store_many(items[start : start + 64], project=project))
     mems = [r.memory for r in results]
 
-    other = [MemoryIn(content=t, memory_type=m, scope=Scope.project, importance=0.6, created_at=at(30 + i))
-             for i, (t, m) in enumerate(OTHER_PROJECT)]
+    other = [
+        MemoryIn(content=t, memory_type=m, scope=Scope.project, importance=0.6, created_at=at(30 + i))
+        for i, (t, m) in enumerate(OTHER_PROJECT)
+    ]
     service.store_many(other, project=str(other_root))
 
     # A live session with scratch notes and a few things worth keeping.
     session = service.start_session(project=project, claude_session_id=DEMO_CLAUDE_SESSION)
-    sess_items = [MemoryIn(content=t, memory_type=MemoryType.working, scope=Scope.session, tags=["wip"],
-                           importance=0.4, created_at=now - timedelta(minutes=5 * (i + 1)))
-                  for i, t in enumerate(WORKING)]
+    sess_items = [
+        MemoryIn(
+            content=t,
+            memory_type=MemoryType.working,
+            scope=Scope.session,
+            tags=["wip"],
+            importance=0.4,
+            created_at=now - timedelta(minutes=5 * (i + 1)),
+        )
+        for i, t in enumerate(WORKING)
+    ]
     sess_items += [
-        MemoryIn(content="Partial refunds must be validated against captured minus refunded amounts",
-                 memory_type=MemoryType.semantic, scope=Scope.session, importance=0.8, tags=["refunds"],
-                 created_at=now - timedelta(minutes=42)),
-        MemoryIn(content="Started the session by reading app/routers/refunds.py and tests/test_refunds.py",
-                 memory_type=MemoryType.episodic, scope=Scope.session, importance=0.3,
-                 created_at=now - timedelta(minutes=55)),
+        MemoryIn(
+            content="Partial refunds must be validated against captured minus refunded amounts",
+            memory_type=MemoryType.semantic,
+            scope=Scope.session,
+            importance=0.8,
+            tags=["refunds"],
+            created_at=now - timedelta(minutes=42),
+        ),
+        MemoryIn(
+            content="Started the session by reading app/routers/refunds.py and tests/test_refunds.py",
+            memory_type=MemoryType.episodic,
+            scope=Scope.session,
+            importance=0.3,
+            created_at=now - timedelta(minutes=55),
+        ),
     ]
     sess_results = service.store_many(sess_items, project=project, session=session.session_key)
     if travel is not None:
@@ -311,16 +417,22 @@ def build_demo(service: Any, base: Path | str, now: datetime, *, seed: int = 7,
             service.set_status(m.id, Status.active, reason="first retrieval")
     # A superseded one (an outdated fact replaced by a newer memory).
     old = next(m for m in project_mems if m.content.startswith("OpenAPI docs"))
-    service.set_status(old.id, Status.superseded, reason="docs are now served on every environment", project=project)
+    service.set_status(
+        old.id, Status.superseded, reason="docs are now served on every environment", project=project
+    )
 
     # Pinned: the things the team wants injected no matter how they decay.
     for m in [*by_type["procedural"][:2], by_type["semantic"][4]]:
         service.update(m.id, MemoryPatch(pinned=True), project=project)
 
-    report = DemoReport(project_root=project, other_project_root=str(other_root), session_key=session.session_key)
+    report = DemoReport(
+        project_root=project, other_project_root=str(other_root), session_key=session.session_key
+    )
     # Promotions: a session insight up to the project, a project convention up to the user scope.
     keep = next(r.memory for r in sess_results if r.memory.memory_type == MemoryType.semantic)
-    report.promoted += service.promote(keep.id, "project", project=project, session=session.session_key).promoted
+    report.promoted += service.promote(
+        keep.id, "project", project=project, session=session.session_key
+    ).promoted
     convention = next(m for m in project_mems if m.content.startswith("Before committing"))
     report.promoted += service.promote(convention.id, "user", project=project).promoted
 
@@ -335,8 +447,10 @@ def build_demo(service: Any, base: Path | str, now: datetime, *, seed: int = 7,
         report.organise = f"reflection pass failed ({type(exc).__name__}: {str(exc)[:120]}); "
     pending = len(service.list_consolidations(project=project))
     conflicts = len(service.list_contradictions(project=project))
-    report.organise += (f"{pending} consolidations waiting for review ({getattr(rep, 'auto_approved', 0)} "
-                       f"applied automatically), {conflicts} open contradictions")
+    report.organise += (
+        f"{pending} consolidations waiting for review ({getattr(rep, 'auto_approved', 0)} "
+        f"applied automatically), {conflicts} open contradictions"
+    )
 
     report.counts = {
         "project": len(project_mems),
@@ -380,8 +494,9 @@ def remove_demo(root: Path) -> bool:
     return True
 
 
-def open_demo(root: Path, *, reset: bool = False, embedder: Any = None,
-              progress: Callable[[str], None] | None = None) -> tuple[Any, DemoReport]:
+def open_demo(
+    root: Path, *, reset: bool = False, embedder: Any = None, progress: Callable[[str], None] | None = None
+) -> tuple[Any, DemoReport]:
     """The demo service (in process, on ``root``) and what it holds: built on first use, reopened unchanged after.
 
     ``reset`` rebuilds it from scratch. A build that stopped half way (no ``"ready"`` in the marker) is redone.
@@ -432,5 +547,12 @@ def _write_marker(path: Path, data: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-__all__ = ["DEMO_PROJECT_NAME", "DemoReport", "build_demo", "demo_project_dirs", "demo_root", "open_demo",
-           "remove_demo"]
+__all__ = [
+    "DEMO_PROJECT_NAME",
+    "DemoReport",
+    "build_demo",
+    "demo_project_dirs",
+    "demo_root",
+    "open_demo",
+    "remove_demo",
+]

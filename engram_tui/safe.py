@@ -23,7 +23,9 @@ from textual.content import Content
 
 # C0 controls but tab and newline, DEL, C1 controls, the Unicode line/paragraph separators and the bidi
 # controls that would reorder what follows them on screen.
-_INVISIBLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
+_INVISIBLE = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff]"
+)
 
 
 def _escape_char(match: re.Match[str]) -> str:

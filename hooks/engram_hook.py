@@ -45,8 +45,11 @@ MAX_PREVIEW_CHARS = 200_000
 DETACHED_TIMEOUT_S = 2.0
 DETACHED = False  # set by run_hook.py when this runs in a child Claude Code does not wait for
 _EXIT_LINE = re.compile(r"^\s*exit code[: ]+(-?\d+)\s*$", re.I)
-_ERRORISH = re.compile(r"\b(error|failed|failure|fatal|traceback|exception|not found|denied|no such file|"
-                       r"cannot|can't|could not|refused|segmentation fault|panic)\b", re.I)
+_ERRORISH = re.compile(
+    r"\b(error|failed|failure|fatal|traceback|exception|not found|denied|no such file|"
+    r"cannot|can't|could not|refused|segmentation fault|panic)\b",
+    re.I,
+)
 _NAMED_ERROR = re.compile(r"\b[A-Z]\w*(?:Error|Exception)\b|\berror(?:\[\w+\])?:|\bfatal:", re.I)
 _PYTEST_PREFIX = re.compile(r"^E\s+")
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]")  # terminal colours in tool output
@@ -111,7 +114,9 @@ def redact(text: str) -> str | None:
             _REDACT = redaction.redact_text
         except Exception as exc:
             _REDACT = False  # before logging: the log line itself asks for redaction
-            log_problem("-", "redaction-unavailable", f"{exc.__class__.__name__}: {exc}; tool output withheld")
+            log_problem(
+                "-", "redaction-unavailable", f"{exc.__class__.__name__}: {exc}; tool output withheld"
+            )
     if _REDACT is False:
         return None
     return _REDACT(text)  # type: ignore[operator]
@@ -203,8 +208,12 @@ def call(method: str, params: dict, timeout: float) -> object:
     try:
         s.settimeout(timeout)
         s.connect(os.path.join(home(), "engram.sock"))
-        body = json.dumps({"v": PROTOCOL_VERSION, "id": 1, "method": method, "params": params},
-                          ensure_ascii=False).encode("utf-8") + b"\n"
+        body = (
+            json.dumps(
+                {"v": PROTOCOL_VERSION, "id": 1, "method": method, "params": params}, ensure_ascii=False
+            ).encode("utf-8")
+            + b"\n"
+        )
         s.sendall(body)
         buf = b""
         while not buf.endswith(b"\n"):
@@ -258,8 +267,10 @@ def daemon_python() -> tuple[str | None, list[str]]:
         ("launcher.json", _recorded_python(os.path.join(home(), "launcher.json"))),
         ("plugin .venv", os.path.join(ROOT, ".venv", "bin", "python")),
         ("engram on PATH", _shebang_python(shutil.which("engram"))),
-        ("default home", _recorded_python(os.path.join(os.path.expanduser("~"), ".claude", "engram",
-                                                       "launcher.json"))),
+        (
+            "default home",
+            _recorded_python(os.path.join(os.path.expanduser("~"), ".claude", "engram", "launcher.json")),
+        ),
     ]
     tried = []
     for where, python in candidates:
@@ -273,7 +284,9 @@ def start_daemon(event: str) -> bool:
     """Start the daemon detached with an interpreter that has our packages."""
     h = home()
     if foreign_home(h):
-        log_problem(event, "foreign-data-root", f"{h} is not Engram's data directory: the daemon is not started")
+        log_problem(
+            event, "foreign-data-root", f"{h} is not Engram's data directory: the daemon is not started"
+        )
         return False
     marker = os.path.join(h, "starting")
     try:
@@ -283,9 +296,12 @@ def start_daemon(event: str) -> bool:
         pass
     python, tried = daemon_python()
     if not python:
-        log_problem(event, "no-daemon-python",
-                    f"cannot start the daemon: no interpreter with Engram found (looked at {', '.join(tried)}); "
-                    "run `engram serve` once or set ENGRAM_PYTHON")
+        log_problem(
+            event,
+            "no-daemon-python",
+            f"cannot start the daemon: no interpreter with Engram found (looked at {', '.join(tried)}); "
+            "run `engram serve` once or set ENGRAM_PYTHON",
+        )
         return False
     try:
         import subprocess
@@ -294,9 +310,16 @@ def start_daemon(event: str) -> bool:
         os.close(os.open(marker, os.O_WRONLY | os.O_CREAT, 0o600))  # owner-only whatever the umask
         os.utime(marker)  # its age is the start's: a marker left from an earlier start counts from now
         fd = os.open(os.path.join(h, "engram.log"), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        subprocess.Popen([python, "-m", "engram_core.daemon", "--home", h], stdin=subprocess.DEVNULL, stdout=fd,
-                         stderr=fd, start_new_session=True, close_fds=True, cwd=ROOT,
-                         env=dict(os.environ, ENGRAM_HOME=h))
+        subprocess.Popen(
+            [python, "-m", "engram_core.daemon", "--home", h],
+            stdin=subprocess.DEVNULL,
+            stdout=fd,
+            stderr=fd,
+            start_new_session=True,
+            close_fds=True,
+            cwd=ROOT,
+            env=dict(os.environ, ENGRAM_HOME=h),
+        )
         os.close(fd)
         return True
     except Exception as exc:
@@ -356,9 +379,14 @@ def deliver(event: dict, timeout: float) -> str:
 
 
 def base_event(data: dict, kind: str, hook: str) -> dict:
-    return {"event_id": os.urandom(16).hex(), "kind": kind, "hook": hook,
-            "session_id": str(data.get("session_id") or "") or None, "cwd": str(data.get("cwd") or os.getcwd()),
-            "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    return {
+        "event_id": os.urandom(16).hex(),
+        "kind": kind,
+        "hook": hook,
+        "session_id": str(data.get("session_id") or "") or None,
+        "cwd": str(data.get("cwd") or os.getcwd()),
+        "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
 
 
 # ── building memories from tool events (inputs already redacted whole) ───────
@@ -408,21 +436,30 @@ def file_change(data: dict) -> dict | None:
             summary += f", starts {first!r}"
     elif tool == "Edit":
         old, new_s = ti.get("old_string", ""), ti.get("new_string", "")
-        summary = (f"replaced {ti.get('old_string_lines') or _lines(old)} line(s) with "
-                   f"{ti.get('new_string_lines') or _lines(new_s)}"
-                   f"{' (all occurrences)' if ti.get('replace_all') else ''}: "
-                   f"{_first_line(old, 60)!r} → {_first_line(new_s, 60)!r}")
+        summary = (
+            f"replaced {ti.get('old_string_lines') or _lines(old)} line(s) with "
+            f"{ti.get('new_string_lines') or _lines(new_s)}"
+            f"{' (all occurrences)' if ti.get('replace_all') else ''}: "
+            f"{_first_line(old, 60)!r} → {_first_line(new_s, 60)!r}"
+        )
     elif tool == "MultiEdit":
         edits = [e for e in ti.get("edits") or [] if isinstance(e, dict)]
-        shown = "; ".join(f"{_first_line(e.get('old_string', ''), 40)!r} → {_first_line(e.get('new_string', ''), 40)!r}"
-                          for e in edits[:3])
+        shown = "; ".join(
+            f"{_first_line(e.get('old_string', ''), 40)!r} → {_first_line(e.get('new_string', ''), 40)!r}"
+            for e in edits[:3]
+        )
         summary = f"{len(edits)} edit(s): {shown}{' …' if len(edits) > 3 else ''}"
     else:
         return None
-    return {"content": f"Modified {rel}: {summary}", "memory_type": "episodic", "scope": "session",
-            "tags": [_tag(rel), "file-change"], "importance": 0.6 if new else 0.3,
-            "metadata": {"tool": tool, "file": rel, "new_file": new, "tool_use_id": data.get("tool_use_id")},
-            "source": "hook:PostToolUse"}
+    return {
+        "content": f"Modified {rel}: {summary}",
+        "memory_type": "episodic",
+        "scope": "session",
+        "tags": [_tag(rel), "file-change"],
+        "importance": 0.6 if new else 0.3,
+        "metadata": {"tool": tool, "file": rel, "new_file": new, "tool_use_id": data.get("tool_use_id")},
+        "source": "hook:PostToolUse",
+    }
 
 
 def command_name(command: str) -> str:
@@ -475,12 +512,22 @@ def bash_failure(data: dict) -> dict | None:
     shown = joined if len(joined) <= 600 else "…" + joined[-599:]
     cmd = _one_line(command, 300)
     name = command_name(command)
-    return {"content": f"Command failed: {cmd} → {shown or f'exit code {code}'}", "memory_type": "episodic",
-            "scope": "session", "tags": ["error", "debugging", _tag(name.lower())], "importance": 0.5,
-            "metadata": {"tool": "Bash", "exit_code": code, "command_name": name, "command": cmd,
-                         "error": error or (f"exit code {code}" if code is not None else "failed"),
-                         "tool_use_id": data.get("tool_use_id")},
-            "source": "hook:PostToolUseFailure"}
+    return {
+        "content": f"Command failed: {cmd} → {shown or f'exit code {code}'}",
+        "memory_type": "episodic",
+        "scope": "session",
+        "tags": ["error", "debugging", _tag(name.lower())],
+        "importance": 0.5,
+        "metadata": {
+            "tool": "Bash",
+            "exit_code": code,
+            "command_name": name,
+            "command": cmd,
+            "error": error or (f"exit code {code}" if code is not None else "failed"),
+            "tool_use_id": data.get("tool_use_id"),
+        },
+        "source": "hook:PostToolUseFailure",
+    }
 
 
 def _redacted_payload(data: dict) -> dict | None:
@@ -523,9 +570,15 @@ def on_post_tool_use(data: dict, failed: bool = False) -> None:
             if path:
                 event = base_event(data, "memory", hook)
                 rel = _rel(path, str(data.get("cwd") or ""))
-                event["memory"] = {"content": f"Modified {rel}", "memory_type": "episodic", "scope": "session",
-                                   "tags": [_tag(rel), "file-change"], "importance": 0.3,
-                                   "metadata": {"tool": tool, "file": rel}, "source": "hook:PostToolUse"}
+                event["memory"] = {
+                    "content": f"Modified {rel}",
+                    "memory_type": "episodic",
+                    "scope": "session",
+                    "tags": [_tag(rel), "file-change"],
+                    "importance": 0.3,
+                    "metadata": {"tool": tool, "file": rel},
+                    "source": "hook:PostToolUse",
+                }
                 deliver(event, POST_TOOL_TIMEOUT_S)
         return
     if tool == "Bash" and not failed:
@@ -554,13 +607,18 @@ def on_post_tool_use(data: dict, failed: bool = False) -> None:
 
 def print_context(event_name: str, text: str) -> None:
     if text:
-        sys.stdout.write(json.dumps({"hookSpecificOutput": {"hookEventName": event_name,
-                                                            "additionalContext": text}}) + "\n")
+        sys.stdout.write(
+            json.dumps({"hookSpecificOutput": {"hookEventName": event_name, "additionalContext": text}})
+            + "\n"
+        )
 
 
 def on_session_start(data: dict) -> None:
-    params = {"session_id": data.get("session_id"), "cwd": str(data.get("cwd") or os.getcwd()),
-              "source": data.get("source")}
+    params = {
+        "session_id": data.get("session_id"),
+        "cwd": str(data.get("cwd") or os.getcwd()),
+        "source": data.get("source"),
+    }
     budget = os.environ.get("ENGRAM_INJECTION_TOKEN_BUDGET")
     if budget and budget.isdigit():
         params["budget"] = int(budget)
@@ -580,9 +638,12 @@ def on_session_start(data: dict) -> None:
                 elif not os.path.exists(os.path.join(home(), "starting")):
                     return
             if time.monotonic() + 0.1 >= deadline:
-                log_problem("SessionStart", "daemon-not-ready",
-                            "the daemon was not up in time; no context injected "
-                            "(it keeps starting: the next session gets it)")
+                log_problem(
+                    "SessionStart",
+                    "daemon-not-ready",
+                    "the daemon was not up in time; no context injected "
+                    "(it keeps starting: the next session gets it)",
+                )
                 return
             time.sleep(0.1)
         except (OSError, ValueError, RuntimeError) as exc:
@@ -605,8 +666,15 @@ def on_prompt(data: dict) -> None:
     if not enabled:
         return  # prompt recall is off by default: no second round trip
     try:
-        result = call("hook_prompt", {"prompt": prompt, "session_id": data.get("session_id"),
-                                      "cwd": str(data.get("cwd") or os.getcwd())}, PROMPT_TIMEOUT_S)
+        result = call(
+            "hook_prompt",
+            {
+                "prompt": prompt,
+                "session_id": data.get("session_id"),
+                "cwd": str(data.get("cwd") or os.getcwd()),
+            },
+            PROMPT_TIMEOUT_S,
+        )
     except (OSError, ValueError, RuntimeError) as exc:
         log_problem("UserPromptSubmit", "no-recall", f"{exc.__class__.__name__}: {exc}")
         return
@@ -673,7 +741,9 @@ if __name__ == "__main__":
         main(sys.argv)
     except BaseException as exc:  # noqa: BLE001 - a hook must exit 0 whatever happens
         try:  # noqa: SIM105 - no contextlib import on the hot path
-            log_problem(sys.argv[1] if len(sys.argv) > 1 else "-", "crash", f"{exc.__class__.__name__}: {exc}")
+            log_problem(
+                sys.argv[1] if len(sys.argv) > 1 else "-", "crash", f"{exc.__class__.__name__}: {exc}"
+            )
         except BaseException:
             pass
     try:  # noqa: SIM105

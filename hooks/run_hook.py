@@ -54,10 +54,10 @@ def field_of(raw: bytes, key: str) -> str | None:
     if i < 0:
         return None
     j = raw.find(b'"', i + len(name))
-    if j < 0 or raw[i + len(name):j].strip() != b":":
+    if j < 0 or raw[i + len(name) : j].strip() != b":":
         return None
     k = raw.find(b'"', j + 1)
-    value = raw[j + 1:k] if k > j else b"\\"
+    value = raw[j + 1 : k] if k > j else b"\\"
     if b"\\" in value:
         return None
     try:
@@ -191,8 +191,9 @@ if __name__ == "__main__":
         try:
             import engram_hook
 
-            engram_hook.log_problem(sys.argv[1] if len(sys.argv) > 1 else "-", "crash",
-                                    f"{exc.__class__.__name__}: {exc}")
+            engram_hook.log_problem(
+                sys.argv[1] if len(sys.argv) > 1 else "-", "crash", f"{exc.__class__.__name__}: {exc}"
+            )
         except BaseException:  # noqa: BLE001, S110
             pass
     try:  # noqa: SIM105 - no contextlib import on the hot path

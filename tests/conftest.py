@@ -90,7 +90,9 @@ def _no_leaked_settings() -> Iterator[None]:
     before = {k: v for k, v in os.environ.items() if k.startswith("ENGRAM_")}
     yield
     after = {k: v for k, v in os.environ.items() if k.startswith("ENGRAM_")}
-    assert after == before, f"this test left ENGRAM_* settings changed: {set(after.items()) ^ set(before.items())}"
+    assert after == before, (
+        f"this test left ENGRAM_* settings changed: {set(after.items()) ^ set(before.items())}"
+    )
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,6 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
-
 REPO_ROOT = Path(__file__).resolve().parent.parent
 HOOK_SCRIPT = REPO_ROOT / "hooks" / "engram_hook.py"
 HOOK_ENTRY = REPO_ROOT / "hooks" / "run_hook.py"  # what hooks.json runs: detaches the work of HOOK_SCRIPT
@@ -45,13 +44,20 @@ class DaemonProc:
     The idle timeout is not 0 so that a daemon a hook restarted behind the test's back (kill -9 tests) cannot
     outlive a crashed test run for long."""
 
-    def __init__(self, home: Path, *, model: bool = True, idle_timeout: float = 900, env: dict | None = None) -> None:
+    def __init__(
+        self, home: Path, *, model: bool = True, idle_timeout: float = 900, env: dict | None = None
+    ) -> None:
         import sys
 
         self.home = home
         self.python = sys.executable
-        self.env = {**os.environ, "ENGRAM_HOME": str(home), "ENGRAM_DAEMON_IDLE_TIMEOUT_S": str(idle_timeout),
-                    **({} if model else {"ENGRAM_EMBEDDING_PROVIDER": "none"}), **(env or {})}
+        self.env = {
+            **os.environ,
+            "ENGRAM_HOME": str(home),
+            "ENGRAM_DAEMON_IDLE_TIMEOUT_S": str(idle_timeout),
+            **({} if model else {"ENGRAM_EMBEDDING_PROVIDER": "none"}),
+            **(env or {}),
+        }
         self.proc: Any = None
 
     @property
@@ -66,16 +72,23 @@ class DaemonProc:
         # and a daemon that logged 64 KB (a long suite's store upgrades) blocked on its next log line.
         self.output = self.home.parent / f"{self.home.name}.daemon-output.log"
         with open(self.output, "ab") as out:
-            self.proc = subprocess.Popen([self.python, "-m", "engram_core.daemon", "--home", str(self.home)],
-                                         env=self.env, cwd=str(REPO_ROOT), stdout=out, stderr=subprocess.STDOUT,
-                                         start_new_session=True)
+            self.proc = subprocess.Popen(
+                [self.python, "-m", "engram_core.daemon", "--home", str(self.home)],
+                env=self.env,
+                cwd=str(REPO_ROOT),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc is not None and self.proc.poll() is not None:
                 err = self.output.read_text(errors="replace")
                 if self.proc.returncode != 0 or "already running" not in err:
                     raise RuntimeError(f"daemon exited {self.proc.returncode}: {err[-2000:]}")
-                self.proc = None  # another starter (a hook, a client) won the race: wait for and use its daemon
+                self.proc = (
+                    None  # another starter (a hook, a client) won the race: wait for and use its daemon
+                )
             if self.answers():
                 return self
             time.sleep(0.05)
@@ -178,15 +191,43 @@ def npm_cli(package: str, binary: str) -> Path | None:
     exe = prefix / "node_modules" / ".bin" / binary
     if not exe.exists():
         prefix.mkdir(parents=True, exist_ok=True)
-        subprocess.run(["npm", "install", "--silent", "--no-audit", "--no-fund", "--prefix", str(prefix), package],
-                       check=True, timeout=600, capture_output=True)
+        subprocess.run(
+            ["npm", "install", "--silent", "--no-audit", "--no-fund", "--prefix", str(prefix), package],
+            check=True,
+            timeout=600,
+            capture_output=True,
+        )
     return exe
 
 
 # The MCP server's tools (the real Claude Code tests count them in the first request).
-MCP_TOOLS = {"store_memory", "recall_memories", "get_memory", "update_memory", "forget_memory", "promote_memory",
-             "memory_stats", "search_knowledge_graph", "reflect_and_consolidate", "engram_explore", "engram_execute",
-             "recall_skill", "mark_retrieval_useful", "memory_peek", "memory_partition", "memory_aggregate",
-             "evolve_memory_system", "list_consolidations", "propose_consolidation_summary", "approve_consolidation",
-             "reject_consolidation", "list_contradictions", "resolve_contradiction", "reopen_contradiction",
-             "add_entities", "relate_entities", "end_episode", "session_summary"}
+MCP_TOOLS = {
+    "store_memory",
+    "recall_memories",
+    "get_memory",
+    "update_memory",
+    "forget_memory",
+    "promote_memory",
+    "memory_stats",
+    "search_knowledge_graph",
+    "reflect_and_consolidate",
+    "engram_explore",
+    "engram_execute",
+    "recall_skill",
+    "mark_retrieval_useful",
+    "memory_peek",
+    "memory_partition",
+    "memory_aggregate",
+    "evolve_memory_system",
+    "list_consolidations",
+    "propose_consolidation_summary",
+    "approve_consolidation",
+    "reject_consolidation",
+    "list_contradictions",
+    "resolve_contradiction",
+    "reopen_contradiction",
+    "add_entities",
+    "relate_entities",
+    "end_episode",
+    "session_summary",
+}

@@ -18,8 +18,10 @@ FRONT_ENDS = {"cli", "mcp", "daemon", "wire"}
 
 def test_layering_contracts_hold() -> None:
     """The import-linter contracts in pyproject.toml: function-level imports count as much as module-level ones."""
-    code = ("import sys; from importlinter.cli import lint_imports; "
-            "sys.exit(lint_imports(config_filename='pyproject.toml', no_cache=True))")
+    code = (
+        "import sys; from importlinter.cli import lint_imports; "
+        "sys.exit(lint_imports(config_filename='pyproject.toml', no_cache=True))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
 
@@ -29,8 +31,11 @@ def test_every_module_of_engram_core_has_a_layer() -> None:
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())
     contract = next(c for c in config["tool"]["importlinter"]["contracts"] if c["id"] == "core")
     listed = {m.removeprefix("engram_core.") for m in contract["source_modules"]}
-    on_disk = {p.stem if p.is_file() else p.name for p in (ROOT / "engram_core").iterdir()
-               if (p.suffix == ".py" and p.stem != "__init__") or (p.is_dir() and (p / "__init__.py").exists())}
+    on_disk = {
+        p.stem if p.is_file() else p.name
+        for p in (ROOT / "engram_core").iterdir()
+        if (p.suffix == ".py" and p.stem != "__init__") or (p.is_dir() and (p / "__init__.py").exists())
+    }
     assert on_disk - FRONT_ENDS - listed == set(), "add the new module to the core contract in pyproject.toml"
     assert listed - on_disk == set(), "the core contract lists a module that no longer exists"
     assert on_disk >= FRONT_ENDS
@@ -49,11 +54,17 @@ def test_front_ends_build_no_surrealql() -> None:
             exempt: set[int] = set()
             for node in ast.walk(tree):
                 if isinstance(node, ast.Assign) and any(
-                        isinstance(t, ast.Name) and ("EXAMPLE" in t.id or "PLACEHOLDER" in t.id) for t in node.targets):
+                    isinstance(t, ast.Name) and ("EXAMPLE" in t.id or "PLACEHOLDER" in t.id)
+                    for t in node.targets
+                ):
                     exempt |= {id(n) for n in ast.walk(node.value)}
             for node in ast.walk(tree):
-                if (isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in exempt
-                        and statement.search(node.value)):
+                if (
+                    isinstance(node, ast.Constant)
+                    and isinstance(node.value, str)
+                    and id(node) not in exempt
+                    and statement.search(node.value)
+                ):
                     offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.value[:60]!r}")
     assert offenders == []
 
@@ -102,19 +113,33 @@ def test_every_import_inside_engram_resolves() -> None:
 
 def test_the_stand_alone_scripts_find_the_same_data_root(tmp_path: Path) -> None:
     """The hook and the MCP bridge run by file path without the package, so they repeat `paths.engram_home`."""
-    code = ("import importlib.util, sys\n"
-            "from engram_core.paths import engram_home\n"
-            "for path in sys.argv[1:]:\n"
-            "    spec = importlib.util.spec_from_file_location('script', path)\n"
-            "    mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)\n"
-            "    print(mod.home() == str(engram_home()))\n")
-    scripts = [str(ROOT / "hooks" / "engram_hook.py"), str(ROOT / "hooks" / "run_hook.py"),
-               str(ROOT / "engram_core" / "mcp" / "bridge.py")]
-    for env in ({"HOME": str(tmp_path)}, {"HOME": str(tmp_path), "ENGRAM_HOME": "~/elsewhere/data"},
-                {"HOME": str(tmp_path), "ENGRAM_HOME": str(tmp_path / "abs")}):
+    code = (
+        "import importlib.util, sys\n"
+        "from engram_core.paths import engram_home\n"
+        "for path in sys.argv[1:]:\n"
+        "    spec = importlib.util.spec_from_file_location('script', path)\n"
+        "    mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)\n"
+        "    print(mod.home() == str(engram_home()))\n"
+    )
+    scripts = [
+        str(ROOT / "hooks" / "engram_hook.py"),
+        str(ROOT / "hooks" / "run_hook.py"),
+        str(ROOT / "engram_core" / "mcp" / "bridge.py"),
+    ]
+    for env in (
+        {"HOME": str(tmp_path)},
+        {"HOME": str(tmp_path), "ENGRAM_HOME": "~/elsewhere/data"},
+        {"HOME": str(tmp_path), "ENGRAM_HOME": str(tmp_path / "abs")},
+    ):
         full = {k: v for k, v in os.environ.items() if k != "ENGRAM_HOME"} | env
-        out = subprocess.run([sys.executable, "-c", code, *scripts], capture_output=True, text=True, env=full,
-                             cwd=ROOT, timeout=60)
+        out = subprocess.run(
+            [sys.executable, "-c", code, *scripts],
+            capture_output=True,
+            text=True,
+            env=full,
+            cwd=ROOT,
+            timeout=60,
+        )
         assert out.returncode == 0, out.stderr
         assert out.stdout.split() == ["True"] * len(scripts), env
 

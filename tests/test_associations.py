@@ -65,8 +65,12 @@ def test_spreading_surfaces_an_associated_memory(env: tuple[EngramService, str])
         assoc.coactivate_memories(svc, [seed, linked], project=p)
 
     def rank() -> int | None:
-        ids = [h.memory.id for h in svc.recall("deploy checklist for the API", project=p, limit=5,
-                                               strengthen=False, log=False).hits]
+        ids = [
+            h.memory.id
+            for h in svc.recall(
+                "deploy checklist for the API", project=p, limit=5, strengthen=False, log=False
+            ).hits
+        ]
         return ids.index(linked) + 1 if linked in ids else None
 
     with_spread = rank()
@@ -90,7 +94,10 @@ def test_weak_edges_do_not_spread(env: tuple[EngramService, str]) -> None:
     qv = svc.embedder.embed(["deploy checklist"])[0]
     from engram_core.retrieval import Filters
 
-    assert assoc.spread_ranker(svc, [store], "deploy checklist", qv, Filters(statuses={"created", "active"})) == []
+    assert (
+        assoc.spread_ranker(svc, [store], "deploy checklist", qv, Filters(statuses={"created", "active"}))
+        == []
+    )
 
 
 def test_working_memory_spills_weakest_to_episodic(env: tuple[EngramService, str]) -> None:
@@ -98,9 +105,18 @@ def test_working_memory_spills_weakest_to_episodic(env: tuple[EngramService, str
     s = svc.start_session(project=p).session_key
     keys = []
     for i in range(9):
-        keys.append(svc.store(MemoryIn(content=f"scratch item {i}: look at function handler_{i}", scope="session",
-                                       memory_type="working", importance=0.1 + 0.1 * i),
-                              project=p, session=s).memory.id)
+        keys.append(
+            svc.store(
+                MemoryIn(
+                    content=f"scratch item {i}: look at function handler_{i}",
+                    scope="session",
+                    memory_type="working",
+                    importance=0.1 + 0.1 * i,
+                ),
+                project=p,
+                session=s,
+            ).memory.id
+        )
     mems = [svc.get(k, session=s) for k in keys]
     working = [m for m in mems if m.memory_type == "working"]
     spilled = [m for m in mems if m.memory_type == "episodic"]
@@ -114,8 +130,14 @@ def test_the_adjacency_read_at_a_start_is_the_table(env: tuple[EngramService, st
     """The in-memory adjacency is read from the engine as one JSON text (not rows through the SDK's decoder): it
     must hold exactly the edges and weights the table holds, both ways."""
     svc, p = env
-    a, b, c = (put(svc, p, t) for t in ("Deploy: run the migrations [/] first", "Deploy: restart the 🙂 workers",
-                                        "Deploy: purge the CDN cache \\ then warm it"))
+    a, b, c = (
+        put(svc, p, t)
+        for t in (
+            "Deploy: run the migrations [/] first",
+            "Deploy: restart the 🙂 workers",
+            "Deploy: purge the CDN cache \\ then warm it",
+        )
+    )
     assoc.coactivate_memories(svc, [a, b], project=p)
     assoc.coactivate_memories(svc, [a, b, c], project=p)
     store = svc.project_store(p)

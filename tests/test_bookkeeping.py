@@ -15,18 +15,23 @@ from engram_core.store import ScopeStore, record
 
 def raw_row(store: ScopeStore, key: str) -> dict[str, Any]:
     """The row as the database has it now, without applying the store's queue (what `q` would do)."""
-    return store.conn.run(store.namespace, store.database,
-                          "SELECT access_count, status FROM ONLY $id", {"id": record(key)})[-1]
+    return store.conn.run(
+        store.namespace, store.database, "SELECT access_count, status FROM ONLY $id", {"id": record(key)}
+    )[-1]
 
 
 def raw_log_count(store: ScopeStore) -> int:
-    rows = store.conn.run(store.namespace, store.database, "SELECT count() AS n FROM retrieval_log GROUP ALL")[-1]
+    rows = store.conn.run(
+        store.namespace, store.database, "SELECT count() AS n FROM retrieval_log GROUP ALL"
+    )[-1]
     return rows[0]["n"] if rows else 0
 
 
 def seed(svc: EngramService, p: str) -> str:
     svc.store(MemoryIn(content="The billing service retries webhooks three times with backoff"), project=p)
-    return svc.store(MemoryIn(content="Payments use Stripe with idempotency keys on every charge"), project=p).memory.id
+    return svc.store(
+        MemoryIn(content="Payments use Stripe with idempotency keys on every charge"), project=p
+    ).memory.id
 
 
 def slow_bookkeeper(svc: EngramService) -> None:
@@ -34,8 +39,9 @@ def slow_bookkeeper(svc: EngramService) -> None:
     svc.bookkeeper.idle_s = svc.bookkeeper.max_wait_s = 60.0
 
 
-def test_recall_answers_before_the_write_and_the_next_query_sees_it(service: EngramService,
-                                                                    project_dir: Path) -> None:
+def test_recall_answers_before_the_write_and_the_next_query_sees_it(
+    service: EngramService, project_dir: Path
+) -> None:
     p = str(project_dir)
     key = seed(service, p)
     slow_bookkeeper(service)
@@ -55,7 +61,9 @@ def test_recall_answers_before_the_write_and_the_next_query_sees_it(service: Eng
     assert [r["id"] for r in rows] == [f"retrieval_log:{res.log_id}"] or res.log_id in str(rows)
 
 
-def test_background_thread_applies_it_when_the_caller_goes_quiet(service: EngramService, project_dir: Path) -> None:
+def test_background_thread_applies_it_when_the_caller_goes_quiet(
+    service: EngramService, project_dir: Path
+) -> None:
     p = str(project_dir)
     key = seed(service, p)
     store = service.project_store(p)
@@ -64,14 +72,18 @@ def test_background_thread_applies_it_when_the_caller_goes_quiet(service: Engram
     service.recall("which payment provider do we use?", project=p)
     service.recall("stripe idempotency keys", project=p)
     deadline = time.monotonic() + 10
-    while (raw_row(store, key)["access_count"] < 2 or raw_log_count(store) < 2) and time.monotonic() < deadline:
+    while (
+        raw_row(store, key)["access_count"] < 2 or raw_log_count(store) < 2
+    ) and time.monotonic() < deadline:
         time.sleep(0.02)
     assert raw_row(store, key)["access_count"] == 2
     assert raw_log_count(store) == 2
     assert not store.has_pending
 
 
-def test_access_counts_of_a_burst_of_recalls_are_written_once(service: EngramService, project_dir: Path) -> None:
+def test_access_counts_of_a_burst_of_recalls_are_written_once(
+    service: EngramService, project_dir: Path
+) -> None:
     """The engine rewrites the whole row (embedding included) for any UPDATE and keeps the old version in its log:
     a memory recalled many times within `access_after_s` is written once, with the summed count."""
     p = str(project_dir)
@@ -88,7 +100,8 @@ def test_access_counts_of_a_burst_of_recalls_are_written_once(service: EngramSer
 
 
 def test_recalls_write_nothing_until_the_compaction_writes_their_log_into_the_fresh_copy(
-        service: EngramService, project_dir: Path, monkeypatch: Any) -> None:
+    service: EngramService, project_dir: Path, monkeypatch: Any
+) -> None:
     """Issue #13 (store size within 10 % over a long run): a log row costs ~1.3 KB of the engine's files wherever
     it is written and the engine never reclaims it, so recalls hold their rows and the daemon's compaction
     writes them into the compacted copy; the store's files do not grow with recalls in between."""
@@ -103,7 +116,9 @@ def test_recalls_write_nothing_until_the_compaction_writes_their_log_into_the_fr
     for i in range(n):
         service.recall(f"stripe idempotency keys {i}", project=p)
     assert store.conn.disk_bytes() == before  # nothing written: counts, edges and log rows are all held
-    assert service.compact(only_due=True).stores == []  # not due yet: nothing erased, no growth, log rows young
+    assert (
+        service.compact(only_due=True).stores == []
+    )  # not due yet: nothing erased, no growth, log rows young
     monkeypatch.setattr(maintenance, "LOG_COMPACT_S", 0.0)
     report = service.compact(only_due=True)
     assert [s.path for s in report.stores] == [str(store.conn.path)]
@@ -111,8 +126,9 @@ def test_recalls_write_nothing_until_the_compaction_writes_their_log_into_the_fr
     assert store.conn.disk_bytes() < before + n * 1300  # the rows, not the rows plus their first copy
 
 
-def test_a_few_held_log_rows_do_not_make_a_store_due(service: EngramService, project_dir: Path,
-                                                     monkeypatch: Any) -> None:
+def test_a_few_held_log_rows_do_not_make_a_store_due(
+    service: EngramService, project_dir: Path, monkeypatch: Any
+) -> None:
     """Compacting copies the whole store: a few minutes of ordinary use (a few log rows) is written in place by
     the bookkeeping thread instead, never worth a compaction of its own."""
     from engram_core import maintenance
@@ -154,7 +170,11 @@ def test_feedback_right_after_recall_finds_its_log_row(service: EngramService, p
     before = service.get(key, project=p).model_dump()
     out = service.mark_retrieval_useful(query, True, reason="it answered", project=p)
     assert out.updated and out.log_id == res.log_id
-    rows = service.run_query("SELECT was_useful, feedback_reason FROM retrieval_log", project=p).statements[0].rows
+    rows = (
+        service.run_query("SELECT was_useful, feedback_reason FROM retrieval_log", project=p)
+        .statements[0]
+        .rows
+    )
     assert rows == [{"was_useful": True, "feedback_reason": "it answered"}]
     after = service.get(key, project=p)
     assert after.relevance_score > before["relevance_score"]
@@ -178,8 +198,9 @@ def test_recalled_rows_are_cached_but_never_stale(service: EngramService, projec
     assert hit().status == Status.active  # the access write's events refreshed the cached row
     service.update(key, MemoryPatch(tags=["billing"]), project=p)
     assert hit().tags == ["billing"]
-    res = service.run_query(f"UPDATE memory:{key} SET metadata = {{source: 'console'}}", project=p,
-                            allow_writes=True)
+    res = service.run_query(
+        f"UPDATE memory:{key} SET metadata = {{source: 'console'}}", project=p, allow_writes=True
+    )
     assert res.ok, res.message
     assert hit().metadata == {"source": "console"}
 
@@ -222,8 +243,12 @@ def test_a_script_that_never_closes_still_writes_its_queue(tmp_path: Path, embed
         "res = svc.recall('payment provider stripe', project=sys.argv[2])\n"
         "assert res.hits, res\n"
     )
-    out = subprocess.run([sys.executable, "-c", script, str(tmp_path / "home"), str(proj)], capture_output=True,
-                         text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "home"), str(proj)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     again = EngramService(tmp_path / "home", embedder=embedder, recover_sessions=False)
     try:

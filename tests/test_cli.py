@@ -12,10 +12,18 @@ import pytest
 from support import REPO_ROOT, DaemonProc, new_project
 
 
-def engram(daemon: DaemonProc, *args: str, cwd: Path | None = None, stdin: str | None = None,
-           env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "engram_core.cli", *args], capture_output=True, text=True,
-                          timeout=120, cwd=str(cwd or REPO_ROOT), input=stdin, env={**daemon.env, **(env or {})})
+def engram(
+    daemon: DaemonProc, *args: str, cwd: Path | None = None, stdin: str | None = None, env: dict | None = None
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "engram_core.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=str(cwd or REPO_ROOT),
+        input=stdin,
+        env={**daemon.env, **(env or {})},
+    )
 
 
 def ok_json(p: subprocess.CompletedProcess) -> dict:
@@ -32,12 +40,35 @@ def one_line_error(p: subprocess.CompletedProcess, needle: str) -> None:
 
 def test_store_recall_show_forget_stats_maintain(daemon: DaemonProc, tmp_path: Path) -> None:
     proj = new_project(tmp_path, "cliproj")
-    stored = ok_json(engram(daemon, "store", "builds run with make -j4", "--tags", "build,make",
-                            "--importance", "0.8", "--json", cwd=proj))
+    stored = ok_json(
+        engram(
+            daemon,
+            "store",
+            "builds run with make -j4",
+            "--tags",
+            "build,make",
+            "--importance",
+            "0.8",
+            "--json",
+            cwd=proj,
+        )
+    )
     mid = stored["memory"]["id"]
     assert stored["memory"]["scope"] == "project" and stored["memory"]["importance"] == 0.8
-    user = ok_json(engram(daemon, "store", "prefers tabs", "--scope", "user", "--type", "semantic", "--json",
-                          "--project", str(proj)))
+    user = ok_json(
+        engram(
+            daemon,
+            "store",
+            "prefers tabs",
+            "--scope",
+            "user",
+            "--type",
+            "semantic",
+            "--json",
+            "--project",
+            str(proj),
+        )
+    )
     assert user["memory"]["scope"] == "user"
     rec = ok_json(engram(daemon, "recall", "how do builds run", "--json", "--limit", "5", cwd=proj))
     top = rec["hits"][0]
@@ -68,8 +99,12 @@ def test_store_recall_show_forget_stats_maintain(daemon: DaemonProc, tmp_path: P
 
 def test_import_jsonl_reports_bad_lines(daemon: DaemonProc, tmp_path: Path) -> None:
     proj = new_project(tmp_path, "importproj")
-    lines = [json.dumps({"content": f"imported fact {i}", "memory_type": "semantic", "tags": ["imp"],
-                         "importance": 0.4}) for i in range(450)]
+    lines = [
+        json.dumps(
+            {"content": f"imported fact {i}", "memory_type": "semantic", "tags": ["imp"], "importance": 0.4}
+        )
+        for i in range(450)
+    ]
     lines.insert(10, "{not json")
     lines.insert(300, json.dumps({"content": "bad type", "memory_type": "dream"}))
     f = tmp_path / "mem.jsonl"
@@ -90,12 +125,15 @@ def project_total(daemon: DaemonProc, proj: Path) -> int:
     return sum(s["total"] for s in stats["scopes"] if s["scope"] == "project")
 
 
-def test_a_line_too_large_for_a_request_is_refused_by_number_and_nothing_breaks(daemon: DaemonProc,
-                                                                                 tmp_path: Path) -> None:
+def test_a_line_too_large_for_a_request_is_refused_by_number_and_nothing_breaks(
+    daemon: DaemonProc, tmp_path: Path
+) -> None:
     """A line larger than one request may be (8 MB as sent) was sent anyway: the daemon refused it and closed while
     the client still wrote, and `engram import` said "lost the Engram daemon ... Broken pipe"."""
     proj = new_project(tmp_path, "bigline")
-    big = json.dumps({"content": "a huge attachment", "metadata": {"blob": "\x01" * 1_500_000}})  # 9 MB as sent
+    big = json.dumps(
+        {"content": "a huge attachment", "metadata": {"blob": "\x01" * 1_500_000}}
+    )  # 9 MB as sent
     lines = [json.dumps({"content": f"small fact {i} [/] 🧪"}) for i in range(3)]
     lines.insert(1, big)
     f = tmp_path / "big.jsonl"
@@ -106,7 +144,9 @@ def test_a_line_too_large_for_a_request_is_refused_by_number_and_nothing_breaks(
     assert [e["line"] for e in report["failed"]] == [2] and "MB as sent" in report["failed"][0]["error"]
     p = engram(daemon, "import", str(f), "--json", "--skip-bad", cwd=proj)
     report = json.loads(p.stdout)
-    assert report["stored"] == 3 and [e["line"] for e in report["failed"]] == [2] and report["total_lines"] == 4
+    assert (
+        report["stored"] == 3 and [e["line"] for e in report["failed"]] == [2] and report["total_lines"] == 4
+    )
     assert project_total(daemon, proj) == 3
     # a single command's request too: a clear error, not a lost daemon
     p = engram(daemon, "store", "-", cwd=proj, stdin="\x01" * 1_500_000)
@@ -131,7 +171,19 @@ def test_help_and_daemon_down(tmp_path: Path) -> None:
     d = DaemonProc(tmp_path / "home", model=False)
     helped = engram(d, "--help")
     assert helped.returncode == 0
-    for cmd in ("store", "import", "recall", "show", "forget", "stats", "maintain", "serve", "stop", "status", "mcp"):
+    for cmd in (
+        "store",
+        "import",
+        "recall",
+        "show",
+        "forget",
+        "stats",
+        "maintain",
+        "serve",
+        "stop",
+        "status",
+        "mcp",
+    ):
         assert cmd in helped.stdout
     assert "--json" in engram(d, "recall", "--help").stdout
     down = engram(d, "status", "--json")
@@ -164,9 +216,16 @@ def test_export_then_import_restores_exactly(daemon: DaemonProc, tmp_path: Path)
     assert {r["content"] for r in rows} == {"the queue is RabbitMQ", "release on Tuesdays"}
     report = ok_json(engram(daemon, "import", str(backup), "--json", cwd=dst))
     assert report["restored"] == 2 and not report["failed"]
-    again = [json.loads(x) for x in engram(daemon, "export", "--scope", "project", cwd=dst).stdout.splitlines()]
-    strip = lambda rs: sorted(({k: v for k, v in r.items() if k not in ("database", "project_path")}  # noqa: E731
-                               for r in rs), key=lambda r: r["id"])
+    again = [
+        json.loads(x) for x in engram(daemon, "export", "--scope", "project", cwd=dst).stdout.splitlines()
+    ]
+
+    def strip(rs: list[dict]) -> list[dict]:
+        return sorted(
+            ({k: v for k, v in r.items() if k not in ("database", "project_path")} for r in rs),
+            key=lambda r: r["id"],
+        )
+
     assert strip(again) == strip(rows)
 
 
@@ -184,10 +243,19 @@ def test_an_import_ends_with_the_compaction_it_made_due(daemon: DaemonProc, tmp_
     store the import made due is compacted before `engram import` returns, and says so."""
     proj = new_project(tmp_path, "compactproj")
     f = tmp_path / "mem.jsonl"
-    f.write_text("".join(json.dumps({"content": f"The {s} service in src/{s}/server.py uses postgres and redis; "
-                                                f"run `make test` [x] \\ before deploying 🚀 ({i})",
-                                     "memory_type": "semantic"}) + "\n"
-                         for i, s in enumerate(["billing", "search", "upload", "auth"] * 100)))
+    f.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "content": f"The {s} service in src/{s}/server.py uses postgres and redis; "
+                    f"run `make test` [x] \\ before deploying 🚀 ({i})",
+                    "memory_type": "semantic",
+                }
+            )
+            + "\n"
+            for i, s in enumerate(["billing", "search", "upload", "auth"] * 100)
+        )
+    )
     report = ok_json(engram(daemon, "import", str(f), "--json", cwd=proj))
     assert report["stored"] == 400
     store_dir = proj / ".claude" / "engram" / "project.db"
@@ -205,11 +273,21 @@ def test_import_progress_shows_rate_and_time_left(daemon: DaemonProc, tmp_path: 
 
     proj = new_project(tmp_path, "progressproj")
     f = tmp_path / "mem.jsonl"
-    f.write_text("".join(json.dumps({"content": f"progress fact {i} [x] \\ 🚀", "memory_type": "semantic"}) + "\n"
-                         for i in range(150)))
+    f.write_text(
+        "".join(
+            json.dumps({"content": f"progress fact {i} [x] \\ 🚀", "memory_type": "semantic"}) + "\n"
+            for i in range(150)
+        )
+    )
     master, slave = pty.openpty()
-    p = subprocess.Popen([sys.executable, "-m", "engram_core.cli", "import", str(f)], stdout=subprocess.PIPE,
-                         stderr=slave, text=True, cwd=str(proj), env={**daemon.env, "COLUMNS": "160"})
+    p = subprocess.Popen(
+        [sys.executable, "-m", "engram_core.cli", "import", str(f)],
+        stdout=subprocess.PIPE,
+        stderr=slave,
+        text=True,
+        cwd=str(proj),
+        env={**daemon.env, "COLUMNS": "160"},
+    )
     os.close(slave)
     seen = b""
     while True:  # read while it runs: a full pty would block the bar, and the import with it
@@ -233,16 +311,24 @@ def test_recall_and_store_stay_light_in_the_cli_process(daemon: DaemonProc, tmp_
     """`engram recall` is called by agents in a loop: it must not load pydantic, yaml, the SDK or the model
     (together ~0.5 s per call); the daemon does that work."""
     proj = new_project(tmp_path, "lightproj")
-    code = ("import sys, json\n"
-            "from engram_core.cli import main\n"
-            "rc = main(sys.argv[1:])\n"
-            "heavy = sorted({m.split('.')[0] for m in sys.modules} & {'pydantic', 'yaml', 'surrealdb', 'numpy', "
-            "'sentence_transformers', 'torch', 'rich'})\n"
-            "print('HEAVY', json.dumps(heavy), file=sys.stderr)\n"
-            "sys.exit(rc)\n")
+    code = (
+        "import sys, json\n"
+        "from engram_core.cli import main\n"
+        "rc = main(sys.argv[1:])\n"
+        "heavy = sorted({m.split('.')[0] for m in sys.modules} & {'pydantic', 'yaml', 'surrealdb', 'numpy', "
+        "'sentence_transformers', 'torch', 'rich'})\n"
+        "print('HEAVY', json.dumps(heavy), file=sys.stderr)\n"
+        "sys.exit(rc)\n"
+    )
     for args in (["store", "light cli check", "--json"], ["recall", "light cli", "--json"]):
-        p = subprocess.run([sys.executable, "-c", code, *args, "--project", str(proj)], capture_output=True,
-                           text=True, timeout=120, cwd=str(proj), env=daemon.env)
+        p = subprocess.run(
+            [sys.executable, "-c", code, *args, "--project", str(proj)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=str(proj),
+            env=daemon.env,
+        )
         assert p.returncode == 0, p.stderr
         heavy = json.loads(p.stderr.rsplit("HEAVY ", 1)[1])
         assert heavy == [], (args, heavy)
@@ -252,8 +338,10 @@ def test_export_of_more_than_one_answer_can_hold(daemon: DaemonProc, tmp_path: P
     # Twelve memories with 3 MB of metadata each: their export is larger than the largest answer the wire takes
     # (32 MB), so `engram export` must page.
     src = new_project(tmp_path, "bigexport")
-    lines = "".join(json.dumps({"content": f"note {i} [/] 🚀", "metadata": {"log": "ab[/] " * 500_000}}) + "\n"
-                    for i in range(12))
+    lines = "".join(
+        json.dumps({"content": f"note {i} [/] 🚀", "metadata": {"log": "ab[/] " * 500_000}}) + "\n"
+        for i in range(12)
+    )
     data = tmp_path / "big-in.jsonl"
     data.write_text(lines, encoding="utf-8")
     assert ok_json(engram(daemon, "import", str(data), "--json", cwd=src))["stored"] == 12
@@ -266,7 +354,8 @@ def test_export_of_more_than_one_answer_can_hold(daemon: DaemonProc, tmp_path: P
 
 
 def test_an_import_whose_compaction_outlasts_the_wait_still_succeeds(
-        daemon: DaemonProc, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    daemon: DaemonProc, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
     """The import's closing compaction is tidying, not the import: when the client stops waiting for it (its
     request timeout), the memories are stored and `engram import` says so and exits 0. In process, against the
     real daemon; only the compaction's answer is replaced by the timeout the client raises."""
@@ -292,8 +381,12 @@ def test_an_import_whose_compaction_outlasts_the_wait_still_succeeds(
     proj = new_project(tmp_path, "slowcompact")
     monkeypatch.chdir(proj)
     f = tmp_path / "mem.jsonl"
-    f.write_text("".join(json.dumps({"content": f"The {s} worker retries [/] \\ 🚀 ({i})"}) + "\n"
-                         for i, s in enumerate(["billing", "search"] * 5)))
+    f.write_text(
+        "".join(
+            json.dumps({"content": f"The {s} worker retries [/] \\ 🚀 ({i})"}) + "\n"
+            for i, s in enumerate(["billing", "search"] * 5)
+        )
+    )
     assert cmds.main(["import", str(f), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["stored"] == 10 and report["imported"] is True

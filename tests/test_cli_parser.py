@@ -31,13 +31,16 @@ def test_each_command_parses_and_helps_as_the_whole_parser_does(name: str) -> No
     assert [a.dest for a in alone._actions] == [a.dest for a in ALL[name]._actions]
 
 
-@pytest.mark.parametrize("argv", [
-    ["recall", "why [/] fails", "--limit", "3", "--scope", "project", "--json"],
-    ["store", "a", "b", "--type", "procedural", "--tags", "x,y"],
-    ["evolve", "--rollback"],
-    ["import", "f.jsonl", "--dates", "age", "--skip-bad"],
-    ["stop", "--timeout", "5"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["recall", "why [/] fails", "--limit", "3", "--scope", "project", "--json"],
+        ["store", "a", "b", "--type", "procedural", "--tags", "x,y"],
+        ["evolve", "--rollback"],
+        ["import", "f.jsonl", "--dates", "age", "--skip-bad"],
+        ["stop", "--timeout", "5"],
+    ],
+)
 def test_the_same_arguments_give_the_same_namespace(argv: list[str]) -> None:
     assert vars(build_parser(argv[0]).parse_args(argv)) == vars(build_parser().parse_args(argv))
 

@@ -15,12 +15,18 @@ from engram_core.store import Connection
 
 
 def test_a_copy_in_pieces_reads_each_row_once_in_batches_that_grow_with_their_skip(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(store_mod, "COPY_SKIP_SHARE", 10)
     conn = Connection.file(tmp_path / "s.db")
     n = 3000
-    conn.run("project", "p", "DEFINE TABLE note SCHEMALESS; FOR $i IN $r { CREATE type::record('note', $i) "
-                             "SET text = 'note [/] \\\\ 🚀 ' + <string>$i RETURN NONE; };", {"r": list(range(n))})
+    conn.run(
+        "project",
+        "p",
+        "DEFINE TABLE note SCHEMALESS; FOR $i IN $r { CREATE type::record('note', $i) "
+        "SET text = 'note [/] \\\\ 🚀 ' + <string>$i RETURN NONE; };",
+        {"r": list(range(n))},
+    )
     batches: list[tuple[int, int]] = []
     real = store_mod._copy_database
 

@@ -38,9 +38,14 @@ def test_duplicate_is_proposed_as_it_is_written(env: tuple[EngramService, str]) 
 
 def test_a_group_grows_and_look_alikes_stay_apart(env: tuple[EngramService, str]) -> None:
     svc, p = env
-    keys = [put(svc, p, t) for t in ("The billing service listens on port 8080.",
-                                     "Remember: the billing service port is 8080.",
-                                     "For local work the billing service answers on port 8080.")]
+    keys = [
+        put(svc, p, t)
+        for t in (
+            "The billing service listens on port 8080.",
+            "Remember: the billing service port is 8080.",
+            "For local work the billing service answers on port 8080.",
+        )
+    ]
     put(svc, p, "The search service listens on port 8080.")  # same shape and value, another subject
     put(svc, p, "The billing service stores its data in Postgres.")  # same subject, another attribute
     [item] = items(svc, p, "duplicate")
@@ -52,8 +57,13 @@ def test_auto_approval_below_risk_and_review_above(env: tuple[EngramService, str
     a = put(svc, p, "Redis runs on port 6379 in docker-compose.yml")
     b = put(svc, p, "In docker-compose.yml Redis runs on port 6379")
     for i in range(3):
-        put(svc, p, f"Debugged the flaky checkout test, attempt {i}: timing issue in cart.py", tags=["checkout"],
-            memory_type="episodic")
+        put(
+            svc,
+            p,
+            f"Debugged the flaky checkout test, attempt {i}: timing issue in cart.py",
+            tags=["checkout"],
+            memory_type="episodic",
+        )
     rep = co.reflect_and_consolidate(svc, project=p)  # default policy: auto below risk 0.3
     assert rep.auto_approved == 1, "the duplicate (risk 0.1) is applied"
     assert rep.pending_review >= 1, "episodic_to_semantic (risk 0.5) waits for review"
@@ -70,10 +80,14 @@ def test_auto_approval_below_risk_and_review_above(env: tuple[EngramService, str
 
 def test_episodic_to_semantic_with_agent_summary(env: tuple[EngramService, str]) -> None:
     svc, p = env
-    keys = [put(svc, p, text, memory_type="episodic", tags=["migrations"]) for text in (
-        "Ran alembic upgrade head and it failed on the users table",
-        "alembic autogenerate missed the new index on orders",
-        "Fixed alembic env.py to import all models before autogenerate")]
+    keys = [
+        put(svc, p, text, memory_type="episodic", tags=["migrations"])
+        for text in (
+            "Ran alembic upgrade head and it failed on the users table",
+            "alembic autogenerate missed the new index on orders",
+            "Fixed alembic env.py to import all models before autogenerate",
+        )
+    ]
     put(svc, p, "Unrelated: lunch order for the team offsite", memory_type="episodic")
     co.reflect_and_consolidate(svc, project=p)
     [item] = items(svc, p, "episodic_to_semantic")
@@ -81,8 +95,12 @@ def test_episodic_to_semantic_with_agent_summary(env: tuple[EngramService, str])
     assert item.proposal is not None and item.proposal.memory_type == "semantic"
     assert item.proposal.content.startswith("Recurring across 3 episodes")
     risk_before = item.risk
-    item2 = co.propose_consolidation_summary(svc, item.id, "alembic autogenerate needs every model imported in "
-                                             "env.py; check indexes by hand", project=p)
+    item2 = co.propose_consolidation_summary(
+        svc,
+        item.id,
+        "alembic autogenerate needs every model imported in env.py; check indexes by hand",
+        project=p,
+    )
     assert item2.proposal is not None and item2.proposal.source == "agent" and item2.risk < risk_before
     out = co.approve_consolidation(svc, item.id, project=p)
     assert out.memory is not None and out.memory.memory_type == "semantic"
@@ -111,9 +129,16 @@ def test_decay_items_from_the_core_sweep_get_proposals(env: tuple[EngramService,
     k = put(svc, p, "The staging database is refreshed every Sunday night")
     store = svc.project_store(p)
     assert store is not None
-    store.q("CREATE consolidation_queue SET memory_id = $m, memory_ids = [$m], reason = 'decay', priority = 0.5, "
-            "risk = 0.2", {"m": store.q1("SELECT VALUE id FROM ONLY $id", {"id": __import__("engram_core.store",
-                                                                                               fromlist=["record"]).record(k)})})
+    store.q(
+        "CREATE consolidation_queue SET memory_id = $m, memory_ids = [$m], reason = 'decay', priority = 0.5, "
+        "risk = 0.2",
+        {
+            "m": store.q1(
+                "SELECT VALUE id FROM ONLY $id",
+                {"id": __import__("engram_core.store", fromlist=["record"]).record(k)},
+            )
+        },
+    )
     [item] = items(svc, p, "decay")
     assert item.proposal is not None and item.proposal.content.startswith("The staging database")
     assert item.risk == co.SINGLE_DECAY_RISK and item.needs_review, "archiving a memory is a person's call"
@@ -127,11 +152,19 @@ def test_decay_items_from_the_core_sweep_get_proposals(env: tuple[EngramService,
 def test_promotion_and_merge_and_scheduled_reasons(env: tuple[EngramService, str]) -> None:
     svc, p = env
     svc.set_param("consolidation_auto_approve_below", 0.0)
-    strong = put(svc, p, "Always run database migrations inside a transaction", memory_type="procedural",
-                 importance=0.9)
+    strong = put(
+        svc,
+        p,
+        "Always run database migrations inside a transaction",
+        memory_type="procedural",
+        importance=0.9,
+    )
     store = svc.project_store(p)
     assert store is not None
-    store.q("UPDATE $id SET access_count = 6", {"id": __import__("engram_core.store", fromlist=["record"]).record(strong)})
+    store.q(
+        "UPDATE $id SET access_count = 6",
+        {"id": __import__("engram_core.store", fromlist=["record"]).record(strong)},
+    )
     store.refresh([strong])
     put(svc, p, "The payments service retries webhooks three times with backoff")
     put(svc, p, "The payments service retries failed webhooks with exponential backoff and jitter")

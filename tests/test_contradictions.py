@@ -48,14 +48,16 @@ def test_value_and_negation_near_duplicates(env: tuple[EngramService, str]) -> N
 
 def test_unrelated_facts_are_not_flagged(env: tuple[EngramService, str]) -> None:
     svc, p = env
-    for text in ["We use pytest for the backend tests.",
-                 "We use Postgres as the main database.",
-                 "The API server listens on port 8000.",
-                 "Redis listens on port 6379 for the cache.",
-                 "Use ruff for linting and black for formatting.",
-                 "Deploys go out on Tuesdays after the standup.",
-                 "The user prefers short commit messages.",
-                 "src/billing/invoice.py computes VAT per country."]:
+    for text in [
+        "We use pytest for the backend tests.",
+        "We use Postgres as the main database.",
+        "The API server listens on port 8000.",
+        "Redis listens on port 6379 for the cache.",
+        "Use ruff for linting and black for formatting.",
+        "Deploys go out on Tuesdays after the standup.",
+        "The user prefers short commit messages.",
+        "src/billing/invoice.py computes VAT per country.",
+    ]:
         put(svc, p, text)
     assert cx.list_contradictions(svc, project=p) == []
 
@@ -69,8 +71,10 @@ def _pair(svc: EngramService, p: str) -> tuple[str, str, str]:
 
 
 def _recalled(svc: EngramService, p: str) -> set[str]:
-    return {h.memory.id for h in svc.recall("when do session tokens expire", project=p, strengthen=False,
-                                            log=False).hits}
+    return {
+        h.memory.id
+        for h in svc.recall("when do session tokens expire", project=p, strengthen=False, log=False).hits
+    }
 
 
 @pytest.mark.parametrize("keep", ["keep_a", "keep_b"])
@@ -103,8 +107,13 @@ def test_keep_both(env: tuple[EngramService, str]) -> None:
 def test_merge(env: tuple[EngramService, str]) -> None:
     svc, p = env
     cid, a, b = _pair(svc, p)
-    out = cx.resolve_contradiction(svc, cid, "merge", merged_content="Session tokens expire after 60 minutes "
-                                   "(15 before the March change)", project=p)
+    out = cx.resolve_contradiction(
+        svc,
+        cid,
+        "merge",
+        merged_content="Session tokens expire after 60 minutes (15 before the March change)",
+        project=p,
+    )
     assert out.merged is not None and set(out.superseded) == {a, b}
     for k in (a, b):
         m = svc.get(k, project=p)

@@ -62,7 +62,9 @@ def test_no_import_circles_in_engram_core() -> None:
 
 def _modules() -> Iterator[tuple[str, ast.Module]]:
     for path in sorted(ROOT.rglob("*.py")):
-        name = ".".join(("engram_core", *path.relative_to(ROOT).with_suffix("").parts)).removesuffix(".__init__")
+        name = ".".join(("engram_core", *path.relative_to(ROOT).with_suffix("").parts)).removesuffix(
+            ".__init__"
+        )
         yield name, ast.parse(path.read_text(encoding="utf-8"))
 
 
@@ -78,11 +80,15 @@ def test_no_private_names_used_across_modules() -> None:
     for name, tree in trees.items():
         own = defined.setdefault(name, set())
         for node in ast.walk(tree):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and _is_private(node.name):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and _is_private(
+                node.name
+            ):
                 own.add(node.name)
             elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and _is_private(node.id):
                 own.add(node.id)
-            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and _is_private(node.attr):
+            elif (
+                isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and _is_private(node.attr)
+            ):
                 own.add(node.attr)
     everywhere = set().union(*defined.values())
     offenders = []
@@ -92,7 +98,8 @@ def test_no_private_names_used_across_modules() -> None:
             if isinstance(node, ast.ImportFrom):
                 used = [a.name for a in node.names]
             elif isinstance(node, ast.Attribute) and not (
-                    isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
+                isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")
+            ):
                 used = [node.attr]
             for u in used:
                 if _is_private(u) and u in everywhere and u not in defined[name]:
@@ -106,11 +113,17 @@ def test_the_api_is_declared_by_the_service_whatever_is_imported() -> None:
     from engram_core.api import API_METHODS
     from engram_core.service import EngramService
 
-    marked = {node.name for _, tree in _modules() for node in ast.walk(tree)
-              if isinstance(node, ast.FunctionDef)
-              and any(isinstance(d, ast.Name) and d.id == "api" for d in node.decorator_list)}
+    marked = {
+        node.name
+        for _, tree in _modules()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef)
+        and any(isinstance(d, ast.Name) and d.id == "api" for d in node.decorator_list)
+    }
     assert len(marked) > 40, "the @api functions are found"
-    declared = {name for name, member in vars(EngramService).items() if getattr(member, "__engram_api__", False)}
+    declared = {
+        name for name, member in vars(EngramService).items() if getattr(member, "__engram_api__", False)
+    }
     assert marked <= declared, f"marked @api but not declared by EngramService: {marked - declared}"
     assert set(API_METHODS) == declared
     for name in declared:

@@ -20,10 +20,18 @@ def _umask0() -> None:
     os.umask(0)
 
 
-def engram(env: dict, *args: str, cwd: Path | None = None, umask0: bool = False) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "engram_core.cli", *args], capture_output=True, text=True,
-                          timeout=120, cwd=str(cwd) if cwd else None, env=env,
-                          preexec_fn=_umask0 if umask0 else None)
+def engram(
+    env: dict, *args: str, cwd: Path | None = None, umask0: bool = False
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "engram_core.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=str(cwd) if cwd else None,
+        env=env,
+        preexec_fn=_umask0 if umask0 else None,
+    )
 
 
 def test_every_file_engram_creates_is_owner_only_even_under_umask_000(tmp_path: Path) -> None:
@@ -33,13 +41,26 @@ def test_every_file_engram_creates_is_owner_only_even_under_umask_000(tmp_path: 
     proj = new_project(tmp_path, "umaskproj")
     d = DaemonProc(home, model=False)
     env = {**d.env, "ENGRAM_PYTHON": sys.executable}
-    event = {"session_id": "sess-umask", "transcript_path": "/tmp/sess-umask.jsonl", "cwd": str(proj),
-             "hook_event_name": "PostToolUseFailure", "tool_name": "Bash", "tool_use_id": "toolu_1",
-             "tool_input": {"command": "pytest", "description": "run tests"},
-             "error": "Exit code 1\nE   ModuleNotFoundError: No module named 'requests'", "is_interrupt": False}
+    event = {
+        "session_id": "sess-umask",
+        "transcript_path": "/tmp/sess-umask.jsonl",
+        "cwd": str(proj),
+        "hook_event_name": "PostToolUseFailure",
+        "tool_name": "Bash",
+        "tool_use_id": "toolu_1",
+        "tool_input": {"command": "pytest", "description": "run tests"},
+        "error": "Exit code 1\nE   ModuleNotFoundError: No module named 'requests'",
+        "is_interrupt": False,
+    }
     try:
-        r = subprocess.run([PYTHON3, "-S", str(HOOK_ENTRY), "PostToolUseFailure"], input=json.dumps(event).encode(),
-                           env=env, capture_output=True, timeout=30, preexec_fn=_umask0)
+        r = subprocess.run(
+            [PYTHON3, "-S", str(HOOK_ENTRY), "PostToolUseFailure"],
+            input=json.dumps(event).encode(),
+            env=env,
+            capture_output=True,
+            timeout=30,
+            preexec_fn=_umask0,
+        )
         assert r.returncode == 0, r.stderr
         wait_for_hook_children(home, ["sess-umask"])
         assert (home / "starting").exists()
@@ -65,8 +86,9 @@ def test_every_file_engram_creates_is_owner_only_even_under_umask_000(tmp_path: 
 
 @pytest.mark.parametrize("mode", [0o1777, 0o777, 0o755, 0o750])
 @pytest.mark.parametrize("empty", [True, False])
-def test_a_data_root_engram_did_not_create_is_refused_whatever_its_mode(tmp_path: Path, mode: int,
-                                                                        empty: bool) -> None:
+def test_a_data_root_engram_did_not_create_is_refused_whatever_its_mode(
+    tmp_path: Path, mode: int, empty: bool
+) -> None:
     shared = tmp_path / "given"
     shared.mkdir()
     if not empty:
@@ -111,20 +133,52 @@ def test_the_hook_and_the_bridge_write_nothing_in_a_foreign_data_root(tmp_path: 
     shared.mkdir()
     shared.chmod(0o1777)
     proj = new_project(tmp_path, "foreignproj")
-    env = {**os.environ, "ENGRAM_HOME": str(shared), "ENGRAM_EMBEDDING_PROVIDER": "none",
-           "ENGRAM_PYTHON": sys.executable}
-    event = {"session_id": "sess-foreign", "transcript_path": "/tmp/sess-foreign.jsonl", "cwd": str(proj),
-             "hook_event_name": "PostToolUseFailure", "tool_name": "Bash", "tool_use_id": "toolu_1",
-             "tool_input": {"command": "pytest"}, "error": "Exit code 1\nE   boom", "is_interrupt": False}
-    r = subprocess.run([PYTHON3, "-S", str(HOOK_ENTRY), "PostToolUseFailure"], input=json.dumps(event).encode(),
-                       env=env, capture_output=True, timeout=30)
+    env = {
+        **os.environ,
+        "ENGRAM_HOME": str(shared),
+        "ENGRAM_EMBEDDING_PROVIDER": "none",
+        "ENGRAM_PYTHON": sys.executable,
+    }
+    event = {
+        "session_id": "sess-foreign",
+        "transcript_path": "/tmp/sess-foreign.jsonl",
+        "cwd": str(proj),
+        "hook_event_name": "PostToolUseFailure",
+        "tool_name": "Bash",
+        "tool_use_id": "toolu_1",
+        "tool_input": {"command": "pytest"},
+        "error": "Exit code 1\nE   boom",
+        "is_interrupt": False,
+    }
+    r = subprocess.run(
+        [PYTHON3, "-S", str(HOOK_ENTRY), "PostToolUseFailure"],
+        input=json.dumps(event).encode(),
+        env=env,
+        capture_output=True,
+        timeout=30,
+    )
     assert r.returncode == 0
     time.sleep(3)  # the hook's detached child: it would have spooled and started the daemon by now
     bridge = Path(__file__).resolve().parents[1] / "engram_core" / "mcp" / "bridge.py"
-    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
-    b = subprocess.run([PYTHON3, "-S", str(bridge)], input=json.dumps(init) + "\n", env=env, capture_output=True,
-                       text=True, timeout=30, cwd=str(proj))
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+    b = subprocess.run(
+        [PYTHON3, "-S", str(bridge)],
+        input=json.dumps(init) + "\n",
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        cwd=str(proj),
+    )
     answer = json.loads(b.stdout.splitlines()[0])
     assert "not Engram's data directory" in answer["error"]["message"], b.stdout + b.stderr
     assert os.listdir(shared) == [] and stat.S_IMODE(shared.stat().st_mode) == 0o1777

@@ -64,8 +64,13 @@ def test_client_starts_daemon_on_demand_and_stop(tmp_path: Path, monkeypatch: py
     finally:
         remote.close()
     env = {**os.environ, "ENGRAM_HOME": str(home)}
-    out = subprocess.run([sys.executable, "-m", "engram_core.cli", "stop", "--json"], env=env, capture_output=True,
-                         text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-m", "engram_core.cli", "stop", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["stopped"] is True
     assert not (home / "engram.sock").exists()
@@ -79,7 +84,9 @@ def _proc_state(pid: int) -> str | None:
         return None
 
 
-def test_the_daemon_a_client_started_is_reaped_when_it_exits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_daemon_a_client_started_is_reaped_when_it_exits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """This process is the daemon's parent: unless the client waits for it, a daemon that shuts down (or exits
     idle) stays a zombie for as long as the client's process lives (a TUI, an MCP server, a test session)."""
     from engram_core.wire.client import connect
@@ -110,8 +117,14 @@ def test_the_daemon_a_client_started_is_reaped_when_it_exits(tmp_path: Path, mon
 
 def test_second_serve_refuses_and_first_keeps_serving(light_daemon: DaemonProc) -> None:
     light_daemon.start()
-    second = subprocess.run([sys.executable, "-m", "engram_core.daemon", "--home", str(light_daemon.home)],
-                            env=light_daemon.env, capture_output=True, text=True, timeout=60, cwd=REPO_ROOT)
+    second = subprocess.run(
+        [sys.executable, "-m", "engram_core.daemon", "--home", str(light_daemon.home)],
+        env=light_daemon.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO_ROOT,
+    )
     assert second.returncode == 0
     assert "already running" in second.stderr
     assert str(light_daemon.proc.pid) in second.stderr
@@ -140,7 +153,9 @@ def test_kill9_leaves_stale_socket_and_next_start_replaces_it(light_daemon: Daem
 
 
 def test_protocol_mismatch_is_said_plainly(daemon: DaemonProc, monkeypatch: pytest.MonkeyPatch) -> None:
-    replies = raw_exchange(daemon.sock, json.dumps({"v": 99, "id": 1, "method": "hello", "params": {}}).encode() + b"\n")
+    replies = raw_exchange(
+        daemon.sock, json.dumps({"v": 99, "id": 1, "method": "hello", "params": {}}).encode() + b"\n"
+    )
     assert replies[0]["ok"] is False
     assert replies[0]["error"]["type"] == "ProtocolMismatch"
     assert "protocol 1" in replies[0]["error"]["message"] and "engram stop" in replies[0]["error"]["message"]
@@ -192,25 +207,40 @@ def test_errors_are_typed_one_liners(daemon: DaemonProc) -> None:
 
 def test_oversized_request_refused_connection_closed_daemon_alive(daemon: DaemonProc) -> None:
     before = total_memories(daemon)
-    big = json.dumps({"v": 1, "id": 1, "method": "store",
-                      "params": {"memory": {"content": "x" * (9 * 1024 * 1024)}}}).encode() + b"\n"
+    big = (
+        json.dumps(
+            {"v": 1, "id": 1, "method": "store", "params": {"memory": {"content": "x" * (9 * 1024 * 1024)}}}
+        ).encode()
+        + b"\n"
+    )
     replies = raw_exchange(daemon.sock, big, timeout=30)
     assert replies and replies[0]["ok"] is False and "larger than" in replies[0]["error"]["message"]
     assert total_memories(daemon) == before
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.one_of(
-    st.binary(max_size=300),
-    st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=20),
-                 lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=8), kids, max_size=4),
-                 max_leaves=12).map(lambda v: json.dumps(v).encode()),
-    st.fixed_dictionaries({"v": st.sampled_from([1, 0, "1", None]), "id": st.integers(),
-                           "method": st.sampled_from(["store", "forget", "get", "update", "import_lines", "x", ""]),
-                           "params": st.dictionaries(st.sampled_from(["memory", "memory_id", "patch", "lines"]),
-                                                     st.one_of(st.text(max_size=5), st.integers(), st.none()),
-                                                     max_size=3)}).map(lambda v: json.dumps(v).encode()),
-))
+@given(
+    st.one_of(
+        st.binary(max_size=300),
+        st.recursive(
+            st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+            lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=8), kids, max_size=4),
+            max_leaves=12,
+        ).map(lambda v: json.dumps(v).encode()),
+        st.fixed_dictionaries(
+            {
+                "v": st.sampled_from([1, 0, "1", None]),
+                "id": st.integers(),
+                "method": st.sampled_from(["store", "forget", "get", "update", "import_lines", "x", ""]),
+                "params": st.dictionaries(
+                    st.sampled_from(["memory", "memory_id", "patch", "lines"]),
+                    st.one_of(st.text(max_size=5), st.integers(), st.none()),
+                    max_size=3,
+                ),
+            }
+        ).map(lambda v: json.dumps(v).encode()),
+    )
+)
 def test_protocol_fuzz_daemon_survives_and_stores_nothing(daemon: DaemonProc, payload: bytes) -> None:
     before = total_memories(daemon)
     raw_exchange(daemon.sock, payload.replace(b"\n", b" ") + b"\n")
@@ -230,8 +260,9 @@ def test_concurrent_clients_each_request_atomic(daemon: DaemonProc, tmp_path: Pa
     def one(i: int) -> str:
         c = daemon.client()
         try:
-            return c.call("store", memory={"content": f"concurrent fact number {i} about widgets"},
-                          project=proj)["memory"]["id"]
+            return c.call(
+                "store", memory={"content": f"concurrent fact number {i} about widgets"}, project=proj
+            )["memory"]["id"]
         finally:
             c.close()
 
@@ -245,10 +276,14 @@ def test_concurrent_clients_each_request_atomic(daemon: DaemonProc, tmp_path: Pa
 
 
 def test_client_module_stays_light() -> None:
-    code = ("import sys, engram_core.wire.client, engram_core.cli, engram_core.wire.protocol;"
-            "bad=[m for m in ('surrealdb','torch','numpy','sentence_transformers','pydantic') if m in sys.modules];"
-            "print(','.join(bad))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=REPO_ROOT)
+    code = (
+        "import sys, engram_core.wire.client, engram_core.cli, engram_core.wire.protocol;"
+        "bad=[m for m in ('surrealdb','torch','numpy','sentence_transformers','pydantic') if m in sys.modules];"
+        "print(','.join(bad))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=REPO_ROOT
+    )
     assert out.returncode == 0 and out.stdout.strip() == "", out.stdout + out.stderr
 
 
@@ -265,8 +300,11 @@ def test_status_answers_while_model_loads(tmp_path: Path, embedder, monkeypatch:
     monkeypatch.setenv("ENGRAM_MODEL_CACHE", str(cache))
     fifo = onnx_model_path()
     os.mkfifo(fifo)
-    d = DaemonProc(tmp_path / "home", model=True,
-                   env={"ENGRAM_MODEL_CACHE": str(cache), "ENGRAM_EMBEDDING_BACKEND": "onnx"}).start()
+    d = DaemonProc(
+        tmp_path / "home",
+        model=True,
+        env={"ENGRAM_MODEL_CACHE": str(cache), "ENGRAM_EMBEDDING_BACKEND": "onnx"},
+    ).start()
     try:
         c = RemoteService(d.home, start=False, request_timeout=10).connect()
         states = [c.call("status")["model"]]
@@ -299,7 +337,9 @@ def test_engram_log_receives_the_core_modules_lines(tmp_path: Path, monkeypatch:
     saved = {name: (logging.getLogger(name).handlers[:], logging.getLogger(name).level) for name in LOGGERS}
     try:
         _setup_logging(tmp_path, verbose=False)
-        logging.getLogger("engram_core.store").info("merged at close; token ghp_R8x2LmQ9vT4kZp7NwY3cJh6Fd1Sa0BgE5uXo")
+        logging.getLogger("engram_core.store").info(
+            "merged at close; token ghp_R8x2LmQ9vT4kZp7NwY3cJh6Fd1Sa0BgE5uXo"
+        )
         logging.getLogger("engram_core.bookkeeping").warning("a bookkeeping write failed")
         for handler in logging.getLogger("engram_core").handlers:
             handler.flush()

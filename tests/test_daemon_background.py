@@ -88,15 +88,21 @@ class _PausingLock(RequestLock):
 
 
 @pytest.fixture
-def paused_daemon(tmp_path: Path, embedder: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Daemon, Path]]:
+def paused_daemon(
+    tmp_path: Path, embedder: Any, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[Daemon, Path]]:
     """A real daemon in this process (real stores, model and socket) whose request lock can pause a sweep."""
     from engram_core.service import EngramService
 
     monkeypatch.setenv("ENGRAM_COMPACT_CHECK_S", "0")  # no compaction slice among the sweep's
     monkeypatch.setenv("HOME", str(tmp_path))
     home = tmp_path / "home"
-    daemon = Daemon(home, idle_timeout_s=0, warm_model=False,
-                    service_factory=lambda h: EngramService(h, embedder=embedder, recover_sessions=False))
+    daemon = Daemon(
+        home,
+        idle_timeout_s=0,
+        warm_model=False,
+        service_factory=lambda h: EngramService(h, embedder=embedder, recover_sessions=False),
+    )
     daemon.lock = _PausingLock()
     daemon.start()
     server = threading.Thread(target=daemon.serve_forever, daemon=True)
@@ -116,8 +122,10 @@ def test_a_recall_during_a_sweep_is_answered_between_its_slices(paused_daemon: t
     client = RemoteService(daemon.home, start=False).connect()
     texts = [m["content"] for m in realpath_text.memories(100, 0, seed=3)]
     # Unimportant when young: the sweep archives every one of them (lifecycle.YOUNG_IMPORTANCE_BELOW).
-    ids = [client.call("store", memory={"content": t, "importance": 0.05}, project=str(proj))["memory"]["id"]
-           for t in texts]
+    ids = [
+        client.call("store", memory={"content": t, "importance": 0.05}, project=str(proj))["memory"]["id"]
+        for t in texts
+    ]
     assert len(set(ids)) == 100
 
     pieces = iter(range(2))  # 1: the stores are listed; 2: the first slice of memories; then paused
@@ -157,7 +165,8 @@ def test_a_recall_during_a_sweep_is_answered_between_its_slices(paused_daemon: t
 
 
 def test_stop_during_a_compaction_stops_it_and_returns_once_the_daemon_is_gone(
-        paused_daemon: tuple[Daemon, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    paused_daemon: tuple[Daemon, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
     daemon, proj = paused_daemon
     client = RemoteService(daemon.home, start=False).connect()
     for t in [m["content"] for m in realpath_text.memories(5, 0, seed=5)]:
@@ -175,10 +184,19 @@ def test_stop_during_a_compaction_stops_it_and_returns_once_the_daemon_is_gone(
     compact = threading.Thread(target=lambda: answers.append(client.call("compact", project=str(proj))))
     compact.start()
     assert copying.wait(60)
-    env = {**os.environ, "ENGRAM_HOME": str(daemon.home), "ENGRAM_EMBEDDING_PROVIDER": "none",
-           "ENGRAM_DAEMON_IDLE_TIMEOUT_S": "120"}
-    stop = subprocess.Popen([sys.executable, "-m", "engram_core.cli", "stop"], env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    env = {
+        **os.environ,
+        "ENGRAM_HOME": str(daemon.home),
+        "ENGRAM_EMBEDDING_PROVIDER": "none",
+        "ENGRAM_DAEMON_IDLE_TIMEOUT_S": "120",
+    }
+    stop = subprocess.Popen(
+        [sys.executable, "-m", "engram_core.cli", "stop"],
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     _wait_until(lambda: daemon.stop_event.is_set(), "the daemon was asked to stop")
     go.set()  # the compaction is asked at its first batch whether to go on
     out, err = stop.communicate(timeout=120)
@@ -192,14 +210,24 @@ def test_stop_during_a_compaction_stops_it_and_returns_once_the_daemon_is_gone(
     db = Path(report["stopped"][0])
     assert db.exists() and not db.with_name(db.name + ".compact").exists()
     # A start right after finds no daemon running, and the store is whole.
-    started = subprocess.run([sys.executable, "-m", "engram_core.cli", "stats", "--json"], env=env, text=True,
-                             capture_output=True, timeout=120, cwd=proj)
+    started = subprocess.run(
+        [sys.executable, "-m", "engram_core.cli", "stats", "--json"],
+        env=env,
+        text=True,
+        capture_output=True,
+        timeout=120,
+        cwd=proj,
+    )
     assert started.returncode == 0, started.stderr
     assert {s["scope"]: s["total"] for s in json.loads(started.stdout)["scopes"]}["project"] == 5
-    subprocess.run([sys.executable, "-m", "engram_core.cli", "stop"], env=env, timeout=120, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "engram_core.cli", "stop"], env=env, timeout=120, capture_output=True
+    )
 
 
-def test_recall_goes_on_during_a_compaction_and_a_write_meanwhile_is_kept(paused_daemon: tuple[Daemon, Path]) -> None:
+def test_recall_goes_on_during_a_compaction_and_a_write_meanwhile_is_kept(
+    paused_daemon: tuple[Daemon, Path],
+) -> None:
     """The copy runs in pieces with requests between them; a write between two pieces makes the copy stale, and the
     store is compacted again holding the lock: the write is in the compacted store."""
     daemon, proj = paused_daemon

@@ -28,7 +28,9 @@ def _daemon_answering_slowly(tmp_path: Path) -> tuple[Daemon, threading.Event, t
 def test_no_compaction_while_a_request_runs_and_idle_counts_from_its_end(tmp_path: Path) -> None:
     daemon, entered, release = _daemon_answering_slowly(tmp_path)
     answers: list[bytes] = []
-    worker = threading.Thread(target=lambda: answers.append(daemon.handle_line(request(1, "import_lines", {}))))
+    worker = threading.Thread(
+        target=lambda: answers.append(daemon.handle_line(request(1, "import_lines", {})))
+    )
     worker.start()
     assert entered.wait(10)
     later = time.monotonic() + COMPACT_IDLE_S + 5  # long after the request began

@@ -27,7 +27,9 @@ class _SignallingStop(threading.Event):
         return super().wait(timeout)
 
 
-def test_the_mcp_server_is_built_only_once_no_request_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_mcp_server_is_built_only_once_no_request_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     daemon = Daemon(tmp_path / "home", warm_model=False)
     daemon.service = SimpleNamespace(embedder=SimpleNamespace(available=True))
     stop = _SignallingStop()

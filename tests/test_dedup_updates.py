@@ -109,7 +109,9 @@ def test_updates_are_flagged_as_updates_not_ignored(embedder: LocalEmbedder) -> 
 
 
 def test_unrelated_facts_are_distinct(embedder: LocalEmbedder) -> None:
-    pairs = [("The Postgres database listens on port 5432", "Redis runs on port 6379"),
-             ("We use pytest for the test suite", "We deploy to AWS us-east-1"),
-             ("The max upload size is 10 MB", "Session tokens expire after 15 minutes")]
+    pairs = [
+        ("The Postgres database listens on port 5432", "Redis runs on port 6379"),
+        ("We use pytest for the test suite", "We deploy to AWS us-east-1"),
+        ("The max upload size is 10 MB", "Session tokens expire after 15 minutes"),
+    ]
     assert _classify(embedder, pairs) == ["distinct"] * 3

@@ -43,11 +43,15 @@ def test_the_service_writes_with_the_clock_and_ids_it_is_given(tmp_path: Path) -
     proj.mkdir()
     with EngramService(tmp_path / "home", embedder=NoEmbedder(), clock=clock, ids=ids) as svc:
         sess = svc.start_session(project=str(proj))
-        mem = svc.store(MemoryIn(content="The API is served by uvicorn behind nginx"), project=str(proj)).memory
+        mem = svc.store(
+            MemoryIn(content="The API is served by uvicorn behind nginx"), project=str(proj)
+        ).memory
         clock.advance(days=2)
         svc.set_status(mem.id, "archived", reason="test", project=str(proj))
         got = svc.get(mem.id, project=str(proj))
-        other = svc.store(MemoryIn(content="Deploys go out from the release branch"), project=str(proj)).memory
+        other = svc.store(
+            MemoryIn(content="Deploys go out from the release branch"), project=str(proj)
+        ).memory
         clock.advance(days=1)
         merged = svc.store(MemoryIn(content="Deploys go out from the release branch"), project=str(proj))
         clock.advance(days=1)
@@ -106,8 +110,14 @@ def _build(root: Path, seed: int) -> dict:
     shutil.rmtree(root, ignore_errors=True)  # the same path each time: project paths are part of the output
     env = {**__import__("os").environ, "PYTHONHASHSEED": str(seed)}
     env.pop("ENGRAM_HOME", None)
-    out = subprocess.run([sys.executable, "-c", _BUILD, str(root)], env=env, capture_output=True, text=True,
-                         timeout=600, cwd=str(REPO_ROOT))
+    out = subprocess.run(
+        [sys.executable, "-c", _BUILD, str(root)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=str(REPO_ROOT),
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     return json.loads(out.stdout.strip().splitlines()[-1])
 

@@ -16,10 +16,18 @@ from support import REPO_ROOT, DaemonProc, new_project
 MARK = "ZEBRAMARK7731"
 
 
-def engram(daemon: DaemonProc, *args: str, cwd: Path | None = None, stdin: str | None = None,
-           env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "engram_core.cli", *args], capture_output=True, text=True,
-                          timeout=120, cwd=str(cwd or REPO_ROOT), input=stdin, env={**daemon.env, **(env or {})})
+def engram(
+    daemon: DaemonProc, *args: str, cwd: Path | None = None, stdin: str | None = None, env: dict | None = None
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "engram_core.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=str(cwd or REPO_ROOT),
+        input=stdin,
+        env={**daemon.env, **(env or {})},
+    )
 
 
 def ok_json(p: subprocess.CompletedProcess) -> dict | list:
@@ -38,9 +46,19 @@ def test_forget_erases_every_copy_of_the_text(light_daemon: DaemonProc, tmp_path
     light_daemon.start()
     proj = new_project(tmp_path, "forgetproj")
     c = light_daemon.client()
-    mid = c.call("store", memory={"content": f"the deploy key {MARK} rotates weekly", "tags": [MARK.lower()],
-                                  "source": f"note {MARK}", "metadata": {"k": MARK}}, project=str(proj))["memory"]["id"]
-    keep = c.call("store", memory={"content": "gradle builds need the daemon flag"}, project=str(proj))["memory"]["id"]
+    mid = c.call(
+        "store",
+        memory={
+            "content": f"the deploy key {MARK} rotates weekly",
+            "tags": [MARK.lower()],
+            "source": f"note {MARK}",
+            "metadata": {"k": MARK},
+        },
+        project=str(proj),
+    )["memory"]["id"]
+    keep = c.call("store", memory={"content": "gradle builds need the daemon flag"}, project=str(proj))[
+        "memory"
+    ]["id"]
     assert files_holding(proj / ".claude" / "engram", MARK)  # the engine wrote it (the premise of the test)
     p = engram(light_daemon, "forget", mid, "--erase", "--yes", "--project", str(proj))
     assert p.returncode == 0, p.stderr
@@ -62,8 +80,11 @@ def test_forget_erases_every_copy_of_the_text(light_daemon: DaemonProc, tmp_path
     c = light_daemon.client()
     assert c.call("get", memory_id=mid, project=str(proj))["content"] == "[forgotten]"
     items = c.call("list_memories", project=str(proj), scope="project", limit=10)["items"]
-    assert sorted(m["content"] for m in items) == ["[forgotten]", "gradle builds need the daemon flag",
-                                                   "stored after compaction"]
+    assert sorted(m["content"] for m in items) == [
+        "[forgotten]",
+        "gradle builds need the daemon flag",
+        "stored after compaction",
+    ]
     c.close()
 
 
@@ -81,32 +102,59 @@ def files_holding_any_case(root: Path, needle: str) -> list[str]:
 
 
 def test_erasing_removes_the_text_from_the_graph_the_recall_log_the_snapshot_and_the_journal(
-        light_daemon: DaemonProc, tmp_path: Path) -> None:
+    light_daemon: DaemonProc, tmp_path: Path
+) -> None:
     """Issue #13: an erased memory's words leave every table (graph entities and relations extracted from it,
     recall queries that found it), the export, the cold-start snapshot, the hook journal and every file on disk."""
     word, hook_word = "zebramark7731", "wombatquill5521"
     light_daemon.start()
     proj = new_project(tmp_path, "traceproj")
     c = light_daemon.client()
-    doomed = c.call("store", memory={"content": f"Zebramark7731Loader in src/{word}/loader.py raises "
-                                                f"Zebramark7731Error on empty input; we use pytest for it"},
-                    project=str(proj))["memory"]["id"]
-    keep = c.call("store", memory={"content": "gradle builds need the daemon flag; tests/test_shared.py uses pytest"},
-                  project=str(proj))["memory"]["id"]
+    doomed = c.call(
+        "store",
+        memory={
+            "content": f"Zebramark7731Loader in src/{word}/loader.py raises "
+            f"Zebramark7731Error on empty input; we use pytest for it"
+        },
+        project=str(proj),
+    )["memory"]["id"]
+    keep = c.call(
+        "store",
+        memory={"content": "gradle builds need the daemon flag; tests/test_shared.py uses pytest"},
+        project=str(proj),
+    )["memory"]["id"]
     # A hook event (the real hook script; the daemon journals it before applying it) that becomes a session memory.
-    event = {"session_id": "trace-session", "transcript_path": "/tmp/t.jsonl", "cwd": str(proj),
-             "hook_event_name": "PostToolUse", "tool_name": "Edit", "tool_use_id": "tu_trace",
-             "tool_input": {"file_path": f"{proj}/src/{hook_word}.py", "old_string": "a = 1",
-                            "new_string": f"{hook_word} = 2"},
-             "tool_response": {"filePath": f"{proj}/src/{hook_word}.py"}}
-    hook = subprocess.run([sys.executable, "-S", str(REPO_ROOT / "hooks" / "engram_hook.py"), "PostToolUse"],
-                          input=json.dumps(event), text=True, capture_output=True, timeout=60, env=light_daemon.env)
+    event = {
+        "session_id": "trace-session",
+        "transcript_path": "/tmp/t.jsonl",
+        "cwd": str(proj),
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Edit",
+        "tool_use_id": "tu_trace",
+        "tool_input": {
+            "file_path": f"{proj}/src/{hook_word}.py",
+            "old_string": "a = 1",
+            "new_string": f"{hook_word} = 2",
+        },
+        "tool_response": {"filePath": f"{proj}/src/{hook_word}.py"},
+    }
+    hook = subprocess.run(
+        [sys.executable, "-S", str(REPO_ROOT / "hooks" / "engram_hook.py"), "PostToolUse"],
+        input=json.dumps(event),
+        text=True,
+        capture_output=True,
+        timeout=60,
+        env=light_daemon.env,
+    )
     assert hook.returncode == 0, hook.stderr
     c.call("flush", timeout_s=60)
-    session_items = c.call("list_memories", scope="session", session="trace-session", project=str(proj),
-                           limit=50)["items"]
+    session_items = c.call(
+        "list_memories", scope="session", session="trace-session", project=str(proj), limit=50
+    )["items"]
     hooked = [m["id"] for m in session_items if hook_word in m["content"]]
-    assert hooked and files_holding_any_case(light_daemon.home, hook_word)  # journal and session store hold it
+    assert hooked and files_holding_any_case(
+        light_daemon.home, hook_word
+    )  # journal and session store hold it
     # A restart writes the cold-start snapshot, which then holds the text too (the premise of that check).
     c.close()
     light_daemon.stop()
@@ -129,7 +177,9 @@ def test_erasing_removes_the_text_from_the_graph_the_recall_log_the_snapshot_and
     for needle in (word, hook_word):
         for scope, where in (("project", {}), ("user", {}), ("session", {"session": "trace-session"})):
             for table in tables_in_schema():
-                got = c.call("run_query", surql=f"SELECT * FROM {table}", scope=scope, project=str(proj), **where)
+                got = c.call(
+                    "run_query", surql=f"SELECT * FROM {table}", scope=scope, project=str(proj), **where
+                )
                 assert got["ok"] and got["statements"][0]["ok"], got
                 assert needle not in json.dumps(got, default=str).lower(), (scope, table)
         exported = engram(light_daemon, "export", "--scope", "all", "--project", str(proj))
@@ -140,8 +190,12 @@ def test_erasing_removes_the_text_from_the_graph_the_recall_log_the_snapshot_and
     # What the forgotten memory did not own stays: the other memory's entity, the unrelated recall query.
     assert c.call("search_knowledge_graph", query="pytest", project=str(proj))["entities"]
     assert c.call("search_knowledge_graph", query=word, project=str(proj))["entities"] == []
-    log = c.call("run_query", surql="SELECT query, memory_ids, created_at FROM retrieval_log ORDER BY created_at",
-                 scope="project", project=str(proj))
+    log = c.call(
+        "run_query",
+        surql="SELECT query, memory_ids, created_at FROM retrieval_log ORDER BY created_at",
+        scope="project",
+        project=str(proj),
+    )
     assert log["ok"], log
     queries = [r["query"] for r in log["statements"][0]["rows"]]
     assert "gradle daemon" in queries and queries.count("[forgotten]") == 2
@@ -156,8 +210,17 @@ def test_dropped_session_leaves_no_readable_data(light_daemon: DaemonProc, tmp_p
     proj = new_project(tmp_path, "sessproj")
     c = light_daemon.client()
     sess = c.call("start_session", project=str(proj))["session_key"]
-    c.call("store", memory={"content": f"scratch note {MARK} for this session only", "scope": "session",
-                            "memory_type": "working", "importance": 0.1}, project=str(proj), session=sess)
+    c.call(
+        "store",
+        memory={
+            "content": f"scratch note {MARK} for this session only",
+            "scope": "session",
+            "memory_type": "working",
+            "importance": 0.1,
+        },
+        project=str(proj),
+        session=sess,
+    )
     c.call("end_session", session=sess)
     c.call("compact")
     assert files_holding(light_daemon.home, MARK) == []
@@ -217,14 +280,17 @@ def test_one_compaction_of_a_store_at_a_time(tmp_path: Path, monkeypatch) -> Non
                 meanwhile["due"] = svc.compact(only_due=True)
                 asked.start()  # waits for this compaction to end
                 first()
+
             yield first_then_others
         else:
             yield first
         yield from steps
 
     try:
-        ids = [svc.store(MemoryIn(content=f"note {i} about {MARK} and the deploy"), project=str(a)).memory.id
-               for i in range(30)]
+        ids = [
+            svc.store(MemoryIn(content=f"note {i} about {MARK} and the deploy"), project=str(a)).memory.id
+            for i in range(30)
+        ]
         svc.forget(ids[0], project=str(a), erase=True, confirm=True)  # due now
         before = counts(svc)
         assert before["project"][0] == 30
@@ -246,11 +312,20 @@ def test_memory_ids_resolve_only_in_the_callers_project(light_daemon: DaemonProc
     light_daemon.start()
     a, b = new_project(tmp_path, "alpha"), new_project(tmp_path, "beta")
     c = light_daemon.client()
-    theirs = c.call("store", memory={"content": "beta's private deploy notes"}, project=str(b))["memory"]["id"]
+    theirs = c.call("store", memory={"content": "beta's private deploy notes"}, project=str(b))["memory"][
+        "id"
+    ]
     mine = c.call("store", memory={"content": "alpha's build notes"}, project=str(a))["memory"]["id"]
-    user = c.call("store", memory={"content": "prefers tabs", "scope": "user"}, project=str(a))["memory"]["id"]
-    for method, extra in (("get", {}), ("update", {"patch": {"content": "hijacked"}}), ("forget", {}),
-                          ("promote", {}), ("set_status", {"status": "archived"})):
+    user = c.call("store", memory={"content": "prefers tabs", "scope": "user"}, project=str(a))["memory"][
+        "id"
+    ]
+    for method, extra in (
+        ("get", {}),
+        ("update", {"patch": {"content": "hijacked"}}),
+        ("forget", {}),
+        ("promote", {}),
+        ("set_status", {"status": "archived"}),
+    ):
         try:
             c.call(method, memory_id=theirs, project=str(a), **extra)
         except Exception as exc:  # noqa: BLE001 - the client raises the daemon's typed error
@@ -265,14 +340,19 @@ def test_memory_ids_resolve_only_in_the_callers_project(light_daemon: DaemonProc
     c.close()
 
 
-def test_sessions_belong_to_their_project_and_unknown_ids_are_refused(light_daemon: DaemonProc,
-                                                                      tmp_path: Path) -> None:
+def test_sessions_belong_to_their_project_and_unknown_ids_are_refused(
+    light_daemon: DaemonProc, tmp_path: Path
+) -> None:
     light_daemon.start()
     a, b = new_project(tmp_path, "alpha"), new_project(tmp_path, "beta")
     c = light_daemon.client()
     sb = c.call("start_session", project=str(b), claude_session_id="cc-beta-1")["session_key"]
-    c.call("store", memory={"content": f"beta session scratch {MARK}", "scope": "session"}, project=str(b),
-           session=sb)
+    c.call(
+        "store",
+        memory={"content": f"beta session scratch {MARK}", "scope": "session"},
+        project=str(b),
+        session=sb,
+    )
     c.call("store", memory={"content": "alpha project fact"}, project=str(a))
     for session in (sb, "cc-beta-1", "no-such-session"):
         try:
@@ -282,7 +362,9 @@ def test_sessions_belong_to_their_project_and_unknown_ids_are_refused(light_daem
         else:
             raise AssertionError(f"session {session!r} accepted from project alpha")
     try:
-        c.call("store", memory={"content": "typo'd session", "scope": "session"}, project=str(a), session="typo")
+        c.call(
+            "store", memory={"content": "typo'd session", "scope": "session"}, project=str(a), session="typo"
+        )
     except Exception as exc:  # noqa: BLE001
         assert "no live session 'typo'" in str(exc)
     else:
@@ -300,13 +382,21 @@ async def test_mcp_tools_do_not_reach_another_projects_memory(daemon: DaemonProc
 
     a, b = new_project(tmp_path, "mcp-alpha"), new_project(tmp_path, "mcp-beta")
     c = daemon.client()
-    theirs = c.call("store", memory={"content": "beta's memory seen over MCP"}, project=str(b))["memory"]["id"]
+    theirs = c.call("store", memory={"content": "beta's memory seen over MCP"}, project=str(b))["memory"][
+        "id"
+    ]
     c.close()
     async with server(daemon, a, session="cc-mcp-alpha-1") as s:
-        for tool, args in (("get_memory", {}), ("forget_memory", {}), ("promote_memory", {}),
-                           ("update_memory", {"content": "hijacked"})):
+        for tool, args in (
+            ("get_memory", {}),
+            ("forget_memory", {}),
+            ("promote_memory", {}),
+            ("update_memory", {"content": "hijacked"}),
+        ):
             assert "no memory" in error_text(await s.call_tool(tool, {"memory_id": theirs, **args}))
-        mine = payload(await s.call_tool("store_memory", {"content": "alpha scratch over MCP", "scope": "session"}))
+        mine = payload(
+            await s.call_tool("store_memory", {"content": "alpha scratch over MCP", "scope": "session"})
+        )
         assert mine["scope"] == "session"
     c = daemon.client()
     assert c.call("get", memory_id=theirs, project=str(b))["content"] == "beta's memory seen over MCP"
@@ -319,12 +409,21 @@ def test_a_malformed_hook_event_is_a_clear_refusal_and_is_not_journaled(light_da
     from test_daemon import raw_exchange
 
     light_daemon.start()
-    bad = [["not", "an", "object"], "text", {"kind": "explode"}, {"kind": "memory"},
-           {"kind": "memory", "memory": "just a string"}, {"kind": "memory", "memory": {"content": ""}},
-           {"kind": "memory", "memory": {"content": "ok", "memory_type": "dream"}},
-           {"kind": "stop", "session_id": ["x"]}, {"kind": "memory", "memory": {"content": "x", "bogus": 1}}]
-    lines = b"".join(json.dumps({"v": 1, "id": i, "method": "hook_event", "params": {"event": ev}}).encode() + b"\n"
-                     for i, ev in enumerate(bad))
+    bad = [
+        ["not", "an", "object"],
+        "text",
+        {"kind": "explode"},
+        {"kind": "memory"},
+        {"kind": "memory", "memory": "just a string"},
+        {"kind": "memory", "memory": {"content": ""}},
+        {"kind": "memory", "memory": {"content": "ok", "memory_type": "dream"}},
+        {"kind": "stop", "session_id": ["x"]},
+        {"kind": "memory", "memory": {"content": "x", "bogus": 1}},
+    ]
+    lines = b"".join(
+        json.dumps({"v": 1, "id": i, "method": "hook_event", "params": {"event": ev}}).encode() + b"\n"
+        for i, ev in enumerate(bad)
+    )
     answers = raw_exchange(light_daemon.sock, lines)
     assert len(answers) == len(bad)
     for ev, answer in zip(bad, answers, strict=True):
@@ -339,7 +438,9 @@ def test_a_malformed_hook_event_is_a_clear_refusal_and_is_not_journaled(light_da
     assert "explode" not in (journal.read_text() if journal.exists() else "")
 
 
-def test_import_with_a_bad_line_stores_nothing_unless_skip_bad(light_daemon: DaemonProc, tmp_path: Path) -> None:
+def test_import_with_a_bad_line_stores_nothing_unless_skip_bad(
+    light_daemon: DaemonProc, tmp_path: Path
+) -> None:
     light_daemon.start()
     proj = new_project(tmp_path, "importproj")
     lines = [json.dumps({"content": f"imported fact {i} [x] \\\\ [/] emoji 🚀"}) for i in range(300)]
@@ -385,8 +486,12 @@ def test_an_event_that_cannot_be_applied_on_a_full_disk_is_parked_then_applied(t
                     fh.flush()
             except OSError:
                 pass
-        event = {"event_id": "full-disk-1", "kind": "memory", "cwd": str(proj),
-                 "memory": {"content": "written while the disk was full " + "y" * 3000, "memory_type": "episodic"}}
+        event = {
+            "event_id": "full-disk-1",
+            "kind": "memory",
+            "cwd": str(proj),
+            "memory": {"content": "written while the disk was full " + "y" * 3000, "memory_type": "episodic"},
+        }
         assert c.call("hook_event", event=event)["accepted"]
         deadline = __import__("time").monotonic() + 30
         while not c.call("status")["events_parked"] and __import__("time").monotonic() < deadline:
@@ -418,15 +523,23 @@ def test_a_parked_event_survives_a_restart(tmp_path: Path) -> None:
     proj = new_project(tmp_path, "later")
     home.mkdir(mode=0o700)
     j = Journal(home / "journal.jsonl")
-    j.begin("kept-1", {"event_id": "kept-1", "kind": "memory", "cwd": str(proj),
-                       "memory": {"content": "acknowledged before a crash"}})
+    j.begin(
+        "kept-1",
+        {
+            "event_id": "kept-1",
+            "kind": "memory",
+            "cwd": str(proj),
+            "memory": {"content": "acknowledged before a crash"},
+        },
+    )
     j.close()
     d = DaemonProc(home, model=False).start()
     try:
         c = d.client()
         assert c.call("flush", timeout_s=30)["drained"]
-        assert [m["content"] for m in c.call("list_memories", project=str(proj), scope="project")["items"]] == [
-            "acknowledged before a crash"]
+        assert [
+            m["content"] for m in c.call("list_memories", project=str(proj), scope="project")["items"]
+        ] == ["acknowledged before a crash"]
         c.close()
     finally:
         d.stop()
@@ -494,7 +607,10 @@ def test_connection_cap_and_idle_connections_neither_pile_up_nor_block_idle_exit
 
     from engram_core.daemon.server import MAX_CONNECTIONS
 
-    with _daemon_with_sockets(tmp_path / "home", idle_timeout=2, env={"ENGRAM_CONN_IDLE_S": "60"}) as (d, socks):
+    with _daemon_with_sockets(tmp_path / "home", idle_timeout=2, env={"ENGRAM_CONN_IDLE_S": "60"}) as (
+        d,
+        socks,
+    ):
         for _ in range(MAX_CONNECTIONS - 2):  # a few slots stay for DaemonProc's own probe and a client
             socks.append(_connect(d.sock))
         s = _connect(d.sock)
@@ -502,7 +618,9 @@ def test_connection_cap_and_idle_connections_neither_pile_up_nor_block_idle_exit
         assert _answer(s)["result"] == "pong"
         extra = [_connect(d.sock) for _ in range(3)]
         answers = [_answer(x) for x in extra]
-        assert any(a.get("ok") is False and "connections open" in a["error"]["message"] for a in answers), answers
+        assert any(a.get("ok") is False and "connections open" in a["error"]["message"] for a in answers), (
+            answers
+        )
         for x in extra:
             x.close()
         # Idle plain connections are still open here; the daemon exits on its idle timeout all the same.
@@ -556,7 +674,9 @@ def test_a_link_planted_in_a_project_store_is_refused_and_never_chmodded_through
         (other / ".claude").mkdir()
         os.symlink(tmp_path / "elsewhere", other / ".claude" / "engram")
         (tmp_path / "elsewhere").mkdir()
-        (tmp_path / "elsewhere").chmod(0o755)  # not mkdir's mode: an EngramService in this process set umask 077
+        (tmp_path / "elsewhere").chmod(
+            0o755
+        )  # not mkdir's mode: an EngramService in this process set umask 077
         p = engram(d, "store", "note", "--project", str(other))
         assert p.returncode != 0 and "symbolic link" in p.stderr, p.stderr
         assert (tmp_path / "elsewhere").stat().st_mode & 0o777 == 0o755
@@ -602,12 +722,17 @@ def test_an_unsafe_data_root_is_refused_not_chmodded(tmp_path: Path) -> None:
     assert own.stat().st_mode & 0o777 == 0o700
 
 
-def test_project_parameters_never_create_stores_at_odd_paths(light_daemon: DaemonProc, tmp_path: Path) -> None:
+def test_project_parameters_never_create_stores_at_odd_paths(
+    light_daemon: DaemonProc, tmp_path: Path
+) -> None:
     light_daemon.start()
     c = light_daemon.client()
     missing = tmp_path / "no" / "such" / "dir"
-    for project, needle in ((str(missing), "not an existing directory"), ("/etc", "not a project folder"),
-                            ("/", "not a project folder")):
+    for project, needle in (
+        (str(missing), "not an existing directory"),
+        ("/etc", "not a project folder"),
+        ("/", "not a project folder"),
+    ):
         try:
             c.call("store", memory={"content": "x"}, project=project)
         except Exception as exc:  # noqa: BLE001
@@ -619,14 +744,21 @@ def test_project_parameters_never_create_stores_at_odd_paths(light_daemon: Daemo
     c.call("hook_event", event=event)
     assert c.call("flush", timeout_s=60)["drained"]
     assert not (tmp_path / "no").exists()
-    parked = c.call("status")["parked"]  # refused at once, kept and shown rather than dropped or retried in a loop
+    parked = c.call("status")[
+        "parked"
+    ]  # refused at once, kept and shown rather than dropped or retried in a loop
     # 1 attempt, or 2 when the event had already been parked as the flush began (a flush retries parked events)
-    assert len(parked) == 1 and "not an existing directory" in parked[0]["error"] and parked[0]["attempts"] in (1, 2)
+    assert (
+        len(parked) == 1
+        and "not an existing directory" in parked[0]["error"]
+        and parked[0]["attempts"] in (1, 2)
+    )
     c.close()
 
 
 def test_a_failed_model_export_leaves_no_temp_file_and_is_not_retried_at_every_start(
-        tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    tmp_path: Path, monkeypatch
+) -> None:  # noqa: ANN001
     import torch
 
     from engram_core import embeddings
@@ -682,8 +814,9 @@ def test_a_console_query_running_to_its_deadline_holds_no_hook_or_store(tmp_path
     each of them waited for the whole query: that binding keeps the GIL while the engine works."""
     import threading
 
-    d = DaemonProc(tmp_path / "home", model=False,
-                   env={"ENGRAM_QUERY_TIMEOUT_S": "15", "ENGRAM_PROMPT_RECALL": "true"})
+    d = DaemonProc(
+        tmp_path / "home", model=False, env={"ENGRAM_QUERY_TIMEOUT_S": "15", "ENGRAM_PROMPT_RECALL": "true"}
+    )
     try:
         d.start()
         proj = str(new_project(tmp_path, "proj"))
@@ -696,8 +829,11 @@ def test_a_console_query_running_to_its_deadline_holds_no_hook_or_store(tmp_path
         def long_query() -> None:
             c = d.client()
             try:
-                answer["result"] = c.call("run_query", project=proj,
-                                          surql="FOR $i IN 0..100000 { LET $x = crypto::argon2::generate('a'); }")
+                answer["result"] = c.call(
+                    "run_query",
+                    project=proj,
+                    surql="FOR $i IN 0..100000 { LET $x = crypto::argon2::generate('a'); }",
+                )
             finally:
                 c.close()
                 finished.set()
@@ -713,7 +849,9 @@ def test_a_console_query_running_to_its_deadline_holds_no_hook_or_store(tmp_path
         assert not finished.is_set(), "the store waited for the console query"
         started = setup.call("hook_session_start", session_id="sess-concurrent", cwd=proj)
         assert not finished.is_set(), "SessionStart waited for the console query"
-        prompted = setup.call("hook_prompt", prompt="which memory exists?", session_id="sess-concurrent", cwd=proj)
+        prompted = setup.call(
+            "hook_prompt", prompt="which memory exists?", session_id="sess-concurrent", cwd=proj
+        )
         assert not finished.is_set(), "the UserPromptSubmit recall waited for the console query"
         assert stored["action"] == "created" and "text" in started and prompted["enabled"]
         worker.join(60)

@@ -39,7 +39,9 @@ class _Api(BaseHTTPRequestHandler):
         for i, text in enumerate(body["input"]):
             rng = np.random.default_rng(abs(hash(text)) % (2**32))
             data.append({"object": "embedding", "index": i, "embedding": rng.normal(size=dim).tolist()})
-        payload = json.dumps({"object": "list", "data": list(reversed(data)), "model": body["model"]}).encode()
+        payload = json.dumps(
+            {"object": "list", "data": list(reversed(data)), "model": body["model"]}
+        ).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.end_headers()
@@ -82,8 +84,9 @@ def test_api_provider_truncates_and_renormalises_when_dimensions_ignored(api_url
     assert np.allclose(vecs[0], raw / np.linalg.norm(raw), atol=1e-5)
 
 
-def test_api_errors_are_clear_and_store_falls_back_to_bm25(api_url: str, engram_home: Path,
-                                                           project_dir: Path) -> None:
+def test_api_errors_are_clear_and_store_falls_back_to_bm25(
+    api_url: str, engram_home: Path, project_dir: Path
+) -> None:
     _Api.status = 429
     emb = ApiEmbedder(api_url, "m", None)
     with pytest.raises(EmbeddingError, match="429"):
@@ -100,12 +103,16 @@ def test_unreachable_api_says_where(engram_home: Path) -> None:
         ApiEmbedder("http://127.0.0.1:9/v1/embeddings", "m", None, timeout_s=1).embed(["x"])
 
 
-def test_settings_from_local_md_frontmatter_and_env(project_dir: Path, monkeypatch: pytest.MonkeyPatch,
-                                                    api_url: str) -> None:
+def test_settings_from_local_md_frontmatter_and_env(
+    project_dir: Path, monkeypatch: pytest.MonkeyPatch, api_url: str
+) -> None:
     (project_dir / ".claude").mkdir()
     (project_dir / ".claude" / "engram.local.md").write_text(
-        "---\nembedding_provider: api\nembedding_url: " + api_url + "\nembedding_model: text-embedding-3-small\n"
-        "embedding_api_key: ${MY_KEY}\ninjection_token_budget: 900\n---\n# notes for humans\n")
+        "---\nembedding_provider: api\nembedding_url: "
+        + api_url
+        + "\nembedding_model: text-embedding-3-small\n"
+        "embedding_api_key: ${MY_KEY}\ninjection_token_budget: 900\n---\n# notes for humans\n"
+    )
     monkeypatch.setenv("MY_KEY", "sk-from-env")
     settings = load_settings(project_dir)
     assert settings.embedding_provider == "api" and settings.embedding_api_key == "sk-from-env"
@@ -138,8 +145,12 @@ def test_onnx_backend_gives_the_same_vectors_as_sentence_transformers(embedder) 
     (int8 is a model of its own: tests/test_vector_model.py)."""
     from engram_core.embeddings import LocalEmbedder
 
-    texts = ["hello world", "Command failed: make test → ECONNRESET", "word " * 400,
-             "The auth middleware lives in src/middleware/auth.ts"]
+    texts = [
+        "hello world",
+        "Command failed: make test → ECONNRESET",
+        "word " * 400,
+        "The auth middleware lives in src/middleware/auth.ts",
+    ]
     onnx = LocalEmbedder("onnx", precision="fp32")
     torch_ = LocalEmbedder("torch")
     a, b = onnx.embed(texts), torch_.embed(texts)
@@ -162,7 +173,9 @@ def test_a_repeated_query_is_embedded_once(embedder, monkeypatch: pytest.MonkeyP
     model = embedder._load()
     runs: list[list[str]] = []
     real = model.encode
-    monkeypatch.setattr(model, "encode", lambda texts, *a, **kw: runs.append(list(texts)) or real(texts, *a, **kw))
+    monkeypatch.setattr(
+        model, "encode", lambda texts, *a, **kw: runs.append(list(texts)) or real(texts, *a, **kw)
+    )
     first = embedder.embed(["why does the upload retry fail [x] \\\\ 🚀"])
     first_copy = first.copy()
     first[0, 0] = 99.0

@@ -67,7 +67,14 @@ def _manifest(levels: list[list[int]], version: int = 1) -> bytes:
 
 
 def test_manifest_reading() -> None:
-    assert engine_levels.levels(_manifest([[7, 6, 5], [4], [1], [], [], []])) == [[7, 6, 5], [4], [1], [], [], []]
+    assert engine_levels.levels(_manifest([[7, 6, 5], [4], [1], [], [], []])) == [
+        [7, 6, 5],
+        [4],
+        [1],
+        [],
+        [],
+        [],
+    ]
     assert engine_levels.levels(_manifest([[1]], version=2)) is None  # another format: nothing is done
     assert engine_levels.levels(_manifest([[7, 6, 5]])[:20]) is None  # cut short
     assert engine_levels.levels(b"") is None
@@ -88,8 +95,10 @@ def _bulk_store(path: Path, megabytes: int) -> None:
     db.use("project", "p")
     blob = "x" * 3000
     for start in range(0, megabytes * 1000 // 3, 1000):
-        db.query("FOR $i IN $ids { CREATE type::record('note', $i) SET v = $b RETURN NONE }",
-                 {"ids": list(range(start, start + 1000)), "b": blob}).execute()
+        db.query(
+            "FOR $i IN $ids { CREATE type::record('note', $i) SET v = $b RETURN NONE }",
+            {"ids": list(range(start, start + 1000)), "b": blob},
+        ).execute()
     db.close()
 
 
@@ -107,7 +116,10 @@ def test_a_large_copy_is_settled_before_anyone_opens_it(tmp_path: Path) -> None:
     assert settled is not None and any(settled[2:]), settled  # below level 1: pushed down twice
     Surreal(f"surrealkv://{path}").close()  # what the first start after the compaction does
     after = engine_levels.store_levels(path)
-    assert after is not None and after[1:] == settled[1:] and set(settled[0]) <= set(after[0]), (settled, after)
+    assert after is not None and after[1:] == settled[1:] and set(settled[0]) <= set(after[0]), (
+        settled,
+        after,
+    )
     db = Surreal(f"surrealkv://{path}")
     db.use("project", "p")
     assert db.query("RETURN count(SELECT id FROM note)").execute()[-1] == 100_000
@@ -120,7 +132,9 @@ def test_a_small_copy_is_opened_once(tmp_path: Path) -> None:
     assert engine_levels.settle(path, lambda: Surreal(f"surrealkv://{path}").close()) == 1
 
 
-def test_compaction_settles_its_copy_before_switching_to_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_compaction_settles_its_copy_before_switching_to_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "project.db"
     for i in range(3):
         _open_write_close(path, i)

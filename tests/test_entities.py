@@ -12,7 +12,8 @@ def names(text: str, etype: str) -> set[str]:
 def test_file_paths() -> None:
     text = "The bug was in src/auth/session.py; config lives in pyproject.toml and ./scripts/dev.sh"
     assert {"src/auth/session.py", "pyproject.toml", "scripts/dev.sh"} <= names(text, "file") | {
-        n.lstrip("./") for n in names(text, "file")}
+        n.lstrip("./") for n in names(text, "file")
+    }
 
 
 def test_prose_slashes_are_not_paths() -> None:
@@ -61,7 +62,9 @@ def test_typed_relations() -> None:
     got = rels("We switched from Jest to Vitest last week.")
     assert ("vitest", "replaces", "jest") in got and ("this project", "uses", "vitest") in got
     assert ("this project", "uses", "jest") not in got
-    assert ("auth.py", "causes", "TokenExpiredError") in rels("auth.py raises TokenExpiredError on old tokens")
+    assert ("auth.py", "causes", "TokenExpiredError") in rels(
+        "auth.py raises TokenExpiredError on old tokens"
+    )
     got = rels("TokenExpiredError in the worker; fixed by calling refresh_token() first")
     assert ("refresh_token", "fixes", "TokenExpiredError") in got
 
@@ -76,6 +79,10 @@ def test_relations_are_only_the_typed_ones_the_text_states() -> None:
     extracted as relations."""
     text = "src/db.py opens sqlalchemy sessions"
     assert extract_relations(text, extract_entities(text)) == []
-    assert {r.relation_type for r in extract_relations("auth.py raises TokenExpiredError; we use pytest",
-                                                       extract_entities("auth.py raises TokenExpiredError; "
-                                                                        "we use pytest"))} == {"causes", "uses"}
+    assert {
+        r.relation_type
+        for r in extract_relations(
+            "auth.py raises TokenExpiredError; we use pytest",
+            extract_entities("auth.py raises TokenExpiredError; we use pytest"),
+        )
+    } == {"causes", "uses"}

@@ -22,8 +22,9 @@ def embedder() -> LocalEmbedder:
 
 
 @pytest.fixture()
-def env(tmp_path: Path, embedder: LocalEmbedder, monkeypatch: pytest.MonkeyPatch
-        ) -> Iterator[tuple[EngramService, str, str]]:
+def env(
+    tmp_path: Path, embedder: LocalEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[EngramService, str, str]]:
     monkeypatch.setenv("HOME", str(tmp_path))
     proj = tmp_path / "proj"
     (proj / ".git").mkdir(parents=True)
@@ -50,7 +51,11 @@ def test_explicit_boundary(env: tuple[EngramService, str, str]) -> None:
     closed = episodes.end_episode(svc, s, "switching to the release checklist")
     c = put(svc, p, s, "The importer now logs skipped rows")
     assert ep(svc, s, a) == ep(svc, s, b) != ep(svc, s, c)
-    assert closed and closed[0].ended_at is not None and closed[0].end_reason == "switching to the release checklist"
+    assert (
+        closed
+        and closed[0].ended_at is not None
+        and closed[0].end_reason == "switching to the release checklist"
+    )
     latest = episodes.list_episodes(svc, session=s)[0]
     assert latest.boundary_type == "explicit" and latest.memory_count == 1
 
@@ -59,7 +64,9 @@ def test_time_gap_boundary(env: tuple[EngramService, str, str]) -> None:
     svc, p, s = env
     t0 = svc.now() - timedelta(hours=3)
     a = put(svc, p, s, "Investigating the slow dashboard query", created_at=t0)
-    b = put(svc, p, s, "The dashboard query lacks an index on created_at", created_at=t0 + timedelta(minutes=10))
+    b = put(
+        svc, p, s, "The dashboard query lacks an index on created_at", created_at=t0 + timedelta(minutes=10)
+    )
     c = put(svc, p, s, "Added the index; dashboard loads in 200 ms", created_at=t0 + timedelta(minutes=55))
     assert ep(svc, s, a) == ep(svc, s, b) != ep(svc, s, c)
     assert episodes.list_episodes(svc, session=s)[0].boundary_type == "temporal"
@@ -67,10 +74,14 @@ def test_time_gap_boundary(env: tuple[EngramService, str, str]) -> None:
 
 def test_topic_shift_boundary(env: tuple[EngramService, str, str]) -> None:
     svc, p, s = env
-    keys = [put(svc, p, s, t) for t in (
-        "The OAuth login redirects to /callback with a state parameter",
-        "OAuth state parameter mismatch breaks the login callback",
-        "Store the OAuth state in the session cookie before redirecting to login")]
+    keys = [
+        put(svc, p, s, t)
+        for t in (
+            "The OAuth login redirects to /callback with a state parameter",
+            "OAuth state parameter mismatch breaks the login callback",
+            "Store the OAuth state in the session cookie before redirecting to login",
+        )
+    ]
     shift = put(svc, p, s, "Kubernetes pod memory limits are 512Mi for the worker deployment")
     assert len({ep(svc, s, k) for k in keys}) == 1
     assert ep(svc, s, shift) != ep(svc, s, keys[0])
@@ -93,8 +104,13 @@ def test_cross_boundary_penalty_changes_ranking(env: tuple[EngramService, str, s
     new = put(svc, p, s, "Timeouts on the billing API are 30 seconds")
 
     def order_and_scores() -> tuple[list[str], dict[str, float]]:
-        hits = svc.recall("retry decorator for flaky HTTP calls with backoff", session=s, project=p,
-                          strengthen=False, log=False).hits
+        hits = svc.recall(
+            "retry decorator for flaky HTTP calls with backoff",
+            session=s,
+            project=p,
+            strengthen=False,
+            log=False,
+        ).hits
         return [h.memory.id for h in hits], {h.memory.id: h.scores.final for h in hits}
 
     svc.set_param("episode_boundary_penalty", 1.0)
@@ -106,6 +122,11 @@ def test_cross_boundary_penalty_changes_ranking(env: tuple[EngramService, str, s
     assert pen[old] / plain[old] == pytest.approx(0.7, rel=1e-6)
     assert pen[new] == pytest.approx(plain[new], rel=1e-6)
     # Outside a session there is no current episode, so no penalty.
-    hits = svc.recall("retry decorator for flaky HTTP calls with backoff", project=p, scope="all",
-                      strengthen=False, log=False).hits
+    hits = svc.recall(
+        "retry decorator for flaky HTTP calls with backoff",
+        project=p,
+        scope="all",
+        strengthen=False,
+        log=False,
+    ).hits
     assert all(h.memory.id != old or h.scores.final > 0 for h in hits)

@@ -13,14 +13,16 @@ from engram_core.organise import consolidation, evolution
 from engram_core.service import EngramService
 
 
-def make(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, settings: Settings | None = None
-         ) -> tuple[EngramService, str]:
+def make(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, settings: Settings | None = None
+) -> tuple[EngramService, str]:
     monkeypatch.setenv("HOME", str(tmp_path))
     proj = tmp_path / "proj"
     (proj / ".git").mkdir(parents=True, exist_ok=True)
     # Evolution reads logs and feedback only; no embedding model is needed here.
-    svc = EngramService(home=tmp_path / "home", embedder=NoEmbedder(), settings=settings or Settings(),
-                        recover_sessions=False)
+    svc = EngramService(
+        home=tmp_path / "home", embedder=NoEmbedder(), settings=settings or Settings(), recover_sessions=False
+    )
     return svc, str(proj)
 
 
@@ -31,7 +33,9 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Engra
     svc.close()
 
 
-def add_logs(svc: EngramService, p: str, n: int, *, session_useful: float = 0.9, user_useful: float = 0.1) -> None:
+def add_logs(
+    svc: EngramService, p: str, n: int, *, session_useful: float = 0.9, user_useful: float = 0.1
+) -> None:
     """n judged recalls: session-scope results mostly useful, user-scope ones mostly not."""
     store = svc.project_store(p)
     assert store is not None
@@ -40,8 +44,17 @@ def add_logs(svc: EngramService, p: str, n: int, *, session_useful: float = 0.9,
         scope = "session" if i % 2 == 0 else "user"
         mtype = "procedural" if i % 2 == 0 else "episodic"
         rate = session_useful if scope == "session" else user_useful
-        rows.append({"query": f"q{i}", "strategy": "hybrid", "scopes": [scope], "types": [mtype],
-                     "memory_ids": [f"m{i}"], "results_count": 1, "was_useful": (i // 2) % 10 < rate * 10})
+        rows.append(
+            {
+                "query": f"q{i}",
+                "strategy": "hybrid",
+                "scopes": [scope],
+                "types": [mtype],
+                "memory_ids": [f"m{i}"],
+                "results_count": 1,
+                "was_useful": (i // 2) % 10 < rate * 10,
+            }
+        )
     store.q("INSERT INTO retrieval_log $rows", {"rows": rows})
 
 
@@ -90,11 +103,15 @@ def test_apply_is_bounded_per_cycle_and_history_is_append_only(env: tuple[Engram
     with pytest.raises(Exception, match="append-only"):
         svc.user.q("DELETE evolution_history")
     again = evolution.evolve_memory_system(svc, dry_run=False, project=p)  # the same rows never count twice
-    assert again.applied == [] and again.log_entries == 0 and len(evolution.evolution_history(svc)) == len(hist)
+    assert (
+        again.applied == [] and again.log_entries == 0 and len(evolution.evolution_history(svc)) == len(hist)
+    )
 
 
 def test_manual_settings_win(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    manual = Settings(scope_weights={"session": 1.0, "project": 1.0, "user": 1.0}, half_lives_days={"episodic": 3.0})
+    manual = Settings(
+        scope_weights={"session": 1.0, "project": 1.0, "user": 1.0}, half_lives_days={"episodic": 3.0}
+    )
     svc, p = make(tmp_path, monkeypatch, manual)
     try:
         add_logs(svc, p, 120)
@@ -134,8 +151,15 @@ def test_reflection_writes_meta_memories(env: tuple[EngramService, str]) -> None
     svc, p = env
     from engram_core.models import MemoryIn
 
-    svc.store_many([MemoryIn(content=f"debugging session {i} on the importer", memory_type="episodic",
-                             tags=["importer"]) for i in range(12)], project=p)
+    svc.store_many(
+        [
+            MemoryIn(
+                content=f"debugging session {i} on the importer", memory_type="episodic", tags=["importer"]
+            )
+            for i in range(12)
+        ],
+        project=p,
+    )
     add_logs(svc, p, 60)
     rep = consolidation.reflect_and_consolidate(svc, project=p, level="reflection")
     assert any(i.startswith("consolidation_signal") for i in rep.insights)

@@ -8,17 +8,26 @@ from engram_core.models import MemoryIn, MemoryRecord
 from engram_core.service import EngramService
 
 
-def test_export_then_restore_into_a_fresh_home_is_identical(service: EngramService, project_dir: Path,
-                                                            tmp_path: Path, embedder) -> None:  # noqa: ANN001
+def test_export_then_restore_into_a_fresh_home_is_identical(
+    service: EngramService, project_dir: Path, tmp_path: Path, embedder
+) -> None:  # noqa: ANN001
     p = str(project_dir)
-    a = service.store(MemoryIn(content="Builds use Bazel 7", tags=["build"], metadata={"k": [1, 2]}), project=p)
+    a = service.store(
+        MemoryIn(content="Builds use Bazel 7", tags=["build"], metadata={"k": [1, 2]}), project=p
+    )
     service.store(MemoryIn(content="Prefer small PRs", scope="user", memory_type="procedural"), project=p)
     sess = service.start_session(project=p, claude_session_id="c1").session_key
-    service.store(MemoryIn(content="Working on the flaky upload test", scope="session", memory_type="working"),
-                  session=sess)
+    service.store(
+        MemoryIn(content="Working on the flaky upload test", scope="session", memory_type="working"),
+        session=sess,
+    )
     service.recall("bazel build", project=p)  # access counts, status history, relevance move
-    service.forget(service.store(MemoryIn(content="obsolete note"), project=p).memory.id, project=p, erase=True,
-                   confirm=True)
+    service.forget(
+        service.store(MemoryIn(content="obsolete note"), project=p).memory.id,
+        project=p,
+        erase=True,
+        confirm=True,
+    )
     exported = service.export_memories(project=p)
     assert {r.scope.value for r in exported} == {"session", "project", "user"}
     assert all(r.embedding and len(r.embedding) == 384 for r in exported if r.status.value != "forgotten")
@@ -30,8 +39,12 @@ def test_export_then_restore_into_a_fresh_home_is_identical(service: EngramServi
         report = fresh.restore_memories(lines, project=str(other_proj))
         assert report.restored == len(lines) and not report.failed
         again = fresh.export_memories(project=str(other_proj))
-        strip = lambda rs: sorted((r.model_dump(exclude={"database", "project_path"}) for r in rs),  # noqa: E731
-                                  key=lambda d: d["id"])
+
+        def strip(rs: list) -> list[dict]:
+            return sorted(
+                (r.model_dump(exclude={"database", "project_path"}) for r in rs), key=lambda d: d["id"]
+            )
+
         assert strip(again) == strip(exported)
         hit = fresh.recall("bazel", project=str(other_proj)).hits[0]
         assert hit.memory.id == a.memory.id and hit.memory.metadata == {"k": [1, 2]}
@@ -39,7 +52,9 @@ def test_export_then_restore_into_a_fresh_home_is_identical(service: EngramServi
         assert fresh.restore_memories(lines, project=str(other_proj)).replaced == len(lines)
 
 
-def test_restore_reports_bad_records_and_stores_nothing_of_them(service: EngramService, project_dir: Path) -> None:
+def test_restore_reports_bad_records_and_stores_nothing_of_them(
+    service: EngramService, project_dir: Path
+) -> None:
     p = str(project_dir)
     good = service.store(MemoryIn(content="keep me"), project=p).memory
     rec = service.export_memories(scope="project", project=p)[0].model_dump(mode="json")
@@ -56,8 +71,12 @@ def test_restore_redacts_secrets_in_a_foreign_file(service: EngramService, proje
     p = str(project_dir)
     service.store(MemoryIn(content="template"), project=p)
     rec = service.export_memories(scope="project", project=p)[0].model_dump(mode="json")
-    sneaky = {**rec, "id": "SNEAKY1", "content": "token ghp_abcdefghijklmnopqrstuvwxyz0123456789 here",
-              "content_hash": "x"}
+    sneaky = {
+        **rec,
+        "id": "SNEAKY1",
+        "content": "token ghp_abcdefghijklmnopqrstuvwxyz0123456789 here",
+        "content_hash": "x",
+    }
     assert service.restore_memories([sneaky], project=p).restored == 1
     stored = service.get("SNEAKY1", project=p)
     assert "ghp_" not in stored.content and "[REDACTED:" in stored.content
@@ -74,8 +93,9 @@ def test_health_reports_stores_and_permissions(service: EngramService, project_d
     assert not bad.ok and "chmod" in next(c.fix for c in bad.checks if c.name == "permissions")
 
 
-def test_export_pages_concatenate_to_the_whole_export(service: EngramService, project_dir: Path,
-                                                      monkeypatch) -> None:  # noqa: ANN001
+def test_export_pages_concatenate_to_the_whole_export(
+    service: EngramService, project_dir: Path, monkeypatch
+) -> None:  # noqa: ANN001
     from engram_core import backup
 
     p = str(project_dir)

@@ -44,13 +44,25 @@ def test_kill9_mid_stream_keeps_every_acknowledged_write(tmp_path: Path) -> None
         i = 0
         while not stop.is_set():
             i += 1
-            ev = {"session_id": "sess-fault", "cwd": proj, "hook_event_name": "PostToolUse", "tool_name": "Edit",
-                  "tool_input": {"file_path": f"{proj}/f{i}.py", "old_string": "a", "new_string": "b"},
-                  "tool_response": {}}
-            p = subprocess.run(["python3", "-S", str(HOOK_SCRIPT), "PostToolUse"], input=json.dumps(ev).encode(),
-                               env=d.env, capture_output=True, timeout=30)
+            ev = {
+                "session_id": "sess-fault",
+                "cwd": proj,
+                "hook_event_name": "PostToolUse",
+                "tool_name": "Edit",
+                "tool_input": {"file_path": f"{proj}/f{i}.py", "old_string": "a", "new_string": "b"},
+                "tool_response": {},
+            }
+            p = subprocess.run(
+                ["python3", "-S", str(HOOK_SCRIPT), "PostToolUse"],
+                input=json.dumps(ev).encode(),
+                env=d.env,
+                capture_output=True,
+                timeout=30,
+            )
             if p.returncode != 0:
-                hook_failures.append(f"hook {i} exited {p.returncode}: {p.stderr.decode(errors='replace')[-500:]}")
+                hook_failures.append(
+                    f"hook {i} exited {p.returncode}: {p.stderr.decode(errors='replace')[-500:]}"
+                )
                 continue
             hook_runs.append(f"Modified f{i}.py:")
 
@@ -60,10 +72,12 @@ def test_kill9_mid_stream_keeps_every_acknowledged_write(tmp_path: Path) -> None
                 fn(*args)
             except BaseException as exc:  # noqa: BLE001 - reported by the main thread
                 thread_errors.append(f"{fn.__name__}{args}: {exc!r}")
+
         return run
 
     threads = [threading.Thread(target=collecting(writer, n)) for n in range(3)] + [
-        threading.Thread(target=collecting(hooker))]
+        threading.Thread(target=collecting(hooker))
+    ]
     for t in threads:
         t.daemon = True
         t.start()
@@ -71,7 +85,9 @@ def test_kill9_mid_stream_keeps_every_acknowledged_write(tmp_path: Path) -> None
         time.sleep(2.0)
         d.kill9()
         killed_at = len(acked)
-        time.sleep(1.0)  # hooks now spool (and one of them restarts the daemon), writers get DaemonUnavailable
+        time.sleep(
+            1.0
+        )  # hooks now spool (and one of them restarts the daemon), writers get DaemonUnavailable
         d.start()
         time.sleep(2.0)
     finally:
@@ -88,7 +104,9 @@ def test_kill9_mid_stream_keeps_every_acknowledged_write(tmp_path: Path) -> None
         assert killed_at > 0 and len(acked) > killed_at
         for mid, content in acked:
             assert c.call("get", memory_id=mid, project=proj)["content"] == content
-        items = c.call("list_memories", scope="session", session="sess-fault", project=proj, limit=5000)["items"]
+        items = c.call("list_memories", scope="session", session="sess-fault", project=proj, limit=5000)[
+            "items"
+        ]
         contents = [m["content"].split(" ", 2)[1].rstrip(":") for m in items]
         expected = [h.split(" ", 1)[1].rstrip(":") for h in hook_runs]
         assert sorted(contents) == sorted(e for e in expected)  # every hook event once, spooled or not

@@ -21,10 +21,12 @@ def _final(hits: list[dict], mid: str) -> float:
 
 def test_cli_feedback_moves_importance_rank_and_fade(daemon: DaemonProc, tmp_path) -> None:  # noqa: ANN001
     proj = new_project(tmp_path, "fbcli")
-    a = ok_json(engram(daemon, "store", "the staging database is reset every Sunday night", "--json",
-                       cwd=proj))["memory"]["id"]
-    b = ok_json(engram(daemon, "store", "the staging database is restored from Friday's backup", "--json",
-                       cwd=proj))["memory"]["id"]
+    a = ok_json(
+        engram(daemon, "store", "the staging database is reset every Sunday night", "--json", cwd=proj)
+    )["memory"]["id"]
+    b = ok_json(
+        engram(daemon, "store", "the staging database is restored from Friday's backup", "--json", cwd=proj)
+    )["memory"]["id"]
     query = "when is the staging database reset"
     before = ok_json(engram(daemon, "recall", query, "--json", cwd=proj))["hits"]
     shown = ok_json(engram(daemon, "show", a, "--json", cwd=proj))
@@ -59,16 +61,24 @@ def test_cli_feedback_moves_importance_rank_and_fade(daemon: DaemonProc, tmp_pat
 async def test_mcp_feedback_moves_importance(daemon: DaemonProc, tmp_path) -> None:  # noqa: ANN001
     proj = new_project(tmp_path, "fbmcp")
     async with server(daemon, proj) as s:
-        good = payload(await s.call_tool("store_memory", {"content": "Deploys go through the blue-green script "
-                                                          "in ops/deploy.sh", "importance": 0.5}))["id"]
+        good = payload(
+            await s.call_tool(
+                "store_memory",
+                {"content": "Deploys go through the blue-green script in ops/deploy.sh", "importance": 0.5},
+            )
+        )["id"]
         query = "how do deploys work"
         payload(await s.call_tool("recall_memories", {"query": query}))
         start = payload(await s.call_tool("get_memory", {"memory_id": good}))["importance"]
-        assert payload(await s.call_tool("mark_retrieval_useful", {"query": query, "was_useful": False}))["updated"]
+        assert payload(await s.call_tool("mark_retrieval_useful", {"query": query, "was_useful": False}))[
+            "updated"
+        ]
         down = payload(await s.call_tool("get_memory", {"memory_id": good}))["importance"]
         assert down == pytest.approx(start - 0.1, abs=1e-6)
         payload(await s.call_tool("recall_memories", {"query": query}))
-        assert payload(await s.call_tool("mark_retrieval_useful", {"query": query, "was_useful": True}))["updated"]
+        assert payload(await s.call_tool("mark_retrieval_useful", {"query": query, "was_useful": True}))[
+            "updated"
+        ]
         up = payload(await s.call_tool("get_memory", {"memory_id": good}))["importance"]
         assert up > down + 0.1  # +0.1 for the verdict, plus the access
         fb = payload(await s.call_tool("update_memory", {"memory_id": good, "user_feedback": 0.0}))
@@ -76,5 +86,9 @@ async def test_mcp_feedback_moves_importance(daemon: DaemonProc, tmp_path) -> No
         tools = {t.name: t.description for t in (await s.list_tools()).tools}
     assert "importance" in tools["mark_retrieval_useful"]
     evolve = tools["evolve_memory_system"]  # item 8: it evolves scope weights and half-lives, nothing else
-    assert "scope weights" in evolve and "half-lives" in evolve and "promotion thresholds and strategy weights are not tuned" in evolve
+    assert (
+        "scope weights" in evolve
+        and "half-lives" in evolve
+        and "promotion thresholds and strategy weights are not tuned" in evolve
+    )
     assert json.dumps(tools)  # every description is plain text

@@ -31,13 +31,17 @@ def test_mentions_and_dedup_by_name_and_type(env: tuple[EngramService, str]) -> 
     assert ents[0].mention_count == 2 and set(ents[0].memory_ids) == {a, b}
 
 
-def test_an_answer_lists_an_entitys_newest_memories_only(env: tuple[EngramService, str],
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_answer_lists_an_entitys_newest_memories_only(
+    env: tuple[EngramService, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A library named in 20,000 notes of a 100k store put all of them in every graph answer (megabytes into the
     agent's context, 93 s to gather): an entity lists its newest MENTIONS_SHOWN, mention_count says how many."""
     monkeypatch.setattr(graph, "MENTIONS_SHOWN", 2)
     svc, p = env
-    ids = [store(svc, p, f"pydantic validates the {what} payload") for what in ("login", "billing", "search", "export")]
+    ids = [
+        store(svc, p, f"pydantic validates the {what} payload")
+        for what in ("login", "billing", "search", "export")
+    ]
     res = graph.search_knowledge_graph(svc, "pydantic", project=p)
     ent = next(e for e in res.entities if e.name == "pydantic")
     assert ent.mention_count == 4 and ent.memory_ids == ids[2:]  # memory ids are ULIDs: newest last
@@ -60,7 +64,10 @@ def test_co_mentions_are_derived_from_the_memories_entity_lists(env: tuple[Engra
     assert "mentions" not in (pstore.q1("INFO FOR DB") or {}).get("tables", {})
     assert pstore.q1("SELECT VALUE id FROM relates_to") == [], "nothing stored for co-mentions"
     listed = pstore.q1("SELECT VALUE entities.name FROM ONLY $m", {"m": RecordID("memory", a)})
-    assert listed[:2] == ["src/db.py", "sqlalchemy"] and set(listed[2:]) == {"make test", "make"}  # as the text names them
+    assert listed[:2] == ["src/db.py", "sqlalchemy"] and set(listed[2:]) == {
+        "make test",
+        "make",
+    }  # as the text names them
 
     def links(query: str) -> dict[tuple[str, str], tuple[float, list[str]]]:
         rels = graph.search_knowledge_graph(svc, query, project=p).relations
@@ -68,12 +75,17 @@ def test_co_mentions_are_derived_from_the_memories_entity_lists(env: tuple[Engra
         return {(r.source_name, r.target_name): (round(r.weight, 6), r.evidence) for r in rels}
 
     got = links("sqlalchemy")
-    assert got[("src/db.py", "sqlalchemy")] == (0.4, [a, a2]) and got[("sqlalchemy", "src/db.py")] == (0.3, [b])
+    assert got[("src/db.py", "sqlalchemy")] == (0.4, [a, a2]) and got[("sqlalchemy", "src/db.py")] == (
+        0.3,
+        [b],
+    )
     assert not [k for k in got if "make test" in k], "a command is not linked"
     linked = {n for k in links("redis") for n in k}
     assert {"src/a.py", "django"} <= linked and "alembic" not in linked, "the first six only"
     g = graph.mirror(svc, pstore)
-    assert sum(k.startswith(graph.CO_PREFIX) for k in g.rels) == 3 + 1 + 15  # a's three (a2 names one again), b's, c's
+    assert (
+        sum(k.startswith(graph.CO_PREFIX) for k in g.rels) == 3 + 1 + 15
+    )  # a's three (a2 names one again), b's, c's
 
     svc.forget(a2, project=p, erase=True, confirm=True)
     assert links("sqlalchemy")[("src/db.py", "sqlalchemy")] == (0.3, [a])
@@ -103,9 +115,15 @@ def test_dedup_by_embedding_cosine(env: tuple[EngramService, str]) -> None:
     svc, p = env
     out = graph.add_entities(svc, [EntityIn(name="user authentication", entity_type="concept")], project=p)
     assert len(out.created) == 1
-    again = graph.add_entities(svc, [EntityIn(name="User Authentication", entity_type="concept"),
-                                     EntityIn(name="authentication of users", entity_type="concept"),
-                                     EntityIn(name="database migrations", entity_type="concept")], project=p)
+    again = graph.add_entities(
+        svc,
+        [
+            EntityIn(name="User Authentication", entity_type="concept"),
+            EntityIn(name="authentication of users", entity_type="concept"),
+            EntityIn(name="database migrations", entity_type="concept"),
+        ],
+        project=p,
+    )
     assert [e.name for e in again.merged] == ["user authentication", "user authentication"]
     assert [e.name for e in again.created] == ["database migrations"]
     # Different type: never merged, however close the name.
@@ -128,9 +146,17 @@ def test_maintenance_merges_extracted_near_duplicates(env: tuple[EngramService, 
 def test_relation_strengthens_on_repeated_evidence(env: tuple[EngramService, str]) -> None:
     svc, p = env
     store(svc, p, "auth.py raises TokenExpiredError for stale tokens")
-    r1 = [r for r in graph.search_knowledge_graph(svc, "auth.py", project=p).relations if r.relation_type == "causes"]
+    r1 = [
+        r
+        for r in graph.search_knowledge_graph(svc, "auth.py", project=p).relations
+        if r.relation_type == "causes"
+    ]
     store(svc, p, "Again today: auth.py raises TokenExpiredError after a deploy")
-    r2 = [r for r in graph.search_knowledge_graph(svc, "auth.py", project=p).relations if r.relation_type == "causes"]
+    r2 = [
+        r
+        for r in graph.search_knowledge_graph(svc, "auth.py", project=p).relations
+        if r.relation_type == "causes"
+    ]
     assert len(r1) == len(r2) == 1
     assert r2[0].weight == pytest.approx(r1[0].weight + 0.1)
     assert r2[0].confidence == pytest.approx(r1[0].confidence + 0.05)
@@ -142,8 +168,14 @@ def test_relation_strengthens_on_repeated_evidence(env: tuple[EngramService, str
 
 def test_pruning_weak_entities_and_stale_edges(env: tuple[EngramService, str]) -> None:
     svc, p = env
-    graph.add_entities(svc, [EntityIn(name="flaky idea", entity_type="concept"),
-                             EntityIn(name="solid idea", entity_type="concept")], project=p)
+    graph.add_entities(
+        svc,
+        [
+            EntityIn(name="flaky idea", entity_type="concept"),
+            EntityIn(name="solid idea", entity_type="concept"),
+        ],
+        project=p,
+    )
     relations.relate_entities(svc, "flaky idea", "solid idea", "related_to", confidence=0.1, project=p)
     pstore = svc.project_store(p)
     assert pstore is not None
@@ -152,7 +184,9 @@ def test_pruning_weak_entities_and_stale_edges(env: tuple[EngramService, str]) -
     later = svc.now() + timedelta(days=31)
     pruned, stale = graph.prune_graph(svc, pstore, now=later)
     assert pruned == 1
-    names = {e.name for e in graph.search_knowledge_graph(svc, "idea", project=p, include_invalid=True).entities}
+    names = {
+        e.name for e in graph.search_knowledge_graph(svc, "idea", project=p, include_invalid=True).entities
+    }
     assert names == {"solid idea"}
     graph.add_entities(svc, [EntityIn(name="other idea", entity_type="concept")], project=p)
     relations.relate_entities(svc, "other idea", "solid idea", "related_to", confidence=0.1, project=p)
@@ -167,7 +201,9 @@ def test_graph_signal_surfaces_a_related_memory(env: tuple[EngramService, str]) 
     store(svc, p, "auth.py raises TokenExpiredError when a session outlives its JWT")
     target = store(svc, p, "Wrap refresh_token() in a retry so TokenExpiredError never reaches users")
     for i in range(40):
-        store(svc, p, f"Note {i}: problems with the build cache in module_{i} slowed CI for retries and users")
+        store(
+            svc, p, f"Note {i}: problems with the build cache in module_{i} slowed CI for retries and users"
+        )
 
     def rank_of(key: str) -> int | None:
         hits = svc.recall("problems in auth.py", project=p, limit=5, strengthen=False, log=False).hits
@@ -187,8 +223,10 @@ def test_memory_graph_for_detail_pane(env: tuple[EngramService, str]) -> None:
     k = store(svc, p, "We switched from Jest to Vitest in packages/web")
     g = graph.memory_graph(svc, k, project=p)
     assert {"jest", "vitest", "packages/web"} <= {e.name for e in g.entities}
-    assert any(r.relation_type == "replaces" and r.source_name == "vitest" and r.target_name == "jest"
-               for r in g.relations)
+    assert any(
+        r.relation_type == "replaces" and r.source_name == "vitest" and r.target_name == "jest"
+        for r in g.relations
+    )
     # Also reachable through the service object, as the TUI calls it.
     assert svc.memory_graph(k, project=p).memory_ids == [k]  # type: ignore[attr-defined]
 
@@ -196,8 +234,14 @@ def test_memory_graph_for_detail_pane(env: tuple[EngramService, str]) -> None:
 def test_a_promoted_memory_joins_the_graph_of_its_new_scope(env: tuple[EngramService, str]) -> None:
     svc, p = env
     sess = svc.start_session(project=p, claude_session_id="graph-promote").session_key
-    mid = svc.store(MemoryIn(content="The payments service uses pytest with the xdist plugin and Redis for locks",
-                             scope="session"), project=p, session=sess).memory.id
+    mid = svc.store(
+        MemoryIn(
+            content="The payments service uses pytest with the xdist plugin and Redis for locks",
+            scope="session",
+        ),
+        project=p,
+        session=sess,
+    ).memory.id
     promoted = svc.promote(mid, "project", project=p, session=sess).promoted
     assert len(promoted) == 1
     target = promoted[0].split(":", 1)[1]
@@ -221,7 +265,9 @@ def test_graph_mirror_stays_in_step_with_the_store(env: tuple[EngramService, str
     assert pstore is not None
     kept = graph.mirror(svc, pstore)  # loaded now: every write below must update it
 
-    def warm() -> None:  # fills the neighbour cache recall reads: each next write must invalidate what it changes
+    def warm() -> (
+        None
+    ):  # fills the neighbour cache recall reads: each next write must invalidate what it changes
         for e in list(kept.types):
             kept.near(e)
 
@@ -230,8 +276,14 @@ def test_graph_mirror_stays_in_step_with_the_store(env: tuple[EngramService, str
     warm()
     store(svc, p, "We switched from jest to vitest in packages/web; we use pytest for the API")
     warm()
-    graph.add_entities(svc, [EntityIn(name="flaky idea", entity_type="concept"),
-                             EntityIn(name="solid idea", entity_type="concept")], project=p)
+    graph.add_entities(
+        svc,
+        [
+            EntityIn(name="flaky idea", entity_type="concept"),
+            EntityIn(name="solid idea", entity_type="concept"),
+        ],
+        project=p,
+    )
     warm()
     relations.relate_entities(svc, "flaky idea", "solid idea", "related_to", confidence=0.1, project=p)
     warm()
@@ -248,7 +300,8 @@ def test_graph_mirror_stays_in_step_with_the_store(env: tuple[EngramService, str
 
 
 def test_the_relation_check_reads_an_entitys_conflict_prone_relations_from_the_mirror(
-        env: tuple[EngramService, str]) -> None:
+    env: tuple[EngramService, str],
+) -> None:
     """A write that states a conflict-prone relation checks the live ones of those types at either end. They come
     from the graph mirror (a popular entity has thousands of co-mention relations, which the database would fetch
     first): for every entity, the same relations the database finds through its graph keys."""
@@ -264,9 +317,14 @@ def test_the_relation_check_reads_an_entitys_conflict_prone_relations_from_the_m
     g = graph.mirror(svc, pstore)
     seen = 0
     for ekey in sorted(g.types):
-        rows = pstore.q1("SELECT VALUE record::id(id) FROM array::distinct($e<->relates_to) "
-                         "WHERE invalid_at IS NONE AND relation_type IN $t",
-                         {"e": RecordID("entity", ekey), "t": sorted(graph.CONFLICT_TYPES)}) or []
+        rows = (
+            pstore.q1(
+                "SELECT VALUE record::id(id) FROM array::distinct($e<->relates_to) "
+                "WHERE invalid_at IS NONE AND relation_type IN $t",
+                {"e": RecordID("entity", ekey), "t": sorted(graph.CONFLICT_TYPES)},
+            )
+            or []
+        )
         got = [key_of(r) for r in graph._conflict_relations(svc, pstore, [ekey])]
         assert got == sorted(str(r) for r in rows), ekey
         seen += bool(got)
@@ -302,23 +360,32 @@ def test_recall_sends_no_graph_query(env: tuple[EngramService, str], monkeypatch
     assert not [s for s in sent if "relates_to" in s or "mentions" in s or "FROM entity" in s], sent
 
 
-def test_organise_setting_off_leaves_the_write_and_recall_paths_plain(tmp_path: Path, embedder: object,
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_organise_setting_off_leaves_the_write_and_recall_paths_plain(
+    tmp_path: Path, embedder: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("HOME", str(tmp_path))
     proj = tmp_path / "proj"
     (proj / ".git").mkdir(parents=True)
-    svc = EngramService(home=tmp_path / "home", embedder=embedder, settings=Settings(organise=False),  # type: ignore[arg-type]
-                        recover_sessions=False)
+    svc = EngramService(
+        home=tmp_path / "home",
+        embedder=embedder,
+        settings=Settings(organise=False),  # type: ignore[arg-type]
+        recover_sessions=False,
+    )
     try:
         assert svc.extensions == Extensions(), "nothing registered on the core"
         k = store(svc, str(proj), "auth.py raises TokenExpiredError when the JWT expires")
         assert svc.recall("auth.py", project=str(proj)).hits[0].memory.id == k
-        assert graph.search_knowledge_graph(svc, "auth.py", project=str(proj)).entities == [], "no extraction ran"
+        assert graph.search_knowledge_graph(svc, "auth.py", project=str(proj)).entities == [], (
+            "no extraction ran"
+        )
     finally:
         svc.close()
 
 
-def test_a_close_rewrites_the_graph_snapshot_only_when_the_graph_changed(env: tuple[EngramService, str]) -> None:
+def test_a_close_rewrites_the_graph_snapshot_only_when_the_graph_changed(
+    env: tuple[EngramService, str],
+) -> None:
     """At 100,000 memories the graph snapshot took 1.5 s of every stop to rebuild and write, after recalls that
     changed no entity, mention or relation."""
     svc, p = env
@@ -355,7 +422,8 @@ def test_a_close_rewrites_the_graph_snapshot_only_when_the_graph_changed(env: tu
 
 
 def test_graph_mirror_opens_from_its_snapshot_only_while_the_graph_is_unchanged(
-        env: tuple[EngramService, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    env: tuple[EngramService, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The graph mirror is saved at close and read back at the next start instead of every edge, but only while
     the graph's change counter (schema 005) still matches: a write it did not see makes it read the store."""
     from engram_core.organise.base import state
@@ -368,7 +436,9 @@ def test_graph_mirror_opens_from_its_snapshot_only_while_the_graph_is_unchanged(
     assert pstore is not None
     before = _snapshot(graph.mirror(svc, pstore))
     assert before[3], "the memories above must give relations to compare"
-    v2 = pstore.side_snapshot_path("graph")  # a version 2 snapshot (JSON) an older Engram left beside the store
+    v2 = pstore.side_snapshot_path(
+        "graph"
+    )  # a version 2 snapshot (JSON) an older Engram left beside the store
     assert v2 is not None
     v2.write_text("{}")
     svc.close()
@@ -390,7 +460,9 @@ def test_graph_mirror_opens_from_its_snapshot_only_while_the_graph_is_unchanged(
         with np.load(path, allow_pickle=False) as z:
             ents, mems = text_lines(z["entities"]), text_lines(z["memories"])
         assert len(set(ents)) == len(ents) and len(set(mems)) == len(mems)
-        assert set(loaded.types) <= set(ents) and {m for ms in loaded.mentioned_by.values() for m in ms} == set(mems)
+        assert set(loaded.types) <= set(ents) and {
+            m for ms in loaded.mentioned_by.values() for m in ms
+        } == set(mems)
 
         # A write the mirror does not follow (the SurrealQL console) moves the counter and keeps the mirror
         # from being saved: the snapshot on disk no longer counts, and the next start reads the store.
@@ -421,8 +493,9 @@ def test_a_hubs_neighbours_are_kept_to_the_first_near_keep_and_traversal_still_s
     for i in range(n):
         g.add_entity(f"e{i:03d}", "library", f"e{i:03d}")
         g.set_relation(f"r{i:03d}", "hub", f"e{i:03d}", 0.2 + 0.8 * ((i * 37) % n) / n, live=True)
-    full = sorted(((f"e{i:03d}", 0.5 * (0.2 + 0.8 * ((i * 37) % n) / n)) for i in range(n)),
-                  key=lambda t: (-t[1], t[0]))
+    full = sorted(
+        ((f"e{i:03d}", 0.5 * (0.2 + 0.8 * ((i * 37) % n) / n)) for i in range(n)), key=lambda t: (-t[1], t[0])
+    )
     with g.lock:
         assert g.near("hub") == full  # computed: whole
         assert len(g._near["hub"]) == graph.NEAR_KEEP  # kept: the first NEAR_KEEP
@@ -432,8 +505,9 @@ def test_a_hubs_neighbours_are_kept_to_the_first_near_keep_and_traversal_still_s
         assert g.near("hub")[0] == ("e000", 0.5)
 
 
-def test_the_daemon_works_out_the_hubs_neighbours_ahead(env: tuple[EngramService, str],
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_daemon_works_out_the_hubs_neighbours_ahead(
+    env: tuple[EngramService, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """warm_hubs fills the neighbours of every entity with HUB_RELATIONS relations or more (only those), and a
     process that works in the background (the daemon) starts it when a store's graph mirror is built."""
     g = graph.GraphMirror()

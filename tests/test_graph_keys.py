@@ -24,8 +24,11 @@ from engram_core.organise import graph, relations
 from engram_core.service import EngramService
 from engram_core.store import ScopeStore, key_of
 
-EDGE_INDEXES = {"relates_to": {"relates_in", "relates_out"}, "mentions": {"mentions_in", "mentions_out"},
-                "associated_with": {"assoc_in", "assoc_out"}}
+EDGE_INDEXES = {
+    "relates_to": {"relates_in", "relates_out"},
+    "mentions": {"mentions_in", "mentions_out"},
+    "associated_with": {"assoc_in", "assoc_out"},
+}
 TEXTS = [
     "auth.py raises TokenExpiredError when the JWT expires",
     "TokenExpiredError also shows up in src/worker.py; the worker retries it [twice] \\ then gives up 🚀",
@@ -39,19 +42,34 @@ TEXTS = [
 
 def _indexes(store: ScopeStore) -> set[str]:
     tables = (store.q1("INFO FOR DB") or {}).get("tables") or {}
-    return {i for t in EDGE_INDEXES if t in tables for i in (store.q1(f"INFO FOR TABLE {t}") or {}).get("indexes", {})}
+    return {
+        i
+        for t in EDGE_INDEXES
+        if t in tables
+        for i in (store.q1(f"INFO FOR TABLE {t}") or {}).get("indexes", {})
+    }
 
 
 def _names(store: ScopeStore) -> dict[str, tuple[str, str]]:
-    return {key_of(r["id"]): (r["name"], r["entity_type"]) for r in store.q1("SELECT id, name, entity_type FROM entity")
-            or []}
+    return {
+        key_of(r["id"]): (r["name"], r["entity_type"])
+        for r in store.q1("SELECT id, name, entity_type FROM entity") or []
+    }
 
 
 def _stored(store: ScopeStore, names: dict[str, tuple[str, str]]) -> set[tuple[Any, ...]]:
     """The relations a store holds as rows, other than extracted co-mentions: the typed ones and the agent's."""
     rows = store.q1("SELECT * FROM relates_to WHERE relation_type != 'related_to' OR source = 'agent'") or []
-    return {(names[key_of(r["in"])][0], r["relation_type"], names[key_of(r["out"])][0], round(r["weight"], 6),
-             tuple(r["evidence"])) for r in rows}
+    return {
+        (
+            names[key_of(r["in"])][0],
+            r["relation_type"],
+            names[key_of(r["out"])][0],
+            round(r["weight"], 6),
+            tuple(r["evidence"]),
+        )
+        for r in rows
+    }
 
 
 def _before(store: ScopeStore) -> dict[str, Any]:
@@ -61,9 +79,13 @@ def _before(store: ScopeStore) -> dict[str, Any]:
     naming: dict[str, set[str]] = {}
     for m in store.q1("SELECT in, out FROM mentions") or []:
         naming.setdefault(names[key_of(m["out"])][0], set()).add(key_of(m["in"]))
-    co = {(names[key_of(r["in"])][0], names[key_of(r["out"])][0])
-          for r in store.q1("SELECT in, out FROM relates_to WHERE relation_type = 'related_to' AND source != 'agent'")
-          or []}
+    co = {
+        (names[key_of(r["in"])][0], names[key_of(r["out"])][0])
+        for r in store.q1(
+            "SELECT in, out FROM relates_to WHERE relation_type = 'related_to' AND source != 'agent'"
+        )
+        or []
+    }
     return {"naming": naming, "stored": _stored(store, names), "co": co}
 
 
@@ -77,12 +99,17 @@ def _after(svc: EngramService, store: ScopeStore) -> dict[str, Any]:
 
 
 def _service(tmp_path: Path, embedder: Any, **settings: Any) -> EngramService:  # noqa: ANN401 - LocalEmbedder
-    return EngramService(home=tmp_path / "home", embedder=embedder, recover_sessions=False,
-                         settings=Settings(**settings) if settings else None)
+    return EngramService(
+        home=tmp_path / "home",
+        embedder=embedder,
+        recover_sessions=False,
+        settings=Settings(**settings) if settings else None,
+    )
 
 
-def test_an_old_store_upgrades_and_its_graph_answers_the_same(tmp_path: Path, embedder: Any,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_old_store_upgrades_and_its_graph_answers_the_same(
+    tmp_path: Path, embedder: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("HOME", str(tmp_path))
     proj = tmp_path / "proj"
     (proj / ".git").mkdir(parents=True)
@@ -90,7 +117,9 @@ def test_an_old_store_upgrades_and_its_graph_answers_the_same(tmp_path: Path, em
     real = store_mod.migrations()
     lean_row, lean_entity = graph._relation_row, graph._entity_row
 
-    def old_entity(e: Any, now: Any, source: str = "extracted", description: str | None = None) -> dict[str, Any]:  # noqa: ANN401
+    def old_entity(
+        e: Any, now: Any, source: str = "extracted", description: str | None = None
+    ) -> dict[str, Any]:  # noqa: ANN401
         return lean_entity(e, now, source, description) | {"scope": "project"}  # the rest came from defaults
 
     def old_row(r: Any, memory_key: str | None, now: Any, source: str = "extracted") -> dict[str, Any]:  # noqa: ANN401
@@ -110,8 +139,12 @@ def test_an_old_store_upgrades_and_its_graph_answers_the_same(tmp_path: Path, em
             write_legacy_graph(store, list(zip(ids, TEXTS, strict=True)), svc.now(), before_009=True)
             assoc.coactivate_memories(svc, [ids[0], ids[1]], project=p)
             assoc.coactivate_memories(svc, [ids[0], ids[3]], project=p)
-            relations.relate_entities(svc, "payments worker", "Redis", "uses", project=p)  # stated by the agent
-            relations.relate_entities(svc, "auth.py", "TokenExpiredError", "related_to", project=p)  # the agent's too
+            relations.relate_entities(
+                svc, "payments worker", "Redis", "uses", project=p
+            )  # stated by the agent
+            relations.relate_entities(
+                svc, "auth.py", "TokenExpiredError", "related_to", project=p
+            )  # the agent's too
             assert _indexes(store) == set().union(*EDGE_INDEXES.values())
             rels = store.q1("SELECT * FROM relates_to") or []
             assert rels and all(r["scope"] == "project" and r["created_at"] for r in rels)
@@ -128,7 +161,10 @@ def test_an_old_store_upgrades_and_its_graph_answers_the_same(tmp_path: Path, em
         assert store is not None and store.schema_version() == real[-1][0] >= 11
         assert _indexes(store) == set()
         assert "mentions" not in ((store.q1("INFO FOR DB") or {}).get("tables") or {})
-        assert store.q1("SELECT VALUE id FROM relates_to WHERE relation_type = 'related_to' AND source = NONE") == []
+        assert (
+            store.q1("SELECT VALUE id FROM relates_to WHERE relation_type = 'related_to' AND source = NONE")
+            == []
+        )
         after = _after(svc, store)
         assert after["naming"] == before["naming"] and after["stored"] == before["stored"]
         # A co-mention from each entity to each named after it, the pairs a typed relation also joins among them; each
@@ -138,9 +174,9 @@ def test_an_old_store_upgrades_and_its_graph_answers_the_same(tmp_path: Path, em
         names = {n for pair in after["co"] for n in pair}
         expected: dict[tuple[str, str], int] = {}
         for t in TEXTS:
-            core = [e.name for e in graph.named(t) if e.entity_type != "command"][:graph.CO_MENTION_MAX]
+            core = [e.name for e in graph.named(t) if e.entity_type != "command"][: graph.CO_MENTION_MAX]
             for i, a in enumerate(core):
-                for b in core[i + 1:]:
+                for b in core[i + 1 :]:
                     expected[a, b] = expected.get((a, b), 0) + 1
         assert {pair: graph.co_weight(n) for pair, n in expected.items()} == after["co"]
         assert "alembic" not in names, "the seventh entity of the long note is not linked"
@@ -152,7 +188,9 @@ def test_an_old_store_upgrades_and_its_graph_answers_the_same(tmp_path: Path, em
         detail = graph.memory_graph(svc, ids[0], project=p)
         assert {e.name for e in detail.entities} == {"auth.py", "TokenExpiredError"}
         assert {(r.source_name, r.relation_type, r.target_name) for r in detail.relations} >= {
-            ("auth.py", "causes", "TokenExpiredError"), ("auth.py", "related_to", "TokenExpiredError")}
+            ("auth.py", "causes", "TokenExpiredError"),
+            ("auth.py", "related_to", "TokenExpiredError"),
+        }
         _assert_lean(store)
         assert store.conn.erased, "the rewritten rows' old versions are in the files: due for compaction"
         # Every edge is reachable from both of its ends through the graph keys (what the queries now rely on).
@@ -162,15 +200,19 @@ def test_an_old_store_upgrades_and_its_graph_answers_the_same(tmp_path: Path, em
                 assert e["id"] in store.q1(f"RETURN $b<-{table}", {"b": e["out"]})
 
         # A conflicting write finds the live relation it conflicts with (the write's graph-key walk).
-        vitest = svc.store(MemoryIn(content="For the web app we use Vitest; run it with `npm run test`."),
-                           project=p).memory.id
+        vitest = svc.store(
+            MemoryIn(content="For the web app we use Vitest; run it with `npm run test`."), project=p
+        ).memory.id
         assert ("functional", frozenset((ids[2], vitest))) in {
-            (c.kind, frozenset((c.a.id, c.b.id))) for c in cx.list_contradictions(svc, project=p)}
+            (c.kind, frozenset((c.a.id, c.b.id))) for c in cx.list_contradictions(svc, project=p)
+        }
         # A new memory's list is written with its row; writing its graph again adds nothing.
         mine = store.q1("SELECT VALUE entities FROM ONLY $m", {"m": store_mod.record(vitest)})
         assert mine and graph.mirror(svc, store).mentioned_by[key_of(mine[0])].get(vitest, 0) is None
         co_before = dict(_after(svc, store)["co"])
-        graph.write_extraction(svc, store, vitest, "For the web app we use Vitest; run it with `npm run test`.", None)
+        graph.write_extraction(
+            svc, store, vitest, "For the web app we use Vitest; run it with `npm run test`.", None
+        )
         assert store.q1("SELECT VALUE entities FROM ONLY $m", {"m": store_mod.record(vitest)}) == mine
         assert _after(svc, store)["co"] == co_before
 
@@ -184,7 +226,9 @@ def test_an_old_store_upgrades_and_its_graph_answers_the_same(tmp_path: Path, em
         assert pytest_entity == [], "pytest was mentioned by the erased memory only"
         assert store.q1("SELECT VALUE entities FROM ONLY $m", {"m": store_mod.record(ids[3])}) is None
         after_erase = _after(svc, store)
-        assert not [pair for pair in after_erase["co"] if "src/zebra/loader.py" in pair], "its co-mentions went too"
+        assert not [pair for pair in after_erase["co"] if "src/zebra/loader.py" in pair], (
+            "its co-mentions went too"
+        )
         assert ids[3] not in {m for ms in after_erase["naming"].values() for m in ms}
 
         # The compaction copies the edges (their graph keys included) without the indexes.
@@ -221,7 +265,9 @@ def _stopping_after_two(chunk_marker: str) -> Any:  # noqa: ANN401 - a ScopeStor
     return q
 
 
-def test_an_interrupted_lean_upgrade_goes_on_at_the_next_open(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_interrupted_lean_upgrade_goes_on_at_the_next_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Schema 009 clears the old rows chunk by chunk, each chunk committed with the table's events defined again;
     a stop between chunks leaves schema 8 recorded, and the next open clears the rest."""
     path = tmp_path / "p.db"
@@ -230,9 +276,11 @@ def test_an_interrupted_lean_upgrade_goes_on_at_the_next_open(tmp_path: Path, mo
     with monkeypatch.context() as old:
         old.setattr(store_mod, "migrations", lambda: [m for m in real if m[0] < 9])
         s = ScopeStore(conn, store_mod.Scope.project, "p_lean")
-    s.q("FOR $i IN 0..7 { CREATE type::record('entity', $i) CONTENT {name: 'e', name_key: 'e', entity_type: 'x', "
+    s.q(
+        "FOR $i IN 0..7 { CREATE type::record('entity', $i) CONTENT {name: 'e', name_key: 'e', entity_type: 'x', "
         "scope: 'project'}; RELATE (type::record('entity', $i))->relates_to->(type::record('entity', $i + 1)) "
-        "CONTENT {relation_type: 'uses', scope: 'project'}; };")
+        "CONTENT {relation_type: 'uses', scope: 'project'}; };"
+    )
     events = (s.q1("INFO FOR TABLE relates_to") or {})["events"]
     with monkeypatch.context() as m:
         m.setattr(ScopeStore, "q", _stopping_after_two("UPDATE $ids SET scope = NONE"))
@@ -245,13 +293,17 @@ def test_an_interrupted_lean_upgrade_goes_on_at_the_next_open(tmp_path: Path, mo
     again = ScopeStore(conn, store_mod.Scope.project, "p_lean")
     assert again.schema_version() == real[-1][0]
     assert again.q1("SELECT VALUE id FROM relates_to WHERE scope != NONE OR created_at != NONE") == []
-    assert again.q1("SELECT VALUE id FROM entity WHERE scope != NONE OR created_at != NONE OR description = ''") == []
+    assert (
+        again.q1("SELECT VALUE id FROM entity WHERE scope != NONE OR created_at != NONE OR description = ''")
+        == []
+    )
     assert len(again.q1("SELECT VALUE id FROM entity") or []) == 7
     conn.close()
 
 
-def test_an_interrupted_entity_list_upgrade_goes_on_at_the_next_open(tmp_path: Path, embedder: Any,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_interrupted_entity_list_upgrade_goes_on_at_the_next_open(
+    tmp_path: Path, embedder: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Schema 011 writes the lists chunk by chunk; a stop between chunks leaves schema 10 recorded, the mention edges
     and co-mention rows in place, and the chunks written keep their lists: the next open writes the rest, and every
     memory's list holds exactly the entities its edges pointed at, in the order its text names them."""
@@ -260,7 +312,10 @@ def test_an_interrupted_entity_list_upgrade_goes_on_at_the_next_open(tmp_path: P
     (proj / ".git").mkdir(parents=True)
     p = str(proj)
     real = store_mod.migrations()
-    texts = [*TEXTS, *(f"In src/mod_{i}.py, redis and celery share the settings from conftest.py" for i in range(5))]
+    texts = [
+        *TEXTS,
+        *(f"In src/mod_{i}.py, redis and celery share the settings from conftest.py" for i in range(5)),
+    ]
     with monkeypatch.context() as old:  # written by the code before schema 011
         old.setattr(store_mod, "migrations", lambda: [m for m in real if m[0] < 11])
         with _service(tmp_path, embedder, organise=False) as svc:
@@ -297,8 +352,11 @@ def test_an_entity_named_again_with_a_description_takes_it(env: tuple[EngramServ
     svc, p = env
     svc.store(MemoryIn(content="deploy.sh pushes the image with the AWS CLI"), project=p)
     assert graph.add_entities(svc, [EntityIn(name="deploy.sh", entity_type="file")], project=p).merged
-    got = graph.add_entities(svc, [EntityIn(name="deploy.sh", entity_type="file",
-                                            description="the deploy script [prod] \\ 🚀")], project=p)
+    got = graph.add_entities(
+        svc,
+        [EntityIn(name="deploy.sh", entity_type="file", description="the deploy script [prod] \\ 🚀")],
+        project=p,
+    )
     assert [e.description for e in got.merged] == ["the deploy script [prod] \\ 🚀"]
     again = graph.add_entities(svc, [EntityIn(name="deploy.sh", entity_type="file")], project=p)
     assert [e.description for e in again.merged] == ["the deploy script [prod] \\ 🚀"]

@@ -37,8 +37,14 @@ print(heap.arenas())
 
 
 def _arenas(mode: str) -> int:
-    out = subprocess.run([sys.executable, "-c", PROBE, mode], cwd=REPO_ROOT, capture_output=True, text=True,
-                         timeout=60, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE, mode],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     return int(out.stdout.strip())
 
 
@@ -55,7 +61,11 @@ def test_the_daemon_runs_on_two_arenas_and_reports_them(daemon: DaemonProc, tmp_
     def one(i: int) -> None:
         c = daemon.client()
         try:
-            c.call("store", memory={"content": f"heap arena check number {i} about the widget cache"}, project=proj)
+            c.call(
+                "store",
+                memory={"content": f"heap arena check number {i} about the widget cache"},
+                project=proj,
+            )
             c.call("recall", query=f"widget cache {i}", project=proj)
         finally:
             c.close()
@@ -69,10 +79,14 @@ def test_the_daemon_runs_on_two_arenas_and_reports_them(daemon: DaemonProc, tmp_
     assert status["rss_mb"] > 50  # the model and the stores are loaded
 
 
-def test_a_sweep_hands_the_rows_it_read_back(service, project_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
+def test_a_sweep_hands_the_rows_it_read_back(
+    service, project_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:  # noqa: ANN001
     import engram_core.maintenance as maintenance
 
-    service.store(memory={"content": "the sweep reads every row of the open stores"}, project=str(project_dir))
+    service.store(
+        memory={"content": "the sweep reads every row of the open stores"}, project=str(project_dir)
+    )
     calls: list[int] = []
     monkeypatch.setattr(maintenance, "release_freed_memory", lambda: calls.append(1))
     service.maintain(project=str(project_dir))

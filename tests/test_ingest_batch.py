@@ -58,10 +58,18 @@ def _lines() -> list[str]:
             text = f"{_FACTS[(i // 11) % len(_FACTS)]} Noted again in review {i % 3}."
         else:
             t = topics[i % len(topics)]
-            text = (f"In {t}, the handler in src/{t.split()[-1]}/service_{i % 13}.py uses httpx with a "
-                    f"{i % 5 + 1}s timeout ✓\u2028see ticket #{i % 17}.")
-        out.append({"content": text, "memory_type": ["semantic", "episodic", "procedural"][i % 3],
-                    "importance": round(0.3 + (i % 7) / 10, 2), "tags": [f"t{i % 4}"]})
+            text = (
+                f"In {t}, the handler in src/{t.split()[-1]}/service_{i % 13}.py uses httpx with a "
+                f"{i % 5 + 1}s timeout ✓\u2028see ticket #{i % 17}."
+            )
+        out.append(
+            {
+                "content": text,
+                "memory_type": ["semantic", "episodic", "procedural"][i % 3],
+                "importance": round(0.3 + (i % 7) / 10, 2),
+                "tags": [f"t{i % 4}"],
+            }
+        )
     out[70] = dict(out[63])  # an exact duplicate inside one chunk (63 and 70 are both in the second)
     out[140] = dict(out[3])  # and one of an earlier chunk
     return [json.dumps(x) for x in out]
@@ -74,8 +82,10 @@ def _snapshot(svc: EngramService, proj: str) -> dict[str, Any]:
         return plain(st.q1(sql)) or []
 
     return {
-        "memory": rows("SELECT id, content, content_hash, search_text, episode_id, tags, importance, status, "
-                       "metadata, memory_type, created_at FROM memory ORDER BY id"),
+        "memory": rows(
+            "SELECT id, content, content_hash, search_text, episode_id, tags, importance, status, "
+            "metadata, memory_type, created_at FROM memory ORDER BY id"
+        ),
         "entity": rows("SELECT * OMIT embedding FROM entity ORDER BY id"),
         "relates_to": rows("SELECT * FROM relates_to ORDER BY id"),
         "mentions": rows("SELECT id, entities FROM memory WHERE entities != NONE ORDER BY id"),
@@ -105,7 +115,12 @@ def test_an_import_in_chunks_builds_what_one_by_one_stores_build(tmp_path: Path,
                     svc.store(MemoryIn(**json.loads(line)), project=str(proj))
             got[way] = _snapshot(svc, str(proj))
     batch, single = got["batch"], got["single"]
-    assert len(batch["memory"]) == report.stored and batch["entity"] and batch["relates_to"] and batch["mentions"]
+    assert (
+        len(batch["memory"]) == report.stored
+        and batch["entity"]
+        and batch["relates_to"]
+        and batch["mentions"]
+    )
     assert len(batch["episode"]) > 1 and batch["contradiction_queue"]
     for table in batch:
         assert batch[table] == single[table], table
@@ -113,9 +128,15 @@ def test_an_import_in_chunks_builds_what_one_by_one_stores_build(tmp_path: Path,
 
 def test_working_memory_spills_the_same_in_a_chunk(tmp_path: Path, embedder: Any) -> None:  # noqa: ANN401
     """The 7 ± 2 limit of a session's working memory, applied memory by memory inside one chunk."""
-    mems = [MemoryIn(content=f"working note {i}: step {i} of the refactor of src/app/mod_{i}.py",
-                     memory_type="working", scope="session", importance=round(0.2 + (i * 37 % 10) / 20, 2))
-            for i in range(12)]
+    mems = [
+        MemoryIn(
+            content=f"working note {i}: step {i} of the refactor of src/app/mod_{i}.py",
+            memory_type="working",
+            scope="session",
+            importance=round(0.2 + (i * 37 % 10) / 20, 2),
+        )
+        for i in range(12)
+    ]
     got = {}
     for way in ("batch", "single"):
         proj = tmp_path / way / "proj"
@@ -133,8 +154,9 @@ def test_working_memory_spills_the_same_in_a_chunk(tmp_path: Path, embedder: Any
     assert sum(t == "episodic" for _, t in got["batch"]) == 12 - 7
 
 
-def test_an_import_costs_a_bounded_number_of_round_trips_per_chunk(service: EngramService, project_dir: Path,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_import_costs_a_bounded_number_of_round_trips_per_chunk(
+    service: EngramService, project_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Not one query per memory: each chunk is its rows in one INSERT, its graph and episodes in one statement,
     its contradiction candidates in one more, its content fingerprints in one on the user store (schema 013), and
     the first chunk may load what a store loads once."""
@@ -162,8 +184,9 @@ def test_an_import_costs_a_bounded_number_of_round_trips_per_chunk(service: Engr
     assert sum("project_fingerprint" in c for c in calls) == chunks
 
 
-def test_a_chunk_finds_its_contradiction_neighbours_in_one_pass(service: EngramService, project_dir: Path,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_chunk_finds_its_contradiction_neighbours_in_one_pass(
+    service: EngramService, project_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """An import chunk's topic checks take every memory's nearest neighbours from one pass over the store's
     vectors, not one scan of the whole store per memory (which was most of an import's time from ~25,000
     memories); what they find is held equal to one-by-one writes above."""
@@ -193,13 +216,17 @@ def test_a_memory_raises_at_most_a_few_topic_pairs(service: EngramService, proje
     closest NEAR_MAX_PER_MEMORY pairs, and a pair is queued once however often it is met."""
     p = str(project_dir)
     for n in range(6):
-        service.store(MemoryIn(content=f"The worker pool in src/jobs/pool.py runs {n + 2} processes."), project=p)
+        service.store(
+            MemoryIn(content=f"The worker pool in src/jobs/pool.py runs {n + 2} processes."), project=p
+        )
     new = service.store(MemoryIn(content="The worker pool in src/jobs/pool.py runs 16 processes."), project=p)
     mine = [c for c in cx.list_contradictions(service, project=p) if new.memory.id in (c.a.id, c.b.id)]
     assert 1 <= len(mine) <= cx.NEAR_MAX_PER_MEMORY
     total = len(cx.list_contradictions(service, project=p))
     assert total <= cx.NEAR_MAX_PER_MEMORY * 7
-    service.store(MemoryIn(content="The worker pool in src/jobs/pool.py runs 16 processes."), project=p)  # merged
+    service.store(
+        MemoryIn(content="The worker pool in src/jobs/pool.py runs 16 processes."), project=p
+    )  # merged
     assert len(cx.list_contradictions(service, project=p)) == total
 
 
@@ -214,7 +241,9 @@ def test_engram_import_requests_stay_small_whatever_the_lines() -> None:
     assert [ln for _, part in reqs for ln in part] == lines
     assert [start for start, _ in reqs] == [sum(len(p) for _, p in reqs[:i]) for i in range(len(reqs))]
     assert all(len(part) <= commands.IMPORT_CHUNK for _, part in reqs)
-    assert all(sum(len(x) for x in part) <= commands.REQUEST_BYTES + 100_000 < MAX_LINE / 2 for _, part in reqs)
+    assert all(
+        sum(len(x) for x in part) <= commands.REQUEST_BYTES + 100_000 < MAX_LINE / 2 for _, part in reqs
+    )
     assert len(reqs[-1][1]) < commands.IMPORT_CHUNK and len(reqs) > 300 * 100_000 // commands.REQUEST_BYTES
 
 
@@ -227,10 +256,14 @@ def test_engram_import_requests_are_sized_as_sent() -> None:
     lines = ["\x01" * 90_000 + " [/] 🧪"] * 60 + ['{"content": "short"}'] * 10  # a broken file: still checked
     reqs = commands.import_requests(lines, commands.CHECK_CHUNK)
     assert [ln for _, part in reqs for ln in part] == lines
-    sizes = [len(request(1, "import_lines", {"lines": part, "first_line": start + 1})) for start, part in reqs]
+    sizes = [
+        len(request(1, "import_lines", {"lines": part, "first_line": start + 1})) for start, part in reqs
+    ]
     assert max(sizes) < MAX_LINE and len(reqs) > 1
     assert commands.too_large_to_send(lines) == {}
-    assert commands.too_large_to_send(["x", "\x01" * 1_500_000]) == {1: commands.wire_bytes("\x01" * 1_500_000)}
+    assert commands.too_large_to_send(["x", "\x01" * 1_500_000]) == {
+        1: commands.wire_bytes("\x01" * 1_500_000)
+    }
 
 
 def test_the_progress_bar_says_the_rate_so_far_and_the_time_left_at_that_rate() -> None:

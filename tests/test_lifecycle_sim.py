@@ -19,8 +19,9 @@ def test_two_weeks_of_sessions(tmp_path: Path, embedder, monkeypatch) -> None:  
     (proj / ".git").mkdir(parents=True)
     clock = FrozenClock(datetime.now(UTC) - timedelta(days=20))
     with EngramService(tmp_path / "home", embedder=embedder, clock=clock, recover_sessions=False) as svc:
-        out = lifecycle_sim.simulate(svc, clock, str(proj), weeks=2, sessions_per_day=1, imported=20,
-                                     sweep_every_h=12)
+        out = lifecycle_sim.simulate(
+            svc, clock, str(proj), weeks=2, sessions_per_day=1, imported=20, sweep_every_h=12
+        )
     checks, stats, final = out["checks"], out["stats"], out["final"]
     assert out["sessions"] == 10
     assert checks["user_forgotten"] == 0 and checks["preference_statuses"] == ["active"]

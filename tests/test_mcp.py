@@ -24,7 +24,9 @@ async def server(daemon: DaemonProc, project: Path, session: str | None = None):
     env = {k: v for k, v in daemon.env.items() if k not in ("CLAUDE_SESSION_ID", "CLAUDE_CODE_SESSION_ID")}
     if session:
         env["CLAUDE_CODE_SESSION_ID"] = session
-    params = StdioServerParameters(command=sys.executable, args=["-S", str(BRIDGE)], cwd=str(project), env=env)
+    params = StdioServerParameters(
+        command=sys.executable, args=["-S", str(BRIDGE)], cwd=str(project), env=env
+    )
     async with stdio_client(params) as (r, w), ClientSession(r, w) as s:
         await s.initialize()
         yield s
@@ -60,8 +62,12 @@ async def test_tools_listed_with_descriptions(daemon: DaemonProc, tmp_path: Path
 
 async def test_engram_mcp_command_is_the_same_server(daemon: DaemonProc, tmp_path: Path) -> None:
     env = {k: v for k, v in daemon.env.items() if k not in ("CLAUDE_SESSION_ID", "CLAUDE_CODE_SESSION_ID")}
-    params = StdioServerParameters(command=sys.executable, args=["-m", "engram_core.cli", "mcp"],
-                                   cwd=str(new_project(tmp_path, "cli")), env=env)
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "engram_core.cli", "mcp"],
+        cwd=str(new_project(tmp_path, "cli")),
+        env=env,
+    )
     async with stdio_client(params) as (r, w), ClientSession(r, w) as s:
         await s.initialize()
         assert {t.name for t in (await s.list_tools()).tools} == EXPECTED_TOOLS
@@ -71,16 +77,28 @@ async def test_engram_mcp_command_is_the_same_server(daemon: DaemonProc, tmp_pat
 async def test_store_recall_get_update_forget(daemon: DaemonProc, tmp_path: Path) -> None:
     proj = new_project(tmp_path, "crud")
     async with server(daemon, proj) as s:
-        stored = payload(await s.call_tool("store_memory", {"content": "The API rate limit is 100 requests per minute",
-                                                            "tags": ["api"], "importance": 0.7}))
+        stored = payload(
+            await s.call_tool(
+                "store_memory",
+                {
+                    "content": "The API rate limit is 100 requests per minute",
+                    "tags": ["api"],
+                    "importance": 0.7,
+                },
+            )
+        )
         mid = stored["id"]
         assert stored["action"] == "created" and stored["scope"] == "project"
         hits = payload(await s.call_tool("recall_memories", {"query": "rate limit of the API"}))["hits"]
         assert hits[0]["id"] == mid
         got = payload(await s.call_tool("get_memory", {"memory_id": mid}))
         assert got["content"].startswith("The API rate limit")
-        upd = payload(await s.call_tool("update_memory", {"memory_id": mid,
-                                                          "content": "The API rate limit is 200 requests per minute"}))
+        upd = payload(
+            await s.call_tool(
+                "update_memory",
+                {"memory_id": mid, "content": "The API rate limit is 200 requests per minute"},
+            )
+        )
         assert "200" in upd["content"]
         rated = payload(await s.call_tool("update_memory", {"memory_id": mid, "user_feedback": 1.0}))
         assert rated["user_feedback"] == 1.0
@@ -90,32 +108,46 @@ async def test_store_recall_get_update_forget(daemon: DaemonProc, tmp_path: Path
         assert any(sc["scope"] == "project" for sc in stats["scopes"])
         explore = payload(await s.call_tool("engram_explore", {"depth": 1}))
         assert "memory" in explore["scopes"][0]["tables"]
-        session_mem = payload(await s.call_tool("store_memory", {"content": "scratch note for this session",
-                                                                 "scope": "session", "memory_type": "working"}))
+        session_mem = payload(
+            await s.call_tool(
+                "store_memory",
+                {"content": "scratch note for this session", "scope": "session", "memory_type": "working"},
+            )
+        )
         assert session_mem["scope"] == "session"
 
 
 async def test_bad_arguments_are_tool_errors_not_crashes(daemon: DaemonProc, tmp_path: Path) -> None:
     async with server(daemon, new_project(tmp_path, "bad")) as s:
         assert "content" in error_text(await s.call_tool("store_memory", {"content": ""}))
-        assert "memory_type" in error_text(await s.call_tool("store_memory", {"content": "x", "memory_type": "nope"}))
-        assert "importance" in error_text(await s.call_tool("store_memory", {"content": "x", "importance": 3}))
+        assert "memory_type" in error_text(
+            await s.call_tool("store_memory", {"content": "x", "memory_type": "nope"})
+        )
+        assert "importance" in error_text(
+            await s.call_tool("store_memory", {"content": "x", "importance": 3})
+        )
         assert "no memory with id" in error_text(await s.call_tool("get_memory", {"memory_id": "01NOTANID"}))
-        assert "working" in error_text(await s.call_tool("store_memory", {"content": "x", "memory_type": "working"}))
+        assert "working" in error_text(
+            await s.call_tool("store_memory", {"content": "x", "memory_type": "working"})
+        )
         assert "depth" in error_text(await s.call_tool("engram_explore", {"depth": 9}))
         # still alive
         assert payload(await s.call_tool("memory_stats", {}))
 
 
-@pytest.mark.parametrize("tool,method,args", [
-    ("engram_execute", "run_query", {"surql": "SELECT count() FROM memory GROUP ALL"}),
-    ("memory_peek", "memory_peek", {}),
-    ("memory_partition", "memory_partition", {"partition_by": "type"}),
-    ("search_knowledge_graph", "search_knowledge_graph", {"query": "pytest"}),
-    ("evolve_memory_system", "evolve_memory_system", {"dry_run": True}),
-])
-async def test_tools_backed_by_the_organise_and_console_methods(daemon: DaemonProc, tmp_path: Path, tool: str,
-                                                               method: str, args: dict) -> None:
+@pytest.mark.parametrize(
+    "tool,method,args",
+    [
+        ("engram_execute", "run_query", {"surql": "SELECT count() FROM memory GROUP ALL"}),
+        ("memory_peek", "memory_peek", {}),
+        ("memory_partition", "memory_partition", {"partition_by": "type"}),
+        ("search_knowledge_graph", "search_knowledge_graph", {"query": "pytest"}),
+        ("evolve_memory_system", "evolve_memory_system", {"dry_run": True}),
+    ],
+)
+async def test_tools_backed_by_the_organise_and_console_methods(
+    daemon: DaemonProc, tmp_path: Path, tool: str, method: str, args: dict
+) -> None:
     # Every tool listed is served: a method missing from the daemon is a failure, not a skip.
     assert daemon_has(daemon, method), f"the daemon does not serve {method}, which {tool} needs"
     async with server(daemon, new_project(tmp_path, "other")) as s:
@@ -135,8 +167,9 @@ async def test_engram_execute_read_only(daemon: DaemonProc, tmp_path: Path) -> N
         assert body["ok"] is False
 
 
-async def test_engram_execute_never_deletes_memories_nor_answers_empty_for_no_index(daemon: DaemonProc,
-                                                                                  tmp_path: Path) -> None:
+async def test_engram_execute_never_deletes_memories_nor_answers_empty_for_no_index(
+    daemon: DaemonProc, tmp_path: Path
+) -> None:
     """Issue #29 item 4: with writes allowed, a DELETE of memories is refused with the reason (the lifecycle
     archives, with history); a full-text match or a vector function on the stored bytes is refused with a clear
     message instead of an empty answer or an engine type error."""
@@ -148,9 +181,13 @@ async def test_engram_execute_never_deletes_memories_nor_answers_empty_for_no_in
         async def execute(surql: str, writes: bool = True) -> dict:
             return payload(await s.call_tool("engram_execute", {"surql": surql, "allow_writes": writes}))
 
-        for surql in ("DELETE memory", f"DELETE memory:{mid}", "DELETE memory WHERE importance < 2",
-                      "LET $all = (SELECT VALUE id FROM memory); DELETE $all",
-                      "FOR $m IN (SELECT VALUE id FROM memory) { DELETE $m; }"):
+        for surql in (
+            "DELETE memory",
+            f"DELETE memory:{mid}",
+            "DELETE memory WHERE importance < 2",
+            "LET $all = (SELECT VALUE id FROM memory); DELETE $all",
+            "FOR $m IN (SELECT VALUE id FROM memory) { DELETE $m; }",
+        ):
             res = await execute(surql)
             assert res["ok"] is False and res["violations"][0]["rule"] == "memory-delete", (surql, res)
             assert "archives or forgets" in res["message"] and "engram forget" in res["message"]
@@ -158,16 +195,21 @@ async def test_engram_execute_never_deletes_memories_nor_answers_empty_for_no_in
         assert count["statements"][0]["rows"] == [{"n": 2}]
         # what the message offers works, through the lifecycle (its history records it)
         assert (await execute(f"UPDATE memory:{mid} SET status = 'archived'"))["ok"]
-        row = (await execute(f"SELECT status, status_history FROM memory:{mid}", writes=False))["statements"][0]["rows"][0]
+        row = (await execute(f"SELECT status, status_history FROM memory:{mid}", writes=False))["statements"][
+            0
+        ]["rows"][0]
         assert row["status"] == "archived" and row["status_history"][-1]["to"] == "archived"
         assert (await execute("DELETE retrieval_log WHERE false"))["ok"]  # other tables: as before
         full_text = await execute("SELECT content FROM memory WHERE content @1@ 'deploy'", writes=False)
         assert full_text["ok"] is False and full_text["violations"][0]["rule"] == "full-text"
         assert "FULLTEXT index" in full_text["message"] and "string::contains" in full_text["message"]
-        cosine = await execute("SELECT vector::similarity::cosine(embedding, embedding) FROM memory", writes=False)
+        cosine = await execute(
+            "SELECT vector::similarity::cosine(embedding, embedding) FROM memory", writes=False
+        )
         assert cosine["ok"] is False and "float16 bytes" in cosine["message"]
-        fallback = await execute("SELECT VALUE content FROM memory WHERE string::contains(content, 'deploy')",
-                                 writes=False)
+        fallback = await execute(
+            "SELECT VALUE content FROM memory WHERE string::contains(content, 'deploy')", writes=False
+        )
         assert fallback["statements"][0]["rows"] == ["the deploy key rotates monthly"]
 
 
@@ -202,19 +244,24 @@ async def test_two_servers_two_projects_isolated(daemon: DaemonProc, tmp_path: P
     c = daemon.client()
     sessions = c.call("list_sessions")
     c.close()
-    assert not any(str(s.get("claude_session_id", "")).startswith("mcp-") and
-                   s["project_root"] in (str(a), str(b)) for s in sessions)  # own sessions ended at exit
+    assert not any(
+        str(s.get("claude_session_id", "")).startswith("mcp-") and s["project_root"] in (str(a), str(b))
+        for s in sessions
+    )  # own sessions ended at exit
 
 
 def test_bridge_is_standard_library_only() -> None:
     """The bridge runs under the hooks' bare python3 (-S -I: no site-packages at all) and imports nothing of ours."""
     import subprocess
 
-    code = ("import importlib.util, sys; spec = importlib.util.spec_from_file_location('bridge', sys.argv[1]); "
-            "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m); "
-            "print(','.join(sorted(k for k in sys.modules if k.split('.')[0] in ('engram_core', 'mcp', 'pydantic'))))")
-    out = subprocess.run([sys.executable, "-S", "-I", "-c", code, str(BRIDGE)], capture_output=True, text=True,
-                         timeout=60)
+    code = (
+        "import importlib.util, sys; spec = importlib.util.spec_from_file_location('bridge', sys.argv[1]); "
+        "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m); "
+        "print(','.join(sorted(k for k in sys.modules if k.split('.')[0] in ('engram_core', 'mcp', 'pydantic'))))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-S", "-I", "-c", code, str(BRIDGE)], capture_output=True, text=True, timeout=60
+    )
     assert out.returncode == 0 and out.stdout.strip() == "", out.stderr
 
 
@@ -231,25 +278,40 @@ async def test_joins_the_hooks_session_and_never_ends_it(daemon: DaemonProc, tmp
     proj = new_project(tmp_path, "joined")
     sid = "cc-session-joined-0001"
     c = daemon.client()
-    c.call("hook_session_start", session_id=sid, cwd=str(proj), source="startup")  # what the SessionStart hook does
+    c.call(
+        "hook_session_start", session_id=sid, cwd=str(proj), source="startup"
+    )  # what the SessionStart hook does
     c.close()
     async with server(daemon, proj, session=sid) as s:
-        stored = payload(await s.call_tool("store_memory", {"content": "scratch [x] \\ note 🚀 for the joined session",
-                                                            "scope": "session", "memory_type": "working"}))
-        hits = payload(await s.call_tool("recall_memories", {"query": "scratch note joined session",
-                                                             "scope": "session"}))
+        stored = payload(
+            await s.call_tool(
+                "store_memory",
+                {
+                    "content": "scratch [x] \\ note 🚀 for the joined session",
+                    "scope": "session",
+                    "memory_type": "working",
+                },
+            )
+        )
+        hits = payload(
+            await s.call_tool("recall_memories", {"query": "scratch note joined session", "scope": "session"})
+        )
     assert [h["id"] for h in hits["hits"]] == [stored["id"]]
     mine = [x for x in live_sessions(daemon) if x["claude_session_id"] == sid]
     assert len(mine) == 1, "the MCP server opened a second session or ended the hooks' one"
-    assert not [x for x in live_sessions(daemon) if str(x["claude_session_id"]).startswith("mcp-")
-                and x["project_root"] == str(proj)]
+    assert not [
+        x
+        for x in live_sessions(daemon)
+        if str(x["claude_session_id"]).startswith("mcp-") and x["project_root"] == str(proj)
+    ]
     c = daemon.client()
     c.call("end_session", session=sid)  # what SessionEnd does
     c.close()
 
 
-async def test_recall_session_scope_without_a_session_is_empty_not_a_crash(daemon: DaemonProc,
-                                                                          tmp_path: Path) -> None:
+async def test_recall_session_scope_without_a_session_is_empty_not_a_crash(
+    daemon: DaemonProc, tmp_path: Path
+) -> None:
     async with server(daemon, new_project(tmp_path, "nosession")) as s:
         hits = payload(await s.call_tool("recall_memories", {"query": "anything at all", "scope": "session"}))
     assert hits["hits"] == []
@@ -261,11 +323,23 @@ class RawBridge:
     def __init__(self, env: dict[str, str], cwd: Path) -> None:
         import subprocess
 
-        self.proc = subprocess.Popen([sys.executable, "-S", str(BRIDGE)], cwd=str(cwd), env=env,
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-S", str(BRIDGE)],
+            cwd=str(cwd),
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         self.ids = iter(range(1, 10_000))
-        init = self.rpc("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
-                                       "clientInfo": {"name": "t", "version": "0"}})
+        init = self.rpc(
+            "initialize",
+            {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "0"},
+            },
+        )
         assert init["result"]["serverInfo"]["name"] == "engram", init
         self.notify("notifications/initialized")
 
@@ -294,19 +368,24 @@ class RawBridge:
 
 
 @pytest.mark.parametrize("how", ["SIGINT", "SIGTERM", "EOF"])
-def test_exits_within_a_second_and_leaves_no_session_of_its_own(daemon: DaemonProc, tmp_path: Path,
-                                                                 how: str) -> None:
+def test_exits_within_a_second_and_leaves_no_session_of_its_own(
+    daemon: DaemonProc, tmp_path: Path, how: str
+) -> None:
     import signal
     import time
 
     proj = new_project(tmp_path, f"exit-{how}")
     env = {k: v for k, v in daemon.env.items() if k not in ("CLAUDE_SESSION_ID", "CLAUDE_CODE_SESSION_ID")}
     bridge = RawBridge(env, proj)
-    res = bridge.tool("store_memory", {"content": "a session memory of a server that is about to exit",
-                                       "scope": "session"})
+    res = bridge.tool(
+        "store_memory", {"content": "a session memory of a server that is about to exit", "scope": "session"}
+    )
     assert not res["result"].get("isError"), res
-    own = [x for x in live_sessions(daemon) if str(x["claude_session_id"]).startswith("mcp-")
-           and x["project_root"] == str(proj)]
+    own = [
+        x
+        for x in live_sessions(daemon)
+        if str(x["claude_session_id"]).startswith("mcp-") and x["project_root"] == str(proj)
+    ]
     assert len(own) == 1
     t0 = time.monotonic()
     if how == "EOF":
@@ -344,7 +423,10 @@ def test_bridge_carries_on_after_the_daemon_is_killed(light_daemon: DaemonProc, 
             assert "retry" in got["error"]["message"], got
             got = bridge.tool("get_memory", {"memory_id": mid})
         assert not got["result"].get("isError"), got
-        assert json.loads(got["result"]["content"][0]["text"])["content"] == "written before the daemon was killed"
+        assert (
+            json.loads(got["result"]["content"][0]["text"])["content"]
+            == "written before the daemon was killed"
+        )
         listed = bridge.rpc("tools/list", {})
         assert len(listed["result"]["tools"]) == len(EXPECTED_TOOLS)
     finally:
@@ -361,7 +443,9 @@ def test_bridge_reaps_the_daemon_it_started(light_daemon: DaemonProc, tmp_path: 
     from engram_core.wire.client import RemoteService, daemon_pid
 
     light_daemon.start()
-    bridge = RawBridge({**light_daemon.env, "CLAUDE_CODE_SESSION_ID": "cc-reap-0001"}, new_project(tmp_path, "reap"))
+    bridge = RawBridge(
+        {**light_daemon.env, "CLAUDE_CODE_SESSION_ID": "cc-reap-0001"}, new_project(tmp_path, "reap")
+    )
     try:
         light_daemon.kill9()
         got = bridge.tool("memory_stats", {})
@@ -407,22 +491,37 @@ def test_bridge_without_a_daemon_says_why(tmp_path: Path) -> None:
     home = tmp_path / "nohome"
     env = {"PATH": "/usr/bin:/bin", "ENGRAM_HOME": str(home), "HOME": str(tmp_path)}
     msg = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}) + "\n"
-    out = subprocess.run(["/usr/bin/env", "python3", "-S", str(BRIDGE)], input=msg, env=env, capture_output=True,
-                         text=True, timeout=30)
+    out = subprocess.run(
+        ["/usr/bin/env", "python3", "-S", str(BRIDGE)],
+        input=msg,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     reply = json.loads(out.stdout.splitlines()[0])
-    assert "launcher.json" in reply["error"]["message"] and "engram setup claude-code" in reply["error"]["message"]
+    assert (
+        "launcher.json" in reply["error"]["message"]
+        and "engram setup claude-code" in reply["error"]["message"]
+    )
     assert "launcher.json" in out.stderr
 
 
-async def test_session_summary_is_kept_in_project_scope_and_replaced(daemon: DaemonProc, tmp_path: Path) -> None:
+async def test_session_summary_is_kept_in_project_scope_and_replaced(
+    daemon: DaemonProc, tmp_path: Path
+) -> None:
     proj = new_project(tmp_path, "summary")
     sid = "cc-session-summary-0001"
     async with server(daemon, proj, session=sid) as s:
-        first = payload(await s.call_tool("session_summary", {"summary": "Goal: [fix] the \\ parser 🚀; done: tests"}))
+        first = payload(
+            await s.call_tool("session_summary", {"summary": "Goal: [fix] the \\ parser 🚀; done: tests"})
+        )
         assert first["scope"] == "project" and first["content"].startswith("Goal: [fix] the \\ parser")
         second = payload(await s.call_tool("session_summary", {"summary": "Goal: fix the parser; done: all"}))
         assert "summary" in error_text(await s.call_tool("session_summary", {"summary": ""}))
-        hits = payload(await s.call_tool("recall_memories", {"query": "Goal fix the parser", "scope": "project"}))
+        hits = payload(
+            await s.call_tool("recall_memories", {"query": "Goal fix the parser", "scope": "project"})
+        )
     contents = [h["content"] for h in hits["hits"]]
     assert second["content"] in contents and first["content"] not in contents, contents
     c = daemon.client()
@@ -431,15 +530,24 @@ async def test_session_summary_is_kept_in_project_scope_and_replaced(daemon: Dae
 
 
 # ── review tools (the memory-consolidator agent's) ───────────────────────────
-async def test_review_tools_consolidations_contradictions_graph_episodes(daemon: DaemonProc, tmp_path: Path) -> None:
+async def test_review_tools_consolidations_contradictions_graph_episodes(
+    daemon: DaemonProc, tmp_path: Path
+) -> None:
     proj = new_project(tmp_path, "review")
     sid = "cc-session-review-0001"
     async with server(daemon, proj, session=sid) as s:
-        sources = [payload(await s.call_tool("store_memory", {"content": text, "memory_type": "episodic",
-                                                              "tags": ["migrations"]}))["id"] for text in (
-            "Ran alembic upgrade head and it failed on the users table",
-            "alembic autogenerate missed the new index on orders",
-            "Fixed alembic env.py to import all models before autogenerate")]
+        sources = [
+            payload(
+                await s.call_tool(
+                    "store_memory", {"content": text, "memory_type": "episodic", "tags": ["migrations"]}
+                )
+            )["id"]
+            for text in (
+                "Ran alembic upgrade head and it failed on the users table",
+                "alembic autogenerate missed the new index on orders",
+                "Fixed alembic env.py to import all models before autogenerate",
+            )
+        ]
         planned = payload(await s.call_tool("reflect_and_consolidate", {"dry_run": True}))
         assert planned["dry_run"] and planned["queued"]["episodic_to_semantic"] == 1
         assert payload(await s.call_tool("list_consolidations", {}))["count"] == 0, "a dry run queues nothing"
@@ -451,52 +559,87 @@ async def test_review_tools_consolidations_contradictions_graph_episodes(daemon:
         [item] = [i for i in listed["items"] if i["reason"] == "episodic_to_semantic"]
         assert {src["id"] for src in item["sources"]} == set(sources)
         summary = "alembic autogenerate needs every model imported in env.py [check] \\ indexes by hand"
-        summarised = payload(await s.call_tool("propose_consolidation_summary", {"item_id": item["id"],
-                                                                                  "summary": summary}))
+        summarised = payload(
+            await s.call_tool("propose_consolidation_summary", {"item_id": item["id"], "summary": summary})
+        )
         assert summarised["proposal"]["content"] == summary and summarised["proposal"]["source"] == "agent"
         done = payload(await s.call_tool("approve_consolidation", {"item_id": item["id"]}))
         assert done["status"] == "completed" and done["memory"]["content"] == summary
         assert "not pending" in error_text(await s.call_tool("reject_consolidation", {"item_id": item["id"]}))
-        assert "list them first" in error_text(await s.call_tool("approve_consolidation",
-                                                                 {"item_id": "01NOSUCHITEM"}))
-        assert "summary" in error_text(await s.call_tool("propose_consolidation_summary",
-                                                         {"item_id": item["id"], "summary": ""}))
+        assert "list them first" in error_text(
+            await s.call_tool("approve_consolidation", {"item_id": "01NOSUCHITEM"})
+        )
+        assert "summary" in error_text(
+            await s.call_tool("propose_consolidation_summary", {"item_id": item["id"], "summary": ""})
+        )
 
         payload(await s.call_tool("store_memory", {"content": "The service uses PostgreSQL as its database"}))
-        payload(await s.call_tool("store_memory", {"content": "The service does not use PostgreSQL as its database"}))
+        payload(
+            await s.call_tool(
+                "store_memory", {"content": "The service does not use PostgreSQL as its database"}
+            )
+        )
         found = payload(await s.call_tool("list_contradictions", {}))["contradictions"]
         [pair] = [c for c in found if "PostgreSQL" in c["a"]["content"]]
-        res = payload(await s.call_tool("resolve_contradiction", {"contradiction_id": pair["id"],
-                                                                  "resolution": "keep_b"}))
+        res = payload(
+            await s.call_tool(
+                "resolve_contradiction", {"contradiction_id": pair["id"], "resolution": "keep_b"}
+            )
+        )
         assert res["resolution"] == "keep_b" and res["superseded"] == [pair["a"]["id"]]
-        assert "already resolved" in error_text(await s.call_tool("resolve_contradiction", {
-            "contradiction_id": pair["id"], "resolution": "keep_a"}))
+        assert "already resolved" in error_text(
+            await s.call_tool(
+                "resolve_contradiction", {"contradiction_id": pair["id"], "resolution": "keep_a"}
+            )
+        )
         again = payload(await s.call_tool("reopen_contradiction", {"contradiction_id": pair["id"]}))
         assert again["status"] == "open" and again["a"]["status"] != "superseded", again
-        assert "nothing to undo" in error_text(await s.call_tool("reopen_contradiction",
-                                                                 {"contradiction_id": pair["id"]}))
+        assert "nothing to undo" in error_text(
+            await s.call_tool("reopen_contradiction", {"contradiction_id": pair["id"]})
+        )
         listed = payload(await s.call_tool("list_contradictions", {}))
         assert listed["total_open"] >= 1 and any(c["id"] == pair["id"] for c in listed["contradictions"])
-        bad = error_text(await s.call_tool("resolve_contradiction", {"contradiction_id": "x", "resolution": "both"}))
+        bad = error_text(
+            await s.call_tool("resolve_contradiction", {"contradiction_id": "x", "resolution": "both"})
+        )
         assert "resolution" in bad
 
-        added = payload(await s.call_tool("add_entities", {"entities": [
-            {"name": "deploy.sh", "entity_type": "file", "description": "the deploy script"},
-            {"name": "AWS CLI", "entity_type": "tool"}]}))
+        added = payload(
+            await s.call_tool(
+                "add_entities",
+                {
+                    "entities": [
+                        {"name": "deploy.sh", "entity_type": "file", "description": "the deploy script"},
+                        {"name": "AWS CLI", "entity_type": "tool"},
+                    ]
+                },
+            )
+        )
         assert {e["name"] for e in added["created"] + added["merged"]} >= {"deploy.sh", "AWS CLI"}
-        assert "entity_type" in error_text(await s.call_tool("add_entities", {"entities": [
-            {"name": "x", "entity_type": "planet"}]}))
-        rel = payload(await s.call_tool("relate_entities", {"source": "deploy.sh", "target": "AWS CLI",
-                                                            "relation_type": "uses"}))
+        assert "entity_type" in error_text(
+            await s.call_tool("add_entities", {"entities": [{"name": "x", "entity_type": "planet"}]})
+        )
+        rel = payload(
+            await s.call_tool(
+                "relate_entities", {"source": "deploy.sh", "target": "AWS CLI", "relation_type": "uses"}
+            )
+        )
         assert rel["relation"]["relation_type"] == "uses" and rel["relation"]["source_name"] == "deploy.sh"
         assert rel["relation"]["target_name"] == "AWS CLI" and rel["strengthened"] is False
-        assert "itself" in error_text(await s.call_tool("relate_entities", {"source": "deploy.sh",
-                                                                            "target": "deploy.sh",
-                                                                            "relation_type": "uses"}))
-        payload(await s.call_tool("store_memory", {"content": "episode note", "scope": "session",
-                                                   "memory_type": "working"}))
+        assert "itself" in error_text(
+            await s.call_tool(
+                "relate_entities", {"source": "deploy.sh", "target": "deploy.sh", "relation_type": "uses"}
+            )
+        )
+        payload(
+            await s.call_tool(
+                "store_memory", {"content": "episode note", "scope": "session", "memory_type": "working"}
+            )
+        )
         episodes = payload(await s.call_tool("end_episode", {"reason": "switching to the docs"}))
-        assert episodes["closed"] and {e["end_reason"] for e in episodes["closed"]} == {"switching to the docs"}
+        assert episodes["closed"] and {e["end_reason"] for e in episodes["closed"]} == {
+            "switching to the docs"
+        }
     c = daemon.client()
     c.call("end_session", session=sid)
     c.close()
@@ -518,7 +661,7 @@ async def test_first_requests_answered_at_once_while_the_daemon_starts(tmp_path:
     assert oct((home / "mcp_answers.json").stat().st_mode & 0o777) == "0o600"
     # a daemon that takes 4 s to come up (the model, a loaded machine): the client must not wait for it
     slow = tmp_path / "slow-python"
-    slow.write_text(f"#!/bin/sh\nsleep 4\nexec {sys.executable} \"$@\"\n")
+    slow.write_text(f'#!/bin/sh\nsleep 4\nexec {sys.executable} "$@"\n')
     slow.chmod(0o755)
     env = {k: v for k, v in d.env.items() if k not in ("CLAUDE_SESSION_ID", "CLAUDE_CODE_SESSION_ID")}
     env["ENGRAM_PYTHON"] = str(slow)

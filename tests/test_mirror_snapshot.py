@@ -21,12 +21,23 @@ def _fill(store: ScopeStore, n: int) -> dict[str, np.ndarray]:
     for i in range(n):
         v = rng.random(384).astype(np.float32)
         key = f"k{i}"
-        store.create_memory(key, {"content": f"note {i} about [x] \\ emoji 🚀", "content_hash": f"h{i}",
-                                  "memory_type": "semantic", "scope": "project", "importance": 0.5,
-                                  "half_life_days": 1.0, "search_text": f"note {i}",
-                                  "embedding": None if i == 3 else [float(x) for x in v]})
+        store.create_memory(
+            key,
+            {
+                "content": f"note {i} about [x] \\ emoji 🚀",
+                "content_hash": f"h{i}",
+                "memory_type": "semantic",
+                "scope": "project",
+                "importance": 0.5,
+                "half_life_days": 1.0,
+                "search_text": f"note {i}",
+                "embedding": None if i == 3 else [float(x) for x in v],
+            },
+        )
         if i != 3:
-            vecs[key] = decode_vector(encode_vector(v))  # what the store keeps: the unit vector, half precision
+            vecs[key] = decode_vector(
+                encode_vector(v)
+            )  # what the store keeps: the unit vector, half precision
     return vecs
 
 
@@ -45,7 +56,9 @@ def _mirror_reads(monkeypatch: pytest.MonkeyPatch) -> list[list[dict]]:
     return reads
 
 
-def test_an_out_of_date_snapshot_reads_every_vector_as_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_out_of_date_snapshot_reads_every_vector_as_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """When the snapshot does not match the store (a write since, a damaged file), the mirror is read from the rows in
     one query, each vector one bytes value (schema 006): no float of it is decoded one by one. A vector written as
     float32 bytes (by a version before half precision) is read too."""
@@ -57,7 +70,9 @@ def test_an_out_of_date_snapshot_reads_every_vector_as_bytes(tmp_path: Path, mon
     reads = _mirror_reads(monkeypatch)
 
     # A vector changed behind the mirror's back (any writer): the snapshot is out of date, the rows are read.
-    conn.run("project", "p", "UPDATE memory:k1 SET embedding = $e", {"e": np.full(384, 0.5, np.float32).tobytes()})
+    conn.run(
+        "project", "p", "UPDATE memory:k1 SET embedding = $e", {"e": np.full(384, 0.5, np.float32).tobytes()}
+    )
     store.reload_mirror()
     assert len(reads) == 1 and len(reads[0]) == 8
     assert {type(r.get("embedding")) for r in reads[0]} == {bytes, type(None)}
@@ -78,13 +93,17 @@ def test_an_out_of_date_snapshot_reads_every_vector_as_bytes(tmp_path: Path, mon
     conn.close()
 
 
-def test_unchanged_store_opens_from_the_snapshot_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unchanged_store_opens_from_the_snapshot_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Nothing wrote a memory since the snapshot (the store's change counter says so): the whole mirror comes
     from the file, no row is read. Any write, by Engram or anyone else, sends the next open back to the rows."""
     conn = Connection.file(tmp_path / "project.db")
     store = ScopeStore(conn, Scope.project, "p")
     _fill(store, 6)
-    before = {k: (lt.status, lt.access_count, lt.content, lt.last_accessed_at) for k, lt in store.light.items()}
+    before = {
+        k: (lt.status, lt.access_count, lt.content, lt.last_accessed_at) for k, lt in store.light.items()
+    }
     bm25 = store.index.bm25("note 4", 3)
     store.save_snapshot()
     sent: list[str] = []
@@ -99,15 +118,21 @@ def test_unchanged_store_opens_from_the_snapshot_alone(tmp_path: Path, monkeypat
 
     tokenised: list[str] = []
     real_tokenize = si.tokenize
-    monkeypatch.setattr(si, "tokenize", lambda text, **kw: tokenised.append(text) or real_tokenize(text, **kw))
+    monkeypatch.setattr(
+        si, "tokenize", lambda text, **kw: tokenised.append(text) or real_tokenize(text, **kw)
+    )
     store.reload_mirror()
     assert not [s for s in sent if "FROM memory" in s], sent
     assert tokenised == [], "the BM25 postings come from the snapshot too"
-    assert {k: (lt.status, lt.access_count, lt.content, lt.last_accessed_at) for k, lt in store.light.items()} == before
+    assert {
+        k: (lt.status, lt.access_count, lt.content, lt.last_accessed_at) for k, lt in store.light.items()
+    } == before
     assert store.index.bm25("note 4", 3) == bm25
     monkeypatch.setattr(si, "tokenize", real_tokenize)
 
-    conn.run("project", "p", "UPDATE memory:k2 SET access_count = 5")  # a console write, not through the store
+    conn.run(
+        "project", "p", "UPDATE memory:k2 SET access_count = 5"
+    )  # a console write, not through the store
     store.reload_mirror()
     assert any("FROM memory" in s for s in sent)
     assert store.light["k2"].access_count == 5
@@ -121,8 +146,18 @@ def test_the_snapshot_keeps_each_indexed_text_once_and_compressed(tmp_path: Path
     store = ScopeStore(conn, Scope.project, "p")
     _fill(store, 3)  # indexed text "note i", content different
     same = "Use `make test` [fast] \\ 🚀 before pushing"
-    store.create_memory("same", {"content": same, "content_hash": "hs", "memory_type": "semantic",
-                                 "scope": "project", "importance": 0.5, "half_life_days": 1.0, "search_text": same})
+    store.create_memory(
+        "same",
+        {
+            "content": same,
+            "content_hash": "hs",
+            "memory_type": "semantic",
+            "scope": "project",
+            "importance": 0.5,
+            "half_life_days": 1.0,
+            "search_text": same,
+        },
+    )
     store.save_snapshot()
     assert store.snapshot_path is not None
     with np.load(store.snapshot_path) as z:
@@ -157,8 +192,9 @@ def test_the_vectors_come_back_from_the_snapshot_in_their_places(tmp_path: Path,
     conn.close()
 
 
-def test_the_two_stage_scans_basis_comes_back_from_the_snapshot(tmp_path: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_two_stage_scans_basis_comes_back_from_the_snapshot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A large index computes the two-stage scan's basis (an SVD: 0.36 s at 100k) at its first query; the snapshot
     keeps it, so after a start the slots are only projected on it, and the vector search answers the same."""
     import engram_core.search_index as si

@@ -32,30 +32,55 @@ def _configured(tmp_path: Path, name: str) -> Path:
 def test_project_file_changes_that_projects_requests(daemon: DaemonProc, tmp_path: Path) -> None:
     proj, plain = _configured(tmp_path, "tuned"), new_project(tmp_path, "plain")
     ok_json(engram(daemon, "store", "the flaky login test waits on the token cache", "--json", cwd=proj))
-    ok_json(engram(daemon, "store", "login tests: the token cache needs a warm-up", "--scope", "user", "--json",
-                   cwd=proj))
+    ok_json(
+        engram(
+            daemon,
+            "store",
+            "login tests: the token cache needs a warm-up",
+            "--scope",
+            "user",
+            "--json",
+            cwd=proj,
+        )
+    )
     rec = ok_json(engram(daemon, "recall", "flaky login test token cache", "--json", cwd=proj))
     assert rec["scope_weights"] == {"session": 0.1, "project": 0.1, "user": 3.0}
     assert rec["hits"][0]["scope"] == "user"  # the user weight of 3.0 puts the user memory first
     other = ok_json(engram(daemon, "recall", "flaky login test token cache", "--json", cwd=plain))
-    assert other["scope_weights"] == {"session": 1.5, "project": 1.0, "user": 0.7}  # another project: untouched
+    assert other["scope_weights"] == {
+        "session": 1.5,
+        "project": 1.0,
+        "user": 0.7,
+    }  # another project: untouched
 
     stored = ok_json(engram(daemon, "store", "semantic fact under the tuned half-life", "--json", cwd=proj))
     assert stored["memory"]["half_life_days"] == 2.5
-    elsewhere = ok_json(engram(daemon, "store", "semantic fact under the default half-life", "--json", cwd=plain))
+    elsewhere = ok_json(
+        engram(daemon, "store", "semantic fact under the default half-life", "--json", cwd=plain)
+    )
     assert elsewhere["memory"]["half_life_days"] == 7.0
 
     report = ok_json(engram(daemon, "config", "--json", cwd=proj))
     by_name = {s["name"]: s for s in report["settings"]}
     assert by_name["scope_weights"]["source"] == "project file"
     assert by_name["half_lives_days"]["value"]["semantic"] == 2.5
-    assert by_name["injection_token_budget"] == {"name": "injection_token_budget", "value": 900,
-                                                 "source": "project file", "applies": "per project", "note": None}
-    assert by_name["embedding_provider"]["value"] == "local" and by_name["embedding_provider"]["applies"] == \
-        "daemon-wide"
+    assert by_name["injection_token_budget"] == {
+        "name": "injection_token_budget",
+        "value": 900,
+        "source": "project file",
+        "applies": "per project",
+        "note": None,
+    }
+    assert (
+        by_name["embedding_provider"]["value"] == "local"
+        and by_name["embedding_provider"]["applies"] == "daemon-wide"
+    )
     assert by_name["daemon_idle_timeout_s"]["source"] == "environment"
-    assert [line for line in report["ignored"] if line.startswith("embedding_provider:")
-            and "one embedding model for every project" in line], report["ignored"]
+    assert [
+        line
+        for line in report["ignored"]
+        if line.startswith("embedding_provider:") and "one embedding model for every project" in line
+    ], report["ignored"]
     human = engram(daemon, "config", cwd=proj).stdout
     assert "IGNORED  embedding_provider" in human and "precedence:" in human
 

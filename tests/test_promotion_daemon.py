@@ -32,8 +32,17 @@ def test_recurrence_counts_projects_that_are_not_open(tmp_path: Path) -> None:
         shown = ok_json(engram(d, "show", mid, "--json", cwd=second))
         assert shown["metadata"]["promoted_to_user"].startswith("user:")
         # A content only one project holds is not promoted, however often it is used.
-        only = ok_json(engram(d, "store", "The second project's CI runs on self-hosted runners", "--importance",
-                              "0.8", "--json", cwd=second))["memory"]["id"]
+        only = ok_json(
+            engram(
+                d,
+                "store",
+                "The second project's CI runs on self-hosted runners",
+                "--importance",
+                "0.8",
+                "--json",
+                cwd=second,
+            )
+        )["memory"]["id"]
         for _ in range(5):
             engram(d, "recall", "self-hosted runners CI", "--scope", "project", "--json", cwd=second)
         assert ok_json(engram(d, "maintain", "--json", cwd=second))["promoted_to_user"] == 0
@@ -42,19 +51,36 @@ def test_recurrence_counts_projects_that_are_not_open(tmp_path: Path) -> None:
         d.stop()
 
 
-async def test_important_session_memory_reaches_the_project_at_once(daemon: DaemonProc, tmp_path: Path) -> None:
+async def test_important_session_memory_reaches_the_project_at_once(
+    daemon: DaemonProc, tmp_path: Path
+) -> None:
     proj = new_project(tmp_path, "parallel")
     async with server(daemon, proj, session="sess-important-1") as one:
-        kept = payload(await one.call_tool("store_memory", {
-            "content": "The payments sandbox rejects cards ending in 0000", "scope": "session", "importance": 0.9}))
+        kept = payload(
+            await one.call_tool(
+                "store_memory",
+                {
+                    "content": "The payments sandbox rejects cards ending in 0000",
+                    "scope": "session",
+                    "importance": 0.9,
+                },
+            )
+        )
         assert kept["scope"] == "session" and "promoted to project scope at once" in kept["message"]
-        minor = payload(await one.call_tool("store_memory", {
-            "content": "Scratch: tried the sandbox twice", "scope": "session", "importance": 0.6}))
+        minor = payload(
+            await one.call_tool(
+                "store_memory",
+                {"content": "Scratch: tried the sandbox twice", "scope": "session", "importance": 0.6},
+            )
+        )
         assert "promoted" not in minor["message"]
         # A parallel session in the same project, while the first one is still running:
         async with server(daemon, proj, session="sess-important-2") as two:
-            hits = payload(await two.call_tool("recall_memories", {"query": "payments sandbox cards",
-                                                                   "scope": "project"}))
+            hits = payload(
+                await two.call_tool(
+                    "recall_memories", {"query": "payments sandbox cards", "scope": "project"}
+                )
+            )
     contents = [h["content"] for h in hits["hits"]]
     assert "The payments sandbox rejects cards ending in 0000" in contents
     assert "Scratch: tried the sandbox twice" not in contents
@@ -65,13 +91,17 @@ def test_erasing_a_memory_drops_its_fingerprint(tmp_path: Path) -> None:
     try:
         d.start()
         proj = new_project(tmp_path, "erasing")
-        mid = ok_json(engram(d, "store", "The vault path is secret/team-x", "--json", cwd=proj))["memory"]["id"]
+        mid = ok_json(engram(d, "store", "The vault path is secret/team-x", "--json", cwd=proj))["memory"][
+            "id"
+        ]
         count = "SELECT count() AS n FROM project_fingerprint GROUP ALL"
         c = d.client()
         try:
+
             def rows() -> int:
                 res = c.call("run_query", surql=count, scope="user")
                 return (res["statements"][0]["rows"] or [{"n": 0}])[0]["n"]
+
             assert rows() == 1
             ok_json(engram(d, "forget", mid, "--erase", "--yes", "--json", cwd=proj))
             assert rows() == 0

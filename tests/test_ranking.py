@@ -82,7 +82,10 @@ def test_best_first_orders_as_a_score_then_key_sort() -> None:
 
     rng = random.Random(7)
     for _ in range(200):
-        items = [(f"k{rng.randrange(50):02d}-{i}", rng.choice([0.5, 1.0, rng.random()])) for i in range(rng.randrange(40))]
+        items = [
+            (f"k{rng.randrange(50):02d}-{i}", rng.choice([0.5, 1.0, rng.random()]))
+            for i in range(rng.randrange(40))
+        ]
         assert best_first(list(items)) == sorted(items, key=lambda t: (-t[1], t[0]))
         store = object()
         triples = [(k, s, store) for k, s in items]

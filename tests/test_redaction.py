@@ -56,8 +56,10 @@ def test_corpus_lookalike_survives(entry: dict) -> None:
     ("text", "secret"),
     [
         # cut output: a key whose BEGIN line is gone, a quote whose closing half is gone
-        ("AAAAB3NzaC1yc2EAAAADAQABAAABgQC7xyz | Zm9vYmFyYmF6cXV4cXV1eA== | -----END RSA PRIVATE KEY-----",
-         "Zm9vYmFyYmF6cXV4cXV1eA=="),
+        (
+            "AAAAB3NzaC1yc2EAAAADAQABAAABgQC7xyz | Zm9vYmFyYmF6cXV4cXV1eA== | -----END RSA PRIVATE KEY-----",
+            "Zm9vYmFyYmF6cXV4cXV1eA==",
+        ),
         ("run: DB_PASSWORD='half-a-passw", "half-a-passw"),
         # a key whose value follows on the next, indented line, after a rejected candidate
         ("credentials:\n  password:\n    n0t-a-real-one\n", "n0t-a-real-one"),
@@ -181,7 +183,6 @@ def test_redact_value_recurses_and_copies() -> None:
     assert out["tuple"] == ("[REDACTED:stripe_key]", 1.5)
     assert out["n"] == 7
     assert meta["nested"][0]["env"].endswith("uXo")  # the input is not mutated
-
 
 
 def test_pathological_input_is_linear() -> None:

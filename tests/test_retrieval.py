@@ -16,17 +16,31 @@ from engram_core.scoring import memory_strength
 from engram_core.service import EngramService
 from engram_core.store import Light, ScopeStore
 
-TOPICS = ["deploy", "cache", "auth token", "migration", "flaky test", "vite build", "session store", "retry loop"]
+TOPICS = [
+    "deploy",
+    "cache",
+    "auth token",
+    "migration",
+    "flaky test",
+    "vite build",
+    "session store",
+    "retry loop",
+]
 
 
 @pytest.fixture
 def filled(env: tuple[EngramService, str]) -> Iterator[tuple[EngramService, str, list[ScopeStore]]]:
     svc, p = env
     rng = random.Random(5)
-    items = [MemoryIn(content=f"Note {i}: the {rng.choice(TOPICS)} of service {i % 7} broke after the "
-                               f"{rng.choice(TOPICS)} change; fixed by {rng.choice(TOPICS)} [/] \\ ✓",
-                      importance=rng.choice([0.2, 0.5, 0.9]), tags=[rng.choice(["a", "b", "c"])])
-             for i in range(90)]
+    items = [
+        MemoryIn(
+            content=f"Note {i}: the {rng.choice(TOPICS)} of service {i % 7} broke after the "
+            f"{rng.choice(TOPICS)} change; fixed by {rng.choice(TOPICS)} [/] \\ ✓",
+            importance=rng.choice([0.2, 0.5, 0.9]),
+            tags=[rng.choice(["a", "b", "c"])],
+        )
+        for i in range(90)
+    ]
     svc.store_many(items, project=p)
     yield svc, p, svc.scopes.stores("all", p, None)
 
@@ -36,8 +50,14 @@ def _factors(stores: list[ScopeStore], seed: int, most: float) -> dict[str, floa
     return {k: rng.uniform(0.0, most) for s in stores for k in sorted(s.light)}
 
 
-def _brute_force(svc: EngramService, stores: list[ScopeStore], query: str, limit: int,
-                 boosts: dict[str, float], now: datetime) -> list[tuple[str, float]]:
+def _brute_force(
+    svc: EngramService,
+    stores: list[ScopeStore],
+    query: str,
+    limit: int,
+    boosts: dict[str, float],
+    now: datetime,
+) -> list[tuple[str, float]]:
     """Every candidate scored, then sorted: what rank gave before it scored only the ones that could win."""
     filters = retrieval.Filters(statuses={"created", "active"})
     qvec = svc.embedder.embed([query])[0]
@@ -60,9 +80,12 @@ def _brute_force(svc: EngramService, stores: list[ScopeStore], query: str, limit
     out = []
     for key, f in fused.items():
         lt = where[key].light[key]
-        strength = memory_strength(lt.importance, lt.half_life_days, lt.access_count, lt.last_accessed_at, now)
-        boost = ((weights.get(where[key].scope.value, 1.0) / top) ** 0.5
-                 * ((1.0 - retrieval.STRENGTH_WEIGHT) + retrieval.STRENGTH_WEIGHT * min(1.0, strength)))
+        strength = memory_strength(
+            lt.importance, lt.half_life_days, lt.access_count, lt.last_accessed_at, now
+        )
+        boost = (weights.get(where[key].scope.value, 1.0) / top) ** 0.5 * (
+            (1.0 - retrieval.STRENGTH_WEIGHT) + retrieval.STRENGTH_WEIGHT * min(1.0, strength)
+        )
         boost *= boosts.get(key, 1.0)
         out.append((key, f * boost))
     return ranking.best_first(out)
@@ -70,7 +93,8 @@ def _brute_force(svc: EngramService, stores: list[ScopeStore], query: str, limit
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_rank_scores_few_candidates_and_orders_as_scoring_all(
-        filled: tuple[EngramService, str, list[ScopeStore]], seed: int) -> None:
+    filled: tuple[EngramService, str, list[ScopeStore]], seed: int
+) -> None:
     svc, _p, stores = filled
     most = 2.0
     factors = _factors(stores, seed, most)
@@ -83,9 +107,16 @@ def test_rank_scores_few_candidates_and_orders_as_scoring_all(
     query = "the deploy cache broke after the auth token change"
     qvec = svc.embedder.embed([query])[0]
     now = svc.now()
-    got = retrieval.rank(stores, query, qvec, limit=10, weights=svc.scope_weights(None),
-                         filters=retrieval.Filters(statuses={"created", "active"}), now=now,
-                         boosters=[(booster, most)])
+    got = retrieval.rank(
+        stores,
+        query,
+        qvec,
+        limit=10,
+        weights=svc.scope_weights(None),
+        filters=retrieval.Filters(statuses={"created", "active"}),
+        now=now,
+        boosters=[(booster, most)],
+    )
     expected = _brute_force(svc, stores, query, 10, factors, now)
     assert [(c.key, c.final) for c in got] == expected[:10]
     # Scored only while a candidate could still reach the answer: far fewer than the candidates.
@@ -97,13 +128,18 @@ def test_a_factor_above_its_most_is_cut_to_it(filled: tuple[EngramService, str, 
     svc, _p, stores = filled
     query = "flaky test in the retry loop"
     qvec = svc.embedder.embed([query])[0]
-    args = {"limit": 5, "weights": svc.scope_weights(None), "filters": retrieval.Filters(statuses={"active", "created"}),
-            "now": svc.now()}
+    args = {
+        "limit": 5,
+        "weights": svc.scope_weights(None),
+        "filters": retrieval.Filters(statuses={"active", "created"}),
+        "now": svc.now(),
+    }
     plain = retrieval.rank(stores, query, qvec, **args)  # type: ignore[arg-type]
     # A booster claiming at most 1.0 that gives 50 to one memory: cut to 1.0, the order is the plain one.
     target = plain[-1].key
-    over = retrieval.rank(stores, query, qvec, boosters=[(lambda k, *_: 50.0 if k == target else 1.0, 1.0)],
-                          **args)  # type: ignore[arg-type]
+    over = retrieval.rank(
+        stores, query, qvec, boosters=[(lambda k, *_: 50.0 if k == target else 1.0, 1.0)], **args
+    )  # type: ignore[arg-type]
     assert [c.key for c in over] == [c.key for c in plain]
 
 
@@ -113,7 +149,9 @@ def test_registered_boosters_declare_their_largest_factor(env: tuple[EngramServi
     assert boosts and all(isinstance(b, Boost) and b.most >= 1.0 for b in boosts)
 
 
-def test_first_admitted_skips_unknown_and_filtered(filled: tuple[EngramService, str, list[ScopeStore]]) -> None:
+def test_first_admitted_skips_unknown_and_filtered(
+    filled: tuple[EngramService, str, list[ScopeStore]],
+) -> None:
     _svc, _p, stores = filled
     light = stores[0].light
     keys = sorted(light)

@@ -19,8 +19,14 @@ from engram_core.organise.contradictions import judge
 
 
 def engram(daemon: DaemonProc, *args: str, cwd: Path) -> dict:
-    p = subprocess.run([sys.executable, "-m", "engram_core.cli", *args, "--json"], capture_output=True, text=True,
-                       timeout=300, cwd=str(cwd), env=daemon.env)
+    p = subprocess.run(
+        [sys.executable, "-m", "engram_core.cli", *args, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=str(cwd),
+        env=daemon.env,
+    )
     assert p.returncode == 0, p.stderr
     return json.loads(p.stdout)
 
@@ -50,27 +56,41 @@ LOOK_ALIKES = [  # one shape, different subjects and values: none of these contr
 
 def test_subject_matching_on_the_cli_path(daemon: DaemonProc, tmp_path: Path) -> None:
     proj = new_project(tmp_path, "lookalikes")
-    rows = [{"content": t, "created_at": f"2026-0{1 + i // 9}-{10 + i % 9:02d}T10:00:00Z"}
-            for i, t in enumerate(LOOK_ALIKES)]
+    rows = [
+        {"content": t, "created_at": f"2026-0{1 + i // 9}-{10 + i % 9:02d}T10:00:00Z"}
+        for i, t in enumerate(LOOK_ALIKES)
+    ]
     # The true case among them: the billing port changed, said weeks later without naming the old one.
-    rows.append({"content": "The billing service listens on port 9090.", "created_at": "2026-03-01T10:00:00Z"})
+    rows.append(
+        {"content": "The billing service listens on port 9090.", "created_at": "2026-03-01T10:00:00Z"}
+    )
     assert import_lines(daemon, proj, rows)["stored"] == len(rows)
     review = engram(daemon, "review", "contradictions", cwd=proj)["contradictions"]
     pairs = [{x["a"]["content"], x["b"]["content"]} for x in review["items"]]
-    assert pairs == [{"The billing service listens on port 8080.", "The billing service listens on port 9090."}], \
-        pairs
+    assert pairs == [
+        {"The billing service listens on port 8080.", "The billing service listens on port 9090."}
+    ], pairs
     [item] = review["items"]
     assert review["counts"]["open"] == 1
     assert item["suggested"] == ("keep_b" if "9090" in item["b"]["content"] else "keep_a"), "the newer one"
 
 
-def test_a_stated_change_supersedes_without_asking_and_reopen_undoes_it(daemon: DaemonProc,
-                                                                       tmp_path: Path) -> None:
+def test_a_stated_change_supersedes_without_asking_and_reopen_undoes_it(
+    daemon: DaemonProc, tmp_path: Path
+) -> None:
     proj = new_project(tmp_path, "supersede")
-    old, new = ("Unit tests in the web package run with Jest.",
-                "Migrated the web package's unit tests from Jest to Vitest.")
-    import_lines(daemon, proj, [{"content": old, "created_at": "2026-05-01T09:00:00Z"},
-                                {"content": new, "created_at": "2026-06-12T09:00:00Z"}])
+    old, new = (
+        "Unit tests in the web package run with Jest.",
+        "Migrated the web package's unit tests from Jest to Vitest.",
+    )
+    import_lines(
+        daemon,
+        proj,
+        [
+            {"content": old, "created_at": "2026-05-01T09:00:00Z"},
+            {"content": new, "created_at": "2026-06-12T09:00:00Z"},
+        ],
+    )
     review = engram(daemon, "review", "contradictions", "--all", cwd=proj)["contradictions"]
     assert review["counts"] == {"open": 0, "resolved": 0, "resolved_without_asking": 1, "open_by_kind": {}}
     [item] = review["items"]
@@ -87,15 +107,25 @@ def test_a_stated_change_supersedes_without_asking_and_reopen_undoes_it(daemon: 
     again = engram(daemon, "review", "contradictions", cwd=proj)["contradictions"]
     assert again["counts"]["open"] == 1 and again["items"][0]["id"] == item["id"]
     restored = engram(daemon, "show", dropped["id"], cwd=proj)
-    assert restored["status"] != "superseded" and restored["status_history"][-1]["reason"].endswith("reopened")
-    assert old in [h["content"] for h in engram(daemon, "recall", "web package test runner", cwd=proj)["hits"]]
+    assert restored["status"] != "superseded" and restored["status_history"][-1]["reason"].endswith(
+        "reopened"
+    )
+    assert old in [
+        h["content"] for h in engram(daemon, "recall", "web package test runner", cwd=proj)["hits"]
+    ]
 
 
 def test_near_duplicates_are_proposed_by_the_import_itself(daemon: DaemonProc, tmp_path: Path) -> None:
     proj = new_project(tmp_path, "dups")
-    group = ["The checkout service listens on port 8443.", "Remember: the checkout service port is 8443.",
-             "For local work the checkout service answers on port 8443."]
-    apart = ["The shipping service listens on port 8443.", "The checkout service stores its data in Postgres."]
+    group = [
+        "The checkout service listens on port 8443.",
+        "Remember: the checkout service port is 8443.",
+        "For local work the checkout service answers on port 8443.",
+    ]
+    apart = [
+        "The shipping service listens on port 8443.",
+        "The checkout service stores its data in Postgres.",
+    ]
     import_lines(daemon, proj, [{"content": t} for t in group + apart])
     queue = engram(daemon, "review", "consolidations", cwd=proj)["consolidations"]
     [item] = queue["items"]
@@ -112,24 +142,32 @@ def test_near_duplicates_are_proposed_by_the_import_itself(daemon: DaemonProc, t
 
 def test_bulk_decisions_are_undoable(daemon: DaemonProc, tmp_path: Path) -> None:
     proj = new_project(tmp_path, "bulk")
-    rows = [{"content": "The audit service listens on port 7001.", "created_at": "2026-02-01T10:00:00Z"},
-            {"content": "The audit service listens on port 7002.", "created_at": "2026-03-01T10:00:00Z"},
-            {"content": "Tests for the audit module run with pytest -x.", "created_at": "2026-02-01T10:00:00Z"},
-            {"content": "Run the audit module's tests with pytest -x.", "created_at": "2026-02-02T10:00:00Z"}]
+    rows = [
+        {"content": "The audit service listens on port 7001.", "created_at": "2026-02-01T10:00:00Z"},
+        {"content": "The audit service listens on port 7002.", "created_at": "2026-03-01T10:00:00Z"},
+        {"content": "Tests for the audit module run with pytest -x.", "created_at": "2026-02-01T10:00:00Z"},
+        {"content": "Run the audit module's tests with pytest -x.", "created_at": "2026-02-02T10:00:00Z"},
+    ]
     import_lines(daemon, proj, rows)
     before = engram(daemon, "review", cwd=proj)
-    assert before["contradictions"]["counts"]["open"] == 1 and before["consolidations"]["counts"]["pending"] == 1
+    assert (
+        before["contradictions"]["counts"]["open"] == 1 and before["consolidations"]["counts"]["pending"] == 1
+    )
     settled = engram(daemon, "review", "resolve-all", "--min", "0.5", cwd=proj)
     assert settled["count"] == 1
     approved = engram(daemon, "review", "approve-all", cwd=proj)
     assert approved["count"] == 1
     after = engram(daemon, "review", cwd=proj)
-    assert after["contradictions"]["counts"]["open"] == 0 and after["consolidations"]["counts"]["pending"] == 0
+    assert (
+        after["contradictions"]["counts"]["open"] == 0 and after["consolidations"]["counts"]["pending"] == 0
+    )
     merged = engram(daemon, "stats", cwd=proj)
     for item_id in settled["ids"] + approved["ids"]:
         engram(daemon, "review", "reopen", item_id, cwd=proj)
     again = engram(daemon, "review", cwd=proj)
-    assert again["contradictions"]["counts"]["open"] == 1 and again["consolidations"]["counts"]["pending"] == 1
+    assert (
+        again["contradictions"]["counts"]["open"] == 1 and again["consolidations"]["counts"]["pending"] == 1
+    )
     statuses = {s["content"]: s["status"] for s in again["consolidations"]["items"][0]["sources"]}
     assert set(statuses.values()) <= {"created", "active"}, statuses
     assert merged, "stats answered"
@@ -146,12 +184,17 @@ def test_judge_keeps_look_alikes_apart_and_finds_changes() -> None:
     vocab = sj.Vocabulary()
     vocab.learn(LOOK_ALIKES)
     for i, a in enumerate(LOOK_ALIKES):
-        for b in LOOK_ALIKES[i + 1:]:
+        for b in LOOK_ALIKES[i + 1 :]:
             v = judge(a, b, 0.9, vocab)
             assert v.cls == "distinct", (a, b, v)
-    v = judge("The billing service listens on port 8080.",
-              "Heads up: the billing service no longer uses port 8080, it is on 9090 now.", 0.8, vocab)
+    v = judge(
+        "The billing service listens on port 8080.",
+        "Heads up: the billing service no longer uses port 8080, it is on 9090 now.",
+        0.8,
+        vocab,
+    )
     assert v.cls == "update" and v.strong and "8080 → 9090" in v.why
-    plain = judge("The billing service listens on port 8080.", "The billing service listens on port 9090.", 0.95,
-                  vocab)
+    plain = judge(
+        "The billing service listens on port 8080.", "The billing service listens on port 9090.", 0.95, vocab
+    )
     assert plain.cls == "update" and not plain.strong, "no stated change: asked, not applied"

@@ -44,7 +44,13 @@ def assert_in_step(service: EngramService, store: ScopeStore, p: str) -> int:
         assert fresh is not None, key
         fresh.pop("memory_strength", None)
         assert row == fresh, key
-    for q in ("stripe payments", "webhooks billing retries", "tests CI", "postgres database choice", "deploys"):
+    for q in (
+        "stripe payments",
+        "webhooks billing retries",
+        "tests CI",
+        "postgres database choice",
+        "deploys",
+    ):
         for hit in service.recall(q, project=p, strengthen=False, log=False).hits:
             assert _plain(hit.memory) == _plain(service.get(hit.memory.id, project=p)), hit.memory.id
     return held
@@ -59,7 +65,9 @@ def service(engram_home: Path, embedder: Any) -> Iterator[EngramService]:
 
 
 @pytest.fixture
-def filled(service: EngramService, project_dir: Path) -> Iterator[tuple[EngramService, ScopeStore, str, list[str]]]:
+def filled(
+    service: EngramService, project_dir: Path
+) -> Iterator[tuple[EngramService, ScopeStore, str, list[str]]]:
     p = str(project_dir)
     keys = [service.store(MemoryIn(content=t, tags=["t"]), project=p).memory.id for t in TEXTS]
     store = service.project_store(p)
@@ -92,8 +100,9 @@ def test_recall_runs_no_query_once_warm(filled: Any, monkeypatch: pytest.MonkeyP
     assert counting.sql == []  # rows from the mirror; the access counts and the log row are written later
 
 
-def test_rows_survive_a_restart_through_the_snapshot(filled: Any, engram_home: Path, embedder: Any,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_rows_survive_a_restart_through_the_snapshot(
+    filled: Any, engram_home: Path, embedder: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     service, store, p, keys = filled
     assert len(store.rows) == len(TEXTS)
     before = {k: store.rows.get(k) for k in keys}
@@ -113,8 +122,9 @@ def test_rows_survive_a_restart_through_the_snapshot(filled: Any, engram_home: P
         again.close()
 
 
-def test_rows_missing_after_an_open_without_snapshot_are_read_and_filled(filled: Any, engram_home: Path,
-                                                                        embedder: Any) -> None:
+def test_rows_missing_after_an_open_without_snapshot_are_read_and_filled(
+    filled: Any, engram_home: Path, embedder: Any
+) -> None:
     service, store, p, keys = filled
     snap = store.snapshot_path
     service.close()
@@ -134,8 +144,9 @@ def test_rows_missing_after_an_open_without_snapshot_are_read_and_filled(filled:
         again.close()
 
 
-def test_the_daemon_fills_missing_rows_in_the_background(filled: Any, engram_home: Path, embedder: Any,
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_daemon_fills_missing_rows_in_the_background(
+    filled: Any, engram_home: Path, embedder: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The daemon (store.use_engine_thread) reads the rows a store opened without them lacks, without a recall."""
     import engram_core.store as store_mod
 
@@ -183,8 +194,9 @@ def test_the_mirror_stays_in_step_after_every_kind_of_write(filled: Any) -> None
     service.note_injected([f"project:{keys[0]}"], project=p)
     assert_in_step(service, store, p)
     # a console write (the mirror reloads), then the maintenance sweep a month later
-    out = service.run_query(f"UPDATE memory:{keys[0]} SET metadata = {{source: 'console'}}", project=p,
-                            allow_writes=True)
+    out = service.run_query(
+        f"UPDATE memory:{keys[0]} SET metadata = {{source: 'console'}}", project=p, allow_writes=True
+    )
     assert out.ok, out.message
     assert service.get(keys[0], project=p).metadata == {"source": "console"}
     assert_in_step(service, store, p)
@@ -214,18 +226,23 @@ def test_which_writes_drop_which_held_rows() -> None:
     rows.touched("UPDATE $id SET importance = 0.9", {"id": RecordID("memory", "a")})
     assert rows.missing(["a", "b", "c"]) == ["a"]
     fill()
-    rows.touched("FOR $u IN $items { UPDATE $u.id SET x = 1; }", {"items": [{"id": "memory:b", "e": [0.1, 0.2]}]})
+    rows.touched(
+        "FOR $u IN $items { UPDATE $u.id SET x = 1; }", {"items": [{"id": "memory:b", "e": [0.1, 0.2]}]}
+    )
     assert rows.missing(["a", "b", "c"]) == ["b"]
     fill()
-    rows.touched("INSERT INTO entity $e ON DUPLICATE KEY UPDATE n += 1", {"e": [{"id": RecordID("entity", "a")}]})
+    rows.touched(
+        "INSERT INTO entity $e ON DUPLICATE KEY UPDATE n += 1", {"e": [{"id": RecordID("entity", "a")}]}
+    )
     rows.touched("INSERT INTO memory $rows RETURN NONE", {"rows": [{"id": RecordID("memory", "d")}]})
     assert rows.missing(["a", "b", "c"]) == []  # new rows and other tables change no held row
     rows.touched("UPDATE memory SET pinned = true WHERE importance > 0.8", {})
     assert rows.missing(["a", "b", "c"]) == ["a", "b", "c"]
 
 
-def test_rows_held_from_the_snapshot_follow_every_kind_of_write(filled: Any, engram_home: Path,
-                                                                 embedder: Any) -> None:
+def test_rows_held_from_the_snapshot_follow_every_kind_of_write(
+    filled: Any, engram_home: Path, embedder: Any
+) -> None:
     """After a restart the rows wait undecoded in the snapshot's blob: each kind of write must still drop, patch
     or replace them exactly as it does a row held in memory."""
     service, store, p, keys = filled
@@ -242,8 +259,9 @@ def test_rows_held_from_the_snapshot_follow_every_kind_of_write(filled: Any, eng
         again.forget(keys[5], project=p, erase=True, confirm=True)
         assert keys[5] not in st.rows
         assert_in_step(again, st, p)
-        assert again.run_query(f"UPDATE memory:{keys[0]} SET metadata = {{source: 'console'}}", project=p,
-                               allow_writes=True).ok
+        assert again.run_query(
+            f"UPDATE memory:{keys[0]} SET metadata = {{source: 'console'}}", project=p, allow_writes=True
+        ).ok
         assert again.get(keys[0], project=p).metadata == {"source": "console"}
         assert_in_step(again, st, p)
     finally:
@@ -254,12 +272,16 @@ def test_a_snapshot_blob_is_decoded_only_for_the_rows_asked_for() -> None:
     from engram_core.row_mirror import RowMirror, encode
 
     rows = RowMirror()
-    packed = {k: tuple(f"{k}-{f}" if f == "content" else None for f in row_mirror.FIELDS) for k in ("a", "b", "c")}
+    packed = {
+        k: tuple(f"{k}-{f}" if f == "content" else None for f in row_mirror.FIELDS) for k in ("a", "b", "c")
+    }
     texts = [encode(packed["a"]).encode(), b"", encode(packed["c"]).encode()]  # "b" was not held
     offsets = [0, len(texts[0]), len(texts[0]), len(texts[0]) + len(texts[2])]
     rows.load_snapshot(["a", "b", "c"], b"".join(texts), offsets)
     assert len(rows) == 2 and "a" in rows and "b" not in rows and rows.missing(["a", "b", "c"]) == ["b"]
-    assert rows.snapshot_text("c") == texts[2].decode() and rows._rows == {}  # read, not taken out of the blob
+    assert (
+        rows.snapshot_text("c") == texts[2].decode() and rows._rows == {}
+    )  # read, not taken out of the blob
     assert rows.get("a")["content"] == "a-content"  # type: ignore[index]
     assert set(rows._rows) == {"a"} and set(rows._at) == {"c"}
     rows.patch("c", {"content": "changed"})

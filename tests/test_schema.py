@@ -17,16 +17,19 @@ def store() -> ScopeStore:
     return ScopeStore(Connection.memory(), Scope.project, "p_schema")
 
 
-@pytest.mark.parametrize("bad", [
-    {"memory_type": "dream"},
-    {"scope": "team"},
-    {"status": "deleted"},
-    {"importance": 1.5},
-    {"importance": -0.1},
-    {"content": 42},
-    {"access_count": -1},
-    {"tags": "not-a-list"},
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"memory_type": "dream"},
+        {"scope": "team"},
+        {"status": "deleted"},
+        {"importance": 1.5},
+        {"importance": -0.1},
+        {"content": 42},
+        {"access_count": -1},
+        {"tags": "not-a-list"},
+    ],
+)
 def test_engine_refuses_bad_fields_and_stores_nothing(store: ScopeStore, bad: dict) -> None:
     with pytest.raises(Exception):  # noqa: B017 - the SDK raises its own error types
         store.q("CREATE $id CONTENT $f", {"id": record("bad"), "f": {**GOOD, **bad}})
@@ -56,8 +59,11 @@ def test_a_new_migration_file_is_applied_on_open(store: ScopeStore, monkeypatch:
     import engram_core.store as store_mod
 
     real = store_mod.migrations()
-    extra = (real[-1][0] + 1, "999_test.surql",
-             "DEFINE FIELD IF NOT EXISTS test_marker ON memory TYPE option<string>;")
+    extra = (
+        real[-1][0] + 1,
+        "999_test.surql",
+        "DEFINE FIELD IF NOT EXISTS test_marker ON memory TYPE option<string>;",
+    )
     monkeypatch.setattr(store_mod, "migrations", lambda: [*real, extra])
     reopened = ScopeStore(store.conn, Scope.project, "p_schema")
     assert reopened.schema_version() == extra[0]
@@ -70,7 +76,10 @@ def test_lifecycle_status_history_is_written_by_the_database(store: ScopeStore) 
     store.strengthen(["h"])  # first retrieval: created → active, by DEFINE EVENT
     row = store.get("h")
     assert row is not None and row["status"] == "active"
-    assert [(x.get("from"), x["to"]) for x in row["status_history"]] == [(None, "created"), ("created", "active")]
+    assert [(x.get("from"), x["to"]) for x in row["status_history"]] == [
+        (None, "created"),
+        ("created", "active"),
+    ]
 
 
 def test_every_index_is_one_a_query_uses_and_is_documented(store: ScopeStore) -> None:

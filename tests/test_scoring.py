@@ -37,15 +37,31 @@ def test_python_and_surrealql_strength_agree_at_many_points(store: ScopeStore) -
             "access_count": rng.randint(0, 30),
             "last_accessed_at": now - timedelta(hours=rng.uniform(0, 24 * 90)),
         }
-        store.q("CREATE $id CONTENT $f", {"id": record(f"m{i}"), "f": {
-            **case, "content": f"memory {i}", "content_hash": str(i), "memory_type": mtype, "scope": "project"}})
+        store.q(
+            "CREATE $id CONTENT $f",
+            {
+                "id": record(f"m{i}"),
+                "f": {
+                    **case,
+                    "content": f"memory {i}",
+                    "content_hash": str(i),
+                    "memory_type": mtype,
+                    "scope": "project",
+                },
+            },
+        )
         cases.append(case)
     rows = store.q1("SELECT id, memory_strength, time::now() AS now FROM memory")
     by_id = {str(r["id"].id): r for r in rows}
     for i, case in enumerate(cases):
         row = by_id[f"m{i}"]
-        expected = memory_strength(case["importance"], case["half_life_days"], case["access_count"],
-                                   case["last_accessed_at"], row["now"])
+        expected = memory_strength(
+            case["importance"],
+            case["half_life_days"],
+            case["access_count"],
+            case["last_accessed_at"],
+            row["now"],
+        )
         # duration::secs counts whole seconds: on a scale of hours to months that is < 1e-4 relative.
         assert row["memory_strength"] == pytest.approx(expected, rel=1e-4, abs=1e-9), case
 
@@ -74,14 +90,33 @@ def test_crossing_time_is_where_the_curve_meets_the_threshold() -> None:
 
 
 def test_composite_importance_weights_and_type_bonus() -> None:
-    base = dict(days_since_update=0.0, access_count=10, relevance=1.0, confidence=1.0, outcome_impact=1.0,
-                user_feedback=1.0)
+    base = dict(
+        days_since_update=0.0,
+        access_count=10,
+        relevance=1.0,
+        confidence=1.0,
+        outcome_impact=1.0,
+        user_feedback=1.0,
+    )
     assert composite_importance(**base, memory_type="episodic") == pytest.approx(1.0)
-    zero = dict(days_since_update=1e6, access_count=0, relevance=0.0, confidence=0.0, outcome_impact=0.0,
-                user_feedback=0.0)
+    zero = dict(
+        days_since_update=1e6,
+        access_count=0,
+        relevance=0.0,
+        confidence=0.0,
+        outcome_impact=0.0,
+        user_feedback=0.0,
+    )
     assert composite_importance(**zero, memory_type="episodic") == pytest.approx(0.0, abs=1e-9)
     assert composite_importance(**zero, memory_type="procedural") == pytest.approx(0.1)
     assert composite_importance(**zero, memory_type="semantic") == pytest.approx(0.05)
-    mid = composite_importance(days_since_update=10, access_count=5, relevance=0.5, confidence=0.7,
-                               outcome_impact=0.0, user_feedback=0.0, memory_type="episodic")
+    mid = composite_importance(
+        days_since_update=10,
+        access_count=5,
+        relevance=0.5,
+        confidence=0.7,
+        outcome_impact=0.0,
+        user_feedback=0.0,
+        memory_type="episodic",
+    )
     assert mid == pytest.approx(0.25 * math.exp(-1) + 0.2 * 0.5 + 0.2 * 0.5 + 0.15 * 0.7)

@@ -221,7 +221,6 @@ def test_thread_safety_smoke() -> None:
     assert len(idx.bm25("beta", 1000)) == 3 * 40
 
 
-
 def test_bulk_load_matches_upserting_each() -> None:
     """Store open fills the index in one go; it must answer exactly as the index built one write at a time."""
     rng = np.random.default_rng(5)
@@ -252,22 +251,28 @@ def test_the_vector_scan_runs_on_one_blas_thread() -> None:
     """OpenBLAS starts a spinning thread per core for each matrix product: on a shared two-core machine the
     cosine scan over 10,000 vectors took 18 ms instead of 1.4 ms (bench/blas_threads.py). Importing engram_core
     limits it to one thread before numpy loads."""
-    code = ("import engram_core.search_index, threadpoolctl; "
-            "print(sorted({p['num_threads'] for p in threadpoolctl.threadpool_info() if p['user_api'] == 'blas'}))")
+    code = (
+        "import engram_core.search_index, threadpoolctl; "
+        "print(sorted({p['num_threads'] for p in threadpoolctl.threadpool_info() if p['user_api'] == 'blas'}))"
+    )
     env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[1]", out.stdout + out.stderr
 
 
 def test_postings_saved_and_loaded_score_like_tokenising_and_stay_so_through_writes(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """A store opens its BM25 index from the postings saved in its snapshot instead of tokenising every text.
     That index must score exactly like one built from the texts, also after writes replace and remove documents
     loaded that way (their terms then come from their text), and must refuse postings of another analyser."""
     import engram_core.search_index as si
 
-    docs = {**DOCS, "d7": "The deploy failed again: the migration of the database timed out twice",
-            "d8": "Melanie's race for mental health raised money for the charity"}
+    docs = {
+        **DOCS,
+        "d7": "The deploy failed again: the migration of the database timed out twice",
+        "d8": "Melanie's race for mental health raised money for the charity",
+    }
     ids = list(docs)
     built = SearchIndex(dim=4)
     built.load(ids, [docs[i] for i in ids], np.zeros((len(ids), 4), np.float32), np.zeros(len(ids), bool))
@@ -277,19 +282,28 @@ def test_postings_saved_and_loaded_score_like_tokenising_and_stay_so_through_wri
     real = si.tokenize
     monkeypatch.setattr(si, "tokenize", lambda text, **kw: calls.append(text) or real(text, **kw))
     loaded = SearchIndex(dim=4)
-    loaded.load(ids, [docs[i] for i in ids], np.zeros((len(ids), 4), np.float32), np.zeros(len(ids), bool), saved)
+    loaded.load(
+        ids, [docs[i] for i in ids], np.zeros((len(ids), 4), np.float32), np.zeros(len(ids), bool), saved
+    )
     assert calls == [], "loading saved postings must not tokenise the texts"
     monkeypatch.setattr(si, "tokenize", real)
 
-    queries = ["database migration timed out", "charity race mental health", "deploy", "window cat", "nothing here"]
+    queries = [
+        "database migration timed out",
+        "charity race mental health",
+        "deploy",
+        "window cat",
+        "nothing here",
+    ]
 
     def same() -> None:
         for q in queries:
             assert loaded.bm25(q, 10) == built.bm25(q, 10), q
             assert loaded.bm25_scores(q) == built.bm25_scores(q), q
         for d in [*ids, "d9"]:
-            assert loaded.unique_terms(d, docs.get(d, "deploy database")) == \
-                built.unique_terms(d, docs.get(d, "deploy database"))
+            assert loaded.unique_terms(d, docs.get(d, "deploy database")) == built.unique_terms(
+                d, docs.get(d, "deploy database")
+            )
 
     same()
     for idx in (built, loaded):
@@ -297,17 +311,27 @@ def test_postings_saved_and_loaded_score_like_tokenising_and_stay_so_through_wri
         idx.remove("d7")  # removes one
         idx.upsert("d9", "A new note on the database migration and the race", None)
     same()
-    assert loaded.bm25("timed out twice", 10) == built.bm25("timed out twice", 10) == \
-        [(k, s) for k, s in built.bm25("timed out twice", 10) if k != "d7"]
+    assert (
+        loaded.bm25("timed out twice", 10)
+        == built.bm25("timed out twice", 10)
+        == [(k, s) for k, s in built.bm25("timed out twice", 10) if k != "d7"]
+    )
     again = SearchIndex(dim=4)
     ids2 = loaded.ids()
-    again.load(ids2, [loaded.text(i) for i in ids2], np.zeros((len(ids2), 4), np.float32), np.zeros(len(ids2), bool),
-               loaded.export_postings(ids2))
+    again.load(
+        ids2,
+        [loaded.text(i) for i in ids2],
+        np.zeros((len(ids2), 4), np.float32),
+        np.zeros(len(ids2), bool),
+        loaded.export_postings(ids2),
+    )
     for q in queries:
         assert again.bm25_scores(q) == pytest.approx(built.bm25_scores(q))
 
     other = SearchIndex(dim=4, drop_stopwords=False)  # another analyser: the saved postings are not used
-    other.load(ids, [docs[i] for i in ids], np.zeros((len(ids), 4), np.float32), np.zeros(len(ids), bool), saved)
+    other.load(
+        ids, [docs[i] for i in ids], np.zeros((len(ids), 4), np.float32), np.zeros(len(ids), bool), saved
+    )
     plain = SearchIndex(dim=4, drop_stopwords=False)
     plain.load(ids, [docs[i] for i in ids], np.zeros((len(ids), 4), np.float32), np.zeros(len(ids), bool))
     assert other.bm25_scores("the deploy") == plain.bm25_scores("the deploy")
@@ -398,7 +422,9 @@ def test_a_large_scan_runs_in_two_halves_with_the_same_products(monkeypatch: pyt
     for i, d in enumerate(docs[70:], start=70):
         idx.upsert(f"d{i}", f"text {i}", d)
     submitted.clear()
-    assert idx.vector(docs[90], 5)[0][0] == "d90" and len(submitted) == 2  # the projected rows, the candidates
+    assert (
+        idx.vector(docs[90], 5)[0][0] == "d90" and len(submitted) == 2
+    )  # the projected rows, the candidates
 
 
 def test_nearest_many_gives_each_query_its_exact_top_k_without_its_skipped_ids() -> None:
@@ -422,8 +448,14 @@ def test_nearest_many_gives_each_query_its_exact_top_k_without_its_skipped_ids()
     vecs["late"] = idx.embedding("late")  # type: ignore[assignment]
     ids = list(vecs)
     unit = np.stack([vecs[d] / np.linalg.norm(vecs[d]) for d in ids])
-    queries: list[np.ndarray | None] = [vecs["d6"], vecs["d7"], rng.standard_normal(384).astype(np.float32),
-                                        None, np.zeros(384, dtype=np.float32), vecs["late"]]
+    queries: list[np.ndarray | None] = [
+        vecs["d6"],
+        vecs["d7"],
+        rng.standard_normal(384).astype(np.float32),
+        None,
+        np.zeros(384, dtype=np.float32),
+        vecs["late"],
+    ]
     skip = [{"d6", "d5"}, set(), {"d1", "d2", "not-there"}, {"d3"}, set()]  # one fewer than the queries
     got = idx.nearest_many(queries, 8, skip)
     assert got[3] == [] and got[4] == []
@@ -432,10 +464,14 @@ def test_nearest_many_gives_each_query_its_exact_top_k_without_its_skipped_ids()
             continue
         scores = unit @ (q / np.linalg.norm(q))
         slot = {d: idx._slot_of[d] for d in ids}
-        order = sorted((d for d in ids if d not in want_skip), key=lambda d: (-scores[ids.index(d)], slot[d]))[:8]
+        order = sorted(
+            (d for d in ids if d not in want_skip), key=lambda d: (-scores[ids.index(d)], slot[d])
+        )[:8]
         assert [d for d, _ in answer] == order
         assert [s for _, s in answer] == pytest.approx([float(scores[ids.index(d)]) for d in order], abs=1e-5)
         assert not want_skip & {d for d, _ in answer}
     # What `vector` answers (the exact scan below COARSE_MIN_DOCS), the same order and scores
     assert [d for d, _ in got[1]] == [d for d, _ in idx.vector(vecs["d7"], 8)]
-    assert idx.nearest_many([vecs["d7"]], 0) == [[]] and SearchIndex(384).nearest_many([vecs["d7"]], 3) == [[]]
+    assert idx.nearest_many([vecs["d7"]], 0) == [[]] and SearchIndex(384).nearest_many([vecs["d7"]], 3) == [
+        []
+    ]

@@ -30,8 +30,11 @@ def test_a_search_text_equal_to_the_content_is_stored_once(service: EngramServic
 def test_a_search_text_with_context_is_stored(service: EngramService, project_dir: Path) -> None:
     p = str(project_dir)
     sess = service.start_session(project=p).session_key
-    service.store(MemoryIn(content="The upload worker lives in services/upload/worker.py", scope="session"),  # type: ignore[arg-type]
-                  project=p, session=sess)
+    service.store(
+        MemoryIn(content="The upload worker lives in services/upload/worker.py", scope="session"),  # type: ignore[arg-type]
+        project=p,
+        session=sess,
+    )
     second = service.store(MemoryIn(content=TEXT, scope="session"), project=p, session=sess).memory.id  # type: ignore[arg-type]
     store, key = service.scopes.locate(second, p, sess)
     got = store.q1("SELECT VALUE search_text FROM ONLY $id", {"id": record(key)})

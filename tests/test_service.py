@@ -16,8 +16,13 @@ def mem(content: str, **kw) -> MemoryIn:  # noqa: ANN003
 
 
 def test_store_validates_before_touching_the_store(service: EngramService, project_dir: Path) -> None:
-    for bad in [dict(content="   "), dict(content="x", memory_type="dream"), dict(content="x", importance=2),
-                dict(content="x", memory_type="working", scope="project"), dict(content="x", unknown=1)]:
+    for bad in [
+        dict(content="   "),
+        dict(content="x", memory_type="dream"),
+        dict(content="x", importance=2),
+        dict(content="x", memory_type="working", scope="project"),
+        dict(content="x", unknown=1),
+    ]:
         with pytest.raises(ValidationError):
             service.store(bad, project=str(project_dir))
     assert service.stats(project=str(project_dir)).scopes[0].total == 0
@@ -34,9 +39,13 @@ def test_exact_duplicate_merges_and_says_so(service: EngramService, project_dir:
 
 
 def test_secrets_are_redacted_before_storage(service: EngramService, project_dir: Path) -> None:
-    res = service.store(mem("deploy with AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY now",
-                            metadata={"cmd": "curl -H 'Authorization: Bearer abcdefghijklmnopqrstuvwxyz123456'"}),
-                        project=str(project_dir))
+    res = service.store(
+        mem(
+            "deploy with AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY now",
+            metadata={"cmd": "curl -H 'Authorization: Bearer abcdefghijklmnopqrstuvwxyz123456'"},
+        ),
+        project=str(project_dir),
+    )
     assert "wJalrXUtnFEMI" not in res.memory.content and "[REDACTED:" in res.memory.content
     assert "abcdefghijklmnop" not in str(res.memory.metadata)
     assert res.redactions
@@ -46,8 +55,12 @@ def test_secrets_are_redacted_before_storage(service: EngramService, project_dir
 
 def test_recall_is_hybrid_strengthens_and_logs(service: EngramService, project_dir: Path) -> None:
     p = str(project_dir)
-    service.store(mem("This project uses PostgreSQL 16 with the pgvector extension", metadata={"k": 1}), project=p)
-    service.store(mem("Run the test suite with `make test` from the repo root", memory_type="procedural"), project=p)
+    service.store(
+        mem("This project uses PostgreSQL 16 with the pgvector extension", metadata={"k": 1}), project=p
+    )
+    service.store(
+        mem("Run the test suite with `make test` from the repo root", memory_type="procedural"), project=p
+    )
     service.store(mem("The frontend is built with Vite and React"), project=p)
     res = service.recall("which database do we use?", project=p)
     assert res.strategy == "hybrid" and res.degraded is None
@@ -58,12 +71,16 @@ def test_recall_is_hybrid_strengthens_and_logs(service: EngramService, project_d
     after = service.get(top.memory.id)
     assert after.access_count == 1 and after.status == Status.active
     logs = service.run_query("SELECT * FROM retrieval_log", project=p).statements[0].rows
-    assert logs and logs[-1]["query"] == "which database do we use?" and top.memory.id in logs[-1]["memory_ids"]
+    assert (
+        logs and logs[-1]["query"] == "which database do we use?" and top.memory.id in logs[-1]["memory_ids"]
+    )
 
 
 def test_recall_filters_by_type_tag_and_status(service: EngramService, project_dir: Path) -> None:
     p = str(project_dir)
-    a = service.store(mem("Deploy with cdk deploy --all", memory_type="procedural", tags=["deploy"]), project=p)
+    a = service.store(
+        mem("Deploy with cdk deploy --all", memory_type="procedural", tags=["deploy"]), project=p
+    )
     b = service.store(mem("Deploys go to eu-west-1", tags=["infra"]), project=p)
     ids = lambda r: {h.memory.id for h in r.hits}  # noqa: E731
     assert ids(service.recall("deploy", project=p, types=["procedural"])) == {a.memory.id}
@@ -108,7 +125,9 @@ def test_cross_scope_dedup_keeps_the_stronger(service: EngramService, project_di
 def test_update_forget_and_unknown_ids(service: EngramService, project_dir: Path) -> None:
     p = str(project_dir)
     m = service.store(mem("Use black for formatting"), project=p).memory
-    updated = service.update(m.id, MemoryPatch(content="Use ruff format for formatting", tags=["style"]), project=p)
+    updated = service.update(
+        m.id, MemoryPatch(content="Use ruff format for formatting", tags=["style"]), project=p
+    )
     assert updated.content.startswith("Use ruff") and updated.tags == ["style"]
     assert "ruff" in service.recall("formatter", project=p).hits[0].memory.content
     with pytest.raises(EngramError):
@@ -145,14 +164,22 @@ def test_import_reports_bad_lines_and_stores_the_good(service: EngramService, pr
     assert report.stored == 2 and [f.line for f in report.failed] == [2, 3, 4]
     assert "memory_type" in report.failed[2].error
     page = service.list_memories(project=str(project_dir), order="created_at", descending=False)
-    assert [m.content for m in page.items] == ["The cache lives in /var/cache/app", "Tests run with pytest -q"]
+    assert [m.content for m in page.items] == [
+        "The cache lives in /var/cache/app",
+        "Tests run with pytest -q",
+    ]
     assert page.items[0].created_at.year == 2026 and page.items[0].metadata["src"] == "doc"
 
 
 def test_list_memories_pages_sorts_and_filters(service: EngramService, project_dir: Path) -> None:
     p = str(project_dir)
-    service.store_many([mem(f"note number {i}", importance=i / 20, tags=["even" if i % 2 == 0 else "odd"])
-                        for i in range(12)], project=p)
+    service.store_many(
+        [
+            mem(f"note number {i}", importance=i / 20, tags=["even" if i % 2 == 0 else "odd"])
+            for i in range(12)
+        ],
+        project=p,
+    )
     page = service.list_memories(project=p, order="importance", descending=True, limit=5)
     assert page.total == 12 and len(page.items) == 5
     assert [m.importance for m in page.items] == sorted((i / 20 for i in range(7, 12)), reverse=True)
@@ -160,8 +187,9 @@ def test_list_memories_pages_sorts_and_filters(service: EngramService, project_d
     assert service.list_memories(project=p, text="NUMBER 1").total == 3  # 1, 10, 11
 
 
-def test_injection_context_respects_budget_and_labels_scopes(service: EngramService, project_dir: Path,
-                                                            tmp_path: Path) -> None:
+def test_injection_context_respects_budget_and_labels_scopes(
+    service: EngramService, project_dir: Path, tmp_path: Path
+) -> None:
     p = str(project_dir)
     other = tmp_path / "other"
     (other / ".git").mkdir(parents=True)
@@ -179,12 +207,23 @@ def test_injection_context_respects_budget_and_labels_scopes(service: EngramServ
 def test_list_memories_mirror_path_matches_the_database(service: EngramService, project_dir: Path) -> None:
     """The fast path (in-process mirror) and the database path list the same memories in the same order."""
     p = str(project_dir)
-    made = service.store_many([mem(f"entry {i} about {'alpha' if i % 3 else 'beta'}", importance=(i % 7) / 7,
-                                   tags=[f"t{i % 2}"]) for i in range(15)], project=p)
+    made = service.store_many(
+        [
+            mem(f"entry {i} about {'alpha' if i % 3 else 'beta'}", importance=(i % 7) / 7, tags=[f"t{i % 2}"])
+            for i in range(15)
+        ],
+        project=p,
+    )
     service.forget(made[4].memory.id, project=p, erase=True, confirm=True)
     service.set_status(made[5].memory.id, Status.archived, project=p)
-    for kwargs in [dict(order="importance"), dict(order="content", descending=False), dict(text="beta"),
-                   dict(tag="t1", order="memory_strength"), dict(status=Status.archived), dict(limit=4, offset=3)]:
+    for kwargs in [
+        dict(order="importance"),
+        dict(order="content", descending=False),
+        dict(text="beta"),
+        dict(tag="t1", order="memory_strength"),
+        dict(status=Status.archived),
+        dict(limit=4, offset=3),
+    ]:
         fast = service.list_memories(project=p, **kwargs)
         ids_fast = [m.id for m in fast.items]
         # updated_at sorts in the database; compare membership for the other orders through the same filters.
@@ -192,11 +231,14 @@ def test_list_memories_mirror_path_matches_the_database(service: EngramService, 
         assert fast.total <= len(slow)
         assert len(ids_fast) == min(kwargs.get("limit", 100), fast.total - kwargs.get("offset", 0))
     everything = service.list_memories(project=p, limit=100)
-    assert everything.total == 15 and made[4].memory.id in {m.id for m in everything.items}  # forgotten included
+    assert everything.total == 15 and made[4].memory.id in {
+        m.id for m in everything.items
+    }  # forgotten included
     by_imp = service.list_memories(project=p, order="importance", limit=100).items
     assert [m.importance for m in by_imp] == sorted((m.importance for m in by_imp), reverse=True)
     assert {m.id for m in service.list_memories(project=p, text="beta", limit=100).items} == {
-        r.memory.id for i, r in enumerate(made) if i % 3 == 0 and i != 4}
+        r.memory.id for i, r in enumerate(made) if i % 3 == 0 and i != 4
+    }
 
 
 def test_param_cache_follows_set_param_and_console_writes(service: EngramService) -> None:
@@ -206,7 +248,8 @@ def test_param_cache_follows_set_param_and_console_writes(service: EngramService
     assert service.param("cache_probe", 0) == 1
     service.set_param("cache_probe", 2)
     assert service.param("cache_probe", 0) == 2
-    res = service.run_query("UPDATE evolution_state SET value = {v: 3} WHERE key = 'cache_probe'", scope="user",
-                            allow_writes=True)
+    res = service.run_query(
+        "UPDATE evolution_state SET value = {v: 3} WHERE key = 'cache_probe'", scope="user", allow_writes=True
+    )
     assert res.ok, res.message
     assert service.param("cache_probe", 0) == 3

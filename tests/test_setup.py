@@ -49,17 +49,22 @@ def agent_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, engram_data: Dae
 
 
 def _run(argv: list[str], home: Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "HOME": str(home), "DISABLE_AUTOUPDATER": "1",
-           "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
+    env = {
+        **os.environ,
+        "HOME": str(home),
+        "DISABLE_AUTOUPDATER": "1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    }
     return subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env, cwd=cwd or home)
 
 
-def test_setup_codex_merges_into_the_config_codex_wrote(agent_home: Path, engram_data: DaemonProc,
-        capsys: pytest.CaptureFixture[str]) -> None:
+def test_setup_codex_merges_into_the_config_codex_wrote(
+    agent_home: Path, engram_data: DaemonProc, capsys: pytest.CaptureFixture[str]
+) -> None:
     codex = _cli(npm_cli("@openai/codex", "codex"), "Codex CLI")
     assert _run([str(codex), "mcp", "add", "other", "--", "/bin/echo", "hi"], agent_home).returncode == 0
     config = agent_home / ".codex" / "config.toml"
-    config.write_text("# my own settings\nmodel = \"o4\"\n\n" + config.read_text())
+    config.write_text('# my own settings\nmodel = "o4"\n\n' + config.read_text())
 
     assert cli_main(["setup", "codex", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
@@ -68,7 +73,7 @@ def test_setup_codex_merges_into_the_config_codex_wrote(agent_home: Path, engram
     capsys.readouterr()
 
     text = config.read_text()
-    assert text.startswith("# my own settings\nmodel = \"o4\"")
+    assert text.startswith('# my own settings\nmodel = "o4"')
     assert text.count("[mcp_servers.engram]") == 1
     got = json.loads(_run([str(codex), "mcp", "get", "engram", "--json"], agent_home).stdout)
     assert Path(got["transport"]["command"]).is_absolute()
@@ -80,13 +85,15 @@ def test_setup_codex_merges_into_the_config_codex_wrote(agent_home: Path, engram
     assert agents_md.count(agent_setup.PROTOCOL_BEGIN) == 1
     assert "recall_memories" in agents_md
     # the command codex would start really serves MCP
-    ok, detail = agent_setup.check_mcp_command(got["transport"]["command"], got["transport"]["args"],
-                                              got["transport"]["env"])
+    ok, detail = agent_setup.check_mcp_command(
+        got["transport"]["command"], got["transport"]["args"], got["transport"]["env"]
+    )
     assert ok, detail
 
 
-def test_setup_gemini_merges_into_the_settings_gemini_wrote(agent_home: Path, engram_data: DaemonProc,
-        capsys: pytest.CaptureFixture[str]) -> None:
+def test_setup_gemini_merges_into_the_settings_gemini_wrote(
+    agent_home: Path, engram_data: DaemonProc, capsys: pytest.CaptureFixture[str]
+) -> None:
     gemini = _cli(npm_cli("@google/gemini-cli", "gemini"), "Gemini CLI")
     added = _run([str(gemini), "mcp", "add", "-s", "user", "other", "/bin/echo", "hi"], agent_home)
     assert added.returncode == 0, added.stderr
@@ -107,11 +114,14 @@ def test_setup_gemini_merges_into_the_settings_gemini_wrote(agent_home: Path, en
     assert (agent_home / ".gemini" / "GEMINI.md.before-engram").read_text() == "Be terse.\n"
 
 
-def test_setup_claude_code_installs_a_plugin_claude_code_enables(claude_bin: Path, agent_home: Path,
-                                                                engram_data: DaemonProc,
-                                                                capsys: pytest.CaptureFixture[str],
-                                                                monkeypatch: pytest.MonkeyPatch,
-                                                                tmp_path: Path) -> None:
+def test_setup_claude_code_installs_a_plugin_claude_code_enables(
+    claude_bin: Path,
+    agent_home: Path,
+    engram_data: DaemonProc,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
     monkeypatch.delenv("ENGRAM_EMBEDDING_PROVIDER")  # the real model: doctor checks it too
     claude = claude_bin
     assert cli_main(["setup", "claude-code", "--claude", str(claude), "--json"]) == 0
@@ -138,14 +148,16 @@ def test_setup_claude_code_installs_a_plugin_claude_code_enables(claude_bin: Pat
     # doctor sees the same integration as healthy
     project = tmp_path / "proj"
     (project / ".git").mkdir(parents=True)
-    assert cli_main(["doctor", "--json", "--claude", str(claude), "--project", str(project)]) == 0, \
+    assert cli_main(["doctor", "--json", "--claude", str(claude), "--project", str(project)]) == 0, (
         capsys.readouterr().out
+    )
     checks = {c["name"]: c for c in json.loads(capsys.readouterr().out)["checks"]}
     assert checks["plugin"]["ok"] and checks["MCP command"]["ok"]
 
 
-def test_doctor_says_what_to_do_when_the_plugin_is_missing(claude_bin: Path, agent_home: Path,
-                                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_doctor_says_what_to_do_when_the_plugin_is_missing(
+    claude_bin: Path, agent_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     claude = claude_bin
     assert cli_main(["doctor", "--claude", str(claude)]) == 1
     out = capsys.readouterr().out
@@ -166,7 +178,9 @@ def test_doctor_reports_a_recent_hook_error(tmp_path: Path) -> None:
     import time
 
     log = tmp_path / "hooks.log"
-    log.write_text(f"2020-01-01T00:00:00 old problem\n{time.strftime('%Y-%m-%dT%H:%M:%S')} daemon unreachable\n")
+    log.write_text(
+        f"2020-01-01T00:00:00 old problem\n{time.strftime('%Y-%m-%dT%H:%M:%S')} daemon unreachable\n"
+    )
     step = agent_setup.last_hook_error(tmp_path)
     assert not step.ok and "daemon unreachable" in step.detail
     log.write_text("2020-01-01T00:00:00 old problem\n")
@@ -174,9 +188,13 @@ def test_doctor_reports_a_recent_hook_error(tmp_path: Path) -> None:
 
 
 def test_toml_merge_keeps_every_other_table_and_comment() -> None:
-    text = ('# top\n[mcp_servers.engram]\ncommand = "old"\n\n[mcp_servers.engram.env]\nA = "1"\n\n'
-            '[mcp_servers.other] # keep\ncommand = "x"\n')
-    new = agent_setup.replace_toml_tables(text, "mcp_servers.engram", agent_setup.codex_table("/e", ["mcp"], {}))
+    text = (
+        '# top\n[mcp_servers.engram]\ncommand = "old"\n\n[mcp_servers.engram.env]\nA = "1"\n\n'
+        '[mcp_servers.other] # keep\ncommand = "x"\n'
+    )
+    new = agent_setup.replace_toml_tables(
+        text, "mcp_servers.engram", agent_setup.codex_table("/e", ["mcp"], {})
+    )
     parsed = tomllib.loads(new)
     assert parsed["mcp_servers"]["engram"] == {"command": "/e", "args": ["mcp"]}
     assert parsed["mcp_servers"]["other"] == {"command": "x"}

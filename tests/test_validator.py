@@ -162,34 +162,42 @@ ENGINE_LINE_ENDS = ["\n", "\r", "\x85", "\u2028", "\u2029"]
 @pytest.mark.parametrize("line_end", ENGINE_LINE_ENDS)
 @pytest.mark.parametrize("comment", ["#", "//", "--"])
 def test_comments_end_where_the_engine_ends_them(comment: str, line_end: str) -> None:
-    attack = (f"RETURN 1 {comment} x{line_end}; COMMIT TRANSACTION; DEFINE EVENT p ON memory WHEN $event = 'CREATE' "
-              "THEN (UPDATE $after SET content = 'ATTACKER TEXT'); BEGIN TRANSACTION")
+    attack = (
+        f"RETURN 1 {comment} x{line_end}; COMMIT TRANSACTION; DEFINE EVENT p ON memory WHEN $event = 'CREATE' "
+        "THEN (UPDATE $after SET content = 'ATTACKER TEXT'); BEGIN TRANSACTION"
+    )
     verdict = validate(attack, allow_writes=True)
     assert not verdict.ok
     assert "blocked-keyword:DEFINE" in rules(attack, allow_writes=True)
 
 
-@pytest.mark.parametrize("query,rule", [
-    ("RETURN fn :: pwn()", "blocked-function:fn::pwn"),
-    ("RETURN fn::/* c */pwn()", "blocked-function:fn::pwn"),
-    ("RETURN fn::\t\r\npwn()", "blocked-function:fn::pwn"),
-    ("RETURN fn # c\r:: pwn()", "blocked-function:fn::pwn"),
-    ("RETURN http :: get('https://example.com')", "blocked-function:http::get"),
-    ("RETURN HTTP::/* x */post('https://example.com', {})", "blocked-function:http::post"),
-    ("RETURN sequence :: nextval('s')", "write-not-allowed:sequence::nextval"),
-    ("RETURN ns :: x()", "cross-scope"),
-])
+@pytest.mark.parametrize(
+    "query,rule",
+    [
+        ("RETURN fn :: pwn()", "blocked-function:fn::pwn"),
+        ("RETURN fn::/* c */pwn()", "blocked-function:fn::pwn"),
+        ("RETURN fn::\t\r\npwn()", "blocked-function:fn::pwn"),
+        ("RETURN fn # c\r:: pwn()", "blocked-function:fn::pwn"),
+        ("RETURN http :: get('https://example.com')", "blocked-function:http::get"),
+        ("RETURN HTTP::/* x */post('https://example.com', {})", "blocked-function:http::post"),
+        ("RETURN sequence :: nextval('s')", "write-not-allowed:sequence::nextval"),
+        ("RETURN ns :: x()", "cross-scope"),
+    ],
+)
 def test_functions_are_judged_by_their_real_name(query: str, rule: str) -> None:
     assert rule in rules(query)
 
 
-@pytest.mark.parametrize("query", [
-    "RETURN 1; COMMIT",
-    "RETURN 1; cancel transaction",
-    "BEGIN; RETURN 1",
-    "IF true { COMMIT TRANSACTION }",
-    "RETURN 1 /* x */ ; /* y */ CANCEL",
-])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "RETURN 1; COMMIT",
+        "RETURN 1; cancel transaction",
+        "BEGIN; RETURN 1",
+        "IF true { COMMIT TRANSACTION }",
+        "RETURN 1 /* x */ ; /* y */ CANCEL",
+    ],
+)
 def test_transaction_control_is_refused_anywhere(query: str) -> None:
     assert "transaction-control" in rules(query, allow_writes=True)
 

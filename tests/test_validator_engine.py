@@ -62,7 +62,9 @@ def pieces(alphabet: list[str], max_size: int) -> st.SearchStrategy[str]:
     return st.lists(st.sampled_from(alphabet), max_size=max_size).map("".join)
 
 
-COMMENT_TEXT = pieces(list("ab ;'\"`*/#-()\\") + ["*/", "/*", "\t", "\u2028", "\x85", "\r", "; RETURN 99"], 12)
+COMMENT_TEXT = pieces(
+    list("ab ;'\"`*/#-()\\") + ["*/", "/*", "\t", "\u2028", "\x85", "\r", "; RETURN 99"], 12
+)
 
 
 @st.composite
@@ -176,13 +178,17 @@ NEGATION_AND_NUMBER_FORMS = [
 
 
 def test_negation_and_exponent_forms_agree_with_the_engine(engine: Any) -> None:
-    engine.query_raw("DELETE t; CREATE t:1 SET v = 1, pinned = true, importance = 0.9, tags = ['a'];"
-                     "CREATE t:2 SET v = 2, pinned = false, importance = 0.3, tags = ['b']")
+    engine.query_raw(
+        "DELETE t; CREATE t:1 SET v = 1, pinned = true, importance = 0.9, tags = ['a'];"
+        "CREATE t:2 SET v = 2, pinned = false, importance = 0.3, tags = ['b']"
+    )
     disagree = []
     for q in NEGATION_AND_NUMBER_FORMS:
         engine_ok = run(engine, q) is not None and all(r.get("status") == "OK" for r in run(engine, q) or [])
         if validate(q).ok != engine_ok:
-            disagree.append((q, "engine parses" if engine_ok else "engine refuses", validate(q).violations[:1]))
+            disagree.append(
+                (q, "engine parses" if engine_ok else "engine refuses", validate(q).violations[:1])
+            )
     assert disagree == []
     assert run(engine, "SELECT VALUE v FROM t WHERE !pinned")[0]["result"] == [2]
     assert "write !x" in validate("SELECT * FROM memory WHERE NOT pinned").violations[0].message

@@ -36,17 +36,54 @@ def _old_format_store(path: Path, ns: str, db: str, vectors: list[list[float]]) 
     an entity each), plus a forgotten memory that has none."""
     conn = Connection.file(path)
     old = [(v, text) for v, _name, text in migrations() if v < VECTOR_BYTES_SCHEMA]
-    conn.run(ns, db, "BEGIN TRANSACTION;\n" + "\n".join(text for _v, text in old)
-             + f"\nUPSERT schema_meta:current SET version = {old[-1][0]};\nCOMMIT TRANSACTION;")
+    conn.run(
+        ns,
+        db,
+        "BEGIN TRANSACTION;\n"
+        + "\n".join(text for _v, text in old)
+        + f"\nUPSERT schema_meta:current SET version = {old[-1][0]};\nCOMMIT TRANSACTION;",
+    )
     for i, vec in enumerate(vectors):
-        conn.run(ns, db, "CREATE type::record('memory', $k) CONTENT $f RETURN NONE", {"k": f"m{i}", "f": {
-            "content": TEXTS[i], "content_hash": f"h{i}", "memory_type": "semantic", "scope": ns,
-            "importance": 0.6, "half_life_days": 30.0, "search_text": TEXTS[i], "embedding": vec,
-            "status": "active"}})
-        conn.run(ns, db, "CREATE type::record('entity', $k) CONTENT $f RETURN NONE", {"k": f"e{i}", "f": {
-            "name": f"thing{i}", "name_key": f"thing{i}", "entity_type": "concept", "scope": ns, "embedding": vec}})
-    conn.run(ns, db, "CREATE memory:gone CONTENT {content: '[forgotten]', content_hash: '', memory_type: 'semantic',"
-                     f" scope: '{ns}', status: 'forgotten'}}")
+        conn.run(
+            ns,
+            db,
+            "CREATE type::record('memory', $k) CONTENT $f RETURN NONE",
+            {
+                "k": f"m{i}",
+                "f": {
+                    "content": TEXTS[i],
+                    "content_hash": f"h{i}",
+                    "memory_type": "semantic",
+                    "scope": ns,
+                    "importance": 0.6,
+                    "half_life_days": 30.0,
+                    "search_text": TEXTS[i],
+                    "embedding": vec,
+                    "status": "active",
+                },
+            },
+        )
+        conn.run(
+            ns,
+            db,
+            "CREATE type::record('entity', $k) CONTENT $f RETURN NONE",
+            {
+                "k": f"e{i}",
+                "f": {
+                    "name": f"thing{i}",
+                    "name_key": f"thing{i}",
+                    "entity_type": "concept",
+                    "scope": ns,
+                    "embedding": vec,
+                },
+            },
+        )
+    conn.run(
+        ns,
+        db,
+        "CREATE memory:gone CONTENT {content: '[forgotten]', content_hash: '', memory_type: 'semantic',"
+        f" scope: '{ns}', status: 'forgotten'}}",
+    )
     assert conn.run(ns, db, "RETURN type::of((SELECT VALUE embedding FROM ONLY memory:m0))")[-1] == "array"
     conn.close()
 
@@ -98,8 +135,12 @@ def test_a_new_memory_is_stored_as_half_precision_bytes(service: EngramService, 
     assert store is not None
     raw = store.q1("SELECT VALUE embedding FROM ONLY type::record('memory', $k)", {"k": m.id})
     assert isinstance(raw, bytes) and len(raw) == 1 + 384 * 2 and raw[:1] == HALF_TAG  # 769 B, not 1,536
-    assert store.q1("RETURN type::of((SELECT VALUE embedding FROM ONLY type::record('memory', $k)))",
-                    {"k": m.id}) == "bytes"
+    assert (
+        store.q1(
+            "RETURN type::of((SELECT VALUE embedding FROM ONLY type::record('memory', $k)))", {"k": m.id}
+        )
+        == "bytes"
+    )
     assert np.array_equal(np.frombuffer(raw[1:], dtype="<f2").astype(np.float32), store.get_embedding(m.id))
     assert np.array_equal(store.index.embedding(m.id), store.get_embedding(m.id))
     # The engine refuses a vector as floats now: one form only.
@@ -107,17 +148,23 @@ def test_a_new_memory_is_stored_as_half_precision_bytes(service: EngramService, 
         store.q("UPDATE type::record('memory', $k) SET embedding = [0.5, 0.5]", {"k": m.id})
     # An edit re-embeds into bytes too.
     service.update(m.id, MemoryPatch(content="Deploys go through Argo CD"), project=p)
-    assert isinstance(store.q1("SELECT VALUE embedding FROM ONLY type::record('memory', $k)", {"k": m.id}), bytes)
+    assert isinstance(
+        store.q1("SELECT VALUE embedding FROM ONLY type::record('memory', $k)", {"k": m.id}), bytes
+    )
 
 
 def test_readers_show_a_vector_as_its_numbers(service: EngramService, project_dir: Path) -> None:
     """Export writes the floats (the format a person reads, unchanged); the console shows them too; the agent's
     explore tool shows a placeholder."""
     p = str(project_dir)
-    m = service.store(MemoryIn(content="The cache key includes the [locale] \\ and 🚀 flag"), project=p).memory
+    m = service.store(
+        MemoryIn(content="The cache key includes the [locale] \\ and 🚀 flag"), project=p
+    ).memory
     store = service.project_store(p)
     assert store is not None
-    stored = decode_vector(store.q1("SELECT VALUE embedding FROM ONLY type::record('memory', $k)", {"k": m.id}))
+    stored = decode_vector(
+        store.q1("SELECT VALUE embedding FROM ONLY type::record('memory', $k)", {"k": m.id})
+    )
     assert stored is not None
     exported = [r for r in service.export_memories(project=p) if r.id == m.id][0]
     assert exported.embedding == [float(x) for x in stored]
@@ -128,8 +175,9 @@ def test_readers_show_a_vector_as_its_numbers(service: EngramService, project_di
 
 def test_promotion_copies_the_vector_into_the_higher_scope(service: EngramService, project_dir: Path) -> None:
     p = str(project_dir)
-    m = service.store(MemoryIn(content="Always pin the node version in .nvmrc", memory_type="procedural"),
-                      project=p).memory
+    m = service.store(
+        MemoryIn(content="Always pin the node version in .nvmrc", memory_type="procedural"), project=p
+    ).memory
     store = service.project_store(p)
     assert store is not None
     report = service.promote(m.id, target_scope="user", project=p)
@@ -159,7 +207,9 @@ def test_scope_store_decodes_old_floats_only_in_the_upgrade(tmp_path: Path) -> N
     conn.close()
 
 
-def test_an_interrupted_upgrade_goes_on_at_the_next_open(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_interrupted_upgrade_goes_on_at_the_next_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Each chunk of the conversion commits on its own (a store of any size, bounded memory): a crash after the
     first leaves some rows as bytes and the others as floats, both still writable, and the next open finishes."""
     import engram_core.store as store_mod
@@ -184,11 +234,14 @@ def test_an_interrupted_upgrade_goes_on_at_the_next_open(tmp_path: Path, monkeyp
     with pytest.raises(RuntimeError, match="power cut"):
         ScopeStore(conn, Scope.project, "p")
     monkeypatch.setattr(store_mod.ScopeStore, "q", real_q)
-    kinds = conn.run("project", "p", "SELECT VALUE type::of(embedding) FROM memory WHERE embedding != NONE "
-                                     "ORDER BY id")[-1]
+    kinds = conn.run(
+        "project", "p", "SELECT VALUE type::of(embedding) FROM memory WHERE embedding != NONE ORDER BY id"
+    )[-1]
     assert written == [2] and sorted(kinds) == ["array", "array", "array", "bytes", "bytes"]
-    assert conn.run("project", "p", "RETURN (SELECT VALUE version FROM ONLY schema_meta:current)")[-1] < \
-        VECTOR_BYTES_SCHEMA
+    assert (
+        conn.run("project", "p", "RETURN (SELECT VALUE version FROM ONLY schema_meta:current)")[-1]
+        < VECTOR_BYTES_SCHEMA
+    )
     conn.run("project", "p", "UPDATE memory:m4 SET access_count += 1 RETURN NONE")  # still writable mid-way
 
     store = ScopeStore(conn, Scope.project, "p")
@@ -217,7 +270,9 @@ def test_a_vector_read_back_encodes_to_the_same_bytes() -> None:
     assert encode_vector(np.zeros(0)) is None and decode_vector(None) is None
 
 
-def test_a_compaction_rewrites_float32_vectors_in_half_precision(service: EngramService, project_dir: Path) -> None:
+def test_a_compaction_rewrites_float32_vectors_in_half_precision(
+    service: EngramService, project_dir: Path
+) -> None:
     """A store written before half precision holds float32 bytes: they are read as they are, and its next
     compaction copies them in today's form (half the bytes), with recall and the mirror unchanged."""
     p = str(project_dir)
@@ -226,8 +281,12 @@ def test_a_compaction_rewrites_float32_vectors_in_half_precision(service: Engram
     assert store is not None
     vecs = {k: store.get_embedding(k) for k in keys}
     for k, v in vecs.items():  # as the version before wrote them
-        store.conn.run(store.namespace, store.database, "UPDATE type::record('memory', $k) SET embedding = $e",
-                       {"k": k, "e": np.asarray(v, dtype="<f4").tobytes()})
+        store.conn.run(
+            store.namespace,
+            store.database,
+            "UPDATE type::record('memory', $k) SET embedding = $e",
+            {"k": k, "e": np.asarray(v, dtype="<f4").tobytes()},
+        )
     store.reload_mirror()
     before = [[h.memory.id for h in service.recall(t, project=p, strengthen=False).hits] for t in TEXTS]
     assert all(np.array_equal(store.index.embedding(k), v) for k, v in vecs.items())
@@ -239,4 +298,6 @@ def test_a_compaction_rewrites_float32_vectors_in_half_precision(service: Engram
         assert raw == encode_vector(v) and len(raw) == 1 + 384 * 2
         assert np.array_equal(store.index.embedding(k), v)
     store.reload_mirror()
-    assert [[h.memory.id for h in service.recall(t, project=p, strengthen=False).hits] for t in TEXTS] == before
+    assert [
+        [h.memory.id for h in service.recall(t, project=p, strengthen=False).hits] for t in TEXTS
+    ] == before

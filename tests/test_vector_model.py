@@ -15,9 +15,11 @@ from engram_core.models import EntityIn, MemoryIn
 from engram_core.service import EngramService
 from engram_core.store import decode_vector, encode_vector
 
-TEXTS = ["We deploy with `make release` [x] \\ 🚀 after the tag is pushed",
-         "The upload worker retries ECONNRESET three times with jitter",
-         "Priya prefers pytest fixtures over setUp methods"]
+TEXTS = [
+    "We deploy with `make release` [x] \\ 🚀 after the tag is pushed",
+    "The upload worker retries ECONNRESET three times with jitter",
+    "Priya prefers pytest fixtures over setUp methods",
+]
 
 
 @pytest.fixture(scope="module")
@@ -37,8 +39,11 @@ def int8() -> LocalEmbedder:
 def _fill(home: Path, project: Path, embedder: LocalEmbedder) -> None:
     with EngramService(home, embedder=embedder, recover_sessions=False) as svc:
         svc.store_many([MemoryIn(content=t) for t in TEXTS], project=str(project))
-        svc.add_entities([EntityIn(name="UploadWorker", entity_type="class", description="retries uploads")],
-                         scope="project", project=str(project))
+        svc.add_entities(
+            [EntityIn(name="UploadWorker", entity_type="class", description="retries uploads")],
+            scope="project",
+            project=str(project),
+        )
 
 
 def _vectors(svc: EngramService, project: Path) -> list[dict[str, np.ndarray]]:
@@ -46,9 +51,13 @@ def _vectors(svc: EngramService, project: Path) -> list[dict[str, np.ndarray]]:
     lists them (as vector_model.reembed reads them)."""
     store = svc.project_store(str(project))
     assert store is not None
-    return [{r["t"]: decode_vector(r["embedding"]) for r in store.q1(sql)} for sql in (
-        "SELECT search_text ?? content AS t, embedding FROM memory WHERE embedding != NONE",
-        "SELECT string::concat(name, ' ', description) AS t, embedding FROM entity WHERE embedding != NONE")]
+    return [
+        {r["t"]: decode_vector(r["embedding"]) for r in store.q1(sql)}
+        for sql in (
+            "SELECT search_text ?? content AS t, embedding FROM memory WHERE embedding != NONE",
+            "SELECT string::concat(name, ' ', description) AS t, embedding FROM entity WHERE embedding != NONE",
+        )
+    ]
 
 
 def test_int8_is_close_to_fp32_but_not_the_same_model(fp32: LocalEmbedder, int8: LocalEmbedder) -> None:
@@ -64,7 +73,7 @@ def test_an_int8_vector_does_not_depend_on_its_batch(int8: LocalEmbedder) -> Non
     """int8 quantises activations with one scale per run: embedded in a batch, a text's vector would move with
     the texts beside it, and an import in chunks would store other vectors (and episodes) than one by one."""
     alone = np.stack([int8.embed([t])[0] for t in TEXTS])
-    together = int8.embed([*TEXTS, "word " * 200, "x"])[:len(TEXTS)]
+    together = int8.embed([*TEXTS, "word " * 200, "x"])[: len(TEXTS)]
     assert np.array_equal(alone, together)
 
 
@@ -75,11 +84,15 @@ def test_a_new_home_is_fp32_and_records_it(tmp_path: Path, project_dir: Path) ->
         assert emb.model_id == local_model_id("fp32")
         assert vector_model.recorded_model(svc.user) == local_model_id("fp32")
         assert vector_model.recorded_model(svc.project_store(str(project_dir))) == local_model_id("fp32")
-        assert svc.recall("how do we deploy a release", project=str(project_dir)).hits[0].memory.content == TEXTS[0]
+        assert (
+            svc.recall("how do we deploy a release", project=str(project_dir)).hits[0].memory.content
+            == TEXTS[0]
+        )
 
 
-def test_a_store_from_before_the_record_is_fp32_and_kept_as_it_is(tmp_path: Path, project_dir: Path,
-                                                              fp32: LocalEmbedder) -> None:
+def test_a_store_from_before_the_record_is_fp32_and_kept_as_it_is(
+    tmp_path: Path, project_dir: Path, fp32: LocalEmbedder
+) -> None:
     home = tmp_path / "home"
     _fill(home, project_dir, fp32)
     with EngramService(home, embedder=fp32, recover_sessions=False) as svc:
@@ -95,8 +108,9 @@ def test_a_store_from_before_the_record_is_fp32_and_kept_as_it_is(tmp_path: Path
         assert b.keys() == a.keys() and all(np.array_equal(b[k], a[k]) for k in b)
 
 
-def test_a_store_written_by_another_model_is_reembedded_on_open(tmp_path: Path, project_dir: Path,
-                                                                fp32: LocalEmbedder, int8: LocalEmbedder) -> None:
+def test_a_store_written_by_another_model_is_reembedded_on_open(
+    tmp_path: Path, project_dir: Path, fp32: LocalEmbedder, int8: LocalEmbedder
+) -> None:
     home = tmp_path / "home"
     _fill(home, project_dir, fp32)
     with EngramService(home, embedder=int8, recover_sessions=False) as svc:
@@ -127,8 +141,9 @@ def test_a_bad_precision_is_refused() -> None:
         LocalEmbedder(precision="int4")
 
 
-def test_the_daemon_reembeds_a_store_of_another_model_and_recall_finds_by_vector(tmp_path: Path,
-                                                                                  fp32: LocalEmbedder) -> None:
+def test_the_daemon_reembeds_a_store_of_another_model_and_recall_finds_by_vector(
+    tmp_path: Path, fp32: LocalEmbedder
+) -> None:
     """The real path: a project store written by fp32 (an existing home's), then a daemon of a home set to int8
     over its socket, through the real CLI: the store is re-embedded as the daemon opens it, says which model it
     records, and a recall that only the vector can answer finds it."""
@@ -142,9 +157,16 @@ def test_the_daemon_reembeds_a_store_of_another_model_and_recall_finds_by_vector
     _fill(tmp_path / "old-home", proj, fp32)
     d = DaemonProc(tmp_path / "new-home", env={"ENGRAM_EMBEDDING_PRECISION": "int8"}).start()
     try:
+
         def engram(*args: str) -> dict:
-            p = subprocess.run([sys.executable, "-m", "engram_core.cli", *args, "--json"], capture_output=True,
-                               text=True, timeout=120, cwd=str(proj), env=d.env)
+            p = subprocess.run(
+                [sys.executable, "-m", "engram_core.cli", *args, "--json"],
+                capture_output=True,
+                text=True,
+                timeout=120,
+                cwd=str(proj),
+                env=d.env,
+            )
             assert p.returncode == 0, p.stderr
             return json.loads(p.stdout)
 
@@ -153,7 +175,9 @@ def test_the_daemon_reembeds_a_store_of_another_model_and_recall_finds_by_vector
         assert "int8" in engram("stats")["embedding"]
     finally:
         d.stop()
-    with EngramService(tmp_path / "new-home", embedder=LocalEmbedder(precision="int8"), recover_sessions=False) as svc:
+    with EngramService(
+        tmp_path / "new-home", embedder=LocalEmbedder(precision="int8"), recover_sessions=False
+    ) as svc:
         store = svc.project_store(str(proj))
         assert vector_model.recorded_model(store) == local_model_id("int8")
         assert vector_model.recorded_model(svc.user) == local_model_id("int8")

@@ -10,7 +10,7 @@ from pydantic import BaseModel
 
 from engram_core.wire.protocol import PROTOCOL_VERSION, encode, ok
 
-TRICKY = "a [/] b [bold]x[/bold] \\ back ✓ 🧠 \n\r\t\x00\x1b \u2028 \u2029 \u0085 é \"quoted\" ghp_" + "A" * 36
+TRICKY = 'a [/] b [bold]x[/bold] \\ back ✓ 🧠 \n\r\t\x00\x1b \u2028 \u2029 \u0085 é "quoted" ghp_' + "A" * 36
 
 
 class Inner(BaseModel):
@@ -33,11 +33,16 @@ class Counted(Answer):
 
 
 def test_a_model_answer_is_one_line_with_the_same_values() -> None:
-    model = Answer(items=[Inner(text=TRICKY, score=0.1), Inner(text="", score=-3.5e-7)],
-                   when=datetime(2026, 11, 24, 12, 0, tzinfo=UTC), extra={"k": [1, None, TRICKY]})
+    model = Answer(
+        items=[Inner(text=TRICKY, score=0.1), Inner(text="", score=-3.5e-7)],
+        when=datetime(2026, 11, 24, 12, 0, tzinfo=UTC),
+        extra={"k": [1, None, TRICKY]},
+    )
     line = ok({"id": TRICKY}, model)
     assert line.endswith(b"\n") and line.count(b"\n") == 1
-    general = encode({"v": PROTOCOL_VERSION, "id": {"id": TRICKY}, "ok": True, "result": model.model_dump(mode="json")})
+    general = encode(
+        {"v": PROTOCOL_VERSION, "id": {"id": TRICKY}, "ok": True, "result": model.model_dump(mode="json")}
+    )
     assert json.loads(line) == json.loads(general)
 
 

@@ -79,7 +79,9 @@ def assert_typed(value: Any, tp: Any, where: str) -> None:
     if tp is float:
         assert type(value) in (float, int), f"{where}: {type(value).__name__} where float belongs"
         return
-    if tp is datetime:  # in process the SDK's PreciseDatetime (a datetime) may stand where the store wrote one
+    if (
+        tp is datetime
+    ):  # in process the SDK's PreciseDatetime (a datetime) may stand where the store wrote one
         assert isinstance(value, datetime), f"{where}: {type(value).__name__} where datetime belongs"
         return
     assert type(value) is tp, f"{where}: {type(value).__name__} {value!r:.80} where {tp.__name__} belongs"
@@ -99,29 +101,62 @@ def scenario(call: Callable[..., Any], project: str) -> dict[str, Any]:
 
     p = project
     c("start_session", project=p, claude_session_id=SESSION, source="test")
-    a = c("store", memory={"content": "We run the backend tests with pytest -x", "tags": ["testing"]},
-          project=p).memory.id
-    stored = c("store_many", memories=[
-        {"content": "Session tokens expire after 15 minutes"},
-        {"content": "Session tokens expire after 60 minutes"},
-        {"content": "Temporary note about the staging server", "memory_type": "episodic"},
-        *({"content": f"Debugged the flaky checkout test, attempt {i}: timing issue in cart.py",
-           "memory_type": "episodic", "tags": ["checkout"]} for i in range(3)),
-        *({"content": f"Deploy {i} to staging failed on a missing migration in billing",
-           "memory_type": "episodic", "tags": ["deploy"]} for i in range(3)),
-    ], project=p)
+    a = c(
+        "store", memory={"content": "We run the backend tests with pytest -x", "tags": ["testing"]}, project=p
+    ).memory.id
+    stored = c(
+        "store_many",
+        memories=[
+            {"content": "Session tokens expire after 15 minutes"},
+            {"content": "Session tokens expire after 60 minutes"},
+            {"content": "Temporary note about the staging server", "memory_type": "episodic"},
+            *(
+                {
+                    "content": f"Debugged the flaky checkout test, attempt {i}: timing issue in cart.py",
+                    "memory_type": "episodic",
+                    "tags": ["checkout"],
+                }
+                for i in range(3)
+            ),
+            *(
+                {
+                    "content": f"Deploy {i} to staging failed on a missing migration in billing",
+                    "memory_type": "episodic",
+                    "tags": ["deploy"],
+                }
+                for i in range(3)
+            ),
+        ],
+        project=p,
+    )
     b, scratch = stored[0].memory.id, stored[2].memory.id
-    c("store", memory={"content": "Count the memories in a scope", "memory_type": "procedural",
-                       "tags": ["surql-skill"], "metadata": {"surql": "SELECT count() FROM memory GROUP ALL"}},
-      project=p)
-    in_session = c("store", memory={"content": "The failing test is test_cart_total", "scope": "session"},
-                   project=p, session=SESSION).memory.id
+    c(
+        "store",
+        memory={
+            "content": "Count the memories in a scope",
+            "memory_type": "procedural",
+            "tags": ["surql-skill"],
+            "metadata": {"surql": "SELECT count() FROM memory GROUP ALL"},
+        },
+        project=p,
+    )
+    in_session = c(
+        "store",
+        memory={"content": "The failing test is test_cart_total", "scope": "session"},
+        project=p,
+        session=SESSION,
+    ).memory.id
     c("get", memory_id=a, project=p)
     c("update", memory_id=a, patch={"tags": ["testing", "pytest"]}, project=p)
     c("set_status", memory_id=scratch, status="active", project=p)
     hits = c("recall", query="how do we run the backend tests", project=p, session=SESSION)
-    c("mark_retrieval_useful", query="how do we run the backend tests", was_useful=True, project=p,
-      log_id=hits.log_id)
+    c(
+        "mark_retrieval_useful",
+        query="how do we run the backend tests",
+        was_useful=True,
+        project=p,
+        log_id=hits.log_id,
+    )
     c("list_memories", project=p)
     c("list_projects")
     c("list_sessions")
@@ -132,13 +167,20 @@ def scenario(call: Callable[..., Any], project: str) -> dict[str, Any]:
     c("health")
     c("revision")
     exported = c("export_memories", scope="project", project=p)
-    c("import_lines", lines=[json.dumps({"content": "Deploys go out on Tuesdays after the standup"})], project=p)
+    c(
+        "import_lines",
+        lines=[json.dumps({"content": "Deploys go out on Tuesdays after the standup"})],
+        project=p,
+    )
     c("restore_memories", records=[exported[0].model_dump(mode="json")], project=p)
     c("engram_explore", depth=1, project=p)
     c("recall_skill", task_description="count the memories", execute=True, project=p)
     c("promote", memory_id=in_session, target_scope="project", project=p, session=SESSION)
-    c("add_entities", entities=[{"name": "pytest", "entity_type": "tool"}, {"name": "ruff", "entity_type": "tool"}],
-      project=p)
+    c(
+        "add_entities",
+        entities=[{"name": "pytest", "entity_type": "tool"}, {"name": "ruff", "entity_type": "tool"}],
+        project=p,
+    )
     c("relate_entities", source="pytest", target="ruff", relation_type="related_to", project=p)
     c("search_knowledge_graph", query="pytest", project=p)
     c("memory_graph", memory_id=a, project=p)
@@ -146,23 +188,38 @@ def scenario(call: Callable[..., Any], project: str) -> dict[str, Any]:
     c("memory_associations", memory_id=a, project=p)
     c("memory_peek", project=p)
     c("memory_partition", partition_by="type", project=p)
-    c("memory_aggregate", results=[{"source": "recall", "memories": [h.memory.model_dump(mode="json")
-                                                                     for h in hits.hits]}])
+    c(
+        "memory_aggregate",
+        results=[{"source": "recall", "memories": [h.memory.model_dump(mode="json") for h in hits.hits]}],
+    )
     c("retrieval_history", memory_id=a, project=p)
     c("evolve_memory_system", project=p)
     # One applied change to roll back (the real ones need weeks of judged recalls), written the console's way.
-    c("run_query", surql="CREATE evolution_history SET key = 'wire_test', old_value = {v: 1}, "
-                         "new_value = {v: 2}, reason = 'wire test'", scope="user", allow_writes=True)
+    c(
+        "run_query",
+        surql="CREATE evolution_history SET key = 'wire_test', old_value = {v: 1}, "
+        "new_value = {v: 2}, reason = 'wire test'",
+        scope="user",
+        allow_writes=True,
+    )
     c("run_query", surql="SELECT id, content, created_at FROM memory LIMIT 2", project=p)
-    c("preview_write", surql="UPDATE memory SET importance = 0.5 WHERE importance > 2; DELETE memory;", project=p)
+    c(
+        "preview_write",
+        surql="UPDATE memory SET importance = 0.5 WHERE importance > 2; DELETE memory;",
+        project=p,
+    )
     c("evolution_history")
     c("rollback_evolution", steps=1)
     c("maintain_organisation", project=p)
     c("reflect_and_consolidate", project=p)
     items = c("list_consolidations", project=p)
     assert len(items) >= 2, f"the scenario needs two consolidations waiting for review, got {items}"
-    c("propose_consolidation_summary", item_id=items[0].id, summary="Checkout and deploy failures recur",
-      project=p)
+    c(
+        "propose_consolidation_summary",
+        item_id=items[0].id,
+        summary="Checkout and deploy failures recur",
+        project=p,
+    )
     c("approve_consolidation", item_id=items[0].id, project=p)
     c("reopen_consolidation", item_id=items[0].id, project=p)
     c("approve_consolidation", item_id=items[0].id, project=p)
@@ -211,7 +268,8 @@ def test_an_unknown_result_type_is_an_error_not_a_dict() -> None:
 
 
 def test_every_api_method_answers_the_same_types_in_process_and_over_the_socket(
-        tmp_path: Path, embedder: Any, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN401
+    tmp_path: Path, embedder: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:  # noqa: ANN401
     from engram_core.service import API_METHODS, EngramService
 
     monkeypatch.setenv("HOME", str(tmp_path))

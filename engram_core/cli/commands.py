@@ -24,7 +24,9 @@ from . import review
 # embeds each 64-line chunk of a request while it writes the one before (writing.import_lines).
 IMPORT_CHUNK = 256
 CHECK_CHUNK = 2000  # lines per request of the first pass, which only checks the file
-REQUEST_BYTES = 2 * 1024 * 1024  # and at most about this much text a request (a line may hold 100k characters)
+REQUEST_BYTES = (
+    2 * 1024 * 1024
+)  # and at most about this much text a request (a line may hold 100k characters)
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -72,9 +74,13 @@ def cmd_store(args: argparse.Namespace) -> int:
     if content == "-":
         content = sys.stdin.read()
     if not content.strip():
-        _die("the text is empty: say what to remember, e.g. engram store \"we deploy with make release\"")
-    memory: dict[str, Any] = {"content": content, "memory_type": args.type, "scope": args.scope,
-                              "tags": _split_tags(args.tags)}
+        _die('the text is empty: say what to remember, e.g. engram store "we deploy with make release"')
+    memory: dict[str, Any] = {
+        "content": content,
+        "memory_type": args.type,
+        "scope": args.scope,
+        "tags": _split_tags(args.tags),
+    }
     if args.importance is not None:
         memory["importance"] = args.importance
     result = _client(args).call("store", memory=memory, project=_project(args), session=args.session)
@@ -115,20 +121,30 @@ def cmd_import(args: argparse.Namespace) -> int:
         _emit({**totals, "imported": not args.dry_run and not refused})
     else:
         if refused and not args.dry_run:
-            print(f"nothing imported: {len(totals['failed'])} bad line(s) of {totals['total_lines']}; fix them "
-                  "or pass --skip-bad to import the others")
+            print(
+                f"nothing imported: {len(totals['failed'])} bad line(s) of {totals['total_lines']}; fix them "
+                "or pass --skip-bad to import the others"
+            )
         elif args.dry_run:
-            print(f"dry run: nothing stored; {totals['total_lines'] - len(totals['failed'])} line(s) valid, "
-                  f"{len(totals['failed'])} refused")
+            print(
+                f"dry run: nothing stored; {totals['total_lines'] - len(totals['failed'])} line(s) valid, "
+                f"{len(totals['failed'])} refused"
+            )
         else:
-            print(f"{totals['stored']} stored, {totals['merged']} merged into existing memories, "
-                  f"{len(totals['failed'])} line(s) refused, of {totals['total_lines']}")
+            print(
+                f"{totals['stored']} stored, {totals['merged']} merged into existing memories, "
+                f"{len(totals['failed'])} line(s) refused, of {totals['total_lines']}"
+            )
             for st in totals.get("compacted", []):
-                print(f"compacted {st['path']}: {st['before_bytes'] / 1e6:.1f} -> {st['after_bytes'] / 1e6:.1f} MB "
-                      f"in {st['took_ms'] / 1000:.1f} s")
+                print(
+                    f"compacted {st['path']}: {st['before_bytes'] / 1e6:.1f} -> {st['after_bytes'] / 1e6:.1f} MB "
+                    f"in {st['took_ms'] / 1000:.1f} s"
+                )
             if "compaction_unfinished" in totals:
-                print(f"the closing compaction is not finished ({totals['compaction_unfinished']}): everything above "
-                      "is stored; the daemon compacts the store when idle, or run `engram compact --project .`")
+                print(
+                    f"the closing compaction is not finished ({totals['compaction_unfinished']}): everything above "
+                    "is stored; the daemon compacts the store when idle, or run `engram compact --project .`"
+                )
         if not refused:
             print(_next_sweep_line(totals["next_sweep"], args.dates))
         for f in totals["failed"]:
@@ -136,10 +152,18 @@ def cmd_import(args: argparse.Namespace) -> int:
     return EXIT_ERROR if totals["failed"] else EXIT_OK
 
 
-def _import_pass(client: Any, lines: list[str], args: argparse.Namespace, *, dry_run: bool,
-                 skip_bad: bool) -> dict[str, Any]:
-    totals: dict[str, Any] = {"stored": 0, "merged": 0, "failed": [], "total_lines": 0, "dates": args.dates,
-                              "dry_run": args.dry_run, "next_sweep": {}}
+def _import_pass(
+    client: Any, lines: list[str], args: argparse.Namespace, *, dry_run: bool, skip_bad: bool
+) -> dict[str, Any]:
+    totals: dict[str, Any] = {
+        "stored": 0,
+        "merged": 0,
+        "failed": [],
+        "total_lines": 0,
+        "dates": args.dates,
+        "dry_run": args.dry_run,
+        "next_sweep": {},
+    }
     progress = None
     task = None
     if not args.json and sys.stderr.isatty():
@@ -149,16 +173,27 @@ def _import_pass(client: Any, lines: list[str], args: argparse.Namespace, *, dry
         # On stderr (the terminal checked above): stdout stays the result, and rich would draw nothing on a pipe.
         # The rate and the time left both come from this pass's own count and clock (lines done / seconds since
         # it began), so the two always agree.
-        progress = Progress(TextColumn("checking" if dry_run else "importing"), BarColumn(), MofNCompleteColumn(),
-                            TextColumn("{task.fields[rate]}"), transient=True, console=Console(stderr=True))
+        progress = Progress(
+            TextColumn("checking" if dry_run else "importing"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[rate]}"),
+            transient=True,
+            console=Console(stderr=True),
+        )
         progress.start()
         task = progress.add_task("import", total=len(lines), rate="")
     # A line no request can carry is refused here, with its line number, and sent as a blank line (which the
     # daemon skips): the daemon would refuse the whole request and close the connection mid-send.
     oversize = too_large_to_send(lines)
     for i, n in oversize.items():
-        totals["failed"].append({"line": i + 1, "error": f"the line is {n / 2**20:.1f} MB as sent, more than one "
-                                 "request may carry: a memory's content is at most 100,000 characters"})
+        totals["failed"].append(
+            {
+                "line": i + 1,
+                "error": f"the line is {n / 2**20:.1f} MB as sent, more than one "
+                "request may carry: a memory's content is at most 100,000 characters",
+            }
+        )
         totals["total_lines"] += 1
     if oversize:
         lines = ["" if i in oversize else line for i, line in enumerate(lines)]
@@ -168,8 +203,16 @@ def _import_pass(client: Any, lines: list[str], args: argparse.Namespace, *, dry
         for start, chunk in import_requests(lines, CHECK_CHUNK if dry_run else IMPORT_CHUNK):
             plain, records = _split_export_records(chunk, start + 1)
             for first, part in plain:
-                report = client.call("import_lines", lines=part, project=_project(args), session=args.session,
-                                     first_line=first, dates=args.dates, dry_run=dry_run, skip_bad=skip_bad)
+                report = client.call(
+                    "import_lines",
+                    lines=part,
+                    project=_project(args),
+                    session=args.session,
+                    first_line=first,
+                    dates=args.dates,
+                    dry_run=dry_run,
+                    skip_bad=skip_bad,
+                )
                 for k, v in report.get("next_sweep", {}).items():
                     totals["next_sweep"][k] = totals["next_sweep"].get(k, 0) + v
                 totals["stored"] += report["stored"]
@@ -177,8 +220,14 @@ def _import_pass(client: Any, lines: list[str], args: argparse.Namespace, *, dry
                 totals["failed"].extend(report["failed"])
                 totals["total_lines"] += report["total_lines"]
             for first, part in records:
-                report = client.call("restore_memories", records=part, project=_project(args), first_line=first,
-                                     dry_run=dry_run, skip_bad=skip_bad)
+                report = client.call(
+                    "restore_memories",
+                    records=part,
+                    project=_project(args),
+                    first_line=first,
+                    dry_run=dry_run,
+                    skip_bad=skip_bad,
+                )
                 totals["stored"] += report["restored"]
                 totals["restored"] = totals.get("restored", 0) + report["restored"] + report["replaced"]
                 totals["merged"] += report["replaced"]
@@ -186,8 +235,16 @@ def _import_pass(client: Any, lines: list[str], args: argparse.Namespace, *, dry
                 totals["total_lines"] += len(part)
             done += len(chunk)
             if progress is not None:
-                progress.update(task, advance=len(chunk), rate=progress_rate(done, len(lines),  # type: ignore[arg-type]
-                                                                              time.monotonic() - began, dry_run))
+                progress.update(
+                    task,
+                    advance=len(chunk),
+                    rate=progress_rate(
+                        done,
+                        len(lines),  # type: ignore[arg-type]
+                        time.monotonic() - began,
+                        dry_run,
+                    ),
+                )
     finally:
         if progress is not None:
             progress.stop()
@@ -224,7 +281,11 @@ def progress_rate(done: int, total: int, seconds: float, checking: bool = False)
     and the time left at that rate."""
     rate = done / max(seconds, 1e-6)
     left = int(round((total - done) / rate)) if rate > 0 else 0
-    clock = f"{left // 3600}:{left % 3600 // 60:02d}:{left % 60:02d}" if left >= 3600 else f"{left // 60}:{left % 60:02d}"
+    clock = (
+        f"{left // 3600}:{left % 3600 // 60:02d}:{left % 60:02d}"
+        if left >= 3600
+        else f"{left // 60}:{left % 60:02d}"
+    )
     return f"{rate:,.0f} {'lines' if checking else 'memories'}/s, {clock} left"
 
 
@@ -238,7 +299,9 @@ def too_large_to_send(lines: list[str]) -> dict[int, int]:
     from ..wire.protocol import MAX_LINE
 
     limit = MAX_LINE - 64 * 1024  # the request's own fields around the lines
-    return {i: n for i, line in enumerate(lines) if len(line) * 6 + 2 > limit and (n := wire_bytes(line)) > limit}
+    return {
+        i: n for i, line in enumerate(lines) if len(line) * 6 + 2 > limit and (n := wire_bytes(line)) > limit
+    }
 
 
 def import_requests(lines: list[str], per_call: int) -> list[tuple[int, list[str]]]:
@@ -248,7 +311,7 @@ def import_requests(lines: list[str], per_call: int) -> list[tuple[int, list[str
     for i, line in enumerate(lines):
         size += wire_bytes(line)
         if i + 1 - start >= per_call or size >= REQUEST_BYTES:
-            out.append((start, lines[start:i + 1]))
+            out.append((start, lines[start : i + 1]))
             start, size = i + 1, 0
     if start < len(lines):
         out.append((start, lines[start:]))
@@ -256,8 +319,11 @@ def import_requests(lines: list[str], per_call: int) -> list[tuple[int, list[str
 
 
 def _next_sweep_line(preview: dict[str, int], dates: str) -> str:
-    how = ("dates kept, decay counted from now" if dates == "keep"
-           else "dates taken as the last use (--dates age)")
+    how = (
+        "dates kept, decay counted from now"
+        if dates == "keep"
+        else "dates taken as the last use (--dates age)"
+    )
     archived, doomed = preview.get("archived", 0), preview.get("below_forget_threshold", 0)
     line = f"next sweep ({how}): {archived} of these would be archived"
     if doomed:
@@ -267,8 +333,9 @@ def _next_sweep_line(preview: dict[str, int], dates: str) -> str:
     return line
 
 
-def _split_export_records(chunk: list[str], first_line: int) -> tuple[list[tuple[int, list[str]]],
-                                                                       list[tuple[int, list[dict[str, Any]]]]]:
+def _split_export_records(
+    chunk: list[str], first_line: int
+) -> tuple[list[tuple[int, list[str]]], list[tuple[int, list[dict[str, Any]]]]]:
     """Runs of plain memory lines and of `engram export` records (restored exactly, ids and all)."""
     plain: list[tuple[int, list[str]]] = []
     records: list[tuple[int, list[dict[str, Any]]]] = []
@@ -299,8 +366,9 @@ def _export_pages(args: argparse.Namespace) -> Iterator[list[dict[str, Any]]]:
     client = _client(args)
     after: str | None = None
     while True:
-        page = client.call("export_memories", scope=args.scope, project=_project(args), after=after,
-                           limit=EXPORT_PAGE)
+        page = client.call(
+            "export_memories", scope=args.scope, project=_project(args), after=after, limit=EXPORT_PAGE
+        )
         if not page:
             return
         yield page
@@ -363,8 +431,10 @@ def cmd_config(args: argparse.Namespace) -> int:
         return EXIT_OK
     print(f"user file:    {report['user_file']}")
     print(f"project file: {report['project_file'] or '(no project)'}")
-    print("precedence:   default < evolved < user file < project file < environment "
-          "(daemon-wide settings: never from a project file)")
+    print(
+        "precedence:   default < evolved < user file < project file < environment "
+        "(daemon-wide settings: never from a project file)"
+    )
     width = max(len(s["name"]) for s in report["settings"])
     for s in report["settings"]:
         value = json.dumps(s["value"], ensure_ascii=False) if isinstance(s["value"], dict) else s["value"]
@@ -391,7 +461,11 @@ def cmd_setup(args: argparse.Namespace) -> int:
         _emit(report.as_dict())
     else:
         _print_steps([s.as_dict() for s in report.steps])
-        print(f"Engram is set up for {args.agent}" if report.ok else f"set-up for {args.agent} is incomplete: see → lines")
+        print(
+            f"Engram is set up for {args.agent}"
+            if report.ok
+            else f"set-up for {args.agent} is incomplete: see → lines"
+        )
     return EXIT_OK if report.ok else EXIT_ERROR
 
 
@@ -404,22 +478,47 @@ def _print_steps(steps: list[dict[str, Any]]) -> None:
 
 def _flat_hit(hit: dict[str, Any]) -> dict[str, Any]:
     m = hit["memory"]
-    return {"id": m["id"], "scope": m["scope"], "type": m["memory_type"], "content": m["content"],
-            "status": m["status"], "importance": m["importance"], "tags": m.get("tags", []),
-            "memory_strength": m.get("memory_strength"), "created_at": m.get("created_at"),
-            "scores": hit["scores"], "also_in": hit.get("also_in", []), "metadata": m.get("metadata", {})}
+    return {
+        "id": m["id"],
+        "scope": m["scope"],
+        "type": m["memory_type"],
+        "content": m["content"],
+        "status": m["status"],
+        "importance": m["importance"],
+        "tags": m.get("tags", []),
+        "memory_strength": m.get("memory_strength"),
+        "created_at": m.get("created_at"),
+        "scores": hit["scores"],
+        "also_in": hit.get("also_in", []),
+        "metadata": m.get("metadata", {}),
+    }
 
 
 def cmd_recall(args: argparse.Namespace) -> int:
     query = " ".join(args.query)
     if not query.strip():
         _die("the query is empty: say what to recall")
-    result = _client(args).call("recall", query=query, project=_project(args), session=args.session,
-                                limit=args.limit, scope=args.scope, types=[args.type] if args.type else None)
+    result = _client(args).call(
+        "recall",
+        query=query,
+        project=_project(args),
+        session=args.session,
+        limit=args.limit,
+        scope=args.scope,
+        types=[args.type] if args.type else None,
+    )
     hits = [_flat_hit(h) for h in result["hits"]]
     if args.json:
-        _emit({"query": result["query"], "strategy": result["strategy"], "degraded": result.get("degraded"),
-               "took_ms": result["took_ms"], "scope_weights": result.get("scope_weights"), "hits": hits})
+        _emit(
+            {
+                "query": result["query"],
+                "strategy": result["strategy"],
+                "degraded": result.get("degraded"),
+                "took_ms": result["took_ms"],
+                "scope_weights": result.get("scope_weights"),
+                "hits": hits,
+            }
+        )
         return EXIT_OK
     if not hits:
         print(f"nothing recalled for {query!r}")
@@ -436,8 +535,19 @@ def cmd_show(args: argparse.Namespace) -> int:
     if args.json:
         _emit(m)
         return EXIT_OK
-    for key in ("id", "scope", "memory_type", "status", "importance", "memory_strength", "access_count", "tags",
-                "created_at", "last_accessed_at", "promoted_from"):
+    for key in (
+        "id",
+        "scope",
+        "memory_type",
+        "status",
+        "importance",
+        "memory_strength",
+        "access_count",
+        "tags",
+        "created_at",
+        "last_accessed_at",
+        "promoted_from",
+    ):
         if m.get(key) not in (None, [], ""):
             print(f"{key:>17}: {m[key]}")
     if m.get("metadata"):
@@ -454,7 +564,9 @@ def cmd_forget(args: argparse.Namespace) -> int:
     if not args.yes and sys.stdin.isatty():
         m = client.call("get", memory_id=args.id, project=_project(args))
         verb = "ERASE (content cleared for good)" if args.erase else "Forget (archive)"
-        answer = input(f"{verb} {m['id']} [{m['scope']}/{m['memory_type']}] {_short(m['content'], 70)!r}? [y/N] ")
+        answer = input(
+            f"{verb} {m['id']} [{m['scope']}/{m['memory_type']}] {_short(m['content'], 70)!r}? [y/N] "
+        )
         if answer.strip().lower() not in ("y", "yes"):
             print("kept")
             return EXIT_ERROR
@@ -464,8 +576,10 @@ def cmd_forget(args: argparse.Namespace) -> int:
     elif args.erase:
         print(f"erased: {m['id']} (its content and embedding are cleared; the record stays for history)")
     else:
-        print(f"forgotten: {m['id']} is archived (out of recall and injection; "
-              f"`engram restore {m['id']}` brings it back; --erase clears it for good)")
+        print(
+            f"forgotten: {m['id']} is archived (out of recall and injection; "
+            f"`engram restore {m['id']}` brings it back; --erase clears it for good)"
+        )
     return EXIT_OK
 
 
@@ -485,14 +599,17 @@ def cmd_feedback(args: argparse.Namespace) -> int:
     if args.json:
         _emit(m)
     else:
-        print(f"{m['id']}: user feedback {m['user_feedback']:.2f}; importance {before['importance']:.2f} → "
-              f"{m['importance']:.2f} (ranks and fades by it), quality now {m['quality']:.2f}")
+        print(
+            f"{m['id']}: user feedback {m['user_feedback']:.2f}; importance {before['importance']:.2f} → "
+            f"{m['importance']:.2f} (ranks and fades by it), quality now {m['quality']:.2f}"
+        )
     return EXIT_OK
 
 
 def cmd_restore(args: argparse.Namespace) -> int:
-    m = _client(args).call("set_status", memory_id=args.id, status="active", reason="restored by user",
-                           project=_project(args))
+    m = _client(args).call(
+        "set_status", memory_id=args.id, status="active", reason="restored by user", project=_project(args)
+    )
     if args.json:
         _emit(m)
     else:
@@ -505,8 +622,10 @@ def cmd_stats(args: argparse.Namespace) -> int:
     if args.json:
         _emit(stats)
         return EXIT_OK
-    print(f"project: {stats.get('project_root')}   embedding: {stats['embedding']}   "
-          f"active sessions: {stats['sessions_active']}")
+    print(
+        f"project: {stats.get('project_root')}   embedding: {stats['embedding']}   "
+        f"active sessions: {stats['sessions_active']}"
+    )
     for s in stats["scopes"]:
         kinds = ", ".join(f"{k} {v}" for k, v in sorted(s["by_type"].items())) or "empty"
         print(f"  {s['scope']:<8} {s['total']:>6}  ({kinds})")
@@ -519,16 +638,19 @@ def cmd_compact(args: argparse.Namespace) -> int:
         _emit(report)
     else:
         for st in report["stores"]:
-            print(f"{st['path']}: {st['before_bytes'] / 1e6:.1f} MB -> {st['after_bytes'] / 1e6:.1f} MB "
-                  f"({st['took_ms']:.0f} ms)")
+            print(
+                f"{st['path']}: {st['before_bytes'] / 1e6:.1f} MB -> {st['after_bytes'] / 1e6:.1f} MB "
+                f"({st['took_ms']:.0f} ms)"
+            )
         for path in report.get("stopped", []):
             print(f"{path}: not compacted, the daemon was stopping (left as it was; `engram compact` again)")
     return EXIT_OK
 
 
 def cmd_redact(args: argparse.Namespace) -> int:
-    report = _client(args).call("redact_stored", project=_project(args), all_projects=args.all_projects,
-                                dry_run=args.dry_run)
+    report = _client(args).call(
+        "redact_stored", project=_project(args), all_projects=args.all_projects, dry_run=args.dry_run
+    )
     if args.json:
         _emit(report)
         return EXIT_OK
@@ -543,35 +665,48 @@ def cmd_redact(args: argparse.Namespace) -> int:
 
 def cmd_maintain(args: argparse.Namespace) -> int:
     client = _client(args)
-    report = client.call("maintain", project=_project(args), all_projects=args.all_projects, dry_run=args.dry_run)
+    report = client.call(
+        "maintain", project=_project(args), all_projects=args.all_projects, dry_run=args.dry_run
+    )
     if args.full:
-        report["consolidation"] = client.call("reflect_and_consolidate", project=_project(args),
-                                              dry_run=args.dry_run, level="full")
+        report["consolidation"] = client.call(
+            "reflect_and_consolidate", project=_project(args), dry_run=args.dry_run, level="full"
+        )
     if args.json:
         _emit(report)
         return EXIT_OK
     if args.full:
         c = report["consolidation"]
         queued = ", ".join(f"{k} {v}" for k, v in c["queued"].items() if v) or "nothing new"
-        print(f"consolidation ({', '.join(c['levels'])}): queued {queued}; {c['auto_approved']} applied by policy, "
-              f"{c['pending_review']} wait for review (`engram review`); {c['contradictions_open']} open "
-              "contradiction(s)")
+        print(
+            f"consolidation ({', '.join(c['levels'])}): queued {queued}; {c['auto_approved']} applied by policy, "
+            f"{c['pending_review']} wait for review (`engram review`); {c['contradictions_open']} open "
+            "contradiction(s)"
+        )
     moved = ", ".join(f"{k} {v}" for k, v in report["transitions"].items()) or "no transitions"
     if report.get("dry_run"):
-        print(f"dry run, nothing changed. The sweep would move: {moved}; "
-              f"{report['queued_for_consolidation']} would be queued for consolidation")
+        print(
+            f"dry run, nothing changed. The sweep would move: {moved}; "
+            f"{report['queued_for_consolidation']} would be queued for consolidation"
+        )
     else:
-        print(f"{moved}; {report['queued_for_consolidation']} queued for consolidation; "
-              f"{report['sessions_recovered']} session(s) recovered, {report.get('sessions_abandoned', 0)} "
-              f"abandoned; {report['promoted_to_user']} promoted to user; {report['took_ms']:.0f} ms")
+        print(
+            f"{moved}; {report['queued_for_consolidation']} queued for consolidation; "
+            f"{report['sessions_recovered']} session(s) recovered, {report.get('sessions_abandoned', 0)} "
+            f"abandoned; {report['promoted_to_user']} promoted to user; {report['took_ms']:.0f} ms"
+        )
     for scope, moves in sorted(report.get("by_scope", {}).items()):
         if moves:
             print(f"  {scope}: " + ", ".join(f"{k} {v}" for k, v in sorted(moves.items())))
     if report.get("capped"):
-        print(f"  {report['capped']} archived because a scope was over its cap (max_memories_project / _user)")
+        print(
+            f"  {report['capped']} archived because a scope was over its cap (max_memories_project / _user)"
+        )
     if report.get("awaiting_forget"):
-        print(f"  {report['awaiting_forget']} archived memories are below 0.01: forgotten after 7 days in the archive "
-              "unless recalled (never in the user scope)")
+        print(
+            f"  {report['awaiting_forget']} archived memories are below 0.01: forgotten after 7 days in the archive "
+            "unless recalled (never in the user scope)"
+        )
     return EXIT_OK
 
 
@@ -590,7 +725,9 @@ def cmd_evolve(args: argparse.Namespace) -> int:
         for r in rows if not args.json else []:
             new = (r.get("new_value") or {}).get("v")
             tag = " (rollback)" if (r.get("new_value") or {}).get("rollback_of") else ""
-            print(f"{r['id']}  {str(r['created_at'])[:19]}  {r['key']}{tag}: {json.dumps(new)}  {r.get('reason', '')}")
+            print(
+                f"{r['id']}  {str(r['created_at'])[:19]}  {r['key']}{tag}: {json.dumps(new)}  {r.get('reason', '')}"
+            )
         return EXIT_OK
     if args.rollback is not None:
         out = client.call("rollback_evolution", steps=args.rollback)
@@ -606,7 +743,9 @@ def cmd_evolve(args: argparse.Namespace) -> int:
     print(f"{rep['log_entries']} unused retrieval log rows ({rep['judged_entries']} with feedback)")
     for p in rep["proposals"]:
         manual = " (a manual setting wins)" if p.get("overridden_by_manual") else ""
-        print(f"  {p['key']}: {json.dumps(p['current'])} -> {json.dumps(p['proposed'])}{manual}\n    {p['reason']}")
+        print(
+            f"  {p['key']}: {json.dumps(p['current'])} -> {json.dumps(p['proposed'])}{manual}\n    {p['reason']}"
+        )
     print(rep["message"] + ("" if args.apply or not rep["proposals"] else "; --apply to apply"))
     return EXIT_OK
 
@@ -643,8 +782,11 @@ def cmd_stop(args: argparse.Namespace) -> int:
     while time.monotonic() < deadline and (sock.exists() or daemon_alive(args.home)):
         time.sleep(0.05)
     if sock.exists() or daemon_alive(args.home):
-        _die(f"the daemon (pid {pid}) did not stop within {args.timeout:.0f} s"
-             + (f" (it was finishing {waiting})" if waiting else "") + f"; `kill {pid}` ends it")
+        _die(
+            f"the daemon (pid {pid}) did not stop within {args.timeout:.0f} s"
+            + (f" (it was finishing {waiting})" if waiting else "")
+            + f"; `kill {pid}` ends it"
+        )
     if args.json:
         _emit({"running": False, "stopped": True, "pid": pid})
     else:
@@ -672,20 +814,30 @@ def cmd_status(args: argparse.Namespace) -> int:
     if args.json:
         _emit(info)
     else:
-        print(f"running: pid {info['pid']}, protocol {info['protocol']}, version {info['version']}, "
-              f"up {info['uptime_s']:.0f} s"
-              + (f", {info['rss_mb']:.0f} MB resident" if info.get("rss_mb") is not None else ""))
-        print(f"  socket {info['socket']}; model {info['model']}; {info['sessions_active']} session(s), "
-              f"{info['projects_open']} project(s) open; {info['requests']} request(s), {info['errors']} error(s)")
-        print(f"  hook events: {info['events_applied']} applied, {info['events_queued']} queued, "
-              f"{info['events_failed']} failed; spool: {info['spool_ingested']} ingested, "
-              f"{info['spool_waiting']} file(s) waiting; idle exit after {info['idle_timeout_s']:.0f} s (0 = never)")
+        print(
+            f"running: pid {info['pid']}, protocol {info['protocol']}, version {info['version']}, "
+            f"up {info['uptime_s']:.0f} s"
+            + (f", {info['rss_mb']:.0f} MB resident" if info.get("rss_mb") is not None else "")
+        )
+        print(
+            f"  socket {info['socket']}; model {info['model']}; {info['sessions_active']} session(s), "
+            f"{info['projects_open']} project(s) open; {info['requests']} request(s), {info['errors']} error(s)"
+        )
+        print(
+            f"  hook events: {info['events_applied']} applied, {info['events_queued']} queued, "
+            f"{info['events_failed']} failed; spool: {info['spool_ingested']} ingested, "
+            f"{info['spool_waiting']} file(s) waiting; idle exit after {info['idle_timeout_s']:.0f} s (0 = never)"
+        )
         for entry in info.get("spool_rejected", []):
-            print(f"  SPOOL entry moved aside to {Path(info['home']) / 'spool' / 'rejected'} (not ingested, not "
-                  f"retried; inspect and remove it): {entry}")
+            print(
+                f"  SPOOL entry moved aside to {Path(info['home']) / 'spool' / 'rejected'} (not ingested, not "
+                f"retried; inspect and remove it): {entry}"
+            )
         for p in info.get("parked", []):
-            print(f"  PARKED hook event {p['event_id']} ({p['kind']}, {p['attempts']} attempts; kept in the journal "
-                  f"and retried): {p['error']}")
+            print(
+                f"  PARKED hook event {p['event_id']} ({p['kind']}, {p['attempts']} attempts; kept in the journal "
+                f"and retried): {p['error']}"
+            )
     return EXIT_ERROR if info.get("events_parked") else EXIT_OK
 
 
@@ -700,9 +852,14 @@ def cmd_tui(args: argparse.Namespace) -> int:
     try:
         from engram_tui.app import main as tui_main  # type: ignore[import-not-found]
     except ImportError as exc:
-        _die(f"the terminal UI is not available in this install ({exc}); the commands are listed by `engram --help`")
-    argv = [f"--{flag.replace('_', '-')}" for flag in ("demo", "reset", "remove_demo", "in_process")
-            if getattr(args, flag, False)]
+        _die(
+            f"the terminal UI is not available in this install ({exc}); the commands are listed by `engram --help`"
+        )
+    argv = [
+        f"--{flag.replace('_', '-')}"
+        for flag in ("demo", "reset", "remove_demo", "in_process")
+        if getattr(args, flag, False)
+    ]
     for flag in ("project", "home"):
         if getattr(args, flag, None):
             argv += [f"--{flag}", str(getattr(args, flag))]
@@ -713,8 +870,10 @@ def cmd_off(args: argparse.Namespace, on: bool = False) -> int:
     from ..paths import engram_home
 
     if not args.session:
-        _die("give --session ID (the Claude session id Engram shows in its SessionStart context); "
-             "for a whole project set `disabled: true` in .claude/engram.local.md, or ENGRAM_DISABLED=1")
+        _die(
+            "give --session ID (the Claude session id Engram shows in its SessionStart context); "
+            "for a whole project set `disabled: true` in .claude/engram.local.md, or ENGRAM_DISABLED=1"
+        )
     if "/" in args.session or args.session.startswith("."):
         _die("that is not a session id")
     folder = engram_home(args.home) / "optout"
@@ -750,8 +909,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The whole parser, or with ``command`` one that builds only that command's sub-parser: building all 23
     with their ~130 options took ~15 ms of every `engram recall` (a third of the CLI's own cost). An unknown
     ``command`` gets the whole parser, so that its error lists every command."""
-    p = _Parser(prog="engram", description="Engram: persistent, hierarchical memory for coding agents. "
-                "With no command, opens the terminal UI.")
+    p = _Parser(
+        prog="engram",
+        description="Engram: persistent, hierarchical memory for coding agents. "
+        "With no command, opens the terminal UI.",
+    )
     p.add_argument("--version", action="version", version=f"engram {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     built: list[str] = []
@@ -767,8 +929,12 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         return sp
 
     def project_opt(sp: SubParser) -> None:
-        sp.add_argument("--project", metavar="DIR", default=None,
-                        help="the project (default: the current directory's project)")
+        sp.add_argument(
+            "--project",
+            metavar="DIR",
+            default=None,
+            help="the project (default: the current directory's project)",
+        )
 
     sp = add("store", "store one memory (secrets are redacted first)", cmd_store)
     sp.add_argument("text", nargs="*", help="what to remember ('-' reads stdin)")
@@ -779,19 +945,36 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     sp.add_argument("--session", default=None, help="session id, for --scope session")
     project_opt(sp)
 
-    sp = add("import", "import memories from a JSONL file (one memory per line); then compacts the stores it "
-             "grew (old row versions leave the disk)", cmd_import)
-    sp.add_argument("file", help="JSONL: content, memory_type, scope, tags, importance, metadata, created_at; "
-                    "or a file written by `engram export` (restored exactly)")
+    sp = add(
+        "import",
+        "import memories from a JSONL file (one memory per line); then compacts the stores it "
+        "grew (old row versions leave the disk)",
+        cmd_import,
+    )
+    sp.add_argument(
+        "file",
+        help="JSONL: content, memory_type, scope, tags, importance, metadata, created_at; "
+        "or a file written by `engram export` (restored exactly)",
+    )
     sp.add_argument("--session", default=None, help="session id, for lines with scope session")
-    sp.add_argument("--skip-bad", action="store_true",
-                    help="import the good lines of a file that has bad ones (default: a bad line stops the import "
-                         "before anything is stored)")
-    sp.add_argument("--dates", choices=("keep", "age"), default="keep",
-                    help="keep: each line keeps its created_at and decays from the import (default); "
-                         "age: treat created_at as the last use, so old lines may be archived by the next sweep")
-    sp.add_argument("--dry-run", action="store_true",
-                    help="store nothing: check every line and say what the next sweep would do to them")
+    sp.add_argument(
+        "--skip-bad",
+        action="store_true",
+        help="import the good lines of a file that has bad ones (default: a bad line stops the import "
+        "before anything is stored)",
+    )
+    sp.add_argument(
+        "--dates",
+        choices=("keep", "age"),
+        default="keep",
+        help="keep: each line keeps its created_at and decays from the import (default); "
+        "age: treat created_at as the last use, so old lines may be archived by the next sweep",
+    )
+    sp.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="store nothing: check every line and say what the next sweep would do to them",
+    )
     project_opt(sp)
 
     sp = add("recall", "recall memories across scopes (hybrid BM25 + vectors)", cmd_recall)
@@ -806,16 +989,26 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     sp.add_argument("id", help="memory id")
     project_opt(sp)
 
-    sp = add("forget", "forget one memory: archive it (asks first on a terminal; `engram restore` undoes it)",
-             cmd_forget)
+    sp = add(
+        "forget",
+        "forget one memory: archive it (asks first on a terminal; `engram restore` undoes it)",
+        cmd_forget,
+    )
     sp.add_argument("id", help="memory id")
-    sp.add_argument("--erase", action="store_true",
-                    help="clear its content and embedding for good instead of archiving (needs confirmation)")
+    sp.add_argument(
+        "--erase",
+        action="store_true",
+        help="clear its content and embedding for good instead of archiving (needs confirmation)",
+    )
     sp.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
     project_opt(sp)
 
-    sp = add("feedback", "say whether a memory helped: helpful raises its importance by 0.1, not-helpful lowers it by 0.1 (floor "
-             "0.05), so it ranks and fades accordingly", cmd_feedback)
+    sp = add(
+        "feedback",
+        "say whether a memory helped: helpful raises its importance by 0.1, not-helpful lowers it by 0.1 (floor "
+        "0.05), so it ranks and fades accordingly",
+        cmd_feedback,
+    )
     sp.add_argument("id", help="memory id")
     sp.add_argument("verdict", help="helpful, partly, not-helpful, or a number from 0 to 1")
     project_opt(sp)
@@ -827,66 +1020,120 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     sp = add("stats", "memory counts per scope, type and status", cmd_stats)
     project_opt(sp)
 
-    sp = add("redact", "redact secrets already stored (rows written before a field or rule was redacted)", cmd_redact)
+    sp = add(
+        "redact",
+        "redact secrets already stored (rows written before a field or rule was redacted)",
+        cmd_redact,
+    )
     sp.add_argument("--all-projects", action="store_true", help="every known project, not just this one")
-    sp.add_argument("--dry-run", action="store_true", help="count the rows that would change and change nothing")
+    sp.add_argument(
+        "--dry-run", action="store_true", help="count the rows that would change and change nothing"
+    )
     project_opt(sp)
 
-    sp = add("maintain", "run the maintenance sweep now (decay, consolidation queue, promotion)", cmd_maintain)
+    sp = add(
+        "maintain", "run the maintenance sweep now (decay, consolidation queue, promotion)", cmd_maintain
+    )
     sp.add_argument("--all-projects", action="store_true", help="every known project, not just this one")
     sp.add_argument("--dry-run", action="store_true", help="say what the sweep would do and change nothing")
-    sp.add_argument("--full", action="store_true",
-                    help="then the whole consolidation pipeline: near-duplicate groups, recurring episodes, "
-                         "promotion proposals, closed-episode summaries, graph pruning (`engram review` shows them)")
+    sp.add_argument(
+        "--full",
+        action="store_true",
+        help="then the whole consolidation pipeline: near-duplicate groups, recurring episodes, "
+        "promotion proposals, closed-episode summaries, graph pruning (`engram review` shows them)",
+    )
     project_opt(sp)
 
-    sp = add("review", "the review queues: contradictions (strongest first, with the suggested resolution) and "
-             "consolidation proposals, with true totals; resolve, reopen (undo), approve or reject an item",
-             cmd_review)
+    sp = add(
+        "review",
+        "the review queues: contradictions (strongest first, with the suggested resolution) and "
+        "consolidation proposals, with true totals; resolve, reopen (undo), approve or reject an item",
+        cmd_review,
+    )
     review.add_arguments(sp)
     project_opt(sp)
 
-    sp = add("evolve", "self-tuning: show the proposals the retrieval log justifies (--apply applies them), "
-             "the history of applied changes, or roll changes back", cmd_evolve)
+    sp = add(
+        "evolve",
+        "self-tuning: show the proposals the retrieval log justifies (--apply applies them), "
+        "the history of applied changes, or roll changes back",
+        cmd_evolve,
+    )
     g = sp.add_mutually_exclusive_group()
     g.add_argument("--apply", action="store_true", help="apply the proposals (bounded; once a day at most)")
     g.add_argument("--history", action="store_true", help="list applied changes and rollbacks, newest first")
-    g.add_argument("--rollback", type=int, nargs="?", const=1, default=None, metavar="N",
-                   help="undo the newest N applied changes (default 1)")
+    g.add_argument(
+        "--rollback",
+        type=int,
+        nargs="?",
+        const=1,
+        default=None,
+        metavar="N",
+        help="undo the newest N applied changes (default 1)",
+    )
     sp.add_argument("--limit", type=int, default=50, help="how many history rows (default 50)")
     project_opt(sp)
 
-    sp = add("compact", "rewrite the store files with live data only (forgotten text, dropped sessions and old "
-             "row versions leave the disk; the daemon does it by itself when idle)", cmd_compact)
-    sp.add_argument("--project", metavar="DIR", default=None,
-                    help="only this project's store (default: every store the daemon has open)")
+    sp = add(
+        "compact",
+        "rewrite the store files with live data only (forgotten text, dropped sessions and old "
+        "row versions leave the disk; the daemon does it by itself when idle)",
+        cmd_compact,
+    )
+    sp.add_argument(
+        "--project",
+        metavar="DIR",
+        default=None,
+        help="only this project's store (default: every store the daemon has open)",
+    )
 
-    sp = add("export", "write memories as JSONL with every field (a lossless backup; `engram import` restores it)",
-             cmd_export)
+    sp = add(
+        "export",
+        "write memories as JSONL with every field (a lossless backup; `engram import` restores it)",
+        cmd_export,
+    )
     sp.add_argument("--scope", choices=("all", *SCOPES), default="all", help="which scope(s) (default all)")
     sp.add_argument("--output", "-o", default=None, help="file to write (mode 0600); default stdout")
     project_opt(sp)
 
-    sp = add("config", "every effective setting for this project and where it came from (default, user file, "
-             "project file, environment, evolved); values that are ignored, and why", cmd_config)
+    sp = add(
+        "config",
+        "every effective setting for this project and where it came from (default, user file, "
+        "project file, environment, evolved); values that are ignored, and why",
+        cmd_config,
+    )
     project_opt(sp)
 
-    sp = add("doctor", "check the installation, the stores, the daemon and the Claude Code integration "
-             "(Claude Code found, plugin enabled, MCP command runnable, hooks' python3, last hook error)", cmd_doctor)
+    sp = add(
+        "doctor",
+        "check the installation, the stores, the daemon and the Claude Code integration "
+        "(Claude Code found, plugin enabled, MCP command runnable, hooks' python3, last hook error)",
+        cmd_doctor,
+    )
     sp.add_argument("--no-agents", action="store_true", help="skip the Claude Code checks")
     sp.add_argument("--claude", metavar="PATH", default=None, help="the claude executable (default: on PATH)")
     project_opt(sp)
 
-    sp = add("setup", "connect Engram to a coding agent: claude-code installs the plugin through a local "
-             "marketplace (absolute commands, no PATH dependency) and verifies it; codex and gemini-cli add the "
-             "MCP server and the memory protocol to their config files", cmd_setup)
+    sp = add(
+        "setup",
+        "connect Engram to a coding agent: claude-code installs the plugin through a local "
+        "marketplace (absolute commands, no PATH dependency) and verifies it; codex and gemini-cli add the "
+        "MCP server and the memory protocol to their config files",
+        cmd_setup,
+    )
     sp.add_argument("agent", choices=("claude-code", "codex", "gemini-cli"), help="which agent")
     sp.add_argument("--claude", metavar="PATH", default=None, help="the claude executable (default: on PATH)")
     sp.add_argument("--dry-run", action="store_true", help="say what would be done, change nothing")
 
-    sp = add("serve", "run the daemon in the foreground (clients start it by themselves when needed)", cmd_serve)
-    sp.add_argument("--idle-timeout", type=float, default=None,
-                    help="exit after this many seconds without clients (0 = never; default 1800)")
+    sp = add(
+        "serve", "run the daemon in the foreground (clients start it by themselves when needed)", cmd_serve
+    )
+    sp.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=None,
+        help="exit after this many seconds without clients (0 = never; default 1800)",
+    )
     sp.add_argument("--verbose", action="store_true", help="log to stderr instead of $ENGRAM_HOME/engram.log")
 
     sp = add("stop", "stop the daemon", cmd_stop)
@@ -899,13 +1146,19 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     add("mcp", "run the MCP server on stdio (what Claude Code starts through .mcp.json)", cmd_mcp)
 
     sp = add("tui", "open the terminal UI", cmd_tui)
-    sp.add_argument("--demo", action="store_true",
-                    help="open the demo set, kept in its own data root ($ENGRAM_HOME/demo): built on first use, "
-                         "the same on every later load, never touches your memories")
+    sp.add_argument(
+        "--demo",
+        action="store_true",
+        help="open the demo set, kept in its own data root ($ENGRAM_HOME/demo): built on first use, "
+        "the same on every later load, never touches your memories",
+    )
     sp.add_argument("--reset", action="store_true", help="with --demo: rebuild the demo from scratch")
     sp.add_argument("--remove-demo", action="store_true", help="delete the demo's data root and exit")
-    sp.add_argument("--in-process", action="store_true",
-                    help="open the stores in this process instead of through the daemon (no daemon may be running)")
+    sp.add_argument(
+        "--in-process",
+        action="store_true",
+        help="open the stores in this process instead of through the daemon (no daemon may be running)",
+    )
     project_opt(sp)
 
     sp = add("off", "stop capturing memories for one Claude session", cmd_off)
@@ -931,7 +1184,11 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.fn(args) or 0)
     except RemoteError as exc:
         _die(exc.message)
-    except (DaemonUnavailable, ProtocolMismatch, ConfigError) as exc:  # ConfigError: e.g. an unsafe ENGRAM_HOME
+    except (
+        DaemonUnavailable,
+        ProtocolMismatch,
+        ConfigError,
+    ) as exc:  # ConfigError: e.g. an unsafe ENGRAM_HOME
         _die(str(exc))
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
@@ -940,4 +1197,3 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_OK
     except OSError as exc:
         _die(f"{exc.__class__.__name__}: {exc}")
-

@@ -89,8 +89,10 @@ WARM_MCP_WITHIN_S = 30.0
 
 class AlreadyRunning(RuntimeError):
     def __init__(self, pid: int | None, home: Path) -> None:
-        super().__init__(f"an Engram daemon is already running for {home} (pid {pid or '?'}); "
-                         "use `engram status` or `engram stop`")
+        super().__init__(
+            f"an Engram daemon is already running for {home} (pid {pid or '?'}); "
+            "use `engram status` or `engram stop`"
+        )
         self.pid = pid
 
 
@@ -204,18 +206,32 @@ def method_info() -> tuple[dict[str, str], dict[str, list[str]]]:
     for name, fn in inspect.getmembers(Daemon, inspect.isfunction):  # its own: m_status answers "status"
         if name.startswith("m_"):
             returns[name[2:]] = type_expr(typing.get_type_hints(fn)["return"])
-            params.setdefault(name[2:], [p.name for p in inspect.signature(fn).parameters.values()
-                                         if p.name != "self" and p.kind is p.POSITIONAL_OR_KEYWORD])
+            params.setdefault(
+                name[2:],
+                [
+                    p.name
+                    for p in inspect.signature(fn).parameters.values()
+                    if p.name != "self" and p.kind is p.POSITIONAL_OR_KEYWORD
+                ],
+            )
     return returns, params
 
 
 # ── the daemon ───────────────────────────────────────────────────────────────
 class Daemon:
-    def __init__(self, home: Path, *, idle_timeout_s: float | None = None, warm_model: bool = True,
-                 service_factory: Callable[[Path], Any] | None = None) -> None:
+    def __init__(
+        self,
+        home: Path,
+        *,
+        idle_timeout_s: float | None = None,
+        warm_model: bool = True,
+        service_factory: Callable[[Path], Any] | None = None,
+    ) -> None:
         self.home = ensure_private_dir(home)
         self.settings = load_settings(home=self.home)
-        self.idle_timeout_s = self.settings.daemon_idle_timeout_s if idle_timeout_s is None else idle_timeout_s
+        self.idle_timeout_s = (
+            self.settings.daemon_idle_timeout_s if idle_timeout_s is None else idle_timeout_s
+        )
         self.sock_path = socket_path(self.home)
         self.spool_dir = ensure_private_child(self.home, SPOOL_DIR)
         ensure_private_child(self.spool_dir, "tmp")
@@ -328,8 +344,13 @@ class Daemon:
         threading.Thread(target=self._background, name="engram-background", daemon=True).start()
         if self._warm_model:
             threading.Thread(target=self._warm, name="engram-warm", daemon=True).start()
-        log.info("engram daemon %s ready on %s in %.0f ms (pid %d)", __version__, self.sock_path,
-                 (time.perf_counter() - t0) * 1000, os.getpid())
+        log.info(
+            "engram daemon %s ready on %s in %.0f ms (pid %d)",
+            __version__,
+            self.sock_path,
+            (time.perf_counter() - t0) * 1000,
+            os.getpid(),
+        )
 
     def _write_launcher(self) -> None:
         """Hooks run under a bare python3 without our packages: tell them which interpreter starts the daemon."""
@@ -357,7 +378,9 @@ class Daemon:
         deadline = time.monotonic() + WARM_MCP_WITHIN_S
         while time.monotonic() < deadline and not self.stop_event.is_set():
             with self._running_lock:
-                quiet = self.requests_running == 0 and time.monotonic() - self.last_request >= WARM_MCP_QUIET_S
+                quiet = (
+                    self.requests_running == 0 and time.monotonic() - self.last_request >= WARM_MCP_QUIET_S
+                )
             if quiet:
                 break
             self.stop_event.wait(0.05)
@@ -391,7 +414,9 @@ class Daemon:
         if self.stop_event.is_set():
             return
         self.stop_event.set()
-        if self.service is not None:  # a compaction or a sweep gives up at its next step (MemoryCore.stopping)
+        if (
+            self.service is not None
+        ):  # a compaction or a sweep gives up at its next step (MemoryCore.stopping)
             self.service.stopping.set()
         if self.server is not None:
             threading.Thread(target=self.server.shutdown, daemon=True).start()
@@ -489,35 +514,58 @@ class Daemon:
             return call_api(self.service, method, params)
 
     def m_hello(self, **_: Any) -> dict[str, Any]:
-        return {"protocol": PROTOCOL_VERSION, "pid": os.getpid(), "version": __version__, "home": str(self.home),
-                "methods": self.api_returns, "params": self.api_params, "model": self.model_state}
+        return {
+            "protocol": PROTOCOL_VERSION,
+            "pid": os.getpid(),
+            "version": __version__,
+            "home": str(self.home),
+            "methods": self.api_returns,
+            "params": self.api_params,
+            "model": self.model_state,
+        }
 
     def m_ping(self, **_: Any) -> str:
         return "pong"
 
     def m_status(self, **_: Any) -> DaemonStatus:
         svc = self.service
-        return DaemonStatus(**{
-            **self.m_hello(), "uptime_s": round(time.time() - self.started, 1),
-            "socket": str(self.sock_path), "idle_timeout_s": self.idle_timeout_s,
-            "requests": self.requests, "errors": self.errors, "connections": self.connections,
-            "events_queued": self.queue.qsize(), "events_applied": self.events_applied,
-            "events_failed": self.events_failed, "spool_ingested": self.spool_ingested,
-            "compactions": self.compactions,
-            "spool_waiting": len(list(self.spool_dir.glob("*.jsonl"))), "spool_rejected": self.rejected_spool(),
-            "journal_pending": len(self.journal.pending) if self.journal else 0,
-            "events_parked": len(self.parked), "parked": list(self.parked.values())[:20],
-            "sessions_active": len(svc.scopes.live_sessions()) if svc is not None else 0,
-            "projects_open": len(svc.scopes.open_projects()) if svc is not None else 0,
-            "embedding": getattr(getattr(svc, "embedder", None), "name", None),
-            "rss_mb": heap.rss_mb(), "heap_arenas": heap.arenas(),
-        })
+        return DaemonStatus(
+            **{
+                **self.m_hello(),
+                "uptime_s": round(time.time() - self.started, 1),
+                "socket": str(self.sock_path),
+                "idle_timeout_s": self.idle_timeout_s,
+                "requests": self.requests,
+                "errors": self.errors,
+                "connections": self.connections,
+                "events_queued": self.queue.qsize(),
+                "events_applied": self.events_applied,
+                "events_failed": self.events_failed,
+                "spool_ingested": self.spool_ingested,
+                "compactions": self.compactions,
+                "spool_waiting": len(list(self.spool_dir.glob("*.jsonl"))),
+                "spool_rejected": self.rejected_spool(),
+                "journal_pending": len(self.journal.pending) if self.journal else 0,
+                "events_parked": len(self.parked),
+                "parked": list(self.parked.values())[:20],
+                "sessions_active": len(svc.scopes.live_sessions()) if svc is not None else 0,
+                "projects_open": len(svc.scopes.open_projects()) if svc is not None else 0,
+                "embedding": getattr(getattr(svc, "embedder", None), "name", None),
+                "rss_mb": heap.rss_mb(),
+                "heap_arenas": heap.arenas(),
+            }
+        )
 
     def m_shutdown(self, **_: Any) -> ShutdownAck:
         since = self.compacting_since
-        waiting = None if since is None else (
-            f"a compaction running for {time.monotonic() - since:.0f} s: it stops at its next step and leaves "
-            "the store as it was")
+        waiting = (
+            None
+            if since is None
+            else (
+                f"a compaction running for {time.monotonic() - since:.0f} s: it stops at its next step and leaves "
+                "the store as it was"
+            )
+        )
         self.request_stop()
         return ShutdownAck(stopping=True, pid=os.getpid(), waiting_for=waiting)
 
@@ -528,8 +576,9 @@ class Daemon:
         for session in list(self._pending_starts):
             self._release_start(session)
         drained = self.wait_drained(float(timeout_s))
-        return FlushReport(drained=drained, queued=self.queue.qsize(), applied=self.events_applied,
-                           parked=len(self.parked))
+        return FlushReport(
+            drained=drained, queued=self.queue.qsize(), applied=self.events_applied, parked=len(self.parked)
+        )
 
     def attach_mcp(self, line: bytes, conn: socket.socket, rfile: Any, wfile: Any) -> None:
         """`mcp_attach`: answer this one request, then serve MCP JSON-RPC on the connection (the bridge's)."""
@@ -588,7 +637,9 @@ class Daemon:
         event = redact_value(event)  # type: ignore[assignment]  # whole, before an error message can quote it
         from .. import hook_events
 
-        hook_events.check(event)  # before the journal: a malformed event is refused, never acknowledged then dropped
+        hook_events.check(
+            event
+        )  # before the journal: a malformed event is refused, never acknowledged then dropped
         assert isinstance(event, dict)
         eid = event_id_of(json.dumps(event, sort_keys=True), event)
         accepted = self._accept(eid, event)
@@ -620,8 +671,14 @@ class Daemon:
             seen.add(session)
         return session
 
-    def m_hook_session_start(self, session_id: str | None = None, cwd: str | None = None, source: str | None = None,
-                             budget: int | None = None, **_: Any) -> dict[str, Any]:
+    def m_hook_session_start(
+        self,
+        session_id: str | None = None,
+        cwd: str | None = None,
+        source: str | None = None,
+        budget: int | None = None,
+        **_: Any,
+    ) -> dict[str, Any]:
         """Return the context to inject (session_context.py) and register the session.
 
         Registering creates the session's database (~0.1 s on a quiet machine, 0.5 s on a loaded one), which the
@@ -633,12 +690,16 @@ class Daemon:
 
         answer = hook_events.session_start_context(self.service, session_id, cwd, budget)
         if session_id:
-            self._accept("ss_" + os.urandom(16).hex(), {"kind": "session_start", "session_id": session_id,
-                                                         "cwd": cwd, "source": source}, defer=True)
+            self._accept(
+                "ss_" + os.urandom(16).hex(),
+                {"kind": "session_start", "session_id": session_id, "cwd": cwd, "source": source},
+                defer=True,
+            )
         return answer
 
-    def m_hook_prompt(self, prompt: str = "", session_id: str | None = None, cwd: str | None = None,
-                      **_: Any) -> dict[str, Any]:
+    def m_hook_prompt(
+        self, prompt: str = "", session_id: str | None = None, cwd: str | None = None, **_: Any
+    ) -> dict[str, Any]:
         """UserPromptSubmit recall (hook_events.prompt_context): off unless prompt_recall is set."""
         from .. import hook_events
 
@@ -738,17 +799,33 @@ class Daemon:
         permanent = isinstance(exc, EngramError | ValidationError | LookupError)
         if attempts <= len(self.retry_delays) and not permanent:
             delay = self.retry_delays[attempts - 1]
-            log.warning("hook event %s not applied (attempt %d, retrying in %.0f s): %s", eid, attempts, delay,
-                        message)
+            log.warning(
+                "hook event %s not applied (attempt %d, retrying in %.0f s): %s",
+                eid,
+                attempts,
+                delay,
+                message,
+            )
         else:
             delay = PARKED_RETRY_S
             with self._inflight_cv:
                 if eid not in self.parked:
                     self._inflight -= 1  # a flush no longer waits for it; status shows it instead
-                    log.error("hook event %s parked after %d attempts (kept in the journal, retried every %.0f s "
-                              "and at the next start): %s", eid, attempts, delay, message)
-                self.parked[eid] = {"event_id": eid, "kind": event.get("kind"), "attempts": attempts,
-                                    "error": message[:500], "since": time.time()}
+                    log.error(
+                        "hook event %s parked after %d attempts (kept in the journal, retried every %.0f s "
+                        "and at the next start): %s",
+                        eid,
+                        attempts,
+                        delay,
+                        message,
+                    )
+                self.parked[eid] = {
+                    "event_id": eid,
+                    "kind": event.get("kind"),
+                    "attempts": attempts,
+                    "error": message[:500],
+                    "since": time.time(),
+                }
                 self._inflight_cv.notify_all()
         # A retry checks whether the memory was written after all before writing it again.
         retry = {**event, "_replay": True}
@@ -786,8 +863,9 @@ class Daemon:
             raise RuntimeError("service closed")
         due = hook_events.apply(svc, eid, event)
         if due is not None and self.light_work is not None and self.light_work.due(due):
-            threading.Thread(target=hook_events.LightWork.run, args=(svc, due.project), name="engram-light",
-                             daemon=True).start()
+            threading.Thread(
+                target=hook_events.LightWork.run, args=(svc, due.project), name="engram-light", daemon=True
+            ).start()
 
     # ── spool: events hooks could not deliver ────────────────
     def ingest_spool(self) -> int:
@@ -796,14 +874,18 @@ class Daemon:
 
         n = 0
         for path in sorted(self.spool_dir.glob("*.jsonl")):
-            claimed = path.with_name("ingesting-" + path.name) if not path.name.startswith("ingesting-") else path
+            claimed = (
+                path.with_name("ingesting-" + path.name) if not path.name.startswith("ingesting-") else path
+            )
             try:
                 if claimed != path:
                     os.replace(path, claimed)
             except FileNotFoundError:
                 continue
             if not claimed.is_file() or claimed.is_symlink():
-                self._reject_spool(claimed, "not a regular file" + (" (a directory)" if claimed.is_dir() else ""))
+                self._reject_spool(
+                    claimed, "not a regular file" + (" (a directory)" if claimed.is_dir() else "")
+                )
                 continue
             try:
                 with open(claimed, "rb") as fh:
@@ -846,7 +928,9 @@ class Daemon:
         try:
             os.replace(path, dest)
         except OSError as exc:
-            log.error("spool entry %s cannot be ingested (%s) nor moved aside (%s): remove it", path, why, exc)
+            log.error(
+                "spool entry %s cannot be ingested (%s) nor moved aside (%s): remove it", path, why, exc
+            )
             return
         self.spool_rejected[name] = why
         log.warning("spool entry %s cannot be ingested (%s): moved to %s and not retried", name, why, dest)
@@ -894,10 +978,11 @@ class Daemon:
                 self.request_stop()
                 return
 
-
     def compaction_wanted(self, now: float, last_compact: float) -> bool:
         """Idle, or a due store has waited COMPACT_FORCE_S while requests kept coming (not during a bulk write)."""
-        return self.idle_for_compaction(now) or (now - last_compact >= COMPACT_FORCE_S and not self.bulk_writing(now))
+        return self.idle_for_compaction(now) or (
+            now - last_compact >= COMPACT_FORCE_S and not self.bulk_writing(now)
+        )
 
     def bulk_writing(self, now: float) -> bool:
         """An import or restore is running, or its last chunk ended less than BULK_QUIET_S ago."""
@@ -920,8 +1005,13 @@ class Daemon:
                 self._forget_applied_events()
             for st in report.stores:
                 self.compactions += 1
-                log.info("compacted %s: %d -> %d bytes in %.0f ms", st.path, st.before_bytes, st.after_bytes,
-                         st.took_ms)
+                log.info(
+                    "compacted %s: %d -> %d bytes in %.0f ms",
+                    st.path,
+                    st.before_bytes,
+                    st.after_bytes,
+                    st.took_ms,
+                )
         except Exception:
             log.exception("compaction failed")
 
@@ -955,8 +1045,14 @@ class _Handler(socketserver.StreamRequestHandler):
         if refused:
             daemon.errors += 1
             with contextlib.suppress(OSError):
-                self.wfile.write(error(None, "EngramError", f"the daemon already has {MAX_CONNECTIONS} connections "
-                                       "open; close some clients and retry"))
+                self.wfile.write(
+                    error(
+                        None,
+                        "EngramError",
+                        f"the daemon already has {MAX_CONNECTIONS} connections "
+                        "open; close some clients and retry",
+                    )
+                )
                 self.wfile.flush()
             return
         try:
@@ -966,8 +1062,13 @@ class _Handler(socketserver.StreamRequestHandler):
                     return
                 if len(line) > MAX_LINE:
                     daemon.errors += 1
-                    self.wfile.write(error(None, "ValidationError",
-                                           f"request larger than {MAX_LINE} bytes refused; nothing was done"))
+                    self.wfile.write(
+                        error(
+                            None,
+                            "ValidationError",
+                            f"request larger than {MAX_LINE} bytes refused; nothing was done",
+                        )
+                    )
                     self.wfile.flush()
                     return  # the rest of the line cannot be skipped cheaply: close this connection only
                 if not line.strip():
@@ -1002,18 +1103,26 @@ class _Handler(socketserver.StreamRequestHandler):
         start: float | None = None
         try:
             while True:
-                timeout = daemon.conn_idle_s if start is None else daemon.line_timeout_s - (time.monotonic() - start)
+                timeout = (
+                    daemon.conn_idle_s
+                    if start is None
+                    else daemon.line_timeout_s - (time.monotonic() - start)
+                )
                 if timeout <= 0:
-                    raise _SlowRequest(f"a request line must arrive whole within {daemon.line_timeout_s:g} s; "
-                                       "nothing was done")
+                    raise _SlowRequest(
+                        f"a request line must arrive whole within {daemon.line_timeout_s:g} s; "
+                        "nothing was done"
+                    )
                 self.connection.settimeout(timeout)
                 try:
                     chunk = self.rfile.peek(1)  # at most one read from the socket, under the timeout
                 except TimeoutError:
                     if start is None:
                         raise  # idle: close quietly
-                    raise _SlowRequest(f"a request line must arrive whole within {daemon.line_timeout_s:g} s; "
-                                       "nothing was done") from None
+                    raise _SlowRequest(
+                        f"a request line must arrive whole within {daemon.line_timeout_s:g} s; "
+                        "nothing was done"
+                    ) from None
                 if not chunk:
                     return b"".join(parts)
                 nl = chunk.find(b"\n")
@@ -1140,17 +1249,21 @@ def _leave(code: int) -> None:
     os._exit(code)
 
 
-
-
-
 def main(argv: list[str] | None = None) -> int:
     from ..paths import engram_home
 
-    parser = argparse.ArgumentParser(prog="engram serve", description="Run the Engram daemon in the foreground.")
-    parser.add_argument("--home", type=Path, default=None, help="data root (default: $ENGRAM_HOME or ~/.claude/engram)")
-    parser.add_argument("--idle-timeout", type=float, default=None,
-                        help="exit after this many seconds without clients (0 = never; default from settings)")
+    parser = argparse.ArgumentParser(
+        prog="engram serve", description="Run the Engram daemon in the foreground."
+    )
+    parser.add_argument(
+        "--home", type=Path, default=None, help="data root (default: $ENGRAM_HOME or ~/.claude/engram)"
+    )
+    parser.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=None,
+        help="exit after this many seconds without clients (0 = never; default from settings)",
+    )
     parser.add_argument("--verbose", action="store_true", help="log to stderr")
     args = parser.parse_args(argv)
     return serve(args.home or engram_home(), args.idle_timeout, args.verbose)
-

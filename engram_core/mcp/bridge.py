@@ -42,8 +42,14 @@ START_TIMEOUT_S = 60.0  # a cold daemon start on a loaded 2-core machine took ov
 EOF_GRACE_S = 0.8
 REPLAY_ID = "engram-bridge-replay-initialize"
 ANSWERS_FILE = "mcp_answers.json"  # written by the daemon: engram_core.mcp.server.publish_answers
-ANSWERED = ("initialize", "notifications/initialized", "tools/list", "prompts/list", "resources/list",
-            "resources/templates/list")
+ANSWERED = (
+    "initialize",
+    "notifications/initialized",
+    "tools/list",
+    "prompts/list",
+    "resources/list",
+    "resources/templates/list",
+)
 
 
 class BridgeError(RuntimeError):
@@ -82,8 +88,10 @@ def _launch_command(h: str) -> list:
     engram = shutil.which("engram")
     if engram:
         return [engram, "serve", "--home", h]
-    raise BridgeError(f"cannot start the Engram daemon: no {os.path.join(h, 'launcher.json')}, no $ENGRAM_PYTHON "
-                      "and no `engram` on PATH; run `engram setup claude-code` (or `engram serve`) once")
+    raise BridgeError(
+        f"cannot start the Engram daemon: no {os.path.join(h, 'launcher.json')}, no $ENGRAM_PYTHON "
+        "and no `engram` on PATH; run `engram setup claude-code` (or `engram serve`) once"
+    )
 
 
 def published_answers(h: str) -> dict | None:
@@ -130,13 +138,22 @@ def connect(h: str, timeout: float = START_TIMEOUT_S) -> socket.socket:
 
     cmd = _launch_command(h)
     if _foreign(h):
-        raise BridgeError(f"{h} is not Engram's data directory (others may open it and it holds none of Engram's "
-                          "files): point ENGRAM_HOME at a new path; `engram doctor` says more")
+        raise BridgeError(
+            f"{h} is not Engram's data directory (others may open it and it holds none of Engram's "
+            "files): point ENGRAM_HOME at a new path; `engram doctor` says more"
+        )
     os.makedirs(h, mode=0o700, exist_ok=True)
     fd = os.open(os.path.join(h, "engram.log"), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     try:
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=fd, stderr=fd, start_new_session=True,
-                                close_fds=True, env=dict(os.environ, ENGRAM_HOME=h))
+        proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=fd,
+            stderr=fd,
+            start_new_session=True,
+            close_fds=True,
+            env=dict(os.environ, ENGRAM_HOME=h),
+        )
     except OSError as exc:
         raise BridgeError(f"cannot start the Engram daemon ({' '.join(cmd)}): {exc}") from None
     finally:
@@ -205,8 +222,12 @@ class Bridge:
             self.stdout.flush()
 
     def error_reply(self, req_id: object, message: str) -> None:
-        self.write((json.dumps({"jsonrpc": "2.0", "id": req_id,
-                                "error": {"code": -32603, "message": message}}) + "\n").encode())
+        self.write(
+            (
+                json.dumps({"jsonrpc": "2.0", "id": req_id, "error": {"code": -32603, "message": message}})
+                + "\n"
+            ).encode()
+        )
 
     def connect(self) -> None:
         """Attach to the daemon (starting it when none answers) and replay the client's initialize. Caller holds
@@ -220,8 +241,9 @@ class Bridge:
                 # A daemon dying (kill -9) closes our connection before its listening socket: a connect in
                 # between is reset. Try again (the next attempt starts a daemon) until the deadline.
                 if time.monotonic() > deadline:
-                    raise BridgeError(f"the Engram daemon does not answer ({exc}); see {self.home}/engram.log") \
-                        from None
+                    raise BridgeError(
+                        f"the Engram daemon does not answer ({exc}); see {self.home}/engram.log"
+                    ) from None
                 time.sleep(0.1)
         with self.init_lock:
             if self.init_lines:
@@ -257,14 +279,18 @@ class Bridge:
                 if not isinstance(answers, dict) or "initialize" not in answers or "id" not in msg:
                     return False
                 self.answers = answers
-            elif self.answers is None or (method != "notifications/initialized"
-                                          and (method not in self.answers or "id" not in msg)):
+            elif self.answers is None or (
+                method != "notifications/initialized" and (method not in self.answers or "id" not in msg)
+            ):
                 return False
             if method in ("initialize", "notifications/initialized"):
                 self.init_lines.append(line)  # replayed to the daemon when the connection is made
             if "id" in msg:
-                self.write((json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": self.answers[method]})
-                            + "\n").encode())
+                self.write(
+                    (
+                        json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": self.answers[method]}) + "\n"
+                    ).encode()
+                )
             return True
 
     def from_daemon(self, sock: socket.socket) -> None:
@@ -326,7 +352,9 @@ class Bridge:
                     self.pending.pop(key, None)
                     self.sock = None  # its reader answers what else went on it when it finds it closed
             if key is not None:
-                self.error_reply(req_id, "Engram is unavailable: the daemon closed every connection; retry it")
+                self.error_reply(
+                    req_id, "Engram is unavailable: the daemon closed every connection; retry it"
+                )
 
     def run(self) -> int:
         self.published = published_answers(self.home)

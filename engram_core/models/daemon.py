@@ -39,7 +39,9 @@ class DaemonStatus(BaseModel):
     spool_ingested: int
     compactions: int
     spool_waiting: int
-    spool_rejected: list[str] = []  # "name: why" of each spool entry moved aside (spool/rejected/), never retried
+    spool_rejected: list[
+        str
+    ] = []  # "name: why" of each spool entry moved aside (spool/rejected/), never retried
     journal_pending: int
     events_parked: int
     parked: list[ParkedEvent]

@@ -255,8 +255,12 @@ class MaintenanceReport(BaseModel):
     awaiting_forget: int = 0  # archived and below 0.01: forgotten once their grace period is over
     half_lives_updated: int = 0  # memories whose half-life followed the current (evolved or set) value
     sessions_abandoned: int = 0  # registered as active, but their session store is gone
-    slices: int = 0  # pieces the sweep was applied in, each under the request lock (maintenance.SWEEP_SLICE_S)
-    left_for_next_sweep: int = 0  # changed between the sweep's plan and its slice (recalled, edited): not moved
+    slices: int = (
+        0  # pieces the sweep was applied in, each under the request lock (maintenance.SWEEP_SLICE_S)
+    )
+    left_for_next_sweep: int = (
+        0  # changed between the sweep's plan and its slice (recalled, edited): not moved
+    )
 
 
 class CompactedStore(BaseModel):
@@ -271,7 +275,9 @@ class CompactedStore(BaseModel):
 
 class CompactReport(BaseModel):
     stores: list[CompactedStore] = []
-    stopped: list[str] = []  # store files whose compaction gave up part-way (Engram was stopping): left unchanged
+    stopped: list[
+        str
+    ] = []  # store files whose compaction gave up part-way (Engram was stopping): left unchanged
 
 
 class ProjectInfo(BaseModel):
@@ -340,6 +346,7 @@ class QueryResult(BaseModel):
 class WritePreview(BaseModel):
     """A console statement that changes existing rows, before it runs: what it targets, whether a WHERE bounds
     it, and how many rows match now (None when the count could not be taken; ``error`` says why)."""
+
     index: int
     statement: str
     verb: str

@@ -11,20 +11,64 @@ from .memory import Memory
 from .sparse import Sparse
 
 ENTITY_TYPES = (
-    "file", "library", "tool", "command", "error", "function", "class", "url",
-    "concept", "pattern", "convention", "person", "project", "decision",
+    "file",
+    "library",
+    "tool",
+    "command",
+    "error",
+    "function",
+    "class",
+    "url",
+    "concept",
+    "pattern",
+    "convention",
+    "person",
+    "project",
+    "decision",
 )
 EntityType = Literal[
-    "file", "library", "tool", "command", "error", "function", "class", "url",
-    "concept", "pattern", "convention", "person", "project", "decision",
+    "file",
+    "library",
+    "tool",
+    "command",
+    "error",
+    "function",
+    "class",
+    "url",
+    "concept",
+    "pattern",
+    "convention",
+    "person",
+    "project",
+    "decision",
 ]
 RELATION_TYPES = (
-    "uses", "depends_on", "is_a", "part_of", "causes", "fixes", "contradicts", "replaces",
-    "related_to", "tested_by", "configured_by", "imports",
+    "uses",
+    "depends_on",
+    "is_a",
+    "part_of",
+    "causes",
+    "fixes",
+    "contradicts",
+    "replaces",
+    "related_to",
+    "tested_by",
+    "configured_by",
+    "imports",
 )
 RelationType = Literal[
-    "uses", "depends_on", "is_a", "part_of", "causes", "fixes", "contradicts", "replaces",
-    "related_to", "tested_by", "configured_by", "imports",
+    "uses",
+    "depends_on",
+    "is_a",
+    "part_of",
+    "causes",
+    "fixes",
+    "contradicts",
+    "replaces",
+    "related_to",
+    "tested_by",
+    "configured_by",
+    "imports",
 ]
 
 
@@ -292,7 +336,9 @@ class EvolutionChange(Sparse):
     id: str
     key: str
     old_value: dict[str, Any] | None = None  # {"v": value}
-    new_value: dict[str, Any] | None = None  # {"v": value} or, for a rollback, {"v": value, "rollback_of": id}
+    new_value: dict[str, Any] | None = (
+        None  # {"v": value} or, for a rollback, {"v": value, "rollback_of": id}
+    )
     reason: str = ""
     log_entries: int = 0
     created_at: datetime

@@ -16,5 +16,8 @@ class Sparse(BaseModel):
     def _given_fields_only(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         data = handler(self)
         fields = type(self).model_fields
-        return {k: v for k, v in data.items()
-                if k in self.model_fields_set or (k in fields and fields[k].is_required())}
+        return {
+            k: v
+            for k, v in data.items()
+            if k in self.model_fields_set or (k in fields and fields[k].is_required())
+        }

@@ -55,9 +55,18 @@ def after_store(core: MemoryCore, store: ScopeStore, items: Sequence[tuple[str, 
         vec = store.index.embedding(key)
         on_row = ss.new_episode.pop(key, None)
         ep = on_row or episodes.assign(core, store, fields, vec)
-        plans.append(graph.plan_extraction(core, store, key, fields.get("content", ""), ep,
-                                           episode_on_row=on_row is not None, mentioned=ss.mentioned.pop(key, None),
-                                           list_on_row="entities" in fields))
+        plans.append(
+            graph.plan_extraction(
+                core,
+                store,
+                key,
+                fields.get("content", ""),
+                ep,
+                episode_on_row=on_row is not None,
+                mentioned=ss.mentioned.pop(key, None),
+                list_on_row="entities" in fields,
+            )
+        )
         vecs.append(vec)
         if ep is not None:
             lt = store.light.get(key)
@@ -71,25 +80,37 @@ def after_store(core: MemoryCore, store: ScopeStore, items: Sequence[tuple[str, 
     duplicates: list[tuple[str, str, float, str]] = []
     superseded: set[str] = set()
     keys = [k for k, _ in items]
-    later = [set(keys[i + 1:]) for i in range(len(keys))]  # each memory sees the chunk as written one by one
+    later = [set(keys[i + 1 :]) for i in range(len(keys))]  # each memory sees the chunk as written one by one
     checked = [fields.get("memory_type") != "working" for _, fields in items]
-    nears = contradictions.nearest_for_check(store, [v if c else None for v, c in zip(vecs, checked, strict=True)],
-                                             later)
+    nears = contradictions.nearest_for_check(
+        store, [v if c else None for v, c in zip(vecs, checked, strict=True)], later
+    )
     for i, ((key, fields), plan, near) in enumerate(zip(items, plans, nears, strict=True)):
         live = next(lives) if plan is not None else []
         if live:
             found += contradictions.check_relations(core, store, key, plan.rels if plan else [], live)
         vocab.learn([fields.get("content", "")])  # as if the chunk were written one memory at a time
         if checked[i]:
-            near_found = contradictions.check_near(core, store, key, fields.get("content", ""), near,
-                                                   memory_type=fields.get("memory_type"),
-                                                   created_at=fields.get("created_at"), vocab=vocab,
-                                                   gone=superseded)
+            near_found = contradictions.check_near(
+                core,
+                store,
+                key,
+                fields.get("content", ""),
+                near,
+                memory_type=fields.get("memory_type"),
+                created_at=fields.get("created_at"),
+                vocab=vocab,
+                gone=superseded,
+            )
             found += near_found.contradictions
             # A memory this chunk supersedes leaves recall at the chunk's end; the memories after it in the
             # chunk must not meet it, as they would not had each been written alone.
-            superseded |= {c.b if c.suggested == "keep_a" else c.a for c in near_found.contradictions if c.strong}
-            if fields.get("source") not in MERGED_SOURCES:  # a merge's result duplicates its sources by design
+            superseded |= {
+                c.b if c.suggested == "keep_a" else c.a for c in near_found.contradictions if c.strong
+            }
+            if (
+                fields.get("source") not in MERGED_SOURCES
+            ):  # a merge's result duplicates its sources by design
                 duplicates += [(key, other, cos, why) for other, cos, why in near_found.duplicates]
         else:
             associations.enforce_working_capacity(core, store, later=later[i])
@@ -99,9 +120,9 @@ def after_store(core: MemoryCore, store: ScopeStore, items: Sequence[tuple[str, 
         consolidation.propose_duplicates(core, store, duplicates)
 
 
-
-def consolidated_booster(core: MemoryCore, key: str, store: ScopeStore, light: Light,
-                         context: dict[str, Any]) -> float:
+def consolidated_booster(
+    core: MemoryCore, key: str, store: ScopeStore, light: Light, context: dict[str, Any]
+) -> float:
     return CONSOLIDATED_DISCOUNT if light.status == "consolidated" else 1.0
 
 
@@ -116,7 +137,13 @@ def register(core: MemoryCore) -> None:
     _REGISTERED.add(core)
     if getattr(core.settings, "organise", True):
         core.extensions.register(
-            before_store=before_store, after_store=after_store, after_recall=associations.after_recall,
+            before_store=before_store,
+            after_store=after_store,
+            after_recall=associations.after_recall,
             rankers=[graph.graph_ranker, associations.spread_ranker],
-            boosters=[Boost(episodes.boundary_booster, most=1.0), Boost(consolidated_booster, most=1.0),
-                      Boost(associations.spread_booster, most=associations.SPREAD_BOOST_MOST)])
+            boosters=[
+                Boost(episodes.boundary_booster, most=1.0),
+                Boost(consolidated_booster, most=1.0),
+                Boost(associations.spread_booster, most=associations.SPREAD_BOOST_MOST),
+            ],
+        )

@@ -26,9 +26,10 @@ SPREAD_BOOST_MOST = 2.0
 COACTIVATE_TOP = 3  # the first few results of a recall are what the agent reads together
 WORKING_CAPACITY = 7
 WORKING_BOUNDS = (5, 9)
-ADJACENCY_QUERY = ("RETURN encoding::json::encode((SELECT VALUE [<string> record::id(in), <string> record::id(out), "
-                   "weight] FROM associated_with))")
-
+ADJACENCY_QUERY = (
+    "RETURN encoding::json::encode((SELECT VALUE [<string> record::id(in), <string> record::id(out), "
+    "weight] FROM associated_with))"
+)
 
 
 def adjacency(core: MemoryCore, store: ScopeStore) -> dict[str, dict[str, float]]:
@@ -46,20 +47,36 @@ def adjacency(core: MemoryCore, store: ScopeStore) -> dict[str, dict[str, float]
     return st.adjacency
 
 
-def coactivate(core: MemoryCore, store: ScopeStore, keys: Sequence[str], delta: float = COACTIVATION,
-               kind: str = "coactivation", *, defer: bool = False) -> int:
+def coactivate(
+    core: MemoryCore,
+    store: ScopeStore,
+    keys: Sequence[str],
+    delta: float = COACTIVATION,
+    kind: str = "coactivation",
+    *,
+    defer: bool = False,
+) -> int:
     keys = list(dict.fromkeys(keys))
     pairs = []
     for i, a in enumerate(keys):
-        for b in keys[i + 1:]:
+        for b in keys[i + 1 :]:
             lo, hi = sorted((a, b))
-            pairs.append({"id": rid("associated_with", short_hash("assoc", lo, hi)), "a": rid("memory", lo),
-                          "b": rid("memory", hi), "lo": lo, "hi": hi})
+            pairs.append(
+                {
+                    "id": rid("associated_with", short_hash("assoc", lo, hi)),
+                    "a": rid("memory", lo),
+                    "b": rid("memory", hi),
+                    "lo": lo,
+                    "hi": hi,
+                }
+            )
     if not pairs:
         return 0
     # After a recall the edges are held and written summed with the access counts; the in-memory adjacency
     # changes now.
-    store.coactivate([{k: p[k] for k in ("id", "a", "b")} for p in pairs], delta, core.now(), kind, hold=defer)
+    store.coactivate(
+        [{k: p[k] for k in ("id", "a", "b")} for p in pairs], delta, core.now(), kind, hold=defer
+    )
     adj = adjacency(core, store)
     for p in pairs:
         w = min(1.0, adj.get(p["lo"], {}).get(p["hi"], 0.0) + delta)
@@ -78,20 +95,35 @@ def after_recall(core: MemoryCore, result: Any, winners: Sequence[Any]) -> None:
             coactivate(core, store, keys, defer=True)
 
 
-def decay(core: MemoryCore, store: ScopeStore, *, now: datetime | None = None,
-          per_day: float = DECAY_PER_DAY, prune_below: float = PRUNE_BELOW, dry_run: bool = False) -> int:
+def decay(
+    core: MemoryCore,
+    store: ScopeStore,
+    *,
+    now: datetime | None = None,
+    per_day: float = DECAY_PER_DAY,
+    prune_below: float = PRUNE_BELOW,
+    dry_run: bool = False,
+) -> int:
     """Apply the daily decay since the last pass, then prune what fell below the threshold. Returns pruned."""
     now = now or core.now()
     if dry_run:
-        rows = store.q1("SELECT VALUE weight - $pd * duration::secs($now - decayed_at) / 86400.0 FROM associated_with",
-                        {"pd": per_day, "now": now}) or []
+        rows = (
+            store.q1(
+                "SELECT VALUE weight - $pd * duration::secs($now - decayed_at) / 86400.0 FROM associated_with",
+                {"pd": per_day, "now": now},
+            )
+            or []
+        )
         return sum(1 for w in rows if w < prune_below)
-    res = store.q("""
+    res = store.q(
+        """
       UPDATE associated_with SET weight = math::max([0.0, weight - $pd * math::max([0.0,
           duration::secs($now - decayed_at) / 86400.0])]), decayed_at = $now RETURN NONE;
       LET $gone = (SELECT VALUE id FROM associated_with WHERE weight < $min);
       DELETE $gone;
-      RETURN array::len($gone);""", {"pd": per_day, "now": now, "min": prune_below})
+      RETURN array::len($gone);""",
+        {"pd": per_day, "now": now, "min": prune_below},
+    )
     state(core).of(store).adjacency = None
     return int(res[-1] or 0)
 
@@ -99,8 +131,9 @@ def decay(core: MemoryCore, store: ScopeStore, *, now: datetime | None = None,
 _spread = threading.local()
 
 
-def spread_ranker(core: MemoryCore, stores: Sequence[ScopeStore], query: str, qvec: Any,
-                  filters: Any) -> list[tuple[str, float]]:
+def spread_ranker(
+    core: MemoryCore, stores: Sequence[ScopeStore], query: str, qvec: Any, filters: Any
+) -> list[tuple[str, float]]:
     """One step of spreading activation from the query's best direct matches along strong edges.
     The list joins the fusion (so a memory outside the candidate pool can enter it), and
     `spread_booster` scales the same memories by 1 + activation, because one extra reciprocal rank
@@ -124,15 +157,17 @@ def spread_ranker(core: MemoryCore, stores: Sequence[ScopeStore], query: str, qv
     return best_first(list(out.items()))
 
 
-def spread_booster(core: MemoryCore, key: str, store: ScopeStore, light: Any,
-                   context: dict[str, Any]) -> float:
+def spread_booster(
+    core: MemoryCore, key: str, store: ScopeStore, light: Any, context: dict[str, Any]
+) -> float:
     # Filled by spread_ranker in this same thread a moment earlier, for this recall.
     return 1.0 + getattr(_spread, "scores", {}).get(key, 0.0)
 
 
 @api
-def coactivate_memories(core: MemoryCore, memory_ids: list[str], project: str | None = None,
-                        session: str | None = None) -> int:
+def coactivate_memories(
+    core: MemoryCore, memory_ids: list[str], project: str | None = None, session: str | None = None
+) -> int:
     """Memories the agent used together: each pair in the same scope gains +0.1. Returns pairs touched."""
     groups: dict[int, tuple[ScopeStore, list[str]]] = {}
     for mid in memory_ids:
@@ -142,8 +177,13 @@ def coactivate_memories(core: MemoryCore, memory_ids: list[str], project: str | 
 
 
 @api
-def memory_associations(core: MemoryCore, memory_id: str, project: str | None = None,
-                        session: str | None = None, min_weight: float = 0.0) -> list[Association]:
+def memory_associations(
+    core: MemoryCore,
+    memory_id: str,
+    project: str | None = None,
+    session: str | None = None,
+    min_weight: float = 0.0,
+) -> list[Association]:
     """The memories associated with one memory, strongest first: {id, weight, content}."""
     store, key = core.scopes.locate(memory_id, project, session)
     adj = adjacency(core, store).get(key, {})
@@ -160,26 +200,44 @@ def working_capacity(core: MemoryCore) -> int:
     return max(lo, min(hi, int(core.param("working_memory_capacity", WORKING_CAPACITY))))
 
 
-def enforce_working_capacity(core: MemoryCore, store: ScopeStore, later: set[str] | frozenset[str] = frozenset(),
-                             ) -> list[str]:
+def enforce_working_capacity(
+    core: MemoryCore,
+    store: ScopeStore,
+    later: set[str] | frozenset[str] = frozenset(),
+) -> list[str]:
     """Working memory holds at most 7 ± 2 items; the weakest spill to episodic memory. ``later``: memories of
     the chunk being written that come after the one just stored (not there yet, as one-by-one writes see it)."""
     cap = working_capacity(core)
-    working = [(k, lt) for k, lt in store.light.items()
-               if lt.memory_type == "working" and lt.status in ("created", "active") and k not in later]
+    working = [
+        (k, lt)
+        for k, lt in store.light.items()
+        if lt.memory_type == "working" and lt.status in ("created", "active") and k not in later
+    ]
     if len(working) <= cap:
         return []
     now = core.now()
     # Weakest first; the newest item never spills (it was just put there on purpose).
     newest = max(working, key=lambda t: (t[1].created_at, t[0]))[0]
-    ranked = sorted((t for t in working if t[0] != newest),
-                    key=lambda t: (memory_strength(t[1].importance, t[1].half_life_days, t[1].access_count,
-                                                   t[1].last_accessed_at, now), t[1].created_at))
+    ranked = sorted(
+        (t for t in working if t[0] != newest),
+        key=lambda t: (
+            memory_strength(
+                t[1].importance, t[1].half_life_days, t[1].access_count, t[1].last_accessed_at, now
+            ),
+            t[1].created_at,
+        ),
+    )
     spilled = []
     half = float(core.half_lives(core.project_root_of(store))["episodic"])
     for k, _lt in ranked[: len(working) - cap]:
         row = store.get(k) or {}
-        store.update_memory(k, {"memory_type": "episodic", "half_life_days": half,
-                                "metadata": {**row.get("metadata", {}), "spilled_from_working": now.isoformat()}})
+        store.update_memory(
+            k,
+            {
+                "memory_type": "episodic",
+                "half_life_days": half,
+                "metadata": {**row.get("metadata", {}), "spilled_from_working": now.isoformat()},
+            },
+        )
         spilled.append(k)
     return spilled

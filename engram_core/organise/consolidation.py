@@ -38,8 +38,14 @@ from . import subjects as sj
 from .base import EngramError, MemoryCore, NotFound, api, rid, short_hash, to_memory
 
 REASONS = ("decay", "duplicate", "promotion", "merge", "scheduled", "episodic_to_semantic")
-BASE_RISK = {"duplicate": 0.1, "decay": 0.2, "promotion": 0.5, "merge": 0.6, "scheduled": 0.5,
-             "episodic_to_semantic": 0.5}
+BASE_RISK = {
+    "duplicate": 0.1,
+    "decay": 0.2,
+    "promotion": 0.5,
+    "merge": 0.6,
+    "scheduled": 0.5,
+    "episodic_to_semantic": 0.5,
+}
 DEFAULT_AUTO_BELOW = 0.3
 SINGLE_DECAY_RISK = 0.35
 MERGE_COSINE = 0.80
@@ -69,14 +75,23 @@ def replay_priority(core: MemoryCore, store: ScopeStore, key: str) -> float:
     return 0.5 * lt.importance + 0.3 * recency + 0.2 * assoc
 
 
-def extractive(core: MemoryCore, store: ScopeStore, keys: list[str], reason: str,
-               topic: str | None = None) -> Proposal:
+def extractive(
+    core: MemoryCore, store: ScopeStore, keys: list[str], reason: str, topic: str | None = None
+) -> Proposal:
     rows = [r for r in (store.get_many(keys) or {}).values()]
     if not rows:
         raise NotFound("the sources of this item no longer exist")
     now = core.now()
-    strongest = max(rows, key=lambda r: (memory_strength(r["importance"], r["half_life_days"], r["access_count"],
-                                                         r["last_accessed_at"], now), r["access_count"], r["created_at"]))
+    strongest = max(
+        rows,
+        key=lambda r: (
+            memory_strength(
+                r["importance"], r["half_life_days"], r["access_count"], r["last_accessed_at"], now
+            ),
+            r["access_count"],
+            r["created_at"],
+        ),
+    )
     content = strongest["content"]
     mtype = strongest["memory_type"]
     if reason == "episodic_to_semantic":
@@ -85,24 +100,41 @@ def extractive(core: MemoryCore, store: ScopeStore, keys: list[str], reason: str
         content = f"Recurring across {len(rows)} episodes" + (f" ({topic})" if topic else "") + f": {content}"
     elif reason == "scheduled":
         content = f"Episode summary ({len(rows)} memories): " + " | ".join(
-            r["content"][:200] for r in sorted(rows, key=lambda r: r["created_at"]))
+            r["content"][:200] for r in sorted(rows, key=lambda r: r["created_at"])
+        )
     if mtype == "working":
         mtype = "episodic"
     tags: list[str] = []
     for r in rows:
         tags += [t for t in r.get("tags", []) if t not in tags]
-    return Proposal(content=content[:20_000], memory_type=mtype, tags=tags[:64],
-                    importance=max(r["importance"] for r in rows), access_count=sum(r["access_count"] for r in rows),
-                    source="promotion" if reason == "promotion" else "extractive")
+    return Proposal(
+        content=content[:20_000],
+        memory_type=mtype,
+        tags=tags[:64],
+        importance=max(r["importance"] for r in rows),
+        access_count=sum(r["access_count"] for r in rows),
+        source="promotion" if reason == "promotion" else "extractive",
+    )
 
 
-def queue(core: MemoryCore, store: ScopeStore, reason: str, keys: list[str], *, priority: float,
-          topic: str | None = None, dry_run: bool = False, evidence: list[str] | None = None) -> str | None:
+def queue(
+    core: MemoryCore,
+    store: ScopeStore,
+    reason: str,
+    keys: list[str],
+    *,
+    priority: float,
+    topic: str | None = None,
+    dry_run: bool = False,
+    evidence: list[str] | None = None,
+) -> str | None:
     """Queue once: an item pending (or rejected) on the same set of memories is not queued again."""
     keys = sorted(set(keys))
-    existing = store.q1("SELECT VALUE id FROM consolidation_queue WHERE reason = $r AND status IN ['pending', "
-                        "'rejected'] AND array::sort(memory_ids) = $ids LIMIT 1",
-                        {"r": reason, "ids": [rid("memory", k) for k in keys]})
+    existing = store.q1(
+        "SELECT VALUE id FROM consolidation_queue WHERE reason = $r AND status IN ['pending', "
+        "'rejected'] AND array::sort(memory_ids) = $ids LIMIT 1",
+        {"r": reason, "ids": [rid("memory", k) for k in keys]},
+    )
     if existing or dry_run:
         return None
     proposal = extractive(core, store, keys, reason, topic)
@@ -111,10 +143,21 @@ def queue(core: MemoryCore, store: ScopeStore, reason: str, keys: list[str], *, 
     key = short_hash("consolidation", reason, *keys) if reason == "duplicate" else None
     if key is not None and store.q1("SELECT VALUE id FROM ONLY $id", {"id": rid("consolidation_queue", key)}):
         return None
-    row = store.create("consolidation_queue", key=key, fields={
-        "memory_id": rid("memory", keys[0]), "memory_ids": [rid("memory", k) for k in keys], "reason": reason,
-        "priority": round(priority, 4), "risk": risk_for(reason, len(keys)), "topic": topic,
-        "proposal": proposal.model_dump(), "created_at": core.now(), "evidence": evidence or []})
+    row = store.create(
+        "consolidation_queue",
+        key=key,
+        fields={
+            "memory_id": rid("memory", keys[0]),
+            "memory_ids": [rid("memory", k) for k in keys],
+            "reason": reason,
+            "priority": round(priority, 4),
+            "risk": risk_for(reason, len(keys)),
+            "topic": topic,
+            "proposal": proposal.model_dump(),
+            "created_at": core.now(),
+            "evidence": evidence or [],
+        },
+    )
     return key_of(row["id"])
 
 
@@ -145,17 +188,28 @@ def propose_duplicates(core: MemoryCore, store: ScopeStore, pairs: list[tuple[st
     for k in list(parent):
         groups.setdefault(find(k), set()).add(k)
     members = sorted(parent)
-    rows = store.q1("SELECT id, memory_ids, status, evidence FROM consolidation_queue WHERE reason = 'duplicate' "
-                    "AND status IN ['pending', 'rejected'] AND memory_ids CONTAINSANY $ids",
-                    {"ids": [rid("memory", k) for k in members]}) or []
+    rows = (
+        store.q1(
+            "SELECT id, memory_ids, status, evidence FROM consolidation_queue WHERE reason = 'duplicate' "
+            "AND status IN ['pending', 'rejected'] AND memory_ids CONTAINSANY $ids",
+            {"ids": [rid("memory", k) for k in members]},
+        )
+        or []
+    )
     rejected = [{key_of(m) for m in r["memory_ids"]} for r in rows if r["status"] == "rejected"]
-    pending = [(r["id"], {key_of(m) for m in r["memory_ids"]}, list(r.get("evidence") or []))
-               for r in rows if r["status"] == "pending"]
+    pending = [
+        (r["id"], {key_of(m) for m in r["memory_ids"]}, list(r.get("evidence") or []))
+        for r in rows
+        if r["status"] == "pending"
+    ]
     n = 0
     for group in groups.values():
-        evidence = [f"{_short(a)} ≈ {_short(b)}: {w[1]}" for pair, w in sorted(why.items(), key=lambda x: -x[1][0])
-                    if pair <= group and not any(pair <= r for r in rejected)
-                    for a, b in [sorted(pair)]]
+        evidence = [
+            f"{_short(a)} ≈ {_short(b)}: {w[1]}"
+            for pair, w in sorted(why.items(), key=lambda x: -x[1][0])
+            if pair <= group and not any(pair <= r for r in rejected)
+            for a, b in [sorted(pair)]
+        ]
         if not evidence:
             continue
         cos = max(w[0] for pair, w in why.items() if pair <= group)
@@ -166,11 +220,18 @@ def propose_duplicates(core: MemoryCore, store: ScopeStore, pairs: list[tuple[st
             if set(keys) == old:
                 continue
             proposal = extractive(core, store, keys, "duplicate")
-            store.q("UPDATE $id SET memory_ids = $ids, evidence = $ev, proposal = $p, risk = $r, "
-                    "priority = math::max([priority, $pr])",
-                    {"id": item_id, "ids": [rid("memory", k) for k in keys],
-                     "ev": list(dict.fromkeys([*old_evidence, *evidence]))[:20], "p": proposal.model_dump(),
-                     "r": risk_for("duplicate", len(keys)), "pr": round(cos, 4)})
+            store.q(
+                "UPDATE $id SET memory_ids = $ids, evidence = $ev, proposal = $p, risk = $r, "
+                "priority = math::max([priority, $pr])",
+                {
+                    "id": item_id,
+                    "ids": [rid("memory", k) for k in keys],
+                    "ev": list(dict.fromkeys([*old_evidence, *evidence]))[:20],
+                    "p": proposal.model_dump(),
+                    "r": risk_for("duplicate", len(keys)),
+                    "pr": round(cos, 4),
+                },
+            )
             joined[1].update(keys)
             n += 1
         elif queue(core, store, "duplicate", sorted(group)[:MAX_GROUP], priority=cos, evidence=evidence):
@@ -185,8 +246,11 @@ def _short(key: str) -> str:
 # ── detectors ────────────────────────────────────────────────
 def _live_keys(store: ScopeStore, types: Iterable[str] | None = None) -> list[str]:
     ts = set(types) if types else None
-    return [k for k, lt in store.light.items() if lt.status in LIVE and (ts is None or lt.memory_type in ts)
-            and lt.memory_type != "working"]
+    return [
+        k
+        for k, lt in store.light.items()
+        if lt.status in LIVE and (ts is None or lt.memory_type in ts) and lt.memory_type != "working"
+    ]
 
 
 def find_pairs(core: MemoryCore, store: ScopeStore, *, deadline: float, dry_run: bool) -> dict[str, int]:
@@ -208,7 +272,12 @@ def find_pairs(core: MemoryCore, store: ScopeStore, *, deadline: float, dry_run:
         a = store.light[k]
         for other, cos in store.index.vector(vec, 6):
             pair = frozenset((k, other))
-            if other == k or cos < contradictions.CANDIDATE_COSINE or pair in done or other not in store.light:
+            if (
+                other == k
+                or cos < contradictions.CANDIDATE_COSINE
+                or pair in done
+                or other not in store.light
+            ):
                 continue
             b = store.light[other]
             if b.status not in LIVE or b.memory_type == "working":
@@ -234,8 +303,13 @@ def find_episodic_topics(core: MemoryCore, store: ScopeStore, *, dry_run: bool) 
     for k in eps:
         for t in store.light[k].tags:
             topics.setdefault(f"tag:{t}", set()).add(k)
-    rows = store.q1("SELECT id, entities.name AS names, entities.entity_type AS types FROM $ids WHERE entities != NONE",
-                    {"ids": [rid("memory", k) for k in eps]}) or []
+    rows = (
+        store.q1(
+            "SELECT id, entities.name AS names, entities.entity_type AS types FROM $ids WHERE entities != NONE",
+            {"ids": [rid("memory", k) for k in eps]},
+        )
+        or []
+    )
     for r in rows:
         for name, etype in zip(r.get("names") or [], r.get("types") or [], strict=False):
             if name is not None and etype not in graph.SUBJECT_TYPES:
@@ -248,8 +322,18 @@ def find_episodic_topics(core: MemoryCore, store: ScopeStore, *, dry_run: bool) 
         if len(members) < MIN_EPISODES:
             continue
         pr = math.fsum(replay_priority(core, store, k) for k in members) / len(members)
-        if queue(core, store, "episodic_to_semantic", sorted(members), priority=pr, topic=topic.split(":", 1)[1],
-                 dry_run=dry_run) or dry_run:
+        if (
+            queue(
+                core,
+                store,
+                "episodic_to_semantic",
+                sorted(members),
+                priority=pr,
+                topic=topic.split(":", 1)[1],
+                dry_run=dry_run,
+            )
+            or dry_run
+        ):
             n += 1
             claimed |= members
     return n
@@ -261,8 +345,12 @@ def find_promotions(core: MemoryCore, store: ScopeStore, *, dry_run: bool) -> in
         return 0
     n = 0
     for k, lt in store.light.items():
-        if (lt.memory_type in ("semantic", "procedural") and lt.importance >= 0.7 and lt.access_count >= 5
-                and lt.status in LIVE):
+        if (
+            lt.memory_type in ("semantic", "procedural")
+            and lt.importance >= 0.7
+            and lt.access_count >= 5
+            and lt.status in LIVE
+        ):
             row = store.get(k) or {}
             if row.get("metadata", {}).get("promoted_to_user"):
                 continue
@@ -284,19 +372,31 @@ def find_scheduled(core: MemoryCore, store: ScopeStore, *, dry_run: bool) -> int
         lts = [store.light[k] for k in members]
         if any(lt.memory_type != "episodic" for lt in lts):
             continue
-        if max(memory_strength(lt.importance, lt.half_life_days, lt.access_count, lt.last_accessed_at, now)
-               for lt in lts) >= 0.5:
+        if (
+            max(
+                memory_strength(lt.importance, lt.half_life_days, lt.access_count, lt.last_accessed_at, now)
+                for lt in lts
+            )
+            >= 0.5
+        ):
             continue
-        if queue(core, store, "scheduled", members, priority=0.3, topic=f"episode {ep}", dry_run=dry_run) \
-                or dry_run:
+        if (
+            queue(core, store, "scheduled", members, priority=0.3, topic=f"episode {ep}", dry_run=dry_run)
+            or dry_run
+        ):
             n += 1
     return n
 
 
 def fill_proposals(core: MemoryCore, store: ScopeStore) -> int:
     """Items the core sweep queued (decay) carry no proposal yet."""
-    rows = store.q1("SELECT id, reason, memory_ids, topic FROM consolidation_queue WHERE status = 'pending' "
-                    "AND proposal IS NONE LIMIT 500") or []
+    rows = (
+        store.q1(
+            "SELECT id, reason, memory_ids, topic FROM consolidation_queue WHERE status = 'pending' "
+            "AND proposal IS NONE LIMIT 500"
+        )
+        or []
+    )
     n = 0
     for r in rows:
         keys = [key_of(m) for m in r.get("memory_ids") or []]
@@ -305,8 +405,10 @@ def fill_proposals(core: MemoryCore, store: ScopeStore) -> int:
         except NotFound:
             store.q("UPDATE $id SET status = 'failed', note = 'sources gone'", {"id": r["id"]})
             continue
-        store.q("UPDATE $id SET proposal = $p, risk = $k", {"id": r["id"], "p": p.model_dump(),
-                                                            "k": risk_for(r["reason"], len(keys))})
+        store.q(
+            "UPDATE $id SET proposal = $p, risk = $k",
+            {"id": r["id"], "p": p.model_dump(), "k": risk_for(r["reason"], len(keys))},
+        )
         n += 1
     return n
 
@@ -322,25 +424,41 @@ def _item(core: MemoryCore, store: ScopeStore, row: dict[str, Any]) -> Consolida
             continue
     p = row.get("proposal")
     return ConsolidationItem(
-        id=key_of(row["id"]), reason=row["reason"], priority=float(row.get("priority") or 0.0),
-        risk=float(row.get("risk") or 0.0), status=row["status"], created_at=row["created_at"],
-        topic=row.get("topic"), scope=store.scope.value, sources=sources,
+        id=key_of(row["id"]),
+        reason=row["reason"],
+        priority=float(row.get("priority") or 0.0),
+        risk=float(row.get("risk") or 0.0),
+        status=row["status"],
+        created_at=row["created_at"],
+        topic=row.get("topic"),
+        scope=store.scope.value,
+        sources=sources,
         proposal=Proposal(**p) if isinstance(p, dict) and p.get("content") else None,
-        needs_review=float(row.get("risk") or 0.0) >= auto_approve_below(core), evidence=row.get("evidence") or [])
+        needs_review=float(row.get("risk") or 0.0) >= auto_approve_below(core),
+        evidence=row.get("evidence") or [],
+    )
 
 
 @api
-def list_consolidations(core: MemoryCore, project: str | None = None,
-                        status: Literal["pending", "completed", "rejected", "failed", "all"] = "pending",
-                        limit: int = 100) -> list[ConsolidationItem]:
+def list_consolidations(
+    core: MemoryCore,
+    project: str | None = None,
+    status: Literal["pending", "completed", "rejected", "failed", "all"] = "pending",
+    limit: int = 100,
+) -> list[ConsolidationItem]:
     """Queue items with their sources and proposed merged memory, highest priority first."""
     store = core.scopes.primary(project)
     fill_proposals(core, store)
     cond = "true" if status == "all" else "status = $s"
     # Ties (every scheduled summary has priority 0.3) by age and first memory, not by the random row id.
-    rows = store.q1(f"SELECT * FROM consolidation_queue WHERE {cond} "
-                    "ORDER BY priority DESC, created_at, memory_id, reason LIMIT $n",
-                    {"s": status, "n": max(1, min(limit, 1000))}) or []
+    rows = (
+        store.q1(
+            f"SELECT * FROM consolidation_queue WHERE {cond} "
+            "ORDER BY priority DESC, created_at, memory_id, reason LIMIT $n",
+            {"s": status, "n": max(1, min(limit, 1000))},
+        )
+        or []
+    )
     return [_item(core, store, r) for r in rows]
 
 
@@ -350,8 +468,14 @@ def count_consolidations(core: MemoryCore, project: str | None = None) -> Consol
     store = core.scopes.primary(project)
     threshold = auto_approve_below(core)
     out = ConsolidationCounts()
-    rows = store.q1("SELECT status, reason, risk >= $t AS review, count() AS n FROM consolidation_queue "
-                    "GROUP BY status, reason, review", {"t": threshold}) or []
+    rows = (
+        store.q1(
+            "SELECT status, reason, risk >= $t AS review, count() AS n FROM consolidation_queue "
+            "GROUP BY status, reason, review",
+            {"t": threshold},
+        )
+        or []
+    )
     for r in rows:
         n = int(r["n"])
         if r["status"] == "pending":
@@ -374,8 +498,13 @@ def _log(store: ScopeStore, action: str, **fields: Any) -> None:
 
 
 @api
-def approve_consolidation(core: MemoryCore, item_id: str, project: str | None = None,
-                          edited_content: str | None = None, decided_by: str = "user") -> ConsolidationOutcome:
+def approve_consolidation(
+    core: MemoryCore,
+    item_id: str,
+    project: str | None = None,
+    edited_content: str | None = None,
+    decided_by: str = "user",
+) -> ConsolidationOutcome:
     """Apply an item: write the merged memory (or promote), sources become `consolidated` with
     `consolidated_into`. `edited_content` replaces the proposal's text."""
     t0 = time.perf_counter()
@@ -385,18 +514,26 @@ def approve_consolidation(core: MemoryCore, item_id: str, project: str | None = 
     keys = [key_of(m) for m in row.get("memory_ids") or []]
     live = [k for k in keys if store.get(k) is not None]
     if not live:
-        store.q("UPDATE $id SET status = 'failed', note = 'sources gone', processed_at = $now",
-                {"id": row["id"], "now": core.now()})
+        store.q(
+            "UPDATE $id SET status = 'failed', note = 'sources gone', processed_at = $now",
+            {"id": row["id"], "now": core.now()},
+        )
         raise NotFound("the sources of this item no longer exist")
-    p = Proposal(**row["proposal"]) if row.get("proposal") else extractive(core, store, live, row["reason"],
-                                                                             row.get("topic"))
+    p = (
+        Proposal(**row["proposal"])
+        if row.get("proposal")
+        else extractive(core, store, live, row["reason"], row.get("topic"))
+    )
     if edited_content is not None and edited_content.strip():
         p.content, p.source = edited_content.strip(), "agent"
     out = ConsolidationOutcome(item_id=key_of(row["id"]), status="completed")
     result_id: str | None = None
     before = {k: store.get(k) or {} for k in live}
-    undo: dict[str, Any] = {"statuses": {k: r.get("status") for k, r in before.items()},
-                            "metadata": {k: r.get("metadata") or {} for k, r in before.items()}, "created": None}
+    undo: dict[str, Any] = {
+        "statuses": {k: r.get("status") for k, r in before.items()},
+        "metadata": {k: r.get("metadata") or {} for k, r in before.items()},
+        "created": None,
+    }
     if row["reason"] == "promotion":
         rep = promote(core, live[0], target_scope="user", project=core.scopes.root_of(store))
         result_id = (rep.promoted or rep.merged or [None])[0]
@@ -407,52 +544,98 @@ def approve_consolidation(core: MemoryCore, item_id: str, project: str | None = 
     elif len(live) == 1 and p.source == "extractive":
         # Nothing to fold it into: `consolidated` means merged into a summary that names it, so a memory that
         # decayed alone is archived (restorable) instead, and keeps its rank until then.
-        store.set_status(live[0], "archived", f"consolidation {out.item_id} ({row['reason']}): nothing to merge "
-                                              "it with")
+        store.set_status(
+            live[0], "archived", f"consolidation {out.item_id} ({row['reason']}): nothing to merge it with"
+        )
         out.sources = {live[0]: "archived"}
         out.message = "archived (a single source: nothing to merge it with; `engram restore` brings it back)"
     else:
-        mem = write_into(core, store, MemoryIn(
-            content=p.content, memory_type=MemoryType(p.memory_type), tags=p.tags, importance=p.importance,
-            metadata={"consolidated_from": live, "consolidation_item": out.item_id, "summary_source": p.source},
-            source="consolidation"))
+        mem = write_into(
+            core,
+            store,
+            MemoryIn(
+                content=p.content,
+                memory_type=MemoryType(p.memory_type),
+                tags=p.tags,
+                importance=p.importance,
+                metadata={
+                    "consolidated_from": live,
+                    "consolidation_item": out.item_id,
+                    "summary_source": p.source,
+                },
+                source="consolidation",
+            ),
+        )
         result_id = mem.id
         undo["created"] = None if mem.id in live else mem.id
         if mem.id in live:
             # Identical text to one source: the core folded the write into it; that source is the survivor.
             surv = store.get(mem.id) or {}
-            store.update_memory(mem.id, {"metadata": {**surv.get("metadata", {}), "consolidated_from": live,
-                                                      "consolidation_item": out.item_id}})
+            store.update_memory(
+                mem.id,
+                {
+                    "metadata": {
+                        **surv.get("metadata", {}),
+                        "consolidated_from": live,
+                        "consolidation_item": out.item_id,
+                    }
+                },
+            )
         if p.access_count:
-            store.q("UPDATE $id SET access_count = math::max([access_count, $n])",
-                    {"id": rid("memory", mem.id), "n": p.access_count})
+            store.q(
+                "UPDATE $id SET access_count = math::max([access_count, $n])",
+                {"id": rid("memory", mem.id), "n": p.access_count},
+            )
             store.refresh([mem.id])
         for k in live:
             if k == mem.id:
                 out.sources[k] = "survivor"  # the text was identical to this source: the core merged into it
                 continue
-            store.update_memory(k, {"status": "consolidated", "status_reason": f"consolidated into {mem.id}",
-                                    "consolidated_into": mem.id})
+            store.update_memory(
+                k,
+                {
+                    "status": "consolidated",
+                    "status_reason": f"consolidated into {mem.id}",
+                    "consolidated_into": mem.id,
+                },
+            )
             out.sources[k] = "consolidated"
         out.memory = to_memory(core, store, mem.id)
         out.message = f"{len(live)} source(s) consolidated into {mem.id}"
-    store.q("UPDATE $id SET status = 'completed', processed_at = $now, result_id = $r, decided_by = $d, "
-            "proposal = $p, undo = $u", {"id": row["id"], "r": result_id, "d": decided_by, "p": p.model_dump(),
-                                         "now": core.now(), "u": None if row["reason"] == "promotion" else undo})
-    _log(store, "approve", item_id=out.item_id, result_id=result_id,
-         details={"reason": row["reason"], "sources": live, "decided_by": decided_by},
-         took_ms=(time.perf_counter() - t0) * 1000)
+    store.q(
+        "UPDATE $id SET status = 'completed', processed_at = $now, result_id = $r, decided_by = $d, "
+        "proposal = $p, undo = $u",
+        {
+            "id": row["id"],
+            "r": result_id,
+            "d": decided_by,
+            "p": p.model_dump(),
+            "now": core.now(),
+            "u": None if row["reason"] == "promotion" else undo,
+        },
+    )
+    _log(
+        store,
+        "approve",
+        item_id=out.item_id,
+        result_id=result_id,
+        details={"reason": row["reason"], "sources": live, "decided_by": decided_by},
+        took_ms=(time.perf_counter() - t0) * 1000,
+    )
     return out
 
 
 @api
-def reject_consolidation(core: MemoryCore, item_id: str, project: str | None = None,
-                         reason: str | None = None) -> ConsolidationItem:
+def reject_consolidation(
+    core: MemoryCore, item_id: str, project: str | None = None, reason: str | None = None
+) -> ConsolidationItem:
     store, row = _load(core, item_id, project)
     if row["status"] != "pending":
         raise EngramError(f"item {key_of(row['id'])} is {row['status']}, not pending")
-    store.q("UPDATE $id SET status = 'rejected', processed_at = $now, note = $n, decided_by = 'user'",
-            {"id": row["id"], "n": reason, "now": core.now()})
+    store.q(
+        "UPDATE $id SET status = 'rejected', processed_at = $now, note = $n, decided_by = 'user'",
+        {"id": row["id"], "n": reason, "now": core.now()},
+    )
     _log(store, "reject", item_id=key_of(row["id"]), details={"reason": reason})
     return _item(core, store, store.q1("SELECT * FROM ONLY $id", {"id": row["id"]}))
 
@@ -468,28 +651,48 @@ def reopen_consolidation(core: MemoryCore, item_id: str, project: str | None = N
     if row["status"] == "completed":
         undo = row.get("undo")
         if not undo:
-            raise EngramError(f"item {key} cannot be undone here ({row['reason']}: "
-                              + ("forget the promoted memory in the user scope)" if row["reason"] == "promotion"
-                                 else "applied before decisions could be undone)"))
+            raise EngramError(
+                f"item {key} cannot be undone here ({row['reason']}: "
+                + (
+                    "forget the promoted memory in the user scope)"
+                    if row["reason"] == "promotion"
+                    else "applied before decisions could be undone)"
+                )
+            )
         when = core.now()
         created = undo.get("created")
         if created and store.get(created) is not None:
             store.set_status(created, "archived", f"consolidation {key} undone", when)
         for k, status in (undo.get("statuses") or {}).items():
             if store.get(k) is not None:
-                store.update_memory(k, {"status": status, "status_reason": f"consolidation {key} undone",
-                                        "status_changed_at": when, "consolidated_into": None,
-                                        "metadata": (undo.get("metadata") or {}).get(k, {})})
-    store.q("UPDATE $id SET status = 'pending', processed_at = NONE, result_id = NONE, decided_by = NONE, "
-            "undo = NONE, note = NONE", {"id": row["id"]})
+                store.update_memory(
+                    k,
+                    {
+                        "status": status,
+                        "status_reason": f"consolidation {key} undone",
+                        "status_changed_at": when,
+                        "consolidated_into": None,
+                        "metadata": (undo.get("metadata") or {}).get(k, {}),
+                    },
+                )
+    store.q(
+        "UPDATE $id SET status = 'pending', processed_at = NONE, result_id = NONE, decided_by = NONE, "
+        "undo = NONE, note = NONE",
+        {"id": row["id"]},
+    )
     _log(store, "reopen", item_id=key, details={"was": row["status"]})
     return _item(core, store, store.q1("SELECT * FROM ONLY $id", {"id": row["id"]}))
 
 
 @api
-def decide_consolidations(core: MemoryCore, action: Literal["approve", "reject"], project: str | None = None,
-                          max_risk: float | None = None, reason: str | None = None,
-                          note: str | None = None) -> BulkOutcome:
+def decide_consolidations(
+    core: MemoryCore,
+    action: Literal["approve", "reject"],
+    project: str | None = None,
+    max_risk: float | None = None,
+    reason: str | None = None,
+    note: str | None = None,
+) -> BulkOutcome:
     """A bulk decision on pending items: approve every one at or below ``max_risk`` (the confident ones), or
     reject a whole class (``reason``: duplicate, decay…). Each item decided can be undone with
     `reopen_consolidation`; the ids are in the answer."""
@@ -501,8 +704,13 @@ def decide_consolidations(core: MemoryCore, action: Literal["approve", "reject"]
     if reason:
         cond += " AND reason = $why"
         params["why"] = reason
-    ids = [key_of(i) for i in store.q1(f"SELECT VALUE id FROM consolidation_queue WHERE {cond} "
-                                       "ORDER BY priority DESC LIMIT 1000", params) or []]
+    ids = [
+        key_of(i)
+        for i in store.q1(
+            f"SELECT VALUE id FROM consolidation_queue WHERE {cond} ORDER BY priority DESC LIMIT 1000", params
+        )
+        or []
+    ]
     done: list[str] = []
     for item in ids:
         try:
@@ -514,13 +722,17 @@ def decide_consolidations(core: MemoryCore, action: Literal["approve", "reject"]
         except (NotFound, EngramError):
             continue
     verb = "approved" if action == "approve" else "rejected"
-    return BulkOutcome(ids=done, count=len(done),
-                       message=f"{len(done)} item(s) {verb}; each can be undone (reopen_consolidation)")
+    return BulkOutcome(
+        ids=done,
+        count=len(done),
+        message=f"{len(done)} item(s) {verb}; each can be undone (reopen_consolidation)",
+    )
 
 
 @api
-def propose_consolidation_summary(core: MemoryCore, item_id: str, summary: str,
-                                  project: str | None = None) -> ConsolidationItem:
+def propose_consolidation_summary(
+    core: MemoryCore, item_id: str, summary: str, project: str | None = None
+) -> ConsolidationItem:
     """The agent's own summary replaces the extractive proposal (it still needs approval unless low-risk)."""
     if not summary.strip():
         raise EngramError("the summary is empty")
@@ -532,8 +744,10 @@ def propose_consolidation_summary(core: MemoryCore, item_id: str, summary: str,
     p.content, p.source = redact_text(summary).strip()[:20_000], "agent"  # whole, then cut
     if row["reason"] == "episodic_to_semantic":
         p.memory_type = "semantic"
-    store.q("UPDATE $id SET proposal = $p, summary_source = 'agent', risk = $r",
-            {"id": row["id"], "p": p.model_dump(), "r": risk_for(row["reason"], len(keys), agent_summary=True)})
+    store.q(
+        "UPDATE $id SET proposal = $p, summary_source = 'agent', risk = $r",
+        {"id": row["id"], "p": p.model_dump(), "r": risk_for(row["reason"], len(keys), agent_summary=True)},
+    )
     _log(store, "summary", item_id=key_of(row["id"]), details={"chars": len(summary)})
     return _item(core, store, store.q1("SELECT * FROM ONLY $id", {"id": row["id"]}))
 
@@ -541,8 +755,13 @@ def propose_consolidation_summary(core: MemoryCore, item_id: str, summary: str,
 def auto_approve(core: MemoryCore, store: ScopeStore, *, deadline: float) -> tuple[int, int]:
     """Apply pending items below the policy's risk; returns (applied, left for review)."""
     threshold = auto_approve_below(core)
-    rows = store.q1("SELECT id, risk, priority FROM consolidation_queue WHERE status = 'pending' "
-                    "ORDER BY priority DESC LIMIT 500") or []
+    rows = (
+        store.q1(
+            "SELECT id, risk, priority FROM consolidation_queue WHERE status = 'pending' "
+            "ORDER BY priority DESC LIMIT 500"
+        )
+        or []
+    )
     applied = review = 0
     for r in rows:
         if float(r.get("risk") or 0.5) >= threshold:
@@ -552,8 +771,9 @@ def auto_approve(core: MemoryCore, store: ScopeStore, *, deadline: float) -> tup
             review += 1
             continue
         try:
-            approve_consolidation(core, key_of(r["id"]), project=core.scopes.root_of(store),
-                                  decided_by="policy")
+            approve_consolidation(
+                core, key_of(r["id"]), project=core.scopes.root_of(store), decided_by="policy"
+            )
             applied += 1
         except (NotFound, EngramError):
             continue
@@ -561,9 +781,13 @@ def auto_approve(core: MemoryCore, store: ScopeStore, *, deadline: float) -> tup
 
 
 @api
-def reflect_and_consolidate(core: MemoryCore, project: str | None = None, dry_run: bool = False,
-                            budget_s: float | None = None,
-                            level: Literal["auto", "light", "full", "reflection"] = "auto") -> ReflectionReport:
+def reflect_and_consolidate(
+    core: MemoryCore,
+    project: str | None = None,
+    dry_run: bool = False,
+    budget_s: float | None = None,
+    level: Literal["auto", "light", "full", "reflection"] = "auto",
+) -> ReflectionReport:
     """The session-end pass (seed 001 §9). `auto` follows the count of sessions that ended (end_session counts
     them): light every time, full consolidation + graph pruning once per 5 ended sessions, strategy analysis +
     self-reflection once per 20. The budget follows the heaviest level (30 s / 2 min / 5 min) unless given.
@@ -598,11 +822,20 @@ def reflect_and_consolidate(core: MemoryCore, project: str | None = None, dry_ru
     if not dry_run:
         details = rep.model_dump(mode="json", exclude={"evolution"})
         _log(store, "run", trigger=level, details=details, took_ms=rep.took_ms)
-        store.create("reflection_log", {
-            "triggered_by": level, "session_count_at": count, "levels": levels,
-            "insights_generated": len(rep.insights), "entities_merged": rep.entities_merged,
-            "edges_pruned": rep.edges_invalidated + rep.entities_pruned,
-            "memories_consolidated": rep.auto_approved, "details": details, "duration_ms": rep.took_ms})
+        store.create(
+            "reflection_log",
+            {
+                "triggered_by": level,
+                "session_count_at": count,
+                "levels": levels,
+                "insights_generated": len(rep.insights),
+                "entities_merged": rep.entities_merged,
+                "edges_pruned": rep.edges_invalidated + rep.entities_pruned,
+                "memories_consolidated": rep.auto_approved,
+                "details": details,
+                "duration_ms": rep.took_ms,
+            },
+        )
     return rep
 
 
@@ -611,6 +844,8 @@ def maintain_organisation(core: MemoryCore, project: str | None = None) -> Organ
     """A light organising pass, run when called (the daemon's maintenance tick runs `maintain`, not this):
     association decay, proposals for the sweep's decay items, entity backfill. No consolidation is applied."""
     store = core.scopes.primary(project)
-    return OrganiseMaintenance(associations_pruned=associations.decay(core, store),
-                               proposals_filled=fill_proposals(core, store),
-                               entities_backfilled=graph.backfill(core, store, limit=200))
+    return OrganiseMaintenance(
+        associations_pruned=associations.decay(core, store),
+        proposals_filled=fill_proposals(core, store),
+        entities_backfilled=graph.backfill(core, store, limit=200),
+    )

@@ -59,18 +59,43 @@ STRONG_CONFIDENCE = 0.95  # the newer names the value it replaced: resolved with
 
 PairClass = Literal["duplicate", "update", "distinct"]
 
-_ANTONYMS = [("enable", "disable"), ("enabled", "disabled"), ("sync", "async"), ("true", "false"),
-             ("allow", "deny"), ("on", "off"), ("before", "after"), ("add", "remove"), ("increase", "decrease"),
-             ("always", "never"), ("tabs", "spaces"), ("single", "double"), ("local", "remote"),
-             ("public", "private"), ("required", "optional"), ("upper", "lower"), ("min", "max"),
-             ("ascending", "descending"), ("dev", "prod"), ("staging", "production"), ("http", "https"),
-             ("get", "post"), ("asc", "desc"), ("left", "right"), ("first", "last"), ("tab", "space"),
-             ("camelcase", "snake_case"), ("blocking", "non-blocking"), ("main", "master")]
+_ANTONYMS = [
+    ("enable", "disable"),
+    ("enabled", "disabled"),
+    ("sync", "async"),
+    ("true", "false"),
+    ("allow", "deny"),
+    ("on", "off"),
+    ("before", "after"),
+    ("add", "remove"),
+    ("increase", "decrease"),
+    ("always", "never"),
+    ("tabs", "spaces"),
+    ("single", "double"),
+    ("local", "remote"),
+    ("public", "private"),
+    ("required", "optional"),
+    ("upper", "lower"),
+    ("min", "max"),
+    ("ascending", "descending"),
+    ("dev", "prod"),
+    ("staging", "production"),
+    ("http", "https"),
+    ("get", "post"),
+    ("asc", "desc"),
+    ("left", "right"),
+    ("first", "last"),
+    ("tab", "space"),
+    ("camelcase", "snake_case"),
+    ("blocking", "non-blocking"),
+    ("main", "master"),
+]
 _ANT = {a: b for a, b in _ANTONYMS} | {b: a for a, b in _ANTONYMS}
 
 
-_LOCATED = re.compile(r"\b(?:lives?|living|stored|kept|located|sits?|defined|configured|moved)\s+(?:in|at|under|to)\s",
-                      re.I)
+_LOCATED = re.compile(
+    r"\b(?:lives?|living|stored|kept|located|sits?|defined|configured|moved)\s+(?:in|at|under|to)\s", re.I
+)
 
 
 def _words(text: str) -> set[str]:
@@ -122,28 +147,45 @@ def judge(old: str, new: str, cosine: float, vocab: sj.Vocabulary | None = None)
         return Verdict("distinct", f"cosine {cosine:.2f}, word overlap {overlap:.2f}: different topics")
     # Two values of one kind are one attribute's only where the statements say the same sort of thing of
     # their subject (a deploy tool and an owner are both names) or the values share a functional category.
-    same_attribute = (cmp.functional or (cmp.names_old_value and cosine >= CHANGE_COSINE)
-                      or cosine >= ATTRIBUTE_COSINE or sj.same_attribute(old, new, so, sn) >= ATTRIBUTE_OVERLAP)
+    same_attribute = (
+        cmp.functional
+        or (cmp.names_old_value and cosine >= CHANGE_COSINE)
+        or cosine >= ATTRIBUTE_COSINE
+        or sj.same_attribute(old, new, so, sn) >= ATTRIBUTE_OVERLAP
+    )
     # With no identifier for the subject, only a stated change or one shape with one value swapped tells two
     # statements are about one thing: template-like notes ("my usual setup: …, and X for formatting") repeat
     # with other values without being about one subject.
-    single_swap = len([x for x in changed if x[0] or x[1]]) == 1 and (cosine >= TOPIC_COSINE or cmp.functional)
+    single_swap = len([x for x in changed if x[0] or x[1]]) == 1 and (
+        cosine >= TOPIC_COSINE or cmp.functional
+    )
     if cmp.conflict and same_attribute and (anchored or strong_change or single_swap):
         was = ", ".join(sorted(cmp.only_old)[:3])
         now = ", ".join(sorted(cmp.only_new)[:3])
         how = "the newer says it changed from " if cmp.names_old_value else ""
-        confidence = (STRONG_CONFIDENCE if cmp.names_old_value else 0.8 if cmp.functional
-                      else 0.7 if anchored else 0.55)
-        return Verdict("update", f"{cmp.why_subject}; {how}{was} → {now}", strong=cmp.names_old_value,
-                       confidence=confidence)
+        confidence = (
+            STRONG_CONFIDENCE if cmp.names_old_value else 0.8 if cmp.functional else 0.7 if anchored else 0.55
+        )
+        return Verdict(
+            "update",
+            f"{cmp.why_subject}; {how}{was} → {now}",
+            strong=cmp.names_old_value,
+            confidence=confidence,
+        )
     close = anchored or cosine >= DUPLICATE_COSINE
     said_change = sn.changes and cmp.same_subject is not False
     # A polarity flip of one statement: what changed is the negation and at most a few words beside it, not a
     # whole clause that happens to hold a "not" ("… to avoid a second database" vs "… the docs recommend it").
-    residue = [w for x, y in changed for w in (x + " " + y).split() if not sj.negation_word(w)] if changed else None
+    residue = (
+        [w for x, y in changed for w in (x + " " + y).split() if not sj.negation_word(w)] if changed else None
+    )
     flip = (residue is not None and len(residue) <= 3) or (residue is None and cosine >= 0.9)
-    if so.negated != sn.negated and overlap >= TOPIC_OVERLAP and flip and (
-            (close and cosine >= NEGATION_COSINE) or (said_change and cosine >= CHANGE_COSINE)):
+    if (
+        so.negated != sn.negated
+        and overlap >= TOPIC_OVERLAP
+        and flip
+        and ((close and cosine >= NEGATION_COSINE) or (said_change and cosine >= CHANGE_COSINE))
+    ):
         return Verdict("update", f"{cmp.why_subject}; one states it, the other negates it", kind="negation")
     wa, wb = _words(old), _words(new)
     for w in wa - wb:
@@ -175,7 +217,9 @@ def classify_pair(a: str, b: str, cosine: float, vocab: sj.Vocabulary | None = N
 
 
 # ── queueing ─────────────────────────────────────────────────
-NEAR_MAX_PER_MEMORY = 2  # a new memory raises at most this many topic pairs (the closest): see docs/organise.md
+NEAR_MAX_PER_MEMORY = (
+    2  # a new memory raises at most this many topic pairs (the closest): see docs/organise.md
+)
 
 
 @dataclass
@@ -239,14 +283,37 @@ def queue(store: ScopeStore, cands: list[Candidate]) -> list[str]:
             if k in merged:
                 merged[k].evidence = list(dict.fromkeys([*merged[k].evidence, *c.evidence]))
             else:
-                merged[k] = Candidate(c.kind, c.a, c.b, list(c.evidence), c.at, c.relation_a, c.relation_b,
-                                      c.suggested, c.confidence, c.strong)
+                merged[k] = Candidate(
+                    c.kind,
+                    c.a,
+                    c.b,
+                    list(c.evidence),
+                    c.at,
+                    c.relation_a,
+                    c.relation_b,
+                    c.suggested,
+                    c.confidence,
+                    c.strong,
+                )
     if not merged:
         return []
-    rows = [{"id": rid("contradiction_queue", k), "row": {
-        "kind": c.kind, "memory_a": c.a, "memory_b": c.b, "evidence": c.evidence, "relation_a": c.relation_a,
-        "relation_b": c.relation_b, "detected_at": c.at, "suggested": c.suggested,
-        "confidence": c.confidence}} for k, c in merged.items()]
+    rows = [
+        {
+            "id": rid("contradiction_queue", k),
+            "row": {
+                "kind": c.kind,
+                "memory_a": c.a,
+                "memory_b": c.b,
+                "evidence": c.evidence,
+                "relation_a": c.relation_a,
+                "relation_b": c.relation_b,
+                "detected_at": c.at,
+                "suggested": c.suggested,
+                "confidence": c.confidence,
+            },
+        }
+        for k, c in merged.items()
+    ]
     old = store.q(_QUEUE, {"cands": rows}, memory_rows=())[-1] or []
     return [k for k, was in zip(merged, old, strict=True) if was is None]
 
@@ -277,8 +344,13 @@ def _live_evidence(store: ScopeStore, evidence: list[str], exclude: str | None) 
     return None
 
 
-def check_relations(core: MemoryCore, store: ScopeStore, memory_key: str | None,
-                    new_rels: list[ex.ExtractedRelation], live: list[dict[str, Any]]) -> list[Candidate]:
+def check_relations(
+    core: MemoryCore,
+    store: ScopeStore,
+    memory_key: str | None,
+    new_rels: list[ex.ExtractedRelation],
+    live: list[dict[str, Any]],
+) -> list[Candidate]:
     """Compare the relations a memory just stated with live relations sharing an endpoint."""
     if memory_key is None:
         return []
@@ -297,13 +369,20 @@ def check_relations(core: MemoryCore, store: ScopeStore, memory_key: str | None,
                 cat = r.target.category
                 if cat and cat in ex.FUNCTIONAL and old.get("category") == cat:
                     kind = "functional"
-                    reason = f"{r.source.name} uses {old.get('out_name')} and {r.target.name}: one {cat} expected"
+                    reason = (
+                        f"{r.source.name} uses {old.get('out_name')} and {r.target.name}: one {cat} expected"
+                    )
             elif r.relation_type == "replaces" and o_type == "uses" and o_dst == dst:
-                kind, reason = "relation_pair", f"{old.get('in_name')} uses {r.target.name}, " \
-                                                f"but {r.source.name} replaces {r.target.name}"
+                kind, reason = (
+                    "relation_pair",
+                    f"{old.get('in_name')} uses {r.target.name}, "
+                    f"but {r.source.name} replaces {r.target.name}",
+                )
             elif r.relation_type == "uses" and o_type == "replaces" and o_dst == dst:
-                kind, reason = "relation_pair", f"{old.get('in_name')} replaces {r.target.name}, " \
-                                                f"but {r.source.name} uses it"
+                kind, reason = (
+                    "relation_pair",
+                    f"{old.get('in_name')} replaces {r.target.name}, but {r.source.name} uses it",
+                )
             elif {r.relation_type, o_type} == {"causes", "contradicts"} and o_src == src and o_dst == dst:
                 kind, reason = "relation_pair", f"{r.source.name} both causes and contradicts {r.target.name}"
             if kind is None:
@@ -311,8 +390,17 @@ def check_relations(core: MemoryCore, store: ScopeStore, memory_key: str | None,
             other = _live_evidence(store, old.get("evidence") or [], memory_key)
             if other is None or not _same_subject(core, store, other, memory_key):
                 continue
-            found.append(Candidate(kind, other, memory_key, [reason or kind], core.now(), key_of(old["id"]),
-                                   relation_key(src, r.relation_type, dst)))
+            found.append(
+                Candidate(
+                    kind,
+                    other,
+                    memory_key,
+                    [reason or kind],
+                    core.now(),
+                    key_of(old["id"]),
+                    relation_key(src, r.relation_type, dst),
+                )
+            )
     return found
 
 
@@ -331,16 +419,18 @@ def _same_subject(core: MemoryCore, store: ScopeStore, a: str, b: str) -> bool:
             return False
     vocab = sj.vocabulary(core, store)
     sa = sj.read(la.content, vocab)
-    return sj.compare(sa, sj.read(lb.content, vocab)).same_subject is not False and \
-        not sj.subject_slots(la.content, lb.content, sa.values, vocab)
+    return sj.compare(sa, sj.read(lb.content, vocab)).same_subject is not False and not sj.subject_slots(
+        la.content, lb.content, sa.values, vocab
+    )
 
 
 RELATION_COSINE = 0.5  # two memories whose relations conflict must be about one topic at least this much
 NEAR_K = 12  # how many nearest neighbours of a new memory are judged (besides itself)
 
 
-def nearest_for_check(store: ScopeStore, vecs: Sequence[np.ndarray | None],
-                      later: Sequence[Collection[str]]) -> list[list[tuple[str, float]]]:
+def nearest_for_check(
+    store: ScopeStore, vecs: Sequence[np.ndarray | None], later: Sequence[Collection[str]]
+) -> list[list[tuple[str, float]]]:
     """`check_near`'s neighbours for a chunk of new memories in one pass over the store's vectors: for each,
     its NEAR_K + 1 nearest (itself among them), leaving out ``later[i]``, the chunk's memories written after it.
     Taken before the chunk's checks: nothing in them takes a memory out of the index (a working memory over
@@ -357,10 +447,18 @@ class NearFindings:
     duplicates: list[tuple[str, float, str]]
 
 
-def check_near(core: MemoryCore, store: ScopeStore, key: str, content: str,
-               near: Sequence[tuple[str, float]], *, memory_type: str | None = None,
-               created_at: datetime | None = None, vocab: sj.Vocabulary | None = None,
-               gone: Collection[str] = ()) -> NearFindings:
+def check_near(
+    core: MemoryCore,
+    store: ScopeStore,
+    key: str,
+    content: str,
+    near: Sequence[tuple[str, float]],
+    *,
+    memory_type: str | None = None,
+    created_at: datetime | None = None,
+    vocab: sj.Vocabulary | None = None,
+    gone: Collection[str] = (),
+) -> NearFindings:
     """Judge a new memory against its nearest neighbours ``near`` (`nearest_for_check`: best first, the memory
     itself among them, none written after it in its chunk): at most NEAR_MAX_PER_MEMORY contradictions (each
     suggesting the newer statement, by ``created_at``), and every neighbour that says the same thing.
@@ -383,9 +481,18 @@ def check_near(core: MemoryCore, store: ScopeStore, key: str, content: str,
             if older_type == "episodic":
                 continue  # what happened stays true: a later change supersedes facts and procedures only
             if len(out.contradictions) < NEAR_MAX_PER_MEMORY:
-                out.contradictions.append(Candidate(v.kind, other, key, [v.why], core.now(),
-                                                    suggested="keep_b" if new_is_newer else "keep_a",
-                                                    confidence=v.confidence, strong=v.strong))
+                out.contradictions.append(
+                    Candidate(
+                        v.kind,
+                        other,
+                        key,
+                        [v.why],
+                        core.now(),
+                        suggested="keep_b" if new_is_newer else "keep_a",
+                        confidence=v.confidence,
+                        strong=v.strong,
+                    )
+                )
         elif v.cls == "duplicate" and lt.status in ("created", "active"):
             out.duplicates.append((other, cos, v.why))
     return out
@@ -398,22 +505,39 @@ def _to_contradiction(core: MemoryCore, store: ScopeStore, row: dict[str, Any]) 
         b = to_memory(core, store, row["memory_b"])
     except NotFound:
         return None
-    return Contradiction(id=key_of(row["id"]), kind=row["kind"], a=a, b=b, evidence=row.get("evidence") or [],
-                         detected_at=row["detected_at"], status=row["status"], resolution=row.get("resolution"),
-                         scope=store.scope.value, suggested=row.get("suggested"),
-                         confidence=float(row.get("confidence") or 0.5), decided_by=row.get("decided_by"),
-                         resolved_at=row.get("resolved_at"))
+    return Contradiction(
+        id=key_of(row["id"]),
+        kind=row["kind"],
+        a=a,
+        b=b,
+        evidence=row.get("evidence") or [],
+        detected_at=row["detected_at"],
+        status=row["status"],
+        resolution=row.get("resolution"),
+        scope=store.scope.value,
+        suggested=row.get("suggested"),
+        confidence=float(row.get("confidence") or 0.5),
+        decided_by=row.get("decided_by"),
+        resolved_at=row.get("resolved_at"),
+    )
 
 
-_ORDER = {"strongest": "confidence DESC, detected_at DESC, memory_b DESC, memory_a DESC",
-          "newest": "detected_at DESC, memory_b DESC, memory_a DESC"}
+_ORDER = {
+    "strongest": "confidence DESC, detected_at DESC, memory_b DESC, memory_a DESC",
+    "newest": "detected_at DESC, memory_b DESC, memory_a DESC",
+}
 
 
 @api
-def list_contradictions(core: MemoryCore, project: str | None = None,
-                        status: Literal["open", "resolved", "all"] = "open", limit: int = 100,
-                        session: str | None = None, order: Literal["strongest", "newest"] = "strongest",
-                        decided_by: str | None = None) -> list[Contradiction]:
+def list_contradictions(
+    core: MemoryCore,
+    project: str | None = None,
+    status: Literal["open", "resolved", "all"] = "open",
+    limit: int = 100,
+    session: str | None = None,
+    order: Literal["strongest", "newest"] = "strongest",
+    decided_by: str | None = None,
+) -> list[Contradiction]:
     """Contradictions with both statements, the evidence and the suggested resolution: the strongest first
     (the detector's confidence), or the newest. `count_contradictions` gives the true totals."""
     out: list[Contradiction] = []
@@ -421,8 +545,13 @@ def list_contradictions(core: MemoryCore, project: str | None = None,
         cond = "true" if status == "all" else "status = $s"
         if decided_by:
             cond += " AND decided_by = $d"
-        rows = store.q1(f"SELECT * FROM contradiction_queue WHERE {cond} ORDER BY {_ORDER[order]} LIMIT $n",
-                        {"s": status, "n": limit, "d": decided_by}) or []
+        rows = (
+            store.q1(
+                f"SELECT * FROM contradiction_queue WHERE {cond} ORDER BY {_ORDER[order]} LIMIT $n",
+                {"s": status, "n": limit, "d": decided_by},
+            )
+            or []
+        )
         for r in rows:
             c = _to_contradiction(core, store, plain(r))
             if c is not None:
@@ -436,13 +565,19 @@ def list_contradictions(core: MemoryCore, project: str | None = None,
 
 
 @api
-def count_contradictions(core: MemoryCore, project: str | None = None,
-                         session: str | None = None) -> ContradictionCounts:
+def count_contradictions(
+    core: MemoryCore, project: str | None = None, session: str | None = None
+) -> ContradictionCounts:
     """True totals: open, resolved by a person or an agent, resolved without asking, by kind (open ones)."""
     out = ContradictionCounts()
     for store in core.scopes.stores("all", project, session):
-        rows = store.q1("SELECT status, kind, decided_by, count() AS n FROM contradiction_queue "
-                        "GROUP BY status, kind, decided_by") or []
+        rows = (
+            store.q1(
+                "SELECT status, kind, decided_by, count() AS n FROM contradiction_queue "
+                "GROUP BY status, kind, decided_by"
+            )
+            or []
+        )
         for r in rows:
             n = int(r["n"])
             if r["status"] == "open":
@@ -455,8 +590,9 @@ def count_contradictions(core: MemoryCore, project: str | None = None,
     return out
 
 
-def find_item(core: MemoryCore, table: str, item_id: str, project: str | None,
-              session: str | None = None) -> tuple[ScopeStore, dict[str, Any]]:
+def find_item(
+    core: MemoryCore, table: str, item_id: str, project: str | None, session: str | None = None
+) -> tuple[ScopeStore, dict[str, Any]]:
     key = key_of(item_id)
     for store in core.scopes.stores("all", project, session):  # the caller's project only (issue #13)
         row = store.q1("SELECT * FROM ONLY $id", {"id": rid(table, key)})
@@ -469,12 +605,21 @@ def supersede(store: ScopeStore, key: str, by: str, reason: str, when: datetime)
     """Keep for audit, hide from recall: status superseded, invalid_at set, relations it alone evidenced end.
     Returns the keys of the relations ended."""
     row = store.get(key) or {}
-    store.update_memory(key, {"status": "superseded", "status_reason": reason, "status_changed_at": when,
-                              "invalid_at": when,
-                              "metadata": {**row.get("metadata", {}), "superseded_by": by}})
-    ended = store.q1("UPDATE relates_to SET invalid_at = $t WHERE invalid_at IS NONE AND $k IN evidence "
-                     "AND array::len(array::complement(evidence, [$k])) = 0 RETURN VALUE record::id(id)",
-                     {"t": when, "k": key})
+    store.update_memory(
+        key,
+        {
+            "status": "superseded",
+            "status_reason": reason,
+            "status_changed_at": when,
+            "invalid_at": when,
+            "metadata": {**row.get("metadata", {}), "superseded_by": by},
+        },
+    )
+    ended = store.q1(
+        "UPDATE relates_to SET invalid_at = $t WHERE invalid_at IS NONE AND $k IN evidence "
+        "AND array::len(array::complement(evidence, [$k])) = 0 RETURN VALUE record::id(id)",
+        {"t": when, "k": key},
+    )
     return [str(k) for k in ended or []]
 
 
@@ -482,9 +627,15 @@ Resolution = Literal["keep_a", "keep_b", "keep_both", "merge"]
 
 
 @api
-def resolve_contradiction(core: MemoryCore, contradiction_id: str, resolution: Resolution,
-                          merged_content: str | None = None, project: str | None = None,
-                          session: str | None = None, decided_by: str = "user") -> ContradictionOutcome:
+def resolve_contradiction(
+    core: MemoryCore,
+    contradiction_id: str,
+    resolution: Resolution,
+    merged_content: str | None = None,
+    project: str | None = None,
+    session: str | None = None,
+    decided_by: str = "user",
+) -> ContradictionOutcome:
     """keep_a / keep_b: the other is superseded (kept for audit, hidden from recall, its relations end);
     keep_both: both hold (in different contexts) and the pair is not raised again; merge: one new memory
     replaces both (give `merged_content`, else the two statements are joined, newer first).
@@ -493,8 +644,14 @@ def resolve_contradiction(core: MemoryCore, contradiction_id: str, resolution: R
     return _resolve(core, store, row, resolution, merged_content, decided_by)
 
 
-def _resolve(core: MemoryCore, store: ScopeStore, row: dict[str, Any], resolution: Resolution,
-             merged_content: str | None, decided_by: str) -> ContradictionOutcome:
+def _resolve(
+    core: MemoryCore,
+    store: ScopeStore,
+    row: dict[str, Any],
+    resolution: Resolution,
+    merged_content: str | None,
+    decided_by: str,
+) -> ContradictionOutcome:
     if row["status"] != "open":
         raise EngramError(f"contradiction {key_of(row['id'])} is already resolved ({row.get('resolution')})")
     a, b = row["memory_a"], row["memory_b"]
@@ -512,14 +669,27 @@ def _resolve(core: MemoryCore, store: ScopeStore, row: dict[str, Any], resolutio
         keep, drop = (a, b) if resolution == "keep_a" else (b, a)
         ended += supersede(store, drop, keep, f"contradiction {out.id}: kept {keep}", when)
         out.kept, out.superseded = [keep], [drop]
-        how = "without asking: the newer statement names the value it replaced; " if decided_by == "policy" else ""
+        how = (
+            "without asking: the newer statement names the value it replaced; "
+            if decided_by == "policy"
+            else ""
+        )
         out.message = f"kept {keep}; {drop} is superseded ({how}hidden from recall, kept for audit)"
     elif resolution == "keep_both":
         for k in (a, b):
             r = store.get(k) or {}
-            store.update_memory(k, {"metadata": {**r.get("metadata", {}),
-                                                 "coexists_with": [*r.get("metadata", {}).get("coexists_with", []),
-                                                                   b if k == a else a]}})
+            store.update_memory(
+                k,
+                {
+                    "metadata": {
+                        **r.get("metadata", {}),
+                        "coexists_with": [
+                            *r.get("metadata", {}).get("coexists_with", []),
+                            b if k == a else a,
+                        ],
+                    }
+                },
+            )
         out.kept = [a, b]
         out.message = "both kept: they hold in different contexts"
     else:
@@ -528,37 +698,58 @@ def _resolve(core: MemoryCore, store: ScopeStore, row: dict[str, Any], resolutio
             raise NotFound("one of the two memories no longer exists")
         newer, older = (rb, ra) if rb["created_at"] >= ra["created_at"] else (ra, rb)
         content = (merged_content or "").strip() or f"{newer['content']} (previously: {older['content']})"
-        mem = write_into(core, store, MemoryIn(
-            content=content, memory_type=MemoryType(newer["memory_type"] if newer["memory_type"] != "working"
-                                                    else "episodic"),
-            tags=sorted(set(ra.get("tags", [])) | set(rb.get("tags", []))),
-            importance=max(ra["importance"], rb["importance"]),
-            metadata={"merged_from": [a, b], "contradiction": out.id}, source="contradiction-merge"))
+        mem = write_into(
+            core,
+            store,
+            MemoryIn(
+                content=content,
+                memory_type=MemoryType(
+                    newer["memory_type"] if newer["memory_type"] != "working" else "episodic"
+                ),
+                tags=sorted(set(ra.get("tags", [])) | set(rb.get("tags", []))),
+                importance=max(ra["importance"], rb["importance"]),
+                metadata={"merged_from": [a, b], "contradiction": out.id},
+                source="contradiction-merge",
+            ),
+        )
         merged_key = mem.id
         # The merged memory may itself look like an update of its sources; that pair is settled already.
         for k in (a, b):
-            store.q("UPDATE contradiction_queue SET status = 'resolved', resolution = 'merge', resolved_at = $t "
-                    "WHERE status = 'open' AND ((memory_a = $k AND memory_b = $m) OR (memory_a = $m AND memory_b = $k))",
-                    {"k": k, "m": merged_key, "t": when})
-            ended += supersede(store, k, merged_key, f"contradiction {out.id}: merged into {merged_key}", when)
+            store.q(
+                "UPDATE contradiction_queue SET status = 'resolved', resolution = 'merge', resolved_at = $t "
+                "WHERE status = 'open' AND ((memory_a = $k AND memory_b = $m) OR (memory_a = $m AND memory_b = $k))",
+                {"k": k, "m": merged_key, "t": when},
+            )
+            ended += supersede(
+                store, k, merged_key, f"contradiction {out.id}: merged into {merged_key}", when
+            )
             store.update_memory(k, {"consolidated_into": merged_key})
         out.superseded = [a, b]
         out.merged = to_memory(core, store, merged_key)
         out.message = f"merged into {merged_key}; both sources superseded"
     undo["relations"] = ended
     undo["merged"] = merged_key
-    store.q("UPDATE $id SET status = 'resolved', resolution = $r, resolved_at = $t, merged_into = $m, "
-            "decided_by = $d, undo = $u",
-            {"id": rid("contradiction_queue", out.id), "r": resolution, "t": when, "m": merged_key,
-             "d": decided_by, "u": undo})
+    store.q(
+        "UPDATE $id SET status = 'resolved', resolution = $r, resolved_at = $t, merged_into = $m, "
+        "decided_by = $d, undo = $u",
+        {
+            "id": rid("contradiction_queue", out.id),
+            "r": resolution,
+            "t": when,
+            "m": merged_key,
+            "d": decided_by,
+            "u": undo,
+        },
+    )
     if ended:
         end_relations(core, store, ended)
     return out
 
 
 @api
-def reopen_contradiction(core: MemoryCore, contradiction_id: str, project: str | None = None,
-                         session: str | None = None) -> Contradiction:
+def reopen_contradiction(
+    core: MemoryCore, contradiction_id: str, project: str | None = None, session: str | None = None
+) -> Contradiction:
     """Undo a resolution (a person's, an agent's or one applied without asking): the memories get back their
     status and metadata (a merged memory is archived), the relations it ended hold again, and the pair is open."""
     store, row = find_item(core, "contradiction_queue", contradiction_id, project, session)
@@ -566,7 +757,9 @@ def reopen_contradiction(core: MemoryCore, contradiction_id: str, project: str |
         raise EngramError(f"contradiction {key_of(row['id'])} is open: nothing to undo")
     undo = row.get("undo") or {}
     if not undo.get("statuses"):
-        raise EngramError(f"contradiction {key_of(row['id'])} was resolved before resolutions could be undone")
+        raise EngramError(
+            f"contradiction {key_of(row['id'])} was resolved before resolutions could be undone"
+        )
     when = core.now()
     merged = undo.get("merged")
     if merged and store.get(merged) is not None:
@@ -574,27 +767,48 @@ def reopen_contradiction(core: MemoryCore, contradiction_id: str, project: str |
     for k, status in undo["statuses"].items():
         if store.get(k) is None:
             continue
-        store.update_memory(k, {"status": status, "status_reason": f"contradiction {key_of(row['id'])} reopened",
-                                "status_changed_at": when, "invalid_at": None, "consolidated_into": None,
-                                "metadata": undo.get("metadata", {}).get(k, {})})
+        store.update_memory(
+            k,
+            {
+                "status": status,
+                "status_reason": f"contradiction {key_of(row['id'])} reopened",
+                "status_changed_at": when,
+                "invalid_at": None,
+                "consolidated_into": None,
+                "metadata": undo.get("metadata", {}).get(k, {}),
+            },
+        )
     relations = undo.get("relations") or []
     if relations:
-        store.q("UPDATE $ids SET invalid_at = NONE RETURN NONE",
-                {"ids": [rid("relates_to", k) for k in relations]})
+        store.q(
+            "UPDATE $ids SET invalid_at = NONE RETURN NONE",
+            {"ids": [rid("relates_to", k) for k in relations]},
+        )
         invalidate_names(core, store)
-    store.q("UPDATE $id SET status = 'open', resolution = NONE, resolved_at = NONE, merged_into = NONE, "
-            "decided_by = NONE, undo = NONE", {"id": rid("contradiction_queue", key_of(row["id"]))})
-    c = _to_contradiction(core, store, plain(store.q1("SELECT * FROM ONLY $id",
-                                                      {"id": rid("contradiction_queue", key_of(row["id"]))})))
+    store.q(
+        "UPDATE $id SET status = 'open', resolution = NONE, resolved_at = NONE, merged_into = NONE, "
+        "decided_by = NONE, undo = NONE",
+        {"id": rid("contradiction_queue", key_of(row["id"]))},
+    )
+    c = _to_contradiction(
+        core,
+        store,
+        plain(store.q1("SELECT * FROM ONLY $id", {"id": rid("contradiction_queue", key_of(row["id"]))})),
+    )
     if c is None:
         raise NotFound("one of the two memories no longer exists")
     return c
 
 
 @api
-def resolve_contradictions(core: MemoryCore, resolution: Literal["suggested", "keep_both"] = "suggested",
-                           project: str | None = None, min_confidence: float = 0.0, kind: str | None = None,
-                           session: str | None = None) -> BulkOutcome:
+def resolve_contradictions(
+    core: MemoryCore,
+    resolution: Literal["suggested", "keep_both"] = "suggested",
+    project: str | None = None,
+    min_confidence: float = 0.0,
+    kind: str | None = None,
+    session: str | None = None,
+) -> BulkOutcome:
     """A bulk resolution of open contradictions: every one at or above ``min_confidence`` (and of ``kind``)
     settled by its suggested resolution (those without one are left open), or a whole class dismissed as
     holding both (keep_both). Each can be undone with `reopen_contradiction`; the ids are in the answer."""
@@ -605,8 +819,12 @@ def resolve_contradictions(core: MemoryCore, resolution: Literal["suggested", "k
         if kind:
             cond += " AND kind = $k"
             params["k"] = kind
-        for r in store.q1(f"SELECT * FROM contradiction_queue WHERE {cond} ORDER BY confidence DESC LIMIT 1000",
-                          params) or []:
+        for r in (
+            store.q1(
+                f"SELECT * FROM contradiction_queue WHERE {cond} ORDER BY confidence DESC LIMIT 1000", params
+            )
+            or []
+        ):
             row = plain(r)
             how = row.get("suggested") if resolution == "suggested" else "keep_both"
             if how not in ("keep_a", "keep_b", "keep_both"):

@@ -28,52 +28,120 @@ _add("ruff flake8 pylint eslint tslint golangci-lint clippy", "tool", "linter")
 _add("black prettier autopep8 yapf rustfmt gofmt isort", "tool", "formatter")
 _add("mypy pyright pyre tsc flow", "tool", "type_checker")
 _add("webpack vite esbuild rollup parcel turbopack", "tool", "bundler")
-_add("django flask fastapi starlette express koa nestjs rails sinatra spring laravel", "library", "web_framework")
+_add(
+    "django flask fastapi starlette express koa nestjs rails sinatra spring laravel",
+    "library",
+    "web_framework",
+)
 _add("react vue svelte angular solid preact nextjs nuxt remix", "library", "frontend_framework")
 _add("postgres postgresql mysql mariadb sqlite mongodb surrealdb cockroachdb dynamodb", "library", "database")
 _add("sqlalchemy prisma typeorm sequelize peewee diesel drizzle", "library", "orm")
 _add("redis memcached", "library", "cache")
 _add("celery rq sidekiq bullmq", "library", "task_queue")
-_add("numpy pandas scipy pydantic requests httpx aiohttp torch tensorflow polars attrs click typer "
-     "textual rich structlog loguru boto3 lodash axios zod graphql grpc protobuf tokio serde "
-     "sentence-transformers transformers onnxruntime alembic", "library", None)
-_add("git docker docker-compose kubectl helm terraform make cmake gcc clang node deno python python3 "
-     "go rustc java gradle maven curl wget ssh rsync tmux nginx systemd gh pre-commit tox nox "
-     "just sed awk grep jq", "tool", None)
+_add(
+    "numpy pandas scipy pydantic requests httpx aiohttp torch tensorflow polars attrs click typer "
+    "textual rich structlog loguru boto3 lodash axios zod graphql grpc protobuf tokio serde "
+    "sentence-transformers transformers onnxruntime alembic",
+    "library",
+    None,
+)
+_add(
+    "git docker docker-compose kubectl helm terraform make cmake gcc clang node deno python python3 "
+    "go rustc java gradle maven curl wget ssh rsync tmux nginx systemd gh pre-commit tox nox "
+    "just sed awk grep jq",
+    "tool",
+    None,
+)
 
 # Categories a project normally has one of: two different values of one is a change, not a second fact.
-FUNCTIONAL = frozenset({"test_framework", "package_manager", "formatter", "type_checker", "bundler",
-                        "web_framework", "frontend_framework", "database", "orm", "linter", "task_queue"})
+FUNCTIONAL = frozenset(
+    {
+        "test_framework",
+        "package_manager",
+        "formatter",
+        "type_checker",
+        "bundler",
+        "web_framework",
+        "frontend_framework",
+        "database",
+        "orm",
+        "linter",
+        "task_queue",
+    }
+)
 
 _CANONICAL = {"postgresql": "postgres", "python3": "python", "docker-compose": "docker compose"}
 
 URL = re.compile(r"\bhttps?://[^\s)>\]\"'`]+")
-_FILE_EXT = ("py|pyi|ts|tsx|js|jsx|mjs|cjs|rs|go|java|kt|rb|php|c|h|cc|cpp|hpp|cs|swift|toml|json|yaml|yml|"
-             "md|cfg|ini|sql|surql|sh|bash|zsh|lock|txt|css|scss|html|vue|svelte|env|xml|gradle|proto|ipynb")
+_FILE_EXT = (
+    "py|pyi|ts|tsx|js|jsx|mjs|cjs|rs|go|java|kt|rb|php|c|h|cc|cpp|hpp|cs|swift|toml|json|yaml|yml|"
+    "md|cfg|ini|sql|surql|sh|bash|zsh|lock|txt|css|scss|html|vue|svelte|env|xml|gradle|proto|ipynb"
+)
 PATH = re.compile(
     r"(?<![\w@/.-])(?:~|\.{1,2})?/?(?:[\w.@-]+/)+[\w.@-]+/?"  # has a slash
     r"|(?<![\w/.-])[\w-]+(?:\.[\w-]+)*\.(?:" + _FILE_EXT + r")\b"  # or a known extension
 )
-ERROR = re.compile(r"\b(?:[A-Z][A-Za-z0-9]*\.)?[A-Z][A-Za-z0-9]*(?:Error|Exception|Warning|Fault|Panic)\b"
-                    r"|\bE(?:CONNREFUSED|CONNRESET|ADDRINUSE|NOENT|ACCES|PERM|TIMEDOUT|PIPE)\b"
-                    r"|\b(?:segfault|segmentation fault|OOM|out of memory|deadlock)\b")
+ERROR = re.compile(
+    r"\b(?:[A-Z][A-Za-z0-9]*\.)?[A-Z][A-Za-z0-9]*(?:Error|Exception|Warning|Fault|Panic)\b"
+    r"|\bE(?:CONNREFUSED|CONNRESET|ADDRINUSE|NOENT|ACCES|PERM|TIMEDOUT|PIPE)\b"
+    r"|\b(?:segfault|segmentation fault|OOM|out of memory|deadlock)\b"
+)
 _FUNC_CALL = re.compile(r"(?<![\w.])([A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*)\(\)?")
 _FUNC_DEF = re.compile(r"\b(?:def|fn|func|function|async def)\s+([A-Za-z_]\w*)")
 _CLASS_DEF = re.compile(r"\b(?:class|struct|interface|enum|trait)\s+([A-Z]\w*)")
 CAMEL = re.compile(r"(?<![\w.])([A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+)\b")
 _BACKTICK = re.compile(r"`([^`\n]{2,120})`")
 _SHELL = re.compile(r"(?m)^\s*\$\s+(.{2,120})$")
-_INSTALL = re.compile(r"\b(?:pip|pip3|uv|poetry|npm|yarn|pnpm|cargo|gem|go|bun)\s+(?:install|add|get|i)\s+"
-                      r"((?:-{1,2}[\w-]+\s+)*)([@\w][\w./@-]*(?:\s+[@\w][\w./@-]*)*)")
-_IMPORT = re.compile(r"(?m)(?:^|\s)(?:from\s+([A-Za-z_][\w]*)[\w.]*\s+import|import\s+([A-Za-z_][\w]*))\b"
-                     r"|require\(['\"]([@\w][\w/@.-]*)['\"]\)")
+_INSTALL = re.compile(
+    r"\b(?:pip|pip3|uv|poetry|npm|yarn|pnpm|cargo|gem|go|bun)\s+(?:install|add|get|i)\s+"
+    r"((?:-{1,2}[\w-]+\s+)*)([@\w][\w./@-]*(?:\s+[@\w][\w./@-]*)*)"
+)
+_IMPORT = re.compile(
+    r"(?m)(?:^|\s)(?:from\s+([A-Za-z_][\w]*)[\w.]*\s+import|import\s+([A-Za-z_][\w]*))\b"
+    r"|require\(['\"]([@\w][\w/@.-]*)['\"]\)"
+)
 WORD = re.compile(r"[A-Za-z][\w.+-]*")
 
 # Words that look like calls or CamelCase but are not code entities in ordinary prose.
-_NOT_FUNCS = {"e.g", "i.e", "etc", "see", "and", "or", "the", "a", "if", "for", "while", "print", "note",
-              "example", "optional", "default", "maybe", "was", "is", "also", "fix", "only"}
-_NOT_CLASSES = {"GitHub", "JavaScript", "TypeScript", "PostgreSQL", "MacOs", "MacOS", "YouTube", "PowerShell",
-                "LinkedIn", "WordPress", "FastApi", "OpenAi", "ChatGpt"}
+_NOT_FUNCS = {
+    "e.g",
+    "i.e",
+    "etc",
+    "see",
+    "and",
+    "or",
+    "the",
+    "a",
+    "if",
+    "for",
+    "while",
+    "print",
+    "note",
+    "example",
+    "optional",
+    "default",
+    "maybe",
+    "was",
+    "is",
+    "also",
+    "fix",
+    "only",
+}
+_NOT_CLASSES = {
+    "GitHub",
+    "JavaScript",
+    "TypeScript",
+    "PostgreSQL",
+    "MacOs",
+    "MacOS",
+    "YouTube",
+    "PowerShell",
+    "LinkedIn",
+    "WordPress",
+    "FastApi",
+    "OpenAi",
+    "ChatGpt",
+}
 
 
 @dataclass(frozen=True)
@@ -169,8 +237,11 @@ def extract_entities(text: str, *, max_entities: int = 24) -> list[Extracted]:
         if name.lower() in _NOT_FUNCS or name.lower() in GAZETTEER or len(name) < 3:
             continue
         # "foo(bar)" in prose is often a parenthetical; require code-like names then.
-        if (m.group(0).endswith("(") and not m.group(0).endswith("()")
-                and not ("_" in name or "." in name or re.search(r"[a-z][A-Z]", name))):
+        if (
+            m.group(0).endswith("(")
+            and not m.group(0).endswith("()")
+            and not ("_" in name or "." in name or re.search(r"[a-z][A-Z]", name))
+        ):
             continue
         add(Extracted(name, "function"))
     for m in CAMEL.finditer(rest):
@@ -196,9 +267,11 @@ class ExtractedRelation:
 SUBJECT_PROJECT = Extracted("this project", "project")
 SUBJECT_USER = Extracted("user", "person")
 
-_NEG_BEFORE = re.compile(r"\b(?:no longer|not|never|don't|do not|doesn't|does not|stopped|stop|avoid|"
-                         r"dropped|removed|instead of|rather than|without|deprecated|ditched)\b[\w\s,'-]{0,24}$",
-                         re.I)
+_NEG_BEFORE = re.compile(
+    r"\b(?:no longer|not|never|don't|do not|doesn't|does not|stopped|stop|avoid|"
+    r"dropped|removed|instead of|rather than|without|deprecated|ditched)\b[\w\s,'-]{0,24}$",
+    re.I,
+)
 
 
 def _find(ents: list[Extracted], text: str) -> Extracted | None:
@@ -210,7 +283,9 @@ def _find(ents: list[Extracted], text: str) -> Extracted | None:
     return g
 
 
-def extract_relations(text: str, ents: list[Extracted], subject: Extracted = SUBJECT_PROJECT) -> list[ExtractedRelation]:
+def extract_relations(
+    text: str, ents: list[Extracted], subject: Extracted = SUBJECT_PROJECT
+) -> list[ExtractedRelation]:
     """The typed relations the text states."""
     rels: list[ExtractedRelation] = []
 
@@ -221,43 +296,72 @@ def extract_relations(text: str, ents: list[Extracted], subject: Extracted = SUB
 
     low = text
     replaced: set[str] = set()
-    for m in re.finditer(r"\b(?:switch(?:ed|ing)?|migrat(?:ed|ing|e)|mov(?:ed|ing|e)|port(?:ed|ing)?)\s+"
-                         r"(?:\w+\s+){0,3}?from\s+`?([\w.@/-]+)`?\s+to\s+`?([\w.@/-]+)`?", low, re.I):
+    for m in re.finditer(
+        r"\b(?:switch(?:ed|ing)?|migrat(?:ed|ing|e)|mov(?:ed|ing|e)|port(?:ed|ing)?)\s+"
+        r"(?:\w+\s+){0,3}?from\s+`?([\w.@/-]+)`?\s+to\s+`?([\w.@/-]+)`?",
+        low,
+        re.I,
+    ):
         old, new = _find(ents, m.group(1)), _find(ents, m.group(2))
         add(new, "replaces", old, 0.8)
         add(subject, "uses", new, 0.8)
         if old:
             replaced.add(old.key)
-    for m in re.finditer(r"\breplac(?:ed|e|ing)\s+`?([\w.@/-]+)`?\s+(?:with|by)\s+`?([\w.@/-]+)`?", low, re.I):
+    for m in re.finditer(
+        r"\breplac(?:ed|e|ing)\s+`?([\w.@/-]+)`?\s+(?:with|by)\s+`?([\w.@/-]+)`?", low, re.I
+    ):
         old, new = _find(ents, m.group(1)), _find(ents, m.group(2))
         add(new, "replaces", old, 0.8)
         add(subject, "uses", new, 0.8)
         if old:
             replaced.add(old.key)
-    for m in re.finditer(r"\b(?:use[sd]?|using|run[s]?\s+(?:tests?|the suite)\s+(?:with|on)|"
-                         r"(?:is|as)\s+(?:our|the)\s+[\w\s-]{0,20}?(?:framework|runner|database|db|manager|"
-                         r"linter|formatter|bundler|orm)\s*(?:is)?)\s+`?([\w.@/-]+)`?", low, re.I):
+    for m in re.finditer(
+        r"\b(?:use[sd]?|using|run[s]?\s+(?:tests?|the suite)\s+(?:with|on)|"
+        r"(?:is|as)\s+(?:our|the)\s+[\w\s-]{0,20}?(?:framework|runner|database|db|manager|"
+        r"linter|formatter|bundler|orm)\s*(?:is)?)\s+`?([\w.@/-]+)`?",
+        low,
+        re.I,
+    ):
         target = _find(ents, m.group(1))
         if target is None or target.key in replaced or target.entity_type not in ("library", "tool"):
             continue
-        if _NEG_BEFORE.search(low[:m.start()]) or re.search(r"\b(?:not|never|no longer)\s*$", low[:m.start()]):
+        if _NEG_BEFORE.search(low[: m.start()]) or re.search(
+            r"\b(?:not|never|no longer)\s*$", low[: m.start()]
+        ):
             continue
         add(subject, "uses", target)
     for e in ents:
         # "X is our test runner" / "tests run on X" with X first.
-        if (e.category and re.search(re.escape(e.name) + r"\s+(?:is|as)\s+(?:our|the)\b", low, re.I)
-                and not _NEG_BEFORE.search(low[:low.lower().find(e.name.lower())])):
+        if (
+            e.category
+            and re.search(re.escape(e.name) + r"\s+(?:is|as)\s+(?:our|the)\b", low, re.I)
+            and not _NEG_BEFORE.search(low[: low.lower().find(e.name.lower())])
+        ):
             add(subject, "uses", e)
-    for m in re.finditer(r"`?([\w./:-]+?)`?\s+(?:raises|throws|causes|triggers|leads to|results in)\s+(?:an?\s+)?"
-                         r"`?([\w.:-]+)`?", low, re.I):
+    for m in re.finditer(
+        r"`?([\w./:-]+?)`?\s+(?:raises|throws|causes|triggers|leads to|results in)\s+(?:an?\s+)?"
+        r"`?([\w.:-]+)`?",
+        low,
+        re.I,
+    ):
         add(_find(ents, m.group(1)), "causes", _find(ents, m.group(2)))
-    for m in re.finditer(r"`?([\w./:()-]+?)`?\s+(?:fixes|fixed|resolves|resolved|solves|prevents)\s+(?:the\s+)?"
-                         r"`?([\w.:-]+)`?", low, re.I):
+    for m in re.finditer(
+        r"`?([\w./:()-]+?)`?\s+(?:fixes|fixed|resolves|resolved|solves|prevents)\s+(?:the\s+)?"
+        r"`?([\w.:-]+)`?",
+        low,
+        re.I,
+    ):
         add(_find(ents, m.group(1).rstrip("()")), "fixes", _find(ents, m.group(2)))
-    for m in re.finditer(r"\bfix(?:ed)?\s+(?:the\s+)?`?([\w.:-]+)`?\s+(?:\w+\s+){0,4}?(?:by|with|using)\s+"
-                         r"(?:\w+\s+){0,3}?`?([\w./:()-]+)`?", low, re.I):
+    for m in re.finditer(
+        r"\bfix(?:ed)?\s+(?:the\s+)?`?([\w.:-]+)`?\s+(?:\w+\s+){0,4}?(?:by|with|using)\s+"
+        r"(?:\w+\s+){0,3}?`?([\w./:()-]+)`?",
+        low,
+        re.I,
+    ):
         add(_find(ents, m.group(2).rstrip("()")), "fixes", _find(ents, m.group(1)))
-    for m in re.finditer(r"\bfixed\s+by\s+(?:calling|using|adding|running|setting)?\s*`?([\w./:()-]+)`?", low, re.I):
+    for m in re.finditer(
+        r"\bfixed\s+by\s+(?:calling|using|adding|running|setting)?\s*`?([\w./:()-]+)`?", low, re.I
+    ):
         errors = [e for e in ents if e.entity_type == "error" and low.find(e.name) < m.start()]
         if errors:
             add(_find(ents, m.group(1).rstrip("()")), "fixes", errors[-1])
@@ -271,6 +375,8 @@ def extract_relations(text: str, ents: list[Extracted], subject: Extracted = SUB
         add(_find(ents, m.group(1)), "imports", _find(ents, m.group(2)))
     for m in re.finditer(r"`?([\w./@-]+)`?\s+(?:is\s+)?tested\s+(?:by|in)\s+`?([\w./@-]+)`?", low, re.I):
         add(_find(ents, m.group(1)), "tested_by", _find(ents, m.group(2)))
-    for m in re.finditer(r"`?([\w./@-]+)`?\s+(?:is\s+)?configured\s+(?:by|in|via)\s+`?([\w./@-]+)`?", low, re.I):
+    for m in re.finditer(
+        r"`?([\w./@-]+)`?\s+(?:is\s+)?configured\s+(?:by|in|via)\s+`?([\w./@-]+)`?", low, re.I
+    ):
         add(_find(ents, m.group(1)), "configured_by", _find(ents, m.group(2)))
     return rels

@@ -21,13 +21,18 @@ from ..store import Light, ScopeStore, key_of, plain
 from .base import EngramError, MemoryCore, OrganiseState, Stream, api, as_dt, rid, state
 
 TIME_GAP = timedelta(minutes=30)
-TOPIC_SHIFT_COSINE = 0.55  # on contextual vectors (memory + the one before): on-topic 0.70-0.91, shifts 0.34-0.52
+TOPIC_SHIFT_COSINE = (
+    0.55  # on contextual vectors (memory + the one before): on-topic 0.70-0.91, shifts 0.34-0.52
+)
 MIN_EPISODE_FOR_SHIFT = 2  # a one-memory episode has no topic yet to shift from
 DEFAULT_PENALTY = 0.7
-_DONE = re.compile(r"\b(?:task (?:is )?(?:done|complete[d]?)|all tests pass(?:ing)?|tests? (?:are )?green|"
-                   r"(?:pr|pull request) (?:is )?merged|merged (?:the )?(?:pr|pull request|branch)|shipped|"
-                   r"released v?\d|deployed to prod(?:uction)?|done with (?:the )?\w+|finished (?:the )?\w+|"
-                   r"(?:bug|issue) (?:is )?(?:fixed|resolved|closed))\b", re.I)
+_DONE = re.compile(
+    r"\b(?:task (?:is )?(?:done|complete[d]?)|all tests pass(?:ing)?|tests? (?:are )?green|"
+    r"(?:pr|pull request) (?:is )?merged|merged (?:the )?(?:pr|pull request|branch)|shipped|"
+    r"released v?\d|deployed to prod(?:uction)?|done with (?:the )?\w+|finished (?:the )?\w+|"
+    r"(?:bug|issue) (?:is )?(?:fixed|resolved|closed))\b",
+    re.I,
+)
 
 
 def stream_of(store: ScopeStore, fields: dict[str, Any]) -> str:
@@ -35,8 +40,11 @@ def stream_of(store: ScopeStore, fields: dict[str, Any]) -> str:
 
 
 def _load_stream(store: ScopeStore, name: str) -> Stream:
-    rows = store.q1("SELECT id, last_at, memory_count, started_at FROM episode WHERE stream = $s AND ended_at IS NONE "
-                    "ORDER BY started_at DESC LIMIT 1", {"s": name})
+    rows = store.q1(
+        "SELECT id, last_at, memory_count, started_at FROM episode WHERE stream = $s AND ended_at IS NONE "
+        "ORDER BY started_at DESC LIMIT 1",
+        {"s": name},
+    )
     if not rows:
         return Stream()
     r = plain(rows[0])
@@ -51,19 +59,35 @@ def _stream(st: OrganiseState, store: ScopeStore, name: str) -> Stream:
     return s
 
 
-def _open(store: ScopeStore, writes: list[dict[str, Any]], s: Stream, name: str, boundary: str,
-          trigger: str | None, at: datetime) -> None:
+def _open(
+    store: ScopeStore,
+    writes: list[dict[str, Any]],
+    s: Stream,
+    name: str,
+    boundary: str,
+    trigger: str | None,
+    at: datetime,
+) -> None:
     if s.episode_id:
         writes.append({"op": "end", "id": rid("episode", s.episode_id), "t": at, "r": boundary})
     key = "ep_" + store.new_id()
-    writes.append({"op": "open", "id": rid("episode", key), "c": {
-        "stream": name, "started_at": at, "last_at": at, "boundary_type": boundary,
-        "boundary_trigger": redact_text(trigger or "")[:300] or None}})  # whole, then cut
+    writes.append(
+        {
+            "op": "open",
+            "id": rid("episode", key),
+            "c": {
+                "stream": name,
+                "started_at": at,
+                "last_at": at,
+                "boundary_type": boundary,
+                "boundary_trigger": redact_text(trigger or "")[:300] or None,
+            },
+        }
+    )  # whole, then cut
     s.episode_id, s.last_at, s.centroid, s.count, s.pending = key, at, None, 0, None
 
 
-def assign(core: MemoryCore, store: ScopeStore, fields: dict[str, Any],
-           vec: np.ndarray | None) -> str | None:
+def assign(core: MemoryCore, store: ScopeStore, fields: dict[str, Any], vec: np.ndarray | None) -> str | None:
     """The episode a new memory belongs to; opens a new one at a boundary. What that writes waits in the
     store's organise state (``writes``) for the memory's graph write, which sends it in the same round trip."""
     if fields.get("episode_id"):
@@ -79,14 +103,25 @@ def assign(core: MemoryCore, store: ScopeStore, fields: dict[str, Any],
         elif s.episode_id is None:
             _open(store, writes, s, name, "start", None, at)
         elif s.last_at is not None and at - s.last_at > TIME_GAP:
-            _open(store, writes, s, name, "temporal", f"{int((at - s.last_at).total_seconds() // 60)} min since the last memory",
-                  at)
+            _open(
+                store,
+                writes,
+                s,
+                name,
+                "temporal",
+                f"{int((at - s.last_at).total_seconds() // 60)} min since the last memory",
+                at,
+            )
         elif vec is not None and s.centroid is not None and s.count >= MIN_EPISODE_FOR_SHIFT:
             sim = float(np.dot(s.centroid, vec) / max(float(np.linalg.norm(s.centroid)), 1e-9))
             if sim < TOPIC_SHIFT_COSINE:
                 _open(store, writes, s, name, "context_shift", f"cosine {sim:.2f} to the episode's topic", at)
         if vec is not None:
-            s.centroid = vec.copy() if s.centroid is None else s.centroid * (s.count / (s.count + 1)) + vec / (s.count + 1)
+            s.centroid = (
+                vec.copy()
+                if s.centroid is None
+                else s.centroid * (s.count / (s.count + 1)) + vec / (s.count + 1)
+            )
         s.count += 1
         s.last_at = at if s.last_at is None else max(s.last_at, at)
         episode = s.episode_id
@@ -110,8 +145,9 @@ def current_episodes(core: MemoryCore, stores: list[ScopeStore], session_key: st
     return out
 
 
-def boundary_booster(core: MemoryCore, key: str, store: ScopeStore, light: Light,
-                     context: dict[str, Any]) -> float:
+def boundary_booster(
+    core: MemoryCore, key: str, store: ScopeStore, light: Light, context: dict[str, Any]
+) -> float:
     """Inside a session, memories of another episode get the cross-boundary penalty."""
     session = context.get("session")
     if not session or not light.episode_id:
@@ -137,15 +173,22 @@ def boundary_booster(core: MemoryCore, key: str, store: ScopeStore, light: Light
 
 def _info(r: dict[str, Any]) -> EpisodeInfo:
     r = plain(r)
-    return EpisodeInfo(id=key_of(r["id"]), stream=r["stream"], started_at=r["started_at"],
-                       ended_at=as_dt(r.get("ended_at")), boundary_type=r["boundary_type"],
-                       boundary_trigger=r.get("boundary_trigger"), end_reason=r.get("end_reason"),
-                       memory_count=int(r.get("memory_count") or 0))
+    return EpisodeInfo(
+        id=key_of(r["id"]),
+        stream=r["stream"],
+        started_at=r["started_at"],
+        ended_at=as_dt(r.get("ended_at")),
+        boundary_type=r["boundary_type"],
+        boundary_trigger=r.get("boundary_trigger"),
+        end_reason=r.get("end_reason"),
+        memory_count=int(r.get("memory_count") or 0),
+    )
 
 
 @api
-def end_episode(core: MemoryCore, session: str, reason: str = "explicit",
-                project: str | None = None) -> list[EpisodeInfo]:
+def end_episode(
+    core: MemoryCore, session: str, reason: str = "explicit", project: str | None = None
+) -> list[EpisodeInfo]:
     """An explicit boundary: the session's open episodes end now; its next memory starts a new one."""
     try:
         sess = core.scopes.session(session, project, create=False)
@@ -164,8 +207,10 @@ def end_episode(core: MemoryCore, session: str, reason: str = "explicit",
             s = _stream(st, store, name)
             if s.episode_id is None:
                 continue
-            rows = store.q1("UPDATE $id SET ended_at = $t, end_reason = $r", {"id": rid("episode", s.episode_id),
-                                                                              "t": now, "r": redact_text(reason)[:300]})
+            rows = store.q1(
+                "UPDATE $id SET ended_at = $t, end_reason = $r",
+                {"id": rid("episode", s.episode_id), "t": now, "r": redact_text(reason)[:300]},
+            )
             s.pending = ("explicit", reason)
             if rows:
                 closed.append(_info(rows[0]))
@@ -173,8 +218,9 @@ def end_episode(core: MemoryCore, session: str, reason: str = "explicit",
 
 
 @api
-def list_episodes(core: MemoryCore, project: str | None = None, session: str | None = None,
-                  limit: int = 50) -> list[EpisodeInfo]:
+def list_episodes(
+    core: MemoryCore, project: str | None = None, session: str | None = None, limit: int = 50
+) -> list[EpisodeInfo]:
     out: list[EpisodeInfo] = []
     for store in core.scopes.stores("all", project, session):
         rows = store.q1("SELECT * FROM episode ORDER BY started_at DESC LIMIT $n", {"n": limit}) or []

@@ -58,16 +58,25 @@ def session_count(store: ScopeStore) -> int:
     return lifecycle.sessions_ended(store)
 
 
-def due_levels(core: MemoryCore, store: ScopeStore, *, dry_run: bool = False,
-               level: Literal["auto", "light", "full", "reflection"] = "auto") -> tuple[int, list[str]]:
+def due_levels(
+    core: MemoryCore,
+    store: ScopeStore,
+    *,
+    dry_run: bool = False,
+    level: Literal["auto", "light", "full", "reflection"] = "auto",
+) -> tuple[int, list[str]]:
     """(sessions ended, levels to run now). `auto`: full once each time the count passes a multiple of 5 since
     it last ran, reflection likewise for 20; recorded unless dry_run."""
     n = session_count(store)
     done = lifecycle.state_value(store, LEVELS_DONE, None) or {"full": 0, "reflection": 0}
     levels = ["light"]
-    if level in ("full", "reflection") or (level == "auto" and n // FULL_EVERY > done.get("full", 0) // FULL_EVERY):
+    if level in ("full", "reflection") or (
+        level == "auto" and n // FULL_EVERY > done.get("full", 0) // FULL_EVERY
+    ):
         levels.append("full")
-    if level == "reflection" or (level == "auto" and n // REFLECT_EVERY > done.get("reflection", 0) // REFLECT_EVERY):
+    if level == "reflection" or (
+        level == "auto" and n // REFLECT_EVERY > done.get("reflection", 0) // REFLECT_EVERY
+    ):
         levels.append("reflection")
     if not dry_run and len(levels) > 1:
         lifecycle.set_state_value(store, LEVELS_DONE, {**done, **{lv: n for lv in levels[1:]}})
@@ -80,8 +89,10 @@ def budget_for(levels: list[str]) -> float:
 
 # ── analysis ─────────────────────────────────────────────────
 def _stats(counts: dict[str, list[int]]) -> list[UsageStat]:
-    return [UsageStat(key=k, judged=v[0], useful=v[1], rate=round(v[1] / v[0], 4) if v[0] else 0.0)
-            for k, v in sorted(counts.items())]
+    return [
+        UsageStat(key=k, judged=v[0], useful=v[1], rate=round(v[1] / v[0], 4) if v[0] else 0.0)
+        for k, v in sorted(counts.items())
+    ]
 
 
 def _bump(counts: dict[str, list[int]], key: str, useful: bool) -> None:
@@ -119,8 +130,9 @@ def sync_half_lives(core: MemoryCore) -> int:
 
 
 @api
-def evolve_memory_system(core: MemoryCore, dry_run: bool = True, lookback_days: int = 30,
-                         project: str | None = None) -> EvolutionReport:
+def evolve_memory_system(
+    core: MemoryCore, dry_run: bool = True, lookback_days: int = 30, project: str | None = None
+) -> EvolutionReport:
     """Per-strategy, per-scope and per-type usefulness from the retrieval log rows not used by an earlier
     cycle, and the bounded parameter changes they justify. Applied only when dry_run is false, there is
     enough data and the cooldown since the last applied change is over."""
@@ -130,11 +142,24 @@ def evolve_memory_system(core: MemoryCore, dry_run: bool = True, lookback_days: 
     mark = lifecycle.state_value(store, WATERMARK, None)
     if mark:
         since = max(since, datetime.fromisoformat(mark))
-    logs = plain(store.q1("SELECT strategy, query_type, scopes, types, was_useful, created_at FROM retrieval_log "
-                          "WHERE created_at > $s", {"s": since})) or []
+    logs = (
+        plain(
+            store.q1(
+                "SELECT strategy, query_type, scopes, types, was_useful, created_at FROM retrieval_log "
+                "WHERE created_at > $s",
+                {"s": since},
+            )
+        )
+        or []
+    )
     judged = [r for r in logs if r.get("was_useful") is not None]
-    rep = EvolutionReport(log_entries=len(logs), judged_entries=len(judged), min_entries=MIN_LOG_ENTRIES,
-                          enough_data=len(logs) >= MIN_LOG_ENTRIES, dry_run=dry_run)
+    rep = EvolutionReport(
+        log_entries=len(logs),
+        judged_entries=len(judged),
+        min_entries=MIN_LOG_ENTRIES,
+        enough_data=len(logs) >= MIN_LOG_ENTRIES,
+        dry_run=dry_run,
+    )
     by_strategy: dict[str, list[int]] = {}
     by_scope: dict[str, list[int]] = {}
     by_type: dict[str, list[int]] = {}
@@ -145,10 +170,16 @@ def evolve_memory_system(core: MemoryCore, dry_run: bool = True, lookback_days: 
             _bump(by_scope, s, u)
         for t in set(r.get("types") or []):
             _bump(by_type, t, u)
-    rep.strategy_stats, rep.scope_stats, rep.type_stats = _stats(by_strategy), _stats(by_scope), _stats(by_type)
+    rep.strategy_stats, rep.scope_stats, rep.type_stats = (
+        _stats(by_strategy),
+        _stats(by_scope),
+        _stats(by_type),
+    )
     if not rep.enough_data:
-        rep.message = f"{len(logs)} retrieval log entries not yet used in {lookback_days} days; " \
-                      f"{MIN_LOG_ENTRIES} needed before proposing any change"
+        rep.message = (
+            f"{len(logs)} retrieval log entries not yet used in {lookback_days} days; "
+            f"{MIN_LOG_ENTRIES} needed before proposing any change"
+        )
         return rep
     overall = sum(v[1] for v in by_strategy.values()) / max(1, sum(v[0] for v in by_strategy.values()))
 
@@ -165,8 +196,15 @@ def evolve_memory_system(core: MemoryCore, dry_run: bool = True, lookback_days: 
             new_w[s.key] = target
             why.append(f"{s.key} useful {s.rate:.0%} vs {overall:.0%} overall")
     if new_w != cur_w:
-        rep.proposals.append(ParamProposal(key="scope_weights", current=cur_w, proposed=new_w, reason="; ".join(why),
-                                           overridden_by_manual=manual_scopes))
+        rep.proposals.append(
+            ParamProposal(
+                key="scope_weights",
+                current=cur_w,
+                proposed=new_w,
+                reason="; ".join(why),
+                overridden_by_manual=manual_scopes,
+            )
+        )
 
     manual_hl = core.settings.half_lives_days or {}
     cur_h = evolved_half_lives(core)
@@ -182,26 +220,41 @@ def evolve_memory_system(core: MemoryCore, dry_run: bool = True, lookback_days: 
             new_h[t.key] = target
             why.append(f"{t.key} ×{target / cur_h[t.key]:.2f} (useful {t.rate:.0%} vs {overall:.0%})")
     if new_h != cur_h:
-        rep.proposals.append(ParamProposal(key="decay_half_lives", current=cur_h, proposed=new_h,
-                                           reason="; ".join(why),
-                                           overridden_by_manual=bool(set(manual_hl) & {k for k in new_h
-                                                                                        if new_h[k] != cur_h[k]})))
+        rep.proposals.append(
+            ParamProposal(
+                key="decay_half_lives",
+                current=cur_h,
+                proposed=new_h,
+                reason="; ".join(why),
+                overridden_by_manual=bool(set(manual_hl) & {k for k in new_h if new_h[k] != cur_h[k]}),
+            )
+        )
     if dry_run:
         rep.message = f"{len(rep.proposals)} proposal(s); dry run, nothing applied"
         return rep
     last = _last_applied_at(core)
     if last is not None and now - last < COOLDOWN:
-        rep.message = (f"{len(rep.proposals)} proposal(s) not applied: the last change was at {last:%Y-%m-%d %H:%M} "
-                       f"UTC, the cooldown ends at {last + COOLDOWN:%Y-%m-%d %H:%M} UTC; the log rows stay unused")
+        rep.message = (
+            f"{len(rep.proposals)} proposal(s) not applied: the last change was at {last:%Y-%m-%d %H:%M} "
+            f"UTC, the cooldown ends at {last + COOLDOWN:%Y-%m-%d %H:%M} UTC; the log rows stay unused"
+        )
         return rep
     for p in rep.proposals:
         if p.overridden_by_manual:
             continue
         # A type a person set by hand keeps its value in the settings; the evolved value waits behind it.
         core.set_param(p.key, p.proposed)
-        core.user.create("evolution_history", {"key": p.key, "old_value": {"v": p.current},
-                                                  "new_value": {"v": p.proposed}, "reason": p.reason,
-                                                  "log_entries": len(logs), "created_at": now})
+        core.user.create(
+            "evolution_history",
+            {
+                "key": p.key,
+                "old_value": {"v": p.current},
+                "new_value": {"v": p.proposed},
+                "reason": p.reason,
+                "log_entries": len(logs),
+                "created_at": now,
+            },
+        )
         rep.applied.append(p.key)
     # Every row read is used now, whether it moved a parameter or confirmed the current one.
     newest = max(r["created_at"] for r in logs)
@@ -209,7 +262,10 @@ def evolve_memory_system(core: MemoryCore, dry_run: bool = True, lookback_days: 
     if "decay_half_lives" in rep.applied:
         sync_half_lives(core)
     rep.message = f"{len(rep.applied)} change(s) applied from {len(logs)} log rows (now used)" + (
-        "; manual settings kept where they exist" if any(p.overridden_by_manual for p in rep.proposals) else "")
+        "; manual settings kept where they exist"
+        if any(p.overridden_by_manual for p in rep.proposals)
+        else ""
+    )
     return rep
 
 
@@ -235,9 +291,16 @@ def rollback_evolution(core: MemoryCore, steps: int = 1) -> list[Rollback]:
     for r in todo:
         old = (r.old_value or {}).get("v")
         core.set_param(r.key, old)
-        core.user.create("evolution_history", {
-            "key": r.key, "old_value": r.new_value, "new_value": {"v": old, "rollback_of": r.id},
-            "reason": f"rollback of {r.id} ({r.reason})", "created_at": core.now()})
+        core.user.create(
+            "evolution_history",
+            {
+                "key": r.key,
+                "old_value": r.new_value,
+                "new_value": {"v": old, "rollback_of": r.id},
+                "reason": f"rollback of {r.id} ({r.reason})",
+                "created_at": core.now(),
+            },
+        )
         out.append(Rollback(key=r.key, restored=old, undid=r.id))
     if any(r.key == "decay_half_lives" for r in todo):
         sync_half_lives(core)
@@ -245,14 +308,17 @@ def rollback_evolution(core: MemoryCore, steps: int = 1) -> list[Rollback]:
 
 
 # ── self-reflection (meta-memories) ──────────────────────────
-def reflect(core: MemoryCore, store: ScopeStore, *, dry_run: bool = False,
-            evolution: EvolutionReport | None = None) -> list[str]:
+def reflect(
+    core: MemoryCore, store: ScopeStore, *, dry_run: bool = False, evolution: EvolutionReport | None = None
+) -> list[str]:
     """Seed 001 §7.3 insights about the memory system itself, from counts alone."""
     insights: list[tuple[str, str, list[str]]] = []
     total, by_type, by_status = store.count_by()
     for t in ("semantic", "procedural"):
         if total >= 20 and not by_type.get(t):
-            insights.append(("memory_gap", f"no {t} memories among {total}: nothing lasting is being learnt", []))
+            insights.append(
+                ("memory_gap", f"no {t} memories among {total}: nothing lasting is being learnt", [])
+            )
     tag_ep: dict[str, list[str]] = {}
     for k, lt in store.light.items():
         if lt.memory_type == "episodic":
@@ -260,28 +326,57 @@ def reflect(core: MemoryCore, store: ScopeStore, *, dry_run: bool = False,
                 tag_ep.setdefault(tag, []).append(k)
     for tag, keys in tag_ep.items():
         if len(keys) >= 10:
-            insights.append(("consolidation_signal", f"{len(keys)} episodic memories tagged {tag!r} could become "
-                                                     "one semantic memory", keys[:20]))
+            insights.append(
+                (
+                    "consolidation_signal",
+                    f"{len(keys)} episodic memories tagged {tag!r} could become one semantic memory",
+                    keys[:20],
+                )
+            )
     # An entity's live relations, the co-mentions derived from the memories' entity lists among them (graph.py).
     g = graph.mirror(core, store)
     with g.lock:
-        degree = {e: len(rels) for e, rels in g.touching.items()
-                  if len(rels) > 20 and g.types.get(e) not in graph.SUBJECT_TYPES}
-    names = dict(store.q1("SELECT VALUE [record::id(id), name] FROM $ids",
-                          {"ids": [RecordID("entity", e) for e in sorted(degree)]}) or []) if degree else {}
+        degree = {
+            e: len(rels)
+            for e, rels in g.touching.items()
+            if len(rels) > 20 and g.types.get(e) not in graph.SUBJECT_TYPES
+        }
+    names = (
+        dict(
+            store.q1(
+                "SELECT VALUE [record::id(id), name] FROM $ids",
+                {"ids": [RecordID("entity", e) for e in sorted(degree)]},
+            )
+            or []
+        )
+        if degree
+        else {}
+    )
     for e in sorted(degree, key=lambda e: (-degree[e], e)):
         if e in names:
-            insights.append(("graph_insight", f"entity {names[e]!r} links {degree[e]} others: a hub, "
-                                              "consider splitting it", [f"entity:{e}"]))
+            insights.append(
+                (
+                    "graph_insight",
+                    f"entity {names[e]!r} links {degree[e]} others: a hub, consider splitting it",
+                    [f"entity:{e}"],
+                )
+            )
     archived = by_status.get("archived", 0)
     if total >= 20 and archived / total > 0.5:
-        insights.append(("decay_anomaly", f"{archived} of {total} memories archived: half-lives may be too short", []))
+        insights.append(
+            ("decay_anomaly", f"{archived} of {total} memories archived: half-lives may be too short", [])
+        )
     # The cycle that just ran (it has used its log rows), else a dry look at the rows not yet used.
     rep = evolution or evolve_memory_system(core, dry_run=True, project=core.scopes.root_of(store))
     if rep.enough_data and rep.strategy_stats:
         best = max(rep.strategy_stats, key=lambda s: s.rate)
-        insights.append(("retrieval_pattern", f"{best.key} recall was useful {best.rate:.0%} of "
-                                              f"{best.judged} judged times", []))
+        insights.append(
+            (
+                "retrieval_pattern",
+                f"{best.key} recall was useful {best.rate:.0%} of {best.judged} judged times",
+                [],
+            )
+        )
     if not dry_run:
         for kind, text, ev in insights:
             store.create("meta_memory", {"insight_type": kind, "description": text, "evidence": ev})
@@ -289,8 +384,9 @@ def reflect(core: MemoryCore, store: ScopeStore, *, dry_run: bool = False,
 
 
 @api
-def retrieval_history(core: MemoryCore, memory_id: str, project: str | None = None,
-                      limit: int = 50) -> list[RetrievalLogEntry]:
+def retrieval_history(
+    core: MemoryCore, memory_id: str, project: str | None = None, limit: int = 50
+) -> list[RetrievalLogEntry]:
     """The recalls that returned this memory, newest first, with its rank and any feedback."""
     store, key = core.scopes.locate(memory_id, project)
     targets = [store] if store.scope.value != "session" else []
@@ -299,13 +395,28 @@ def retrieval_history(core: MemoryCore, memory_id: str, project: str | None = No
             targets.append(s)
     out: list[RetrievalLogEntry] = []
     for s in targets:
-        rows = plain(s.q1("SELECT * FROM retrieval_log WHERE $k IN memory_ids ORDER BY created_at DESC LIMIT $n",
-                          {"k": key, "n": limit})) or []
+        rows = (
+            plain(
+                s.q1(
+                    "SELECT * FROM retrieval_log WHERE $k IN memory_ids ORDER BY created_at DESC LIMIT $n",
+                    {"k": key, "n": limit},
+                )
+            )
+            or []
+        )
         for r in rows:
             ids = r.get("memory_ids") or []
-            out.append(RetrievalLogEntry(id=key_of(r["id"]), query=r["query"], strategy=r.get("strategy") or "",
-                                         query_type=r.get("query_type"), results_count=r.get("results_count", 0),
-                                         rank=ids.index(key) + 1 if key in ids else None,
-                                         was_useful=r.get("was_useful"), created_at=r["created_at"]))
+            out.append(
+                RetrievalLogEntry(
+                    id=key_of(r["id"]),
+                    query=r["query"],
+                    strategy=r.get("strategy") or "",
+                    query_type=r.get("query_type"),
+                    results_count=r.get("results_count", 0),
+                    rank=ids.index(key) + 1 if key in ids else None,
+                    was_useful=r.get("was_useful"),
+                    created_at=r["created_at"],
+                )
+            )
     out.sort(key=lambda e: e.created_at, reverse=True)
     return out[:limit]

@@ -73,7 +73,9 @@ TRAVERSE_MIN_WEIGHT = 0.2
 TRAVERSE_MAX_NEIGHBOURS = 12
 TRAVERSE_MAX_MENTIONS = 150
 GRAPH_LIST_MAX = 100  # how many graph-found memories join the fusion
-NEAR_KEEP = 64  # neighbours kept per entity for traversal (which takes TRAVERSE_MAX_NEIGHBOURS beside the seeds)
+NEAR_KEEP = (
+    64  # neighbours kept per entity for traversal (which takes TRAVERSE_MAX_NEIGHBOURS beside the seeds)
+)
 HUB_RELATIONS = 500  # an entity with this many relations has its neighbours worked out ahead (`warm_hubs`)
 SUBJECT_TYPES = ("project", "person")  # "this project" / "user": hubs that would link everything
 CONFLICT_TYPES = ("uses", "replaces", "causes", "contradicts")
@@ -91,7 +93,9 @@ def relation_key(src: str, relation_type: str, dst: str) -> str:
     return short_hash("rel", src, relation_type, dst)
 
 
-CO_MENTION_MAX = 6  # a memory links its first six entities that are not commands: a long note makes no clique of dozens
+CO_MENTION_MAX = (
+    6  # a memory links its first six entities that are not commands: a long note makes no clique of dozens
+)
 CO_PREFIX = "co_"  # a co-mention's key: derived, never a row (a stored relation's key is a bare hash)
 
 
@@ -164,13 +168,20 @@ RETURN {pre_rels: $pre_rels, pre_live: $pre_live,
 """.replace("EVIDENCE_MAX", str(EVIDENCE_MAX))
 
 
-def _entity_row(e: ex.Extracted, now: datetime, source: str = "extracted",
-                description: str | None = None) -> dict[str, Any]:
+def _entity_row(
+    e: ex.Extracted, now: datetime, source: str = "extracted", description: str | None = None
+) -> dict[str, Any]:
     # Lean (schema 010): no scope (the store's own), no created_at (first_seen is that instant), a source only when
     # the agent named it (none means extracted), a description only when one was given.
     row: dict[str, Any] = {
-        "id": rid("entity", entity_key(e.key, e.entity_type)), "name": e.name, "name_key": e.key,
-        "entity_type": e.entity_type, "confidence": 0.6, "first_seen": now, "last_seen": now, "updated_at": now,
+        "id": rid("entity", entity_key(e.key, e.entity_type)),
+        "name": e.name,
+        "name_key": e.key,
+        "entity_type": e.entity_type,
+        "confidence": 0.6,
+        "first_seen": now,
+        "last_seen": now,
+        "updated_at": now,
     }
     if source != "extracted":
         row["source"] = source
@@ -181,19 +192,31 @@ def _entity_row(e: ex.Extracted, now: datetime, source: str = "extracted",
     return row
 
 
-def _relation_row(r: ex.ExtractedRelation, memory_key: str | None, now: datetime,
-                  source: str = "extracted") -> dict[str, Any]:
+def _relation_row(
+    r: ex.ExtractedRelation, memory_key: str | None, now: datetime, source: str = "extracted"
+) -> dict[str, Any]:
     src = entity_key(r.source.key, r.source.entity_type)
     dst = entity_key(r.target.key, r.target.entity_type)
     weight = CO_MENTION_WEIGHT if r.relation_type == "related_to" else TYPED_WEIGHT
     # Lean (schema 009): no scope (the store's own), no created_at (valid_from is that instant), and a source only
     # when the agent stated it (none means extracted): each field is paid for in every row.
-    fields: dict[str, Any] = {"relation_type": r.relation_type, "weight": weight, "confidence": r.confidence,
-                              "evidence": [memory_key] if memory_key else [], "valid_from": now, "updated_at": now}
+    fields: dict[str, Any] = {
+        "relation_type": r.relation_type,
+        "weight": weight,
+        "confidence": r.confidence,
+        "evidence": [memory_key] if memory_key else [],
+        "valid_from": now,
+        "updated_at": now,
+    }
     if source != "extracted":
         fields["source"] = source
-    return {"id": rid("relates_to", relation_key(src, r.relation_type, dst)),
-            "src": rid("entity", src), "dst": rid("entity", dst), "ev": memory_key, "fields": fields}
+    return {
+        "id": rid("relates_to", relation_key(src, r.relation_type, dst)),
+        "src": rid("entity", src),
+        "dst": rid("entity", dst),
+        "ev": memory_key,
+        "fields": fields,
+    }
 
 
 @dataclass
@@ -225,9 +248,17 @@ def named(content: str) -> list[ex.Extracted]:
     return [ents[k] for k in in_text_order(content, {k: e.key for k, e in ents.items()})]
 
 
-def plan_extraction(core: MemoryCore, store: ScopeStore, key: str, content: str, episode_id: str | None, *,
-                    episode_on_row: bool = False, mentioned: Sequence[ex.Extracted] | None = None,
-                    list_on_row: bool = True) -> Extraction | None:
+def plan_extraction(
+    core: MemoryCore,
+    store: ScopeStore,
+    key: str,
+    content: str,
+    episode_id: str | None,
+    *,
+    episode_on_row: bool = False,
+    mentioned: Sequence[ex.Extracted] | None = None,
+    list_on_row: bool = True,
+) -> Extraction | None:
     """Entities, mentions and relations of one memory, or None when it writes nothing into the graph.
     ``mentioned``: its entities as already extracted (before its row was written, `on_row`); ``list_on_row``:
     whether that row holds its entity list (else this write adds it, an empty one included)."""
@@ -246,10 +277,19 @@ def plan_extraction(core: MemoryCore, store: ScopeStore, key: str, content: str,
         if r.relation_type in CONFLICT_TYPES:
             check.add(entity_key(r.source.key, r.source.entity_type))
             check.add(entity_key(r.target.key, r.target.entity_type))
-    return Extraction(key=key, mentioned=ents, rels=rels, ent_rows=[_entity_row(e, now) for e in all_ents.values()],
-                      rel_rows=[_relation_row(r, key, now) for r in rels], check=sorted(check),
-                      episode=episode_id, episode_on_row=episode_on_row, now=now, entities=list(all_ents.values()),
-                      list_on_row=list_on_row)
+    return Extraction(
+        key=key,
+        mentioned=ents,
+        rels=rels,
+        ent_rows=[_entity_row(e, now) for e in all_ents.values()],
+        rel_rows=[_relation_row(r, key, now) for r in rels],
+        check=sorted(check),
+        episode=episode_id,
+        episode_on_row=episode_on_row,
+        now=now,
+        entities=list(all_ents.values()),
+        list_on_row=list_on_row,
+    )
 
 
 def list_into_row(fields: dict[str, Any]) -> list[ex.Extracted]:
@@ -260,20 +300,32 @@ def list_into_row(fields: dict[str, Any]) -> list[ex.Extracted]:
     return ents
 
 
-def write_extraction(core: MemoryCore, store: ScopeStore, key: str, content: str,
-                     episode_id: str | None, *, episode_on_row: bool = False, list_on_row: bool = True,
-                     ) -> tuple[list[ex.ExtractedRelation], list[dict[str, Any]]]:
+def write_extraction(
+    core: MemoryCore,
+    store: ScopeStore,
+    key: str,
+    content: str,
+    episode_id: str | None,
+    *,
+    episode_on_row: bool = False,
+    list_on_row: bool = True,
+) -> tuple[list[ex.ExtractedRelation], list[dict[str, Any]]]:
     """One memory's `write_extractions`: the relations written and the live ones sharing an endpoint with a
     conflict-prone one (the contradiction candidates)."""
-    plan = plan_extraction(core, store, key, content, episode_id, episode_on_row=episode_on_row,
-                           list_on_row=list_on_row)
+    plan = plan_extraction(
+        core, store, key, content, episode_id, episode_on_row=episode_on_row, list_on_row=list_on_row
+    )
     if plan is None:
         return [], []
     return plan.rels, write_extractions(core, store, [plan])[0]
 
 
-def write_extractions(core: MemoryCore, store: ScopeStore, plans: Sequence[Extraction],
-                      episode_writes: Sequence[dict[str, Any]] = ()) -> list[list[dict[str, Any]]]:
+def write_extractions(
+    core: MemoryCore,
+    store: ScopeStore,
+    plans: Sequence[Extraction],
+    episode_writes: Sequence[dict[str, Any]] = (),
+) -> list[list[dict[str, Any]]]:
     """One round trip for a chunk of memories: the episodes opened and ended for them (``episode_writes``, from
     episodes.assign), episode ids and counts, entities, mentions, relations. Returns, for each plan in order, the live relations
     sharing an endpoint with its conflict-prone ones as they stood right after that plan's own writes (what
@@ -289,15 +341,27 @@ def write_extractions(core: MemoryCore, store: ScopeStore, plans: Sequence[Extra
             e["n"] += 1
     check = sorted({c for p in plans for c in p.check})
     params = {
-        "now": now, "inc": STRENGTHEN, "ep_writes": list(episode_writes), "conflict_types": sorted(CONFLICT_TYPES),
-        "check": [rid("entity", c) for c in check], "touching": _conflict_relations(core, store, check),
-        "pre_ids": rel_ids if check else [], "rel_ids": rel_ids, "eps": list(eps.values()),
-        "set_ep": [{"mem": rid("memory", p.key), "ep": p.episode} for p in plans
-                   if p.episode is not None and not p.episode_on_row and p.key is not None],
+        "now": now,
+        "inc": STRENGTHEN,
+        "ep_writes": list(episode_writes),
+        "conflict_types": sorted(CONFLICT_TYPES),
+        "check": [rid("entity", c) for c in check],
+        "touching": _conflict_relations(core, store, check),
+        "pre_ids": rel_ids if check else [],
+        "rel_ids": rel_ids,
+        "eps": list(eps.values()),
+        "set_ep": [
+            {"mem": rid("memory", p.key), "ep": p.episode}
+            for p in plans
+            if p.episode is not None and not p.episode_on_row and p.key is not None
+        ],
         "ents": [_unstamped(e) for p in plans for e in p.ent_rows],
         "ent_ids": list(dict.fromkeys(e["id"] for p in plans for e in p.ent_rows)),
-        "set_ents": [{"id": rid("memory", p.key), "e": entity_list(p.mentioned)} for p in plans
-                     if p.key is not None and not p.list_on_row],
+        "set_ents": [
+            {"id": rid("memory", p.key), "e": entity_list(p.mentioned)}
+            for p in plans
+            if p.key is not None and not p.list_on_row
+        ],
         "rels": [{**r, "fields": _unstamped(r["fields"])} for p in plans for r in p.rel_rows],
     }
     # The memory fields it writes are the episode (of a memory written without it), which the mirror takes
@@ -315,8 +379,14 @@ def write_extractions(core: MemoryCore, store: ScopeStore, plans: Sequence[Extra
                 if p.key is not None:
                     g.add_memory(p.key, [entity_key(e.key, e.entity_type) for e in p.mentioned])
             for k, r in post.items():
-                g.set_relation(k, key_of(r["in"]), key_of(r["out"]), float(r["weight"]), r.get("invalid_at") is None,
-                               conflict=r.get("relation_type") in CONFLICT_TYPES)
+                g.set_relation(
+                    k,
+                    key_of(r["in"]),
+                    key_of(r["out"]),
+                    float(r["weight"]),
+                    r.get("invalid_at") is None,
+                    conflict=r.get("relation_type") in CONFLICT_TYPES,
+                )
     if not check:
         return [[] for _ in plans]
     return _live_after_each(plans, got, post)
@@ -342,8 +412,9 @@ def _unstamped(row: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in row.items() if k not in _STAMPS}
 
 
-def _live_after_each(plans: Sequence[Extraction], got: dict[str, Any],
-                     post: dict[str, dict[str, Any]]) -> list[list[dict[str, Any]]]:
+def _live_after_each(
+    plans: Sequence[Extraction], got: dict[str, Any], post: dict[str, dict[str, Any]]
+) -> list[list[dict[str, Any]]]:
     """Replay the chunk's relation writes over the state before it, plan by plan: the live conflict-prone
     relations each plan would have seen had it been written alone, right after the plans before it."""
     state_: dict[str, dict[str, Any]] = {}
@@ -360,8 +431,12 @@ def _live_after_each(plans: Sequence[Extraction], got: dict[str, Any],
             k = key_of(row["id"])
             cur = state_.get(k)
             if cur is None:
-                state_[k] = {**post.get(k, {}), "id": row["id"], "evidence": [row["ev"]] if row["ev"] else [],
-                             "live": True}
+                state_[k] = {
+                    **post.get(k, {}),
+                    "id": row["id"],
+                    "evidence": [row["ev"]] if row["ev"] else [],
+                    "live": True,
+                }
             elif row["ev"] is None or row["ev"] not in cur["evidence"]:
                 if row["ev"] is not None:
                     cur["evidence"] = [*cur["evidence"], row["ev"]][-EVIDENCE_MAX:]
@@ -370,10 +445,13 @@ def _live_after_each(plans: Sequence[Extraction], got: dict[str, Any],
             out.append([])
             continue
         check = set(p.check)
-        live = [{k: v for k, v in s.items() if k not in ("live", "weight", "invalid_at")}
-                for _k, s in sorted(state_.items())
-                if s["live"] and s.get("relation_type") in CONFLICT_TYPES
-                and (key_of(s["in"]) in check or key_of(s["out"]) in check)]
+        live = [
+            {k: v for k, v in s.items() if k not in ("live", "weight", "invalid_at")}
+            for _k, s in sorted(state_.items())
+            if s["live"]
+            and s.get("relation_type") in CONFLICT_TYPES
+            and (key_of(s["in"]) in check or key_of(s["out"]) in check)
+        ]
         out.append([{**r, "evidence": list(r["evidence"])} for r in live])
     return out
 
@@ -421,8 +499,11 @@ class GraphMirror:
         best: dict[str, float] = {}
         for rkey in self.touching.get(ekey, ()):
             a, b, w = self.rels[rkey]
-            if w < TRAVERSE_MIN_WEIGHT or self.types.get(a) in SUBJECT_TYPES or \
-                    self.types.get(b) in SUBJECT_TYPES:
+            if (
+                w < TRAVERSE_MIN_WEIGHT
+                or self.types.get(a) in SUBJECT_TYPES
+                or self.types.get(b) in SUBJECT_TYPES
+            ):
                 continue
             other = b if a == ekey else a
             best[other] = max(best.get(other, 0.0), 0.5 * w)
@@ -441,13 +522,15 @@ class GraphMirror:
             self.mentioned_by.setdefault(ekey, {})[memory] = None
         core = co_mention_core(ekeys, self.types)
         for i, a in enumerate(core):
-            for b in core[i + 1:]:
+            for b in core[i + 1 :]:
                 k = co_key(a, b)
                 cur = self.rels.get(k)
                 weight = CO_MENTION_WEIGHT if cur is None else min(1.0, cur[2] + STRENGTHEN)
                 self.set_relation(k, a, b, weight, True)
 
-    def set_relation(self, rkey: str, a: str, b: str, weight: float, live: bool, *, conflict: bool = False) -> None:
+    def set_relation(
+        self, rkey: str, a: str, b: str, weight: float, live: bool, *, conflict: bool = False
+    ) -> None:
         """A relation written (``live``) or ended; ``conflict``: its type is conflict-prone (a relation's type is
         part of its key, so a later write of it may leave this out)."""
         self._near.pop(a, None)
@@ -497,15 +580,21 @@ def _load_mirror(store: ScopeStore) -> GraphMirror:
             continue
         core = co_mention_core(ekeys, g.types)
         for i, a in enumerate(core):
-            for b in core[i + 1:]:
+            for b in core[i + 1 :]:
                 pairs[a, b] = pairs.get((a, b), 0) + 1
     for (a, b), n in pairs.items():
         g.set_relation(co_key(a, b), a, b, co_weight(n), True)
     for line in (got.get("r") or "").split("\n"):
         parts = line.split(" ")
         if len(parts) == 5:
-            g.set_relation(parts[0], parts[1], parts[2], float(parts[3].rstrip("f")), True,
-                           conflict=parts[4] in CONFLICT_TYPES)
+            g.set_relation(
+                parts[0],
+                parts[1],
+                parts[2],
+                float(parts[3].rstrip("f")),
+                True,
+                conflict=parts[4] in CONFLICT_TYPES,
+            )
     return g
 
 
@@ -534,8 +623,12 @@ def _save_snapshot(core: MemoryCore, store: ScopeStore) -> None:
     if _written_at(path) == gen:
         return  # the file already holds this graph (nothing changed it since it was read or written)
     with g.lock:
-        ents = sorted(set(g.types) | set(g.mentioned_by) | {e for a, b, _w in g.rels.values() for e in (a, b)}
-                      | {e for v in g.names.values() for e in v})
+        ents = sorted(
+            set(g.types)
+            | set(g.mentioned_by)
+            | {e for a, b, _w in g.rels.values() for e in (a, b)}
+            | {e for v in g.names.values() for e in v}
+        )
         at = {e: i for i, e in enumerate(ents)}
         kinds = sorted(set(g.types.values()))
         kind_at = {k: i for i, k in enumerate(kinds)}
@@ -551,8 +644,13 @@ def _save_snapshot(core: MemoryCore, store: ScopeStore) -> None:
             "version": np.array(GRAPH_SNAPSHOT_VERSION),
             "generation": text_array([gen]),
             # the entity names (free text) and kinds stay JSON: small, and a name may hold any character
-            "meta": text_array([json.dumps({"kinds": kinds, "names": list(g.names)}, ensure_ascii=False,
-                                        separators=(",", ":"))]),
+            "meta": text_array(
+                [
+                    json.dumps(
+                        {"kinds": kinds, "names": list(g.names)}, ensure_ascii=False, separators=(",", ":")
+                    )
+                ]
+            ),
             "n_end": np.cumsum([len(v) for v in g.names.values()], dtype=np.int64),
             "n_entity": np.array([at[e] for v in g.names.values() for e in sorted(v)], dtype=np.int32),
             "entities": text_array(ents),
@@ -590,7 +688,9 @@ def _touching(ents: list[str], rkeys: list[str], ra: np.ndarray, rb: np.ndarray)
     starts = np.flatnonzero(np.r_[True, ends[1:] != ends[:-1]])
     stops = [*starts[1:].tolist(), len(ends)]
     keys = np.array(rkeys, dtype=object)[order % len(rkeys)].tolist()
-    return {ents[e]: set(keys[a:b]) for e, a, b in zip(ends[starts].tolist(), starts.tolist(), stops, strict=True)}
+    return {
+        ents[e]: set(keys[a:b]) for e, a, b in zip(ends[starts].tolist(), starts.tolist(), stops, strict=True)
+    }
 
 
 def _written_at(path: Any) -> str | None:
@@ -611,27 +711,38 @@ def _read_snapshot(store: ScopeStore) -> GraphMirror | None:
         return None
     try:
         with np.load(path, allow_pickle=False) as z:
-            if int(z["version"]) != GRAPH_SNAPSHOT_VERSION or text_lines(z["generation"]) != [store.graph_generation()]:
+            if int(z["version"]) != GRAPH_SNAPSHOT_VERSION or text_lines(z["generation"]) != [
+                store.graph_generation()
+            ]:
                 return None
             meta = json.loads(z["meta"].tobytes().decode())
             ents, mems, rkeys = text_lines(z["entities"]), text_lines(z["memories"]), text_lines(z["r_keys"])
             types, m_entity, m_end, m_memory, n_end, n_entity = (
-                z[k].tolist() for k in ("types", "m_entity", "m_end", "m_memory", "n_end", "n_entity"))
+                z[k].tolist() for k in ("types", "m_entity", "m_end", "m_memory", "n_end", "n_entity")
+            )
             ra, rb, r_w, r_conflict = z["r_a"], z["r_b"], z["r_w"].tolist(), z["r_conflict"]
         kinds = meta["kinds"]
         g = GraphMirror()
         g.version = store.graph_version
         g.types = {e: kinds[t] for e, t in zip(ents, types, strict=True) if t >= 0}
         named = [ents[i] for i in n_entity]
-        g.names = {n: set(named[b:end]) for n, b, end in zip(meta["names"], _begins(n_end), n_end, strict=True)}
+        g.names = {
+            n: set(named[b:end]) for n, b, end in zip(meta["names"], _begins(n_end), n_end, strict=True)
+        }
         mentions = [mems[i] for i in m_memory]
-        g.mentioned_by = {ents[e]: dict.fromkeys(mentions[b:end])
-                          for e, b, end in zip(m_entity, _begins(m_end), m_end, strict=True)}
+        g.mentioned_by = {
+            ents[e]: dict.fromkeys(mentions[b:end])
+            for e, b, end in zip(m_entity, _begins(m_end), m_end, strict=True)
+        }
         a_keys, b_keys = [ents[i] for i in ra.tolist()], [ents[i] for i in rb.tolist()]
         g.rels = dict(zip(rkeys, zip(a_keys, b_keys, r_w, strict=True), strict=True))
         g.touching = _touching(ents, rkeys, ra, rb)
-        g.conflicting = _touching(ents, [k for k, c in zip(rkeys, r_conflict.tolist(), strict=True) if c],
-                                  ra[r_conflict], rb[r_conflict])
+        g.conflicting = _touching(
+            ents,
+            [k for k, c in zip(rkeys, r_conflict.tolist(), strict=True) if c],
+            ra[r_conflict],
+            rb[r_conflict],
+        )
         return g
     except (OSError, ValueError, KeyError, TypeError, IndexError) as exc:
         log.warning("graph snapshot %s unreadable, reading the store: %s", path, exc)
@@ -647,8 +758,9 @@ def mirror(core: MemoryCore, store: ScopeStore) -> GraphMirror:
             g = st.graph = g or _load_mirror(store)
         store.snapshot_writers.setdefault("graph", functools.partial(_save_snapshot, core, store))
         if works_in_background():
-            threading.Thread(target=warm_hubs, args=(g, core.bookkeeper.wait_idle), name="engram-graph-warm",
-                             daemon=True).start()
+            threading.Thread(
+                target=warm_hubs, args=(g, core.bookkeeper.wait_idle), name="engram-graph-warm", daemon=True
+            ).start()
     return g
 
 
@@ -659,8 +771,10 @@ def warm_hubs(g: GraphMirror, before_each: Callable[[], object] | None = None) -
     ``before_each`` (the daemon: once no recall runs, so the first recall after a start, which built the
     mirror, does not share the GIL with this). Returns how many."""
     with g.lock:
-        hubs = sorted((e for e, rels in g.touching.items() if len(rels) >= HUB_RELATIONS),
-                      key=lambda e: -len(g.touching[e]))
+        hubs = sorted(
+            (e for e, rels in g.touching.items() if len(rels) >= HUB_RELATIONS),
+            key=lambda e: -len(g.touching[e]),
+        )
     done = 0
     for ekey in hubs:
         if before_each is not None:
@@ -724,7 +838,7 @@ def query_seeds(core: MemoryCore, store: ScopeStore, query: str) -> set[str]:
     words = [w.strip(".,;:") for w in words]
     for n in (1, 2, 3):
         for i in range(len(words) - n + 1):
-            gram = " ".join(words[i:i + n])
+            gram = " ".join(words[i : i + n])
             if gram in names and (n > 1 or len(gram) > 2):
                 seeds |= names[gram]
     return seeds
@@ -771,8 +885,9 @@ def traverse(core: MemoryCore, store: ScopeStore, seeds: set[str]) -> dict[str, 
     return {k: v / math.sqrt(count[k]) if count[k] > 1 else v for k, v in total.items()}
 
 
-def graph_ranker(core: MemoryCore, stores: Sequence[ScopeStore], query: str, qvec: Any,
-                 filters: Any) -> list[tuple[str, float]]:
+def graph_ranker(
+    core: MemoryCore, stores: Sequence[ScopeStore], query: str, qvec: Any, filters: Any
+) -> list[tuple[str, float]]:
     scored: list[tuple[str, float, ScopeStore]] = []
     for store in stores:
         seeds = query_seeds(core, store, query)
@@ -797,9 +912,19 @@ def _entities(rows: list[dict[str, Any]], scope: str, mentions: dict[str, list[s
     out = []
     for r in rows:
         k = key_of(r["id"])
-        out.append(GraphEntity(id=k, name=r["name"], entity_type=r["entity_type"], category=r.get("category"),
-                               description=r.get("description") or "", mention_count=r.get("mention_count", 0),
-                               confidence=r.get("confidence", 0.7), scope=scope, memory_ids=mentions.get(k, [])))
+        out.append(
+            GraphEntity(
+                id=k,
+                name=r["name"],
+                entity_type=r["entity_type"],
+                category=r.get("category"),
+                description=r.get("description") or "",
+                mention_count=r.get("mention_count", 0),
+                confidence=r.get("confidence", 0.7),
+                scope=scope,
+                memory_ids=mentions.get(k, []),
+            )
+        )
     return out
 
 
@@ -807,15 +932,28 @@ def _relations(rows: list[dict[str, Any]], names: dict[str, str], scope: str) ->
     out = []
     for r in rows:
         a, b = key_of(r["in"]), key_of(r["out"])
-        out.append(GraphRelation(
-            id=key_of(r["id"]), source=a, target=b, source_name=names.get(a, ""), target_name=names.get(b, ""),
-            relation_type=r["relation_type"], weight=r["weight"], confidence=r["confidence"],
-            evidence=list(r.get("evidence") or []), valid_from=as_dt(r.get("valid_from")),
-            invalid_at=as_dt(r.get("invalid_at")), scope=scope))
+        out.append(
+            GraphRelation(
+                id=key_of(r["id"]),
+                source=a,
+                target=b,
+                source_name=names.get(a, ""),
+                target_name=names.get(b, ""),
+                relation_type=r["relation_type"],
+                weight=r["weight"],
+                confidence=r["confidence"],
+                evidence=list(r.get("evidence") or []),
+                valid_from=as_dt(r.get("valid_from")),
+                invalid_at=as_dt(r.get("invalid_at")),
+                scope=scope,
+            )
+        )
     return out
 
 
-def _co_mention_rows(g: GraphMirror, store: ScopeStore, frontier: set[str], most: int) -> list[dict[str, Any]]:
+def _co_mention_rows(
+    g: GraphMirror, store: ScopeStore, frontier: set[str], most: int
+) -> list[dict[str, Any]]:
     """The co-mentions at the frontier, as the rows a stored relation has (they have none: derived from the
     memories' entity lists), the strongest ``most``. Evidence: the memories that link them in that order, newest
     last, among the newest 200 naming both (their lists read here: the mirror keeps who names an entity, not in what
@@ -832,12 +970,18 @@ def _co_mention_rows(g: GraphMirror, store: ScopeStore, frontier: set[str], most
             by_a, by_b = g.mentioned_by.get(a, {}), g.mentioned_by.get(b, {})
             small, large = (by_a, by_b) if len(by_a) <= len(by_b) else (by_b, by_a)
             # memory keys are ULIDs: oldest first; the newest few only (a pair of hubs is named by thousands)
-            naming[k] = sorted(m for m in small if m in large)[-4 * EVIDENCE_MAX:]
+            naming[k] = sorted(m for m in small if m in large)[-4 * EVIDENCE_MAX :]
         types = dict(g.types)
     wanted = sorted({m for ms in naming.values() for m in ms})
-    lists = {key_of(r["id"]): [key_of(e) for e in r.get("entities") or []]
-             for r in store.q1("SELECT id, entities FROM $ids", {"ids": [rid("memory", m) for m in wanted]}) or []
-             } if wanted else {}
+    lists = (
+        {
+            key_of(r["id"]): [key_of(e) for e in r.get("entities") or []]
+            for r in store.q1("SELECT id, entities FROM $ids", {"ids": [rid("memory", m) for m in wanted]})
+            or []
+        }
+        if wanted
+        else {}
+    )
     rows = []
     for k, (a, b, w) in chosen:
         both = []
@@ -846,15 +990,25 @@ def _co_mention_rows(g: GraphMirror, store: ScopeStore, frontier: set[str], most
             if a in core and b in core and core.index(a) < core.index(b):
                 both.append(m)
         first = store.light.get(both[0]) if both else None
-        rows.append({"id": rid("relates_to", k), "in": rid("entity", a), "out": rid("entity", b),
-                     "relation_type": "related_to", "weight": w,
-                     "confidence": min(1.0, 0.5 + 0.05 * max(0, len(both) - 1)), "evidence": both[-EVIDENCE_MAX:],
-                     "valid_from": first.created_at if first is not None else None, "invalid_at": None})
+        rows.append(
+            {
+                "id": rid("relates_to", k),
+                "in": rid("entity", a),
+                "out": rid("entity", b),
+                "relation_type": "related_to",
+                "weight": w,
+                "confidence": min(1.0, 0.5 + 0.05 * max(0, len(both) - 1)),
+                "evidence": both[-EVIDENCE_MAX:],
+                "valid_from": first.created_at if first is not None else None,
+                "invalid_at": None,
+            }
+        )
     return rows
 
 
-def _expand(core: MemoryCore, store: ScopeStore, seeds: set[str], depth: int, limit: int,
-            include_invalid: bool) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, list[str]]]:
+def _expand(
+    core: MemoryCore, store: ScopeStore, seeds: set[str], depth: int, limit: int, include_invalid: bool
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, list[str]]]:
     g = mirror(core, store)
     frontier, seen = set(seeds), set(seeds)
     # Sets are walked sorted: the entities, edges and memories returned (and which ones `limit` keeps) must not
@@ -867,14 +1021,19 @@ def _expand(core: MemoryCore, store: ScopeStore, seeds: set[str], depth: int, li
         # The stored relations through the graph keys (schema 008), bound by LET first: the engine (3.2.4) orders
         # and limits a function's result wrongly when it is the FROM itself. With the co-mentions, strongest
         # first, ties by id.
-        rows = [plain(r) for r in store.q1(f"LET $x = array::distinct($f<->relates_to); SELECT * FROM $x{cond} "
-                                           "ORDER BY weight DESC, id LIMIT $lim",
-                                           {"f": [rid("entity", k) for k in sorted(frontier)], "lim": limit * 5})
-                or []]
+        rows = [
+            plain(r)
+            for r in store.q1(
+                f"LET $x = array::distinct($f<->relates_to); SELECT * FROM $x{cond} "
+                "ORDER BY weight DESC, id LIMIT $lim",
+                {"f": [rid("entity", k) for k in sorted(frontier)], "lim": limit * 5},
+            )
+            or []
+        ]
         rows += [plain(r) for r in _co_mention_rows(g, store, frontier, limit * 5)]
         rows.sort(key=lambda r: (-float(r["weight"]), key_of(r["id"])))
         nxt: set[str] = set()
-        for r in rows[:limit * 5]:
+        for r in rows[: limit * 5]:
             edges[key_of(r["id"])] = r
             for end in (key_of(r["in"]), key_of(r["out"])):
                 if end not in seen and len(seen) < limit:
@@ -885,15 +1044,24 @@ def _expand(core: MemoryCore, store: ScopeStore, seeds: set[str], depth: int, li
     ents = plain(store.q1("SELECT * OMIT embedding FROM $ids", {"ids": ids})) or []
     with g.lock:
         # memory keys are ULIDs: the newest MENTIONS_SHOWN, oldest first
-        mentions = {k: sorted(heapq.nlargest(MENTIONS_SHOWN, g.mentioned_by[k])) for k in sorted(seen)
-                    if g.mentioned_by.get(k)}
+        mentions = {
+            k: sorted(heapq.nlargest(MENTIONS_SHOWN, g.mentioned_by[k]))
+            for k in sorted(seen)
+            if g.mentioned_by.get(k)
+        }
     return ents, list(edges.values()), mentions
 
 
 @api
-def search_knowledge_graph(core: MemoryCore, query: str, project: str | None = None,
-                           session: str | None = None, depth: int = 1, limit: int = 20,
-                           include_invalid: bool = False) -> GraphResult:
+def search_knowledge_graph(
+    core: MemoryCore,
+    query: str,
+    project: str | None = None,
+    session: str | None = None,
+    depth: int = 1,
+    limit: int = 20,
+    include_invalid: bool = False,
+) -> GraphResult:
     """Entities whose name matches the query (or that the query names), their relations up to `depth` hops,
     and the memories mentioning them."""
     if not query.strip():
@@ -905,8 +1073,11 @@ def search_knowledge_graph(core: MemoryCore, query: str, project: str | None = N
     for store in core.scopes.stores("all", project, session):
         named = sorted(query_seeds(core, store, query))
         needle = query.strip().lower()
-        rows = store.q1("SELECT id, mention_count FROM entity WHERE string::contains(name_key, $n) "
-                        "ORDER BY mention_count DESC, id LIMIT $lim", {"n": needle, "lim": limit})
+        rows = store.q1(
+            "SELECT id, mention_count FROM entity WHERE string::contains(name_key, $n) "
+            "ORDER BY mention_count DESC, id LIMIT $lim",
+            {"n": needle, "lim": limit},
+        )
         # The entities the query names first, then those whose name contains it, most mentioned first.
         seeds = list(dict.fromkeys([*named, *(key_of(r["id"]) for r in rows or [])]))[:limit]
         if not seeds:
@@ -923,8 +1094,9 @@ def search_knowledge_graph(core: MemoryCore, query: str, project: str | None = N
 
 
 @api
-def memory_graph(core: MemoryCore, memory_id: str, project: str | None = None,
-                 session: str | None = None) -> GraphResult:
+def memory_graph(
+    core: MemoryCore, memory_id: str, project: str | None = None, session: str | None = None
+) -> GraphResult:
     """The entities one memory mentions and the relations among them and their neighbours (TUI detail pane)."""
     store, key = core.scopes.locate(memory_id, project, session)
     listed = store.q1("SELECT VALUE entities FROM ONLY $m", {"m": rid("memory", key)})
@@ -947,8 +1119,10 @@ def _embed_names(core: MemoryCore, texts: list[str]) -> np.ndarray | None:
 
 
 def _similar_entity(store: ScopeStore, vec: np.ndarray, entity_type: str) -> dict[str, Any] | None:
-    rows = store.q1("SELECT id, name, embedding FROM entity WHERE entity_type = $t AND embedding != NONE",
-                    {"t": entity_type})
+    rows = store.q1(
+        "SELECT id, name, embedding FROM entity WHERE entity_type = $t AND embedding != NONE",
+        {"t": entity_type},
+    )
     best, best_sim = None, ENTITY_COSINE
     for r in rows or []:
         sim = float(np.dot(decode_vector(r["embedding"]), vec))
@@ -958,8 +1132,13 @@ def _similar_entity(store: ScopeStore, vec: np.ndarray, entity_type: str) -> dic
 
 
 @api
-def add_entities(core: MemoryCore, entities: list[EntityIn], scope: str = "project",
-                 project: str | None = None, session: str | None = None) -> AddEntitiesResult:
+def add_entities(
+    core: MemoryCore,
+    entities: list[EntityIn],
+    scope: str = "project",
+    project: str | None = None,
+    session: str | None = None,
+) -> AddEntitiesResult:
     """Entities the agent names explicitly. An existing entity (same name and type, or embedding cosine
     > 0.88 within the scope and type) is strengthened instead of duplicated."""
     store = core.scopes.primary(project, session, scope)
@@ -975,10 +1154,12 @@ def add_entities(core: MemoryCore, entities: list[EntityIn], scope: str = "proje
             if similar is not None:
                 k, existing = key_of(similar["id"]), similar
         if existing:
-            store.q("UPDATE $id SET mention_count += 1, last_seen = $now, "
-                    "confidence = math::min([1.0, confidence + 0.05]), "
-                    "description = IF $d != NONE AND (description ?? '') = '' THEN $d ELSE description END",
-                    {"id": rid("entity", k), "d": e.description, "now": now})
+            store.q(
+                "UPDATE $id SET mention_count += 1, last_seen = $now, "
+                "confidence = math::min([1.0, confidence + 0.05]), "
+                "description = IF $d != NONE AND (description ?? '') = '' THEN $d ELSE description END",
+                {"id": rid("entity", k), "d": e.description, "now": now},
+            )
             out.merged.append(_get_entity(store, k))
             continue
         row = _entity_row(x, now, source="agent", description=e.description)
@@ -1007,15 +1188,22 @@ def _resolve_entity(core: MemoryCore, store: ScopeStore, name: str) -> tuple[str
     row = store.q1("SELECT id, name, entity_type, category FROM ONLY $id", {"id": rid("entity", name)})
     if row:
         return key_of(row["id"]), ex.Extracted(row["name"], row["entity_type"], row.get("category"))
-    rows = store.q1("SELECT id, name, entity_type, category, mention_count FROM entity WHERE name_key = $k "
-                    "ORDER BY mention_count DESC LIMIT 1", {"k": ex.name_key(name)})
+    rows = store.q1(
+        "SELECT id, name, entity_type, category, mention_count FROM entity WHERE name_key = $k "
+        "ORDER BY mention_count DESC LIMIT 1",
+        {"k": ex.name_key(name)},
+    )
     if rows:
         r = rows[0]
         return key_of(r["id"]), ex.Extracted(r["name"], r["entity_type"], r.get("category"))
     guess = ex.extract_entities(name)
     x = guess[0] if guess and guess[0].key == ex.name_key(name) else ex.Extracted(name, "concept")
-    add_entities(core, [EntityIn(name=x.name, entity_type=x.entity_type)],  # type: ignore[arg-type]
-                 scope=store.scope.value, project=core.scopes.root_of(store))
+    add_entities(
+        core,
+        [EntityIn(name=x.name, entity_type=x.entity_type)],  # type: ignore[arg-type]
+        scope=store.scope.value,
+        project=core.scopes.root_of(store),
+    )
     return entity_key(x.key, x.entity_type), x
 
 
@@ -1029,8 +1217,15 @@ class StatedRelation:
     live: list[dict[str, Any]]  # live relations sharing an endpoint with it
 
 
-def state_relation(core: MemoryCore, store: ScopeStore, source: str, target: str, relation_type: RelationType,
-                   evidence: str | None, confidence: float) -> StatedRelation:
+def state_relation(
+    core: MemoryCore,
+    store: ScopeStore,
+    source: str,
+    target: str,
+    relation_type: RelationType,
+    evidence: str | None,
+    confidence: float,
+) -> StatedRelation:
     """Write a relation between two entities (by id or name; unknown names become concepts). A repeated
     relation strengthens (weight +0.1, confidence +0.05) rather than duplicating."""
     src_key, src = _resolve_entity(core, store, source)
@@ -1039,20 +1234,38 @@ def state_relation(core: MemoryCore, store: ScopeStore, source: str, target: str
         raise EngramError("an entity cannot relate to itself")
     ev = None
     if evidence:
-        ev = key_of(evidence) if key_of(evidence) in store.light or store.get(key_of(evidence)) else redact_text(evidence)[:500]
+        ev = (
+            key_of(evidence)
+            if key_of(evidence) in store.light or store.get(key_of(evidence))
+            else redact_text(evidence)[:500]
+        )
     rel = ex.ExtractedRelation(src, relation_type, dst, confidence)
     now = core.now()
     row = _relation_row(rel, ev, now, source="agent")
     row["src"], row["dst"] = rid("entity", src_key), rid("entity", dst_key)
     row["id"] = rid("relates_to", relation_key(src_key, relation_type, dst_key))
     existed = bool(store.q1("SELECT VALUE id FROM ONLY $id", {"id": row["id"]}))
-    live = write_extractions(core, store, [Extraction(key=None, mentioned=[], rels=[rel], ent_rows=[], rel_rows=[row],
-                                                      check=sorted({src_key, dst_key}), now=now)])[0]
+    live = write_extractions(
+        core,
+        store,
+        [
+            Extraction(
+                key=None,
+                mentioned=[],
+                rels=[rel],
+                ent_rows=[],
+                rel_rows=[row],
+                check=sorted({src_key, dst_key}),
+                now=now,
+            )
+        ],
+    )[0]
     got = plain(store.q1("SELECT * FROM ONLY $id", {"id": row["id"]}))
     names = {src_key: src.name, dst_key: dst.name}
     result = RelateResult(relation=_relations([got], names, store.scope.value)[0], strengthened=existed)
-    return StatedRelation(result=result, relation=rel, evidence_key=ev if ev in store.light else None,
-                          live=live)
+    return StatedRelation(
+        result=result, relation=rel, evidence_key=ev if ev in store.light else None, live=live
+    )
 
 
 # ── maintenance ──────────────────────────────────────────────
@@ -1065,9 +1278,17 @@ def merge_similar_entities(core: MemoryCore, store: ScopeStore, *, dry_run: bool
         if vecs is None:
             return 0
         if not dry_run:
-            store.q("FOR $u IN $rows { UPDATE $u.id SET embedding = $u.e RETURN NONE; };",
-                    {"rows": [{"id": r["id"], "e": encode_vector(v)} for r, v in zip(missing, vecs, strict=True)]})
-    rows = store.q1("SELECT id, entity_type, mention_count, embedding FROM entity WHERE embedding != NONE") or []
+            store.q(
+                "FOR $u IN $rows { UPDATE $u.id SET embedding = $u.e RETURN NONE; };",
+                {
+                    "rows": [
+                        {"id": r["id"], "e": encode_vector(v)} for r, v in zip(missing, vecs, strict=True)
+                    ]
+                },
+            )
+    rows = (
+        store.q1("SELECT id, entity_type, mention_count, embedding FROM entity WHERE embedding != NONE") or []
+    )
     by_type: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
         by_type.setdefault(r["entity_type"], []).append(r)
@@ -1106,41 +1327,64 @@ def _merge_entity(store: ScopeStore, old: str, new: str, naming: Sequence[str]) 
     edges = store.q1("SELECT * FROM array::distinct($o<->relates_to)", {"o": o}) or []
     store.q("LET $x = array::distinct($o<->relates_to); DELETE $x RETURN NONE;", {"o": o})
     if naming:
-        store.q("UPDATE $m SET entities = array::distinct(entities.map(|$e| IF $e = $o THEN $n ELSE $e END)) "
-                "WHERE entities CONTAINS $o RETURN NONE", {"m": [rid("memory", k) for k in naming], "o": o, "n": n})
+        store.q(
+            "UPDATE $m SET entities = array::distinct(entities.map(|$e| IF $e = $o THEN $n ELSE $e END)) "
+            "WHERE entities CONTAINS $o RETURN NONE",
+            {"m": [rid("memory", k) for k in naming], "o": o, "n": n},
+        )
     for e in edges:
         a = n if key_of(e["in"]) == old else e["in"]
         b = n if key_of(e["out"]) == old else e["out"]
         if key_of(a) == key_of(b):
             continue
-        fields = {k: e[k] for k in ("relation_type", "weight", "confidence", "evidence", "valid_from",
-                                    "source") if e.get(k) is not None}
+        fields = {
+            k: e[k]
+            for k in ("relation_type", "weight", "confidence", "evidence", "valid_from", "source")
+            if e.get(k) is not None
+        }
         if e.get("invalid_at") is not None:
             fields["invalid_at"] = e["invalid_at"]
         store.q("RELATE $a->relates_to->$b CONTENT $f RETURN NONE", {"a": a, "b": b, "f": fields})
-    store.q("LET $c = (SELECT VALUE mention_count FROM ONLY $o) ?? 0; "
-            "UPDATE $n SET mention_count += $c, confidence = math::min([1.0, confidence + 0.05]), "
-            "last_seen = $now RETURN NONE; DELETE $o;", {"o": o, "n": n, "now": store.clock.now()})
+    store.q(
+        "LET $c = (SELECT VALUE mention_count FROM ONLY $o) ?? 0; "
+        "UPDATE $n SET mention_count += $c, confidence = math::min([1.0, confidence + 0.05]), "
+        "last_seen = $now RETURN NONE; DELETE $o;",
+        {"o": o, "n": n, "now": store.clock.now()},
+    )
 
 
-def prune_graph(core: MemoryCore, store: ScopeStore, *, now: datetime | None = None,
-                dry_run: bool = False) -> tuple[int, int]:
+def prune_graph(
+    core: MemoryCore, store: ScopeStore, *, now: datetime | None = None, dry_run: bool = False
+) -> tuple[int, int]:
     """Seed 001 §5.4: delete weak entities (confidence < 0.3, < 2 mentions, unseen 30 days) with their edges;
     invalidate stale edges (confidence < 0.2, older than 30 days). Returns (entities pruned, edges invalidated)."""
     cutoff = (now or core.now()) - timedelta(days=30)
-    weak = store.q1("SELECT VALUE id FROM entity WHERE confidence < 0.3 AND mention_count < 2 AND last_seen < $c",
-                    {"c": cutoff}) or []
-    stale = store.q1("SELECT VALUE id FROM relates_to WHERE confidence < 0.2 AND valid_from < $c "
-                     "AND invalid_at IS NONE", {"c": cutoff}) or []
+    weak = (
+        store.q1(
+            "SELECT VALUE id FROM entity WHERE confidence < 0.3 AND mention_count < 2 AND last_seen < $c",
+            {"c": cutoff},
+        )
+        or []
+    )
+    stale = (
+        store.q1(
+            "SELECT VALUE id FROM relates_to WHERE confidence < 0.2 AND valid_from < $c "
+            "AND invalid_at IS NONE",
+            {"c": cutoff},
+        )
+        or []
+    )
     if not dry_run:
         if weak:
             g = mirror(core, store)
             with g.lock:
                 naming = sorted({m for w in weak for m in g.mentioned_by.get(key_of(w), ())})
             # Edges by the graph keys of their ends (schema 008), bound by LET: DELETE refuses the walk in place.
-            store.q("LET $x = array::distinct($w<->relates_to); DELETE $x RETURN NONE; "
-                    "UPDATE $m SET entities = array::complement(entities, $w) RETURN NONE; DELETE $w;",
-                    {"w": weak, "m": [rid("memory", k) for k in naming]})
+            store.q(
+                "LET $x = array::distinct($w<->relates_to); DELETE $x RETURN NONE; "
+                "UPDATE $m SET entities = array::complement(entities, $w) RETURN NONE; DELETE $w;",
+                {"w": weak, "m": [rid("memory", k) for k in naming]},
+            )
             invalidate_names(core, store)
         if stale:
             store.q("UPDATE $s SET invalid_at = $n RETURN NONE", {"s": stale, "n": now or core.now()})
@@ -1152,8 +1396,14 @@ def backfill(core: MemoryCore, store: ScopeStore, *, limit: int = 500, dry_run: 
     """Memories that never went through the store hook (stored with the organise layer off, imported by an older
     version) get their entities now. A memory without an entity list has not been read for them (an empty list:
     read, and it names none; before schema 011, `metadata.graph_scanned` said so)."""
-    rows = store.q1("SELECT id, content FROM memory WHERE status NOT IN ['forgotten', 'superseded'] "
-                    "AND entities = NONE AND metadata.graph_scanned != true LIMIT $n", {"n": limit}) or []
+    rows = (
+        store.q1(
+            "SELECT id, content FROM memory WHERE status NOT IN ['forgotten', 'superseded'] "
+            "AND entities = NONE AND metadata.graph_scanned != true LIMIT $n",
+            {"n": limit},
+        )
+        or []
+    )
     done = 0
     for r in rows:
         k = key_of(r["id"])

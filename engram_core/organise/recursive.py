@@ -19,13 +19,25 @@ ScopeName = ScopeOrAll
 
 def _sample(store: ScopeStore, key: str) -> PeekSample:
     lt = store.light[key]
-    return PeekSample(id=key, scope=store.scope.value, memory_type=lt.memory_type, content=lt.content[:400],
-                      created_at=lt.created_at, importance=lt.importance)
+    return PeekSample(
+        id=key,
+        scope=store.scope.value,
+        memory_type=lt.memory_type,
+        content=lt.content[:400],
+        created_at=lt.created_at,
+        importance=lt.importance,
+    )
 
 
 @api
-def memory_peek(core: MemoryCore, scope: ScopeName = "all", sample_n: int = 5, focus: str | None = None,
-                project: str | None = None, session: str | None = None) -> PeekResult:
+def memory_peek(
+    core: MemoryCore,
+    scope: ScopeName = "all",
+    sample_n: int = 5,
+    focus: str | None = None,
+    project: str | None = None,
+    session: str | None = None,
+) -> PeekResult:
     """Counts by type, status and scope, the top 20 tags, the date range, and `sample_n` samples spread
     across types and dates (or the best BM25 matches of `focus`)."""
     sample_n = max(1, min(sample_n, 50))
@@ -67,9 +79,16 @@ def memory_peek(core: MemoryCore, scope: ScopeName = "all", sample_n: int = 5, f
                 if picks[t] and len(samples) < sample_n:
                     s, k = picks[t].pop(0)
                     samples.append(_sample(s, k))
-    return PeekResult(total=sum(by_scope.values()), by_type=dict(by_type), by_status=dict(by_status),
-                      by_scope=dict(by_scope), top_tags=tags.most_common(20),
-                      date_range=(lo, hi) if lo and hi else None, samples=samples, focus=focus)
+    return PeekResult(
+        total=sum(by_scope.values()),
+        by_type=dict(by_type),
+        by_status=dict(by_status),
+        by_scope=dict(by_scope),
+        top_tags=tags.most_common(20),
+        date_range=(lo, hi) if lo and hi else None,
+        samples=samples,
+        focus=focus,
+    )
 
 
 def _band(importance: float) -> str:
@@ -80,9 +99,14 @@ def _band(importance: float) -> str:
 
 
 @api
-def memory_partition(core: MemoryCore, partition_by: Literal["tag", "date", "type", "scope", "importance_band"],
-                     scope: ScopeName = "all", max_partitions: int = 20, project: str | None = None,
-                     session: str | None = None) -> list[Partition]:
+def memory_partition(
+    core: MemoryCore,
+    partition_by: Literal["tag", "date", "type", "scope", "importance_band"],
+    scope: ScopeName = "all",
+    max_partitions: int = 20,
+    project: str | None = None,
+    session: str | None = None,
+) -> list[Partition]:
     """Partition descriptors (key, count, date range, mean importance), largest first; never full records.
     Dates partition by month; a memory with several tags counts in each."""
     acc: dict[str, list[Any]] = {}
@@ -104,8 +128,12 @@ def memory_partition(core: MemoryCore, partition_by: Literal["tag", "date", "typ
                 a[1] = lt.created_at if a[1] is None or lt.created_at < a[1] else a[1]
                 a[2] = lt.created_at if a[2] is None or lt.created_at > a[2] else a[2]
                 a[3] += lt.importance
-    parts = [Partition(key=k, count=a[0], date_range=(a[1], a[2]) if a[1] else None,
-                       avg_importance=round(a[3] / a[0], 4)) for k, a in acc.items()]
+    parts = [
+        Partition(
+            key=k, count=a[0], date_range=(a[1], a[2]) if a[1] else None, avg_importance=round(a[3] / a[0], 4)
+        )
+        for k, a in acc.items()
+    ]
     order = (lambda p: p.key) if partition_by == "date" else (lambda p: (-p.count, p.key))
     parts.sort(key=order)
     return parts[: max(1, min(max_partitions, 500))]
@@ -116,7 +144,9 @@ def _as_memory(m: Any) -> dict[str, Any]:
         return {"content": m}
     if isinstance(m, dict):
         inner = m.get("memory")
-        return {**inner, **{k: v for k, v in m.items() if k != "memory"}} if isinstance(inner, dict) else dict(m)
+        return (
+            {**inner, **{k: v for k, v in m.items() if k != "memory"}} if isinstance(inner, dict) else dict(m)
+        )
     return {"content": str(m)}
 
 
@@ -130,8 +160,9 @@ def _similar(a: str, b: str) -> float:
 
 
 @api
-def memory_aggregate(core: MemoryCore, results: list[AggregateInput], final_limit: int = 10,
-                     dedup_threshold: float = 0.9) -> list[AggregateItem]:
+def memory_aggregate(
+    core: MemoryCore, results: list[AggregateInput], final_limit: int = 10, dedup_threshold: float = 0.9
+) -> list[AggregateItem]:
     """Fuse ranked lists from several partitions: score(d) = Σ w / (60 + rank), with `local_score` as the
     list's weight (default 1). The same id, the same content hash, or token similarity above
     `dedup_threshold` count as one result, which keeps every source it came from."""
@@ -145,20 +176,36 @@ def memory_aggregate(core: MemoryCore, results: list[AggregateInput], final_limi
             h = content_hash(content) if content else mid
             hit = None
             for f in fused:
-                if f["id"] == mid or f["hash"] == h or (content and _similar(f["content"], content) > dedup_threshold):
+                if (
+                    f["id"] == mid
+                    or f["hash"] == h
+                    or (content and _similar(f["content"], content) > dedup_threshold)
+                ):
                     hit = f
                     break
             if hit is None:
-                hit = {"id": mid, "hash": h, "content": content, "score": 0.0, "sources": [], "memory": m,
-                       "seen": set()}
+                hit = {
+                    "id": mid,
+                    "hash": h,
+                    "content": content,
+                    "score": 0.0,
+                    "sources": [],
+                    "memory": m,
+                    "seen": set(),
+                }
                 fused.append(hit)
             if lst.source not in hit["seen"]:  # one list listing a result twice counts it once
                 hit["seen"].add(lst.source)
                 hit["score"] += w / (RRF_K + rank)
                 hit["sources"].append(lst.source)
     fused.sort(key=lambda f: (-f["score"], f["id"]))
-    return [AggregateItem(id=f["id"], content=f["content"], score=round(f["score"], 6), sources=f["sources"],
-                          memory=f["memory"]) for f in fused[: max(1, final_limit)]]
-
-
-
+    return [
+        AggregateItem(
+            id=f["id"],
+            content=f["content"],
+            score=round(f["score"], 6),
+            sources=f["sources"],
+            memory=f["memory"],
+        )
+        for f in fused[: max(1, final_limit)]
+    ]

@@ -29,37 +29,269 @@ from ..store import ScopeStore
 from . import entities as ex
 from .base import state
 
-HEAD_NOUNS = ("service", "services", "module", "package", "app", "application", "repo", "repository", "project",
-              "frontend", "backend", "api", "worker", "cluster", "team", "component", "job", "pipeline",
-              "endpoint", "handlers", "codebase", "site", "ui", "microservice", "daemon", "library", "crate",
-              "plugin", "bot", "image", "stack", "monorepo", "server")
+HEAD_NOUNS = (
+    "service",
+    "services",
+    "module",
+    "package",
+    "app",
+    "application",
+    "repo",
+    "repository",
+    "project",
+    "frontend",
+    "backend",
+    "api",
+    "worker",
+    "cluster",
+    "team",
+    "component",
+    "job",
+    "pipeline",
+    "endpoint",
+    "handlers",
+    "codebase",
+    "site",
+    "ui",
+    "microservice",
+    "daemon",
+    "library",
+    "crate",
+    "plugin",
+    "bot",
+    "image",
+    "stack",
+    "monorepo",
+    "server",
+)
 # Head nouns that say what sort of thing a component is, not which (a "frontend" repo may be named frontend).
-GENERIC_HEADS = frozenset({"service", "services", "module", "package", "app", "application", "repo", "repository",
-                           "project", "component", "library", "codebase", "site", "image", "stack", "job",
-                           "pipeline", "endpoint", "handlers", "team", "cluster", "daemon", "plugin", "crate", "bot",
-                           "server", "microservice", "ui"})
+GENERIC_HEADS = frozenset(
+    {
+        "service",
+        "services",
+        "module",
+        "package",
+        "app",
+        "application",
+        "repo",
+        "repository",
+        "project",
+        "component",
+        "library",
+        "codebase",
+        "site",
+        "image",
+        "stack",
+        "job",
+        "pipeline",
+        "endpoint",
+        "handlers",
+        "team",
+        "cluster",
+        "daemon",
+        "plugin",
+        "crate",
+        "bot",
+        "server",
+        "microservice",
+        "ui",
+    }
+)
 # Words before a head noun that name no particular component.
 _NOT_NAMES = STOPWORDS_EN | {
-    "same", "new", "old", "each", "every", "whole", "local", "shared", "other", "our", "your", "its", "their",
-    "one", "own", "unit", "integration", "http", "main", "single", "separate", "entire", "current", "previous",
-    "next", "first", "last", "any", "that", "this", "these", "those", "which", "another", "public", "private", "internal", "external", "production", "staging", "test", "tests", "web-facing",
-    "python", "node", "go", "rust", "docker", "default", "big", "small", "legacy", "core", "upstream",
-    "downstream", "remote", "given", "affected", "whose", "his", "her", "my", "a", "an", "the", "batch", "nightly",
-    "cron", "release", "build", "deploy"}
+    "same",
+    "new",
+    "old",
+    "each",
+    "every",
+    "whole",
+    "local",
+    "shared",
+    "other",
+    "our",
+    "your",
+    "its",
+    "their",
+    "one",
+    "own",
+    "unit",
+    "integration",
+    "http",
+    "main",
+    "single",
+    "separate",
+    "entire",
+    "current",
+    "previous",
+    "next",
+    "first",
+    "last",
+    "any",
+    "that",
+    "this",
+    "these",
+    "those",
+    "which",
+    "another",
+    "public",
+    "private",
+    "internal",
+    "external",
+    "production",
+    "staging",
+    "test",
+    "tests",
+    "web-facing",
+    "python",
+    "node",
+    "go",
+    "rust",
+    "docker",
+    "default",
+    "big",
+    "small",
+    "legacy",
+    "core",
+    "upstream",
+    "downstream",
+    "remote",
+    "given",
+    "affected",
+    "whose",
+    "his",
+    "her",
+    "my",
+    "a",
+    "an",
+    "the",
+    "batch",
+    "nightly",
+    "cron",
+    "release",
+    "build",
+    "deploy",
+}
 _HEAD = re.compile(r"(?<![\w/.-])([A-Za-z][\w-]*)(?:'s)?\s+(?:" + "|".join(HEAD_NOUNS) + r")(?:'s)?\b", re.I)
 # Nouns that follow a component's name often enough to learn it from ("the shipping tests", "billing's
 # deploys"), but that also follow ordinary words: names learned from these must not be verbs or adjectives.
-WEAK_HEADS = ("tests", "suite", "specs", "requests", "deploys", "releases", "builds", "container", "records",
-              "logs", "migrations", "fixtures", "endpoints", "queue", "workers", "dashboards", "config")
+WEAK_HEADS = (
+    "tests",
+    "suite",
+    "specs",
+    "requests",
+    "deploys",
+    "releases",
+    "builds",
+    "container",
+    "records",
+    "logs",
+    "migrations",
+    "fixtures",
+    "endpoints",
+    "queue",
+    "workers",
+    "dashboards",
+    "config",
+)
 _WEAK_HEAD = re.compile(r"(?<![\w/.-])([a-z][\w-]*)(?:'s)?\s+(?:" + "|".join(WEAK_HEADS) + r")\b")
-_NOT_COMPONENTS = {"newer", "older", "faster", "slower", "later", "earlier", "bigger", "smaller", "recent",
-                   "latest", "upcoming", "previous", "next", "future", "past", "pull", "merge", "run", "runs", "write", "add", "fix", "make", "use", "skip", "mark", "flaky", "slow", "failing",
-                   "passing", "all", "more", "fewer", "end-to-end", "e2e", "smoke", "regression", "load", "stress",
-                   "our", "your", "their", "its", "the", "these", "those", "some", "many", "few", "old", "new",
-                   "hanging", "broken", "fast", "long", "short", "api", "http", "database", "db", "sql", "ci",
-                   "nightly", "daily", "weekly", "parallel", "local", "remote", "pending", "open", "stale",
-                   "dead", "retry", "batch", "async", "sync", "rerun", "then", "and", "or", "when", "if", "before",
-                   "after", "with", "without", "for", "of", "in", "on", "at", "to", "from", "by", "about", "as"}
+_NOT_COMPONENTS = {
+    "newer",
+    "older",
+    "faster",
+    "slower",
+    "later",
+    "earlier",
+    "bigger",
+    "smaller",
+    "recent",
+    "latest",
+    "upcoming",
+    "previous",
+    "next",
+    "future",
+    "past",
+    "pull",
+    "merge",
+    "run",
+    "runs",
+    "write",
+    "add",
+    "fix",
+    "make",
+    "use",
+    "skip",
+    "mark",
+    "flaky",
+    "slow",
+    "failing",
+    "passing",
+    "all",
+    "more",
+    "fewer",
+    "end-to-end",
+    "e2e",
+    "smoke",
+    "regression",
+    "load",
+    "stress",
+    "our",
+    "your",
+    "their",
+    "its",
+    "the",
+    "these",
+    "those",
+    "some",
+    "many",
+    "few",
+    "old",
+    "new",
+    "hanging",
+    "broken",
+    "fast",
+    "long",
+    "short",
+    "api",
+    "http",
+    "database",
+    "db",
+    "sql",
+    "ci",
+    "nightly",
+    "daily",
+    "weekly",
+    "parallel",
+    "local",
+    "remote",
+    "pending",
+    "open",
+    "stale",
+    "dead",
+    "retry",
+    "batch",
+    "async",
+    "sync",
+    "rerun",
+    "then",
+    "and",
+    "or",
+    "when",
+    "if",
+    "before",
+    "after",
+    "with",
+    "without",
+    "for",
+    "of",
+    "in",
+    "on",
+    "at",
+    "to",
+    "from",
+    "by",
+    "about",
+    "as",
+}
 _REF = re.compile(r"(?i:(?:\bPR|\bMR|\bissue|\bticket|\bbug)?\s*#\d+\b)|\b[A-Z][A-Z0-9]+-\d+\b")
 _REGION = re.compile(r"\b[a-z]{2,}(?:-[a-z]+)+-\d+[a-z]?\b")
 _CODE = re.compile(r"\b[a-z][a-z0-9]*_[a-z0-9_]+\b|\b[A-Za-z_]\w*\(\)")
@@ -73,15 +305,26 @@ _CHANGE = re.compile(
     r"\b(?:now|no longer|not any ?more|anymore|instead(?: of)?|migrated|migrating|moved|switched|switching|"
     r"replaced|replacing|renamed|raised|bumped|upgraded|downgraded|changed|took over|taken over|"
     r"used to(?: be)?|(?:is|are) gone|was|were|deprecated|dropped|deleted|retired|rather than|these days|"
-    r"stop (?:using|adding)|from\s+\S+\s+to)\b", re.I)
-_MARKER = re.compile(r"\b(?:from(?! now on)|instead of|rather than|no longer|not|replac\w*|stop (?:using|adding)|"
-                     r"used to be|was|were|took over|calling)\b", re.I)
+    r"stop (?:using|adding)|from\s+\S+\s+to)\b",
+    re.I,
+)
+_MARKER = re.compile(
+    r"\b(?:from(?! now on)|instead of|rather than|no longer|not|replac\w*|stop (?:using|adding)|"
+    r"used to be|was|were|took over|calling)\b",
+    re.I,
+)
 # Markers that follow the value they retire ("Bob moved to another team", "3.10 is no longer supported").
-_MARKER_AFTER = re.compile(r"\b(?:moved to another|is no longer|are no longer|no longer exists|is gone|are gone|"
-                           r"is deprecated|are deleted|was deleted|is retired|left the team)\b", re.I)
-_OLD_MARK = re.compile(r"\b(?:from(?! now on)|used to be|was|were|instead of|rather than|not|no longer(?: \w+)?|replac\w*|"
-                       r"over from|stop (?:using|adding)|calling)\s+"
-                       r"(?:the\s+|port\s+|python\s+|node(?:\.js)?\s+)?(\S+)", re.I)
+_MARKER_AFTER = re.compile(
+    r"\b(?:moved to another|is no longer|are no longer|no longer exists|is gone|are gone|"
+    r"is deprecated|are deleted|was deleted|is retired|left the team)\b",
+    re.I,
+)
+_OLD_MARK = re.compile(
+    r"\b(?:from(?! now on)|used to be|was|were|instead of|rather than|not|no longer(?: \w+)?|replac\w*|"
+    r"over from|stop (?:using|adding)|calling)\s+"
+    r"(?:the\s+|port\s+|python\s+|node(?:\.js)?\s+)?(\S+)",
+    re.I,
+)
 
 
 @dataclass
@@ -145,19 +388,92 @@ class _Parts:
 
 
 # Tool names that are also everyday words in lower case ("go out through", "make sure", "just run").
-_ENGLISH_TOOLS = {"go", "make", "just", "node", "flow", "solid", "express", "rich", "click", "attrs", "requests",
-                  "black", "uv", "rq", "remix", "spring", "jq", "sed", "grep", "awk", "tox", "nox", "ssh"}
-_ABBREVIATIONS = {"API", "CI", "CD", "PR", "MR", "SQL", "HTTP", "HTTPS", "JSON", "YAML", "URL", "CLI", "SDK", "UI",
-                  "UX", "DB", "ID", "OK", "TODO", "README", "CPU", "RAM", "GPU", "SSH", "TLS", "SSL", "DNS", "ENV",
-                  "TCP", "UDP", "HTML", "CSS", "JWT", "CSV", "XML", "ORM", "OS", "VM", "IDE", "FAQ", "ETA", "EOD"}
-_NEG = re.compile(r"\b(?:not|never|don't|doesn't|didn't|isn't|aren't|wasn't|won't|shouldn't|mustn't|cannot|"
-                  r"can't|no longer|avoid|disabled?)\b", re.I)
-_NEW_MARK = re.compile(r"\bfrom(?! now on)\s+(?:port\s+|node(?:\.js)?\s+|python\s+)?\S+\s+to\s+(?:port\s+|node(?:\.js)?\s+|python\s+)?"
-                       r"([\w.+-]+)|\b([\w.+-]+)\s+instead of\b|^\s*([A-Z][\w.+-]*)\s+(?:took|has taken) over\b|"
-                       r"\b(?:moved|switched|migrated|changed|upgraded|bumped|raised)(?: over)? to\s+"
-                       r"(?:port\s+|node(?:\.js)?\s+|python\s+)?([\w.+-]+)", re.I)
-_OLD_AFTER = re.compile(r"(\S+)\s+(?:lockfile\s+|images?\s+)?(?:no longer exists|is gone|are gone|was deleted|"
-                        r"were deleted|are deleted|is deleted|is deprecated|is retired)", re.I)
+_ENGLISH_TOOLS = {
+    "go",
+    "make",
+    "just",
+    "node",
+    "flow",
+    "solid",
+    "express",
+    "rich",
+    "click",
+    "attrs",
+    "requests",
+    "black",
+    "uv",
+    "rq",
+    "remix",
+    "spring",
+    "jq",
+    "sed",
+    "grep",
+    "awk",
+    "tox",
+    "nox",
+    "ssh",
+}
+_ABBREVIATIONS = {
+    "API",
+    "CI",
+    "CD",
+    "PR",
+    "MR",
+    "SQL",
+    "HTTP",
+    "HTTPS",
+    "JSON",
+    "YAML",
+    "URL",
+    "CLI",
+    "SDK",
+    "UI",
+    "UX",
+    "DB",
+    "ID",
+    "OK",
+    "TODO",
+    "README",
+    "CPU",
+    "RAM",
+    "GPU",
+    "SSH",
+    "TLS",
+    "SSL",
+    "DNS",
+    "ENV",
+    "TCP",
+    "UDP",
+    "HTML",
+    "CSS",
+    "JWT",
+    "CSV",
+    "XML",
+    "ORM",
+    "OS",
+    "VM",
+    "IDE",
+    "FAQ",
+    "ETA",
+    "EOD",
+}
+_NEG = re.compile(
+    r"\b(?:not|never|don't|doesn't|didn't|isn't|aren't|wasn't|won't|shouldn't|mustn't|cannot|"
+    r"can't|no longer|avoid|disabled?)\b",
+    re.I,
+)
+_NEW_MARK = re.compile(
+    r"\bfrom(?! now on)\s+(?:port\s+|node(?:\.js)?\s+|python\s+)?\S+\s+to\s+(?:port\s+|node(?:\.js)?\s+|python\s+)?"
+    r"([\w.+-]+)|\b([\w.+-]+)\s+instead of\b|^\s*([A-Z][\w.+-]*)\s+(?:took|has taken) over\b|"
+    r"\b(?:moved|switched|migrated|changed|upgraded|bumped|raised)(?: over)? to\s+"
+    r"(?:port\s+|node(?:\.js)?\s+|python\s+)?([\w.+-]+)",
+    re.I,
+)
+_OLD_AFTER = re.compile(
+    r"(\S+)\s+(?:lockfile\s+|images?\s+)?(?:no longer exists|is gone|are gone|was deleted|"
+    r"were deleted|are deleted|is deleted|is deprecated|is retired)",
+    re.I,
+)
 
 
 @lru_cache(maxsize=16384)
@@ -169,8 +485,15 @@ def _parts(text: str) -> _Parts:
             heads.add(w)
     for m in _WEAK_HEAD.finditer(text):
         w = m.group(1).lower()
-        if (w not in _NOT_NAMES and w not in _NOT_COMPONENTS and w not in HEAD_NOUNS and not w.endswith("ed")
-                and not w.isdigit() and ex.gazetteer_hit(w) is None and len(w) > 2):
+        if (
+            w not in _NOT_NAMES
+            and w not in _NOT_COMPONENTS
+            and w not in HEAD_NOUNS
+            and not w.endswith("ed")
+            and not w.isdigit()
+            and ex.gazetteer_hit(w) is None
+            and len(w) > 2
+        ):
             heads.add(w)
     # A hyphenated name opening a sentence ("Ml-models targets Python 3.13") names its subject.
     for m in re.finditer(r"(?:^|[.!?;:]\s+)([A-Z][a-z0-9]*(?:-[a-z0-9]+)+)\b", text):
@@ -182,7 +505,7 @@ def _parts(text: str) -> _Parts:
         if len(w) < 3 or w in _ABBREVIATIONS or ex.ERROR.fullmatch(w) or ex.CAMEL.fullmatch(w):
             continue
         capitals.add(w)
-        if not _SENTENCE_START.search(text[:m.start()]) and w.lower() not in STOPWORDS_EN:
+        if not _SENTENCE_START.search(text[: m.start()]) and w.lower() not in STOPWORDS_EN:
             mid.add(w)
     idents: set[str] = set()
     for m in ex.PATH.finditer(ex.URL.sub(" ", text)):
@@ -192,8 +515,11 @@ def _parts(text: str) -> _Parts:
     idents |= {re.sub(r"\s+", " ", m.group(0).strip().lower()) for m in _REF.finditer(text)}
     idents |= {m.group(0).rstrip("()").lower() for m in _CODE.finditer(text)}
     idents |= {m.group(1).lower() for m in ex.CAMEL.finditer(text)}
-    numbers = {_port_of(m.group(0).lower().lstrip("v")) for m in _NUMBER.finditer(text)
-               if not _inside_ref(text, m.start())}
+    numbers = {
+        _port_of(m.group(0).lower().lstrip("v"))
+        for m in _NUMBER.finditer(text)
+        if not _inside_ref(text, m.start())
+    }
     # URLs and cloud regions are values of what they configure, never subjects.
     numbers |= {m.group(0).rstrip(".,;:").lower() for m in ex.URL.finditer(text)}
     numbers |= {m.group(0).lower() for m in _REGION.finditer(text)}
@@ -204,15 +530,19 @@ def _parts(text: str) -> _Parts:
         if hit is not None and hit.entity_type in ("library", "tool") and word not in _ENGLISH_TOOLS:
             tools.add(hit.key)
     branches = set()
-    if re.search(r"\b(?:branch|branches|target|against|rebase|merge into|merge to|push to|deploy from)\b",
-                 text, re.I):
+    if re.search(
+        r"\b(?:branch|branches|target|against|rebase|merge into|merge to|push to|deploy from)\b", text, re.I
+    ):
         branches = {w for w in re.findall(r"[a-z]+", text.lower()) if w in BRANCHES}
-    versions = {(_canonical(m.group(1)), m.group(2)) for m in _VERSIONED.finditer(text)
-                if m.group(1).lower() not in STOPWORDS_EN and m.group(1).lower() != "port"}
+    versions = {
+        (_canonical(m.group(1)), m.group(2))
+        for m in _VERSIONED.finditer(text)
+        if m.group(1).lower() not in STOPWORDS_EN and m.group(1).lower() != "port"
+    }
     changes = bool(_CHANGE.search(text))
     after: set[str] = set()
-    spots = [text[m.end():].split()[:5] for m in _MARKER.finditer(text)]
-    spots += [text[:m.start()].split()[-3:] for m in _MARKER_AFTER.finditer(text)]
+    spots = [text[m.end() :].split()[:5] for m in _MARKER.finditer(text)]
+    spots += [text[: m.start()].split()[-3:] for m in _MARKER_AFTER.finditer(text)]
     for words in spots:
         for w in words:
             w = w.strip(".,;:()'\"`").lower()
@@ -222,21 +552,38 @@ def _parts(text: str) -> _Parts:
     new_spans: tuple[str, ...] = ()
     if changes or _NEG.search(text):
         spans = tuple(m.group(1).strip(".,;:()") for rx in (_OLD_MARK, _OLD_AFTER) for m in rx.finditer(text))
-        new_spans = tuple(next(g for g in m.groups() if g).strip(".,;:()").lower()
-                          for m in _NEW_MARK.finditer(text))
-    return _Parts(frozenset(heads), frozenset(mid), frozenset(re.findall(r"[a-z][\w-]*", text.lower())),
-                  frozenset(capitals), frozenset(idents), frozenset(numbers), frozenset(tools),
-                  frozenset(branches), changes=changes, versions=frozenset(versions),
-                  old_spans=spans, new_spans=new_spans, negated=bool(_NEG.search(text)),
-                  after_marker=frozenset(after))
+        new_spans = tuple(
+            next(g for g in m.groups() if g).strip(".,;:()").lower() for m in _NEW_MARK.finditer(text)
+        )
+    return _Parts(
+        frozenset(heads),
+        frozenset(mid),
+        frozenset(re.findall(r"[a-z][\w-]*", text.lower())),
+        frozenset(capitals),
+        frozenset(idents),
+        frozenset(numbers),
+        frozenset(tools),
+        frozenset(branches),
+        changes=changes,
+        versions=frozenset(versions),
+        old_spans=spans,
+        new_spans=new_spans,
+        negated=bool(_NEG.search(text)),
+        after_marker=frozenset(after),
+    )
 
 
 def read(text: str, vocab: Vocabulary | None = None) -> Statement:
     p = _parts(text)
     names = {_canonical(c) for c in p.capitals if vocab is not None and c in vocab.names}
     # What a change statement says it changed to is a value even when nothing else names it ("… to uvu").
-    values = set(p.numbers) | set(p.tools) | set(p.branches) | names | {
-        w for w in p.new_spans if w not in STOPWORDS_EN and w not in p.heads}
+    values = (
+        set(p.numbers)
+        | set(p.tools)
+        | set(p.branches)
+        | names
+        | {w for w in p.new_spans if w not in STOPWORDS_EN and w not in p.heads}
+    )
     subjects = set(p.heads) | set(p.idents)
     if vocab is not None:
         subjects |= {w for w in p.words if w in vocab.components}
@@ -248,8 +595,15 @@ def read(text: str, vocab: Vocabulary | None = None) -> Statement:
             old.add(w.lstrip("v"))
         elif (hit := ex.gazetteer_hit(w)) is not None and hit.key in values:
             old.add(hit.key)
-    return Statement(frozenset(subjects), frozenset(values), p.changes, frozenset(old), p.negated, p.versions,
-                     p.after_marker)
+    return Statement(
+        frozenset(subjects),
+        frozenset(values),
+        p.changes,
+        frozenset(old),
+        p.negated,
+        p.versions,
+        p.after_marker,
+    )
 
 
 def negation_word(word: str) -> bool:
@@ -272,7 +626,7 @@ def _canonical(name: str) -> str:
 
 def _inside_ref(text: str, at: int) -> bool:
     """A number that is part of a reference (#123, ABC-12) or of a path names a subject, not a value."""
-    before = text[max(0, at - 1):at]
+    before = text[max(0, at - 1) : at]
     return before in ("#", "-", "/", "_")
 
 
@@ -319,18 +673,29 @@ def compare(old: Statement, new: Statement) -> Comparison:
     # Two versions of one named thing (Python 3.10 / Python 3.12) are one attribute whatever else is said.
     va, vb = dict(old.versions), dict(new.versions)
     versioned = any(n in vb and va[n] != vb[n] for n in va)
-    return Comparison(same, why, conflict, frozenset(only_old), frozenset(only_new), names_old,
-                      functional=bool(kinds & ex.FUNCTIONAL) or (conflict and versioned),
-                      numbers="number" in kinds)
+    return Comparison(
+        same,
+        why,
+        conflict,
+        frozenset(only_old),
+        frozenset(only_new),
+        names_old,
+        functional=bool(kinds & ex.FUNCTIONAL) or (conflict and versioned),
+        numbers="number" in kinds,
+    )
 
 
 def _same_component(a: frozenset[str], b: frozenset[str]) -> bool:
     """A path and the module it sits in (src/billing/x.py and billing) are one subject, not two."""
-    def within(x: str, y: str) -> bool:
-        return x == y or ("/" in y and x in y.split("/")) or ("/" in y and x in y.rsplit("/", 1)[-1].split("."))
 
-    return all(any(within(x, y) or within(y, x) for y in b) for x in a) or \
-        all(any(within(x, y) or within(y, x) for x in a) for y in b)
+    def within(x: str, y: str) -> bool:
+        return (
+            x == y or ("/" in y and x in y.split("/")) or ("/" in y and x in y.rsplit("/", 1)[-1].split("."))
+        )
+
+    return all(any(within(x, y) or within(y, x) for y in b) for x in a) or all(
+        any(within(x, y) or within(y, x) for x in a) for y in b
+    )
 
 
 def _kinds(values: Iterable[str]) -> set[str]:
@@ -358,8 +723,9 @@ _VERSIONED = re.compile(r"\b([A-Za-z][\w.+-]*)\s+v?(\d+(?:\.\d+)+|\d+)\b")
 _SLOT_WORD = re.compile(r"[^\s]+")
 
 
-def subject_slots(old_text: str, new_text: str, values: frozenset[str],
-                  vocab: Vocabulary | None = None) -> list[tuple[str, str]]:
+def subject_slots(
+    old_text: str, new_text: str, values: frozenset[str], vocab: Vocabulary | None = None
+) -> list[tuple[str, str]]:
     """Where two statements of one shape differ in a name that is no value: the slot that names their subject
     ("Deploys of shipping go out through Render" / "Deploys of archive go out through Render"). Empty unless
     most words line up (paraphrases differ everywhere and say nothing this way)."""
@@ -372,12 +738,12 @@ def subject_slots(old_text: str, new_text: str, values: frozenset[str],
         if op != "replace":
             continue
         # The word before a slot helps tell a name from a verb: "deploys of archive" / "deploys of quota".
-        xa, xb = ta[max(0, i1 - 1):i2], tb[max(0, j1 - 1):j2]
+        xa, xb = ta[max(0, i1 - 1) : i2], tb[max(0, j1 - 1) : j2]
         known = vocab.components if vocab is not None else set()
         if any(any(v in w.lower() for v in values) and w.lower() not in known for w in xa + xb):
             continue
         if _names_something(xa, vocab, i1 > 0) and _names_something(xb, vocab, j1 > 0):
-            slots.append((" ".join(xa[1 if i1 else 0:]), " ".join(xb[1 if j1 else 0:])))
+            slots.append((" ".join(xa[1 if i1 else 0 :]), " ".join(xb[1 if j1 else 0 :])))
     return slots
 
 
@@ -394,17 +760,118 @@ def _slot_words(text: str) -> list[str]:
 
 # Words that open a sentence in coding notes and name nothing: function words, imperatives, common nouns.
 _STARTERS = STOPWORDS_EN | {
-    "run", "running", "use", "using", "test", "tests", "testing", "start", "stop", "open", "close", "add", "remove",
-    "fix", "fixed", "check", "make", "set", "keep", "install", "build", "builds", "deploy", "deploys", "deploying",
-    "release", "releases", "point", "remember", "ping", "questions", "heads", "migrated", "bumped", "raised",
-    "base", "locally", "unit", "specs", "code", "since", "when", "then", "always", "never", "please", "note",
-    "ask", "asked", "investigated", "refactored", "decided", "we", "i", "you", "they", "it", "our", "my", "your",
-    "there", "here", "every", "each", "all", "some", "ci", "pull", "write", "read", "avoid", "prefer",
-    "do", "don't", "after", "before", "during", "while", "if", "for", "in", "on", "at", "to", "from",
-    "with", "without", "by", "about", "persistence", "shipping", "production", "config"}
+    "run",
+    "running",
+    "use",
+    "using",
+    "test",
+    "tests",
+    "testing",
+    "start",
+    "stop",
+    "open",
+    "close",
+    "add",
+    "remove",
+    "fix",
+    "fixed",
+    "check",
+    "make",
+    "set",
+    "keep",
+    "install",
+    "build",
+    "builds",
+    "deploy",
+    "deploys",
+    "deploying",
+    "release",
+    "releases",
+    "point",
+    "remember",
+    "ping",
+    "questions",
+    "heads",
+    "migrated",
+    "bumped",
+    "raised",
+    "base",
+    "locally",
+    "unit",
+    "specs",
+    "code",
+    "since",
+    "when",
+    "then",
+    "always",
+    "never",
+    "please",
+    "note",
+    "ask",
+    "asked",
+    "investigated",
+    "refactored",
+    "decided",
+    "we",
+    "i",
+    "you",
+    "they",
+    "it",
+    "our",
+    "my",
+    "your",
+    "there",
+    "here",
+    "every",
+    "each",
+    "all",
+    "some",
+    "ci",
+    "pull",
+    "write",
+    "read",
+    "avoid",
+    "prefer",
+    "do",
+    "don't",
+    "after",
+    "before",
+    "during",
+    "while",
+    "if",
+    "for",
+    "in",
+    "on",
+    "at",
+    "to",
+    "from",
+    "with",
+    "without",
+    "by",
+    "about",
+    "persistence",
+    "shipping",
+    "production",
+    "config",
+}
 
 
-_NAME_BEFORE = {"of", "for", "in", "on", "from", "at", "the", "to", "about", "by", "your", "our", "my", "their"}
+_NAME_BEFORE = {
+    "of",
+    "for",
+    "in",
+    "on",
+    "from",
+    "at",
+    "the",
+    "to",
+    "about",
+    "by",
+    "your",
+    "our",
+    "my",
+    "their",
+}
 
 
 def _names_something(words: list[str], vocab: Vocabulary | None, context: bool) -> bool:
@@ -414,13 +881,24 @@ def _names_something(words: list[str], vocab: Vocabulary | None, context: bool) 
     before = words[0].lower() if context and words else ""
     for i, w in enumerate(words[1:] if context else words):
         lw = w.lower()
-        if i == 0 and before in _NAME_BEFORE and lw not in STOPWORDS_EN and lw not in GENERIC_HEADS \
-                and not _CHANGE.fullmatch(lw) and not _NEG.fullmatch(lw) and lw.isalpha():
+        if (
+            i == 0
+            and before in _NAME_BEFORE
+            and lw not in STOPWORDS_EN
+            and lw not in GENERIC_HEADS
+            and not _CHANGE.fullmatch(lw)
+            and not _NEG.fullmatch(lw)
+            and lw.isalpha()
+        ):
             return True
         if not lw or lw in STOPWORDS_EN or lw in GENERIC_HEADS or _CHANGE.fullmatch(lw) or _NEG.fullmatch(lw):
             continue
-        if ((vocab is not None and lw in vocab.components) or lw in HEAD_NOUNS or w[:1].isupper()
-                or any(c in w for c in "-_/")):
+        if (
+            (vocab is not None and lw in vocab.components)
+            or lw in HEAD_NOUNS
+            or w[:1].isupper()
+            or any(c in w for c in "-_/")
+        ):
             return True
     return False
 
@@ -431,11 +909,17 @@ def changed_slots(old_text: str, new_text: str) -> list[tuple[str, str]] | None:
     if shape is None:
         return None
     ta, tb, ops = shape
-    return [(" ".join(ta[i1:i2]).lower(), " ".join(tb[j1:j2]).lower()) for op, i1, i2, j1, j2 in ops if op != "equal"]
+    return [
+        (" ".join(ta[i1:i2]).lower(), " ".join(tb[j1:j2]).lower())
+        for op, i1, i2, j1, j2 in ops
+        if op != "equal"
+    ]
 
 
 @lru_cache(maxsize=1024)
-def _shape(old_text: str, new_text: str) -> tuple[list[str], list[str], list[tuple[str, int, int, int, int]]] | None:
+def _shape(
+    old_text: str, new_text: str
+) -> tuple[list[str], list[str], list[tuple[str, int, int, int, int]]] | None:
     """The two statements' words lined up (`_slot_words`, compared in lower case) and the edits between them, once
     a pair: `judge` asks for the changed slots and for the subject slots of the same pair. None unless most words
     line up in order (SAME_SHAPE)."""
@@ -466,5 +950,6 @@ def predicate(text: str, st: Statement) -> set[str]:
     """The words of a statement that say what it says of its subject: no subject, value, head noun or
     stopword (stems, as the search index has them)."""
     drop = {w for x in st.subjects | st.values for w in re.findall(r"[a-z0-9]+", x)} | set(HEAD_NOUNS)
-    return {t for t in tokenize(text) if t not in drop and not t.isdigit()} - {tokenize(w)[0] for w in drop
-                                                                                if tokenize(w)}
+    return {t for t in tokenize(text) if t not in drop and not t.isdigit()} - {
+        tokenize(w)[0] for w in drop if tokenize(w)
+    }

@@ -79,14 +79,17 @@ def _raise_for(err: dict[str, Any]) -> None:
     raise RemoteInternalError(type_, message)
 
 
-
-
 class RemoteService:
     """The daemon's API as methods; thread-safe (one request at a time on one connection)."""
 
-    def __init__(self, home: Path | str | None = None, *, start: bool = True,
-                 start_timeout: float = DEFAULT_START_TIMEOUT, request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
-                 ) -> None:
+    def __init__(
+        self,
+        home: Path | str | None = None,
+        *,
+        start: bool = True,
+        start_timeout: float = DEFAULT_START_TIMEOUT,
+        request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+    ) -> None:
         self.home = engram_home(home)
         self.start = start
         self.start_timeout = start_timeout
@@ -127,8 +130,10 @@ class RemoteService:
                     self._sock = self._open()
                 except OSError as exc:
                     if not self.start:
-                        raise DaemonUnavailable(f"no Engram daemon is running for {self.home} "
-                                                f"({exc.strerror or exc}); start it with `engram serve`") from None
+                        raise DaemonUnavailable(
+                            f"no Engram daemon is running for {self.home} "
+                            f"({exc.strerror or exc}); start it with `engram serve`"
+                        ) from None
                     self._sock = self._start_and_wait()
                 self._buf = b""
                 try:
@@ -137,7 +142,9 @@ class RemoteService:
                 except OSError as exc:  # the daemon died between accept and hello (killed, stopping)
                     self.close()
                     if attempt == 2:
-                        raise DaemonUnavailable(f"the Engram daemon went away during the handshake: {exc}") from None
+                        raise DaemonUnavailable(
+                            f"the Engram daemon went away during the handshake: {exc}"
+                        ) from None
             return self
 
     def _hello(self) -> None:
@@ -154,9 +161,15 @@ class RemoteService:
         log_path = self.home / "engram.log"
         fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         env = {**os.environ, "ENGRAM_HOME": str(self.home)}
-        proc = subprocess.Popen([sys.executable, "-m", "engram_core.daemon", "--home", str(self.home)],
-                                stdin=subprocess.DEVNULL, stdout=fd, stderr=fd, start_new_session=True,
-                                env=env, close_fds=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "engram_core.daemon", "--home", str(self.home)],
+            stdin=subprocess.DEVNULL,
+            stdout=fd,
+            stderr=fd,
+            start_new_session=True,
+            env=env,
+            close_fds=True,
+        )
         os.close(fd)
         self.started_daemon = True
         self.daemon_process = proc
@@ -172,8 +185,9 @@ class RemoteService:
             if code not in (None, 0):
                 raise DaemonUnavailable(f"the Engram daemon failed to start (exit {code}); see {log_path}")
             time.sleep(0.05)
-        raise DaemonUnavailable(f"the Engram daemon did not answer within {self.start_timeout:.0f} s "
-                                f"({last}); see {log_path}")
+        raise DaemonUnavailable(
+            f"the Engram daemon did not answer within {self.start_timeout:.0f} s ({last}); see {log_path}"
+        )
 
     def close(self) -> None:
         with self._lock:
@@ -195,8 +209,11 @@ class RemoteService:
         req_id = next(self._ids)
         data = request(req_id, method, params)
         if len(data) > MAX_LINE:  # the daemon would refuse it and close while we still send: a broken pipe
-            raise RemoteError("ValidationError", f"{method}: the request is {len(data) / 2**20:.1f} MB as sent, "
-                              f"more than the daemon takes ({MAX_LINE // 2**20} MB); nothing was sent")
+            raise RemoteError(
+                "ValidationError",
+                f"{method}: the request is {len(data) / 2**20:.1f} MB as sent, "
+                f"more than the daemon takes ({MAX_LINE // 2**20} MB); nothing was sent",
+            )
         self._sock.sendall(data)
         while b"\n" not in self._buf:
             chunk = self._sock.recv(1 << 16)
@@ -225,8 +242,10 @@ class RemoteService:
                     self.close()
                     if attempt == 2 or isinstance(exc, TimeoutError):
                         if isinstance(exc, TimeoutError):
-                            raise DaemonUnavailable(f"the Engram daemon did not answer {method!r} within "
-                                                    f"{self.request_timeout:.0f} s") from None
+                            raise DaemonUnavailable(
+                                f"the Engram daemon did not answer {method!r} within "
+                                f"{self.request_timeout:.0f} s"
+                            ) from None
                         raise DaemonUnavailable(f"lost the Engram daemon during {method!r}: {exc}") from None
             raise AssertionError("unreachable")
 
@@ -252,8 +271,9 @@ class RemoteService:
             try:
                 self._adapters[method] = TypeAdapter(type_from_expr(expr))
             except WireTypeError as exc:
-                raise ProtocolMismatch(f"{exc}: run `engram stop` and retry (the next command starts a daemon "
-                                       f"of this version)") from None
+                raise ProtocolMismatch(
+                    f"{exc}: run `engram stop` and retry (the next command starts a daemon of this version)"
+                ) from None
         return self._adapters[method]
 
     def invoke(self, method: str, *args: Any, **kwargs: Any) -> Any:
@@ -263,7 +283,9 @@ class RemoteService:
                 self.connect()
                 names = (self.info.get("params") or {}).get(method)
             if names is None or len(args) > len(names):
-                raise TypeError(f"{method}() takes keyword arguments over the daemon; got {len(args)} positional")
+                raise TypeError(
+                    f"{method}() takes keyword arguments over the daemon; got {len(args)} positional"
+                )
             kwargs = {**dict(zip(names, args, strict=False)), **kwargs}
         adapter = self._adapter(method)
         return adapter.validate_python(self.call(method, **kwargs))
@@ -292,8 +314,12 @@ class RemoteService:
         return self.invoke("flush", timeout_s=timeout_s)
 
 
-def connect(home: Path | str | None = None, *, start: bool = True, timeout: float = DEFAULT_START_TIMEOUT,
-            ) -> RemoteService:
+def connect(
+    home: Path | str | None = None,
+    *,
+    start: bool = True,
+    timeout: float = DEFAULT_START_TIMEOUT,
+) -> RemoteService:
     """A connected client of this data root's daemon, starting it when allowed and needed."""
     return RemoteService(home, start=start, start_timeout=timeout).connect()
 

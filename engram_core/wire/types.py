@@ -17,8 +17,17 @@ import types
 import typing
 from typing import Any
 
-BUILTINS: dict[str, Any] = {"list": list, "dict": dict, "tuple": tuple, "Any": Any, "None": None,
-                            "int": int, "float": float, "str": str, "bool": bool}
+BUILTINS: dict[str, Any] = {
+    "list": list,
+    "dict": dict,
+    "tuple": tuple,
+    "Any": Any,
+    "None": None,
+    "int": int,
+    "float": float,
+    "str": str,
+    "bool": bool,
+}
 _NODES = (ast.Expression, ast.Name, ast.Subscript, ast.Tuple, ast.BinOp, ast.BitOr, ast.Load, ast.Constant)
 
 
@@ -46,8 +55,10 @@ def type_expr(tp: Any) -> str:
         return f"{origin.__name__}[{', '.join(type_expr(a) for a in args)}]"
     if isinstance(tp, type) and getattr(models, tp.__name__, None) is tp:
         return tp.__name__
-    raise WireTypeError(f"{tp!r} is not a type the client can rebuild: declare an engram_core.models class, a "
-                        f"builtin, or list/dict/tuple/union of those")
+    raise WireTypeError(
+        f"{tp!r} is not a type the client can rebuild: declare an engram_core.models class, a "
+        f"builtin, or list/dict/tuple/union of those"
+    )
 
 
 def type_from_expr(expr: str) -> Any:
@@ -65,8 +76,10 @@ def type_from_expr(expr: str) -> Any:
         if isinstance(node, ast.Name) and node.id not in names:
             value = getattr(models, node.id, None)
             if not isinstance(value, type):
-                raise WireTypeError(f"the result type {expr!r} names {node.id!r}, which this client's "
-                                    f"engram_core.models does not have")
+                raise WireTypeError(
+                    f"the result type {expr!r} names {node.id!r}, which this client's "
+                    f"engram_core.models does not have"
+                )
             names[node.id] = value
     # Only names, subscripts and | over the table above reach eval: no call, attribute or builtin can.
     return eval(compile(tree, "<type>", "eval"), {"__builtins__": {}}, names)  # noqa: S307

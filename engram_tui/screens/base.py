@@ -23,8 +23,9 @@ if TYPE_CHECKING:
     from ..app import EngramApp
 
 # Results of actions the person took: each one is reported (and undoable), however many run at once.
-ALWAYS_DELIVER = frozenset({"mutate", "undone", "approved", "after_approve", "rejected", "resolved",
-                            "consolidated"})
+ALWAYS_DELIVER = frozenset(
+    {"mutate", "undone", "approved", "after_approve", "rejected", "resolved", "consolidated"}
+)
 
 
 class ServiceScreen(Screen[None]):
@@ -62,14 +63,23 @@ class ServiceScreen(Screen[None]):
 
         self.run_in_thread("undone", reopen)
 
-    def call_service(self, tag: str, method: str, *args: Any, context: Any = None, exclusive: bool = True,
-                     **kwargs: Any) -> int:
+    def call_service(
+        self, tag: str, method: str, *args: Any, context: Any = None, exclusive: bool = True, **kwargs: Any
+    ) -> int:
         service = self.engram.service
-        return self.run_in_thread(tag, lambda: getattr(service, method)(*args, **kwargs), context=context,
-                                  exclusive=exclusive)
+        return self.run_in_thread(
+            tag, lambda: getattr(service, method)(*args, **kwargs), context=context, exclusive=exclusive
+        )
 
-    def run_in_thread(self, tag: str, fn: Callable[..., Any], *args: Any, context: Any = None,
-                      exclusive: bool = True, **kwargs: Any) -> int:
+    def run_in_thread(
+        self,
+        tag: str,
+        fn: Callable[..., Any],
+        *args: Any,
+        context: Any = None,
+        exclusive: bool = True,
+        **kwargs: Any,
+    ) -> int:
         """Run ``fn`` off the UI thread; its result or failure comes back as a message to ``done_/failed_<tag>``."""
         self._seq += 1
         seq = self._seq

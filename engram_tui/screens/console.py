@@ -24,8 +24,10 @@ from ..widgets.surql import ResultsViewer, SurqlEditor
 from .base import ServiceScreen
 from .dialogs import ConfirmScreen, TypedConfirmScreen
 
-EXAMPLE = ("SELECT memory_type, count() AS n FROM memory GROUP BY memory_type;\n"
-           "SELECT content, importance FROM memory WHERE status = 'active' ORDER BY importance DESC LIMIT 5;\n")
+EXAMPLE = (
+    "SELECT memory_type, count() AS n FROM memory GROUP BY memory_type;\n"
+    "SELECT content, importance FROM memory WHERE status = 'active' ORDER BY importance DESC LIMIT 5;\n"
+)
 SCOPES = [("project", "project"), ("user", "user"), ("session", "session")]
 _AGENT_WORDING = re.compile(r"[Pp]ass allow_writes=true( if you mean to write)?")
 
@@ -43,8 +45,14 @@ class ConsoleScreen(ServiceScreen):
         # Not f6/f7: those are the editor's select line / select all (TextArea), and stay the editor's.
         Binding("f2", "toggle_writes", "Writes", id="console.writes", tooltip="Allow writes (asks first)"),
         Binding("f3", "focus_history", "History", id="console.history", tooltip="Pick a past query"),
-        Binding("escape", "focus_history", "Leave editor", show=False, id="console.leave",
-                tooltip="Leave the editor (then 1-6 switch panes)"),
+        Binding(
+            "escape",
+            "focus_history",
+            "Leave editor",
+            show=False,
+            id="console.leave",
+            tooltip="Leave the editor (then 1-6 switch panes)",
+        ),
         Binding("f8", "focus_editor", "Editor", show=False, id="console.editor"),
     ]
 
@@ -102,10 +110,16 @@ class ConsoleScreen(ServiceScreen):
             box.set_class(False, "bad")
             return
         out: list[Content | str] = [
-            f"[b red]✗ refused[/] ({len(verdict.violations)} problem{'s' if len(verdict.violations) != 1 else ''})"]
+            f"[b red]✗ refused[/] ({len(verdict.violations)} problem{'s' if len(verdict.violations) != 1 else ''})"
+        ]
         for v in verdict.violations[:4]:
-            out.append(markup(f"  statement {v.statement_index + 1} · rule [b]$rule[/]: $msg", rule=v.rule,
-                              msg=tui_wording(v.message)))
+            out.append(
+                markup(
+                    f"  statement {v.statement_index + 1} · rule [b]$rule[/]: $msg",
+                    rule=v.rule,
+                    msg=tui_wording(v.message),
+                )
+            )
         hint = self._write_hint(text)
         if hint:
             out.append(markup("  [b]$hint[/]", hint=hint.strip(" ·")))
@@ -118,7 +132,9 @@ class ConsoleScreen(ServiceScreen):
 
         if self.allow_writes or not validate(text, allow_writes=True).ok:
             return ""
-        return " · this query writes: press F2 (or the Allow writes switch) to allow writes, then run it again"
+        return (
+            " · this query writes: press F2 (or the Allow writes switch) to allow writes, then run it again"
+        )
 
     # ── writes toggle ───────────────────────────────────────
     @on(Switch.Changed, "#console-writes")
@@ -138,9 +154,14 @@ class ConsoleScreen(ServiceScreen):
             self._update_mode()
             self._validate()
 
-        self.app.push_screen(ConfirmScreen(
-            "Allow write statements in the console?\n\nWrites change memories directly, without undo. "
-            "Each run with writes asks again.", title="Allow writes"), answered)
+        self.app.push_screen(
+            ConfirmScreen(
+                "Allow write statements in the console?\n\nWrites change memories directly, without undo. "
+                "Each run with writes asks again.",
+                title="Allow writes",
+            ),
+            answered,
+        )
 
     def action_toggle_writes(self) -> None:
         switch = self.query_one("#console-writes", Switch)
@@ -148,7 +169,8 @@ class ConsoleScreen(ServiceScreen):
 
     def _update_mode(self) -> None:
         self.query_one("#console-mode", Static).update(
-            "[b red]WRITES ALLOWED[/]" if self.allow_writes else "[b green]read-only[/]")
+            "[b red]WRITES ALLOWED[/]" if self.allow_writes else "[b green]read-only[/]"
+        )
 
     # ── running ─────────────────────────────────────────────
     def action_run(self) -> None:
@@ -159,8 +181,10 @@ class ConsoleScreen(ServiceScreen):
         verdict = self.last_verdict
         if verdict is not None and not verdict.ok:
             v = verdict.violations[0]
-            refusal = (f"Refused: statement {v.statement_index + 1} breaks rule {v.rule}: {tui_wording(v.message)}"
-                       + self._write_hint(text))
+            refusal = (
+                f"Refused: statement {v.statement_index + 1} breaks rule {v.rule}: {tui_wording(v.message)}"
+                + self._write_hint(text)
+            )
             self.notify(refusal, title="Validator", severity="error")
             # The results of an earlier run would read as this query's: they go.
             viewer = self.query_one("#console-results", ResultsViewer)
@@ -169,9 +193,18 @@ class ConsoleScreen(ServiceScreen):
             return
         if verdict is not None and verdict.has_writes:
             # Like k9s before a delete: say what will run and how many rows it touches, and ask (default No).
-            self.query_one("#console-results").border_title = "Results · counting the rows this write touches…"
-            self.call_service("preview", "preview_write", text, scope=str(self._scope()),
-                              project=self.engram.project, session=self.engram.session, context=text)
+            self.query_one(
+                "#console-results"
+            ).border_title = "Results · counting the rows this write touches…"
+            self.call_service(
+                "preview",
+                "preview_write",
+                text,
+                scope=str(self._scope()),
+                project=self.engram.project,
+                session=self.engram.session,
+                context=text,
+            )
             return
         self._run(text)
 
@@ -193,9 +226,14 @@ class ConsoleScreen(ServiceScreen):
 
         statements = validate(text, allow_writes=True).statements
         by_index = {p.index: p for p in previews}
-        parts: list[Content | str] = [markup(f"Run this query against the [b]$scope[/] scope? It writes "
-                                             f"({len(statements)} statement{'s' if len(statements) != 1 else ''}):",
-                                             scope=str(self._scope())), ""]
+        parts: list[Content | str] = [
+            markup(
+                f"Run this query against the [b]$scope[/] scope? It writes "
+                f"({len(statements)} statement{'s' if len(statements) != 1 else ''}):",
+                scope=str(self._scope()),
+            ),
+            "",
+        ]
         for i, st in enumerate(statements):
             p = by_index.get(i)
             if p is None:
@@ -204,9 +242,12 @@ class ConsoleScreen(ServiceScreen):
                 touch = markup("[yellow]rows not counted: $e[/]", e=p.error or "")
             else:
                 touch = f"[b]{p.rows:,} row{'s' if p.rows != 1 else ''}[/] now match" + (
-                    "" if p.bounded else " · [b red]no WHERE: every row of the table[/]")
+                    "" if p.bounded else " · [b red]no WHERE: every row of the table[/]"
+                )
             parts.append(markup(f"[b]{i + 1}.[/] $st", st=" ".join(st.split())[:300]))
-            parts.append(Content.from_markup(f"   → {touch}") if isinstance(touch, str) else Content("   → ") + touch)
+            parts.append(
+                Content.from_markup(f"   → {touch}") if isinstance(touch, str) else Content("   → ") + touch
+            )
         if error:
             parts += ["", markup("[yellow]The rows could not be counted: $e[/]", e=error)]
         parts += ["", "[dim]Writes change memories directly, without undo.[/]"]
@@ -221,15 +262,24 @@ class ConsoleScreen(ServiceScreen):
             table = unbounded[0].target
             self.app.push_screen(TypedConfirmScreen(message, table, title="Run an unbounded write"), answered)
         else:
-            self.app.push_screen(ConfirmScreen(message, title="Run a write query", confirm_label="Run",
-                                               default_no=True), answered)
+            self.app.push_screen(
+                ConfirmScreen(message, title="Run a write query", confirm_label="Run", default_no=True),
+                answered,
+            )
 
     def _run(self, text: str) -> None:
         scope = self._scope()
         self._remember(text)
         self.query_one("#console-results").border_title = "Results · running…"
-        self.call_service("query", "run_query", text, scope=str(scope), allow_writes=self.allow_writes,
-                          project=self.engram.project, session=self.engram.session)
+        self.call_service(
+            "query",
+            "run_query",
+            text,
+            scope=str(scope),
+            allow_writes=self.allow_writes,
+            project=self.engram.project,
+            session=self.engram.session,
+        )
 
     def done_query(self, result: Any, _m: ServiceDone) -> None:
         statements = list(result.statements)
@@ -246,14 +296,17 @@ class ConsoleScreen(ServiceScreen):
         rows = sum(len(s.rows) for s in statements)
         found = sum(max(s.row_count, len(s.rows)) for s in statements)
         capped = any(s.truncated for s in statements)
-        shown = (f"first {rows:,} of {found:,} rows [b yellow](capped)[/]" if capped else f"{rows:,} rows")
-        viewer.border_title = (f"Results · {len(statements)} statement(s) · {shown} · {ms(total, self.engram.mask_db_times)}"
-                               + (f" · [red]{errors} error(s)[/]" if errors else ""))
+        shown = f"first {rows:,} of {found:,} rows [b yellow](capped)[/]" if capped else f"{rows:,} rows"
+        viewer.border_title = (
+            f"Results · {len(statements)} statement(s) · {shown} · {ms(total, self.engram.mask_db_times)}"
+            + (f" · [red]{errors} error(s)[/]" if errors else "")
+        )
 
     def failed_query(self, message: ServiceFailed) -> bool:
         self.query_one("#console-results").border_title = "Results"
-        self.query_one("#console-verdict", Static).update(markup("[b red]query failed:[/] $e",
-                                                                 e=tui_wording(message.text)))
+        self.query_one("#console-verdict", Static).update(
+            markup("[b red]query failed:[/] $e", e=tui_wording(message.text))
+        )
         return False
 
     # ── history ─────────────────────────────────────────────

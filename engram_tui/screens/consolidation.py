@@ -22,40 +22,79 @@ from .base import ReloadingScreen
 from .dialogs import ConfirmScreen, Editor
 
 # The proposal takes the spare width; Queued, then Risk go first on a narrow terminal.
-QUEUE_COLUMNS = [Col("reason", "Reason", 20), Col("priority", "Priority", 8), Col("risk", "Risk", 6, drop=1),
-                 Col("sources", "Sources", 7), Col("proposal", "Proposed memory", min_width=30),
-                 Col("created", "Queued", 12, drop=2)]
-EMPTY_QUEUE = ("[b]Nothing waits for review.[/] Proposals arrive when:\n"
-               "  • a session ends: the pass it runs pairs near-duplicates and related memories and summarises "
-               "episodes;\n"
-               "  • the maintenance sweep finds memories decaying below 0.3 (the consolidate threshold);\n"
-               "  • the same knowledge recurs across projects (a promotion to user scope).\n"
-               "Low-risk proposals are applied at once; the others wait here.\n\n"
-               "Press [b]C[/] to run consolidation now (the pass an ended session runs).")
+QUEUE_COLUMNS = [
+    Col("reason", "Reason", 20),
+    Col("priority", "Priority", 8),
+    Col("risk", "Risk", 6, drop=1),
+    Col("sources", "Sources", 7),
+    Col("proposal", "Proposed memory", min_width=30),
+    Col("created", "Queued", 12, drop=2),
+]
+EMPTY_QUEUE = (
+    "[b]Nothing waits for review.[/] Proposals arrive when:\n"
+    "  • a session ends: the pass it runs pairs near-duplicates and related memories and summarises "
+    "episodes;\n"
+    "  • the maintenance sweep finds memories decaying below 0.3 (the consolidate threshold);\n"
+    "  • the same knowledge recurs across projects (a promotion to user scope).\n"
+    "Low-risk proposals are applied at once; the others wait here.\n\n"
+    "Press [b]C[/] to run consolidation now (the pass an ended session runs)."
+)
 
 
 class ConsolidationScreen(ReloadingScreen):
     # Focused as the screen is composed (not later, by on_mount): keys typed right after opening it land there.
     AUTO_FOCUS = "#consolidation-queue"
     BINDINGS = [
-        Binding("a", "approve", "Approve", id="consolidation.approve", tooltip="Approve the proposal (uses your edits)"),
-        Binding("r", "reject", "Reject", id="consolidation.reject", tooltip="Reject the proposal (asks first)"),
-        Binding("e", "edit", "Edit proposal", id="consolidation.edit", tooltip="Edit the merged text (esc: done), then a"),
-        Binding("escape", "leave_editor", "Done editing", show=False, id="consolidation.leave",
-                tooltip="Leave the proposal editor (your text is kept for the approval)"),
-        Binding("Y", "approve_confident", "Approve confident…", id="consolidation.confident",
-                tooltip="Approve every pending item below the auto-approval risk (asks first; U undoes)"),
+        Binding(
+            "a",
+            "approve",
+            "Approve",
+            id="consolidation.approve",
+            tooltip="Approve the proposal (uses your edits)",
+        ),
+        Binding(
+            "r", "reject", "Reject", id="consolidation.reject", tooltip="Reject the proposal (asks first)"
+        ),
+        Binding(
+            "e",
+            "edit",
+            "Edit proposal",
+            id="consolidation.edit",
+            tooltip="Edit the merged text (esc: done), then a",
+        ),
+        Binding(
+            "escape",
+            "leave_editor",
+            "Done editing",
+            show=False,
+            id="consolidation.leave",
+            tooltip="Leave the proposal editor (your text is kept for the approval)",
+        ),
+        Binding(
+            "Y",
+            "approve_confident",
+            "Approve confident…",
+            id="consolidation.confident",
+            tooltip="Approve every pending item below the auto-approval risk (asks first; U undoes)",
+        ),
         Binding("U", "undo", "Undo", id="consolidation.undo", tooltip="Undo the last approval or rejection"),
         Binding("R", "refresh", "Refresh", id="consolidation.refresh"),
-        Binding("C", "consolidate", "Consolidate now", id="consolidation.run",
-                tooltip="Run consolidation now: the pass an ended session runs (asks first)"),
+        Binding(
+            "C",
+            "consolidate",
+            "Consolidate now",
+            id="consolidation.run",
+            tooltip="Run consolidation now: the pass an ended session runs (asks first)",
+        ),
     ]
 
     def __init__(self) -> None:
         super().__init__()
         self.items: dict[str, Any] = {}
         self.current: Any | None = None
-        self.outcome: Content | None = None  # the last approval's result, kept visible while the queue moves on
+        self.outcome: Content | None = (
+            None  # the last approval's result, kept visible while the queue moves on
+        )
         self.last_decided: list[str] = []  # what U reopens: the last approval or rejection, single or bulk
 
     def compose(self) -> ComposeResult:
@@ -85,8 +124,13 @@ class ConsolidationScreen(ReloadingScreen):
 
     def load(self) -> None:
         service, project = self.engram.service, self.engram.project
-        self.run_in_thread("queue", lambda: (service.list_consolidations(project=project, status="pending"),
-                                             service.count_consolidations(project=project)))
+        self.run_in_thread(
+            "queue",
+            lambda: (
+                service.list_consolidations(project=project, status="pending"),
+                service.count_consolidations(project=project),
+            ),
+        )
 
     def failed_queue(self, message: ServiceFailed) -> bool:
         self.query_one("#consolidation-status", Static).update(markup("[b red]$e[/]", e=message.text))
@@ -98,23 +142,39 @@ class ConsolidationScreen(ReloadingScreen):
         now = self.engram.now()
         self.items = {}
         # Highest priority first, ties in a stable order (the database does not promise one).
-        ordered = sorted(items or [], key=lambda it: (-it.priority, it.reason,
-                                                       sorted(str(m.id) for m in it.sources)))
+        ordered = sorted(
+            items or [], key=lambda it: (-it.priority, it.reason, sorted(str(m.id) for m in it.sources))
+        )
         rows = []
         for it in ordered:
             iid = str(it.id)
             self.items[iid] = it
             proposal = it.proposal
-            rows.append((iid, {"reason": it.reason, "priority": f"{it.priority:.2f}", "risk": it.risk,
-                               "sources": len(it.sources), "proposal": proposal.content if proposal else "",
-                               "created": wall_age(it.created_at, now, self.engram.mask_db_times)}))
+            rows.append(
+                (
+                    iid,
+                    {
+                        "reason": it.reason,
+                        "priority": f"{it.priority:.2f}",
+                        "risk": it.risk,
+                        "sources": len(it.sources),
+                        "proposal": proposal.content if proposal else "",
+                        "created": wall_age(it.created_at, now, self.engram.mask_db_times),
+                    },
+                )
+            )
         table.set_rows(rows)
-        shown = (f"[b]{counts.pending:,}[/]" if counts.pending == len(self.items)
-                 else f"[b]{len(self.items):,}[/] of [b]{counts.pending:,}[/]")
+        shown = (
+            f"[b]{counts.pending:,}[/]"
+            if counts.pending == len(self.items)
+            else f"[b]{len(self.items):,}[/] of [b]{counts.pending:,}[/]"
+        )
         self.query_one("#consolidation-status", Static).update(
             f"{shown} pending ({counts.needs_review:,} need a decision) · a approve · e edit · r reject · "
-            "Y approve the confident · U undo · C consolidate now" if self.items else
-            "[b]0[/] pending consolidations · C runs consolidation now (how proposals arrive: below)")
+            "Y approve the confident · U undo · C consolidate now"
+            if self.items
+            else "[b]0[/] pending consolidations · C runs consolidation now (how proposals arrive: below)"
+        )
         if self.items:
             keep = str(self.current.id) if self.current is not None else None
             iid = keep if keep in self.items else next(iter(self.items))
@@ -144,8 +204,12 @@ class ConsolidationScreen(ReloadingScreen):
         box.border_title = f"Source memories ({len(sources)})"
         box.remove_children(".source")
         self.query_one("#consolidation-empty").display = False
-        box.mount_all([Static(markup("[b]$n.[/] ", n=i + 1) + memory_card(m, now), classes="source")
-                       for i, m in enumerate(sources)])
+        box.mount_all(
+            [
+                Static(markup("[b]$n.[/] ", n=i + 1) + memory_card(m, now), classes="source")
+                for i, m in enumerate(sources)
+            ]
+        )
         box.scroll_home(animate=False)
         proposal = it.proposal
         self.query_one("#consolidation-proposal", TextArea).text = proposal.content if proposal else ""
@@ -153,11 +217,17 @@ class ConsolidationScreen(ReloadingScreen):
             self._show_result(markup("[dim]risk[/] $risk", risk=it.risk))
             return
         why = "\n".join(f"• {e}" for e in (it.evidence or [])[:4])
-        self._show_result(markup(
-            "[dim]type[/] $type  [dim]importance[/] $importance\n[dim]tags[/] $tags\n[dim]risk[/] $risk"
-            + ("\n[dim]why grouped[/]\n$why" if why else ""),
-            type=proposal.memory_type, importance=proposal.importance,
-            tags=", ".join(proposal.tags), risk=it.risk, why=why))
+        self._show_result(
+            markup(
+                "[dim]type[/] $type  [dim]importance[/] $importance\n[dim]tags[/] $tags\n[dim]risk[/] $risk"
+                + ("\n[dim]why grouped[/]\n$why" if why else ""),
+                type=proposal.memory_type,
+                importance=proposal.importance,
+                tags=", ".join(proposal.tags),
+                risk=it.risk,
+                why=why,
+            )
+        )
 
     def _show_result(self, proposal_meta: Content | None = None) -> None:
         parts = [p for p in (self.outcome, proposal_meta) if p]
@@ -167,18 +237,29 @@ class ConsolidationScreen(ReloadingScreen):
         def go(ok: bool | None) -> None:
             if ok:
                 self.query_one("#consolidation-status", Static).update("[b]consolidating…[/]")
-                self.call_service("consolidated", "reflect_and_consolidate", project=self.engram.project,
-                                  level="light")
+                self.call_service(
+                    "consolidated", "reflect_and_consolidate", project=self.engram.project, level="light"
+                )
 
-        self.app.push_screen(ConfirmScreen(
-            "Run consolidation now? It looks for near-duplicates, related memories and episodes to summarise in "
-            "this project, applies the low-risk proposals and queues the others here.",
-            title="Consolidate now", confirm_label="Consolidate", danger=False), go)
+        self.app.push_screen(
+            ConfirmScreen(
+                "Run consolidation now? It looks for near-duplicates, related memories and episodes to summarise in "
+                "this project, applies the low-risk proposals and queues the others here.",
+                title="Consolidate now",
+                confirm_label="Consolidate",
+                danger=False,
+            ),
+            go,
+        )
 
     def done_consolidated(self, rep: Any, _m: ServiceDone) -> None:
         queued = sum(rep.queued.values())
-        self.notify(f"Consolidation: {queued} proposal(s) found, {rep.auto_approved} applied automatically, "
-                    f"{rep.pending_review} waiting for review", title="Engram", timeout=8)
+        self.notify(
+            f"Consolidation: {queued} proposal(s) found, {rep.auto_approved} applied automatically, "
+            f"{rep.pending_review} waiting for review",
+            title="Engram",
+            timeout=8,
+        )
         self.load()
 
     def action_edit(self) -> None:
@@ -198,12 +279,24 @@ class ConsolidationScreen(ReloadingScreen):
 
         def go(ok: bool | None) -> None:
             if ok:
-                self.call_service("approved", "approve_consolidation", it.id, project=self.engram.project,
-                                  edited_content=edited, context=it)
+                self.call_service(
+                    "approved",
+                    "approve_consolidation",
+                    it.id,
+                    project=self.engram.project,
+                    edited_content=edited,
+                    context=it,
+                )
 
-        self.app.push_screen(ConfirmScreen(
-            f"Approve this consolidation? The {n} source memories will be marked consolidated into the new one"
-            + (" (with your edited text)." if edited else "."), title="Approve consolidation", danger=False), go)
+        self.app.push_screen(
+            ConfirmScreen(
+                f"Approve this consolidation? The {n} source memories will be marked consolidated into the new one"
+                + (" (with your edited text)." if edited else "."),
+                title="Approve consolidation",
+                danger=False,
+            ),
+            go,
+        )
 
     def action_reject(self) -> None:
         it = self.current
@@ -212,13 +305,23 @@ class ConsolidationScreen(ReloadingScreen):
 
         def go(ok: bool | None) -> None:
             if ok:
-                self.call_service("rejected", "reject_consolidation", it.id, project=self.engram.project,
-                                  reason="rejected in the TUI", context=it)
+                self.call_service(
+                    "rejected",
+                    "reject_consolidation",
+                    it.id,
+                    project=self.engram.project,
+                    reason="rejected in the TUI",
+                    context=it,
+                )
 
         n = len(it.sources)
-        self.app.push_screen(ConfirmScreen(
-            f"Reject this consolidation? The {n} source memories stay as they are and the proposal leaves the queue.",
-            title="Reject consolidation"), go)
+        self.app.push_screen(
+            ConfirmScreen(
+                f"Reject this consolidation? The {n} source memories stay as they are and the proposal leaves the queue.",
+                title="Reject consolidation",
+            ),
+            go,
+        )
 
     def done_approved(self, result: Any, message: ServiceDone) -> None:
         it = message.context
@@ -257,12 +360,18 @@ class ConsolidationScreen(ReloadingScreen):
         def go(ok: bool | None) -> None:
             if ok:
                 limit = max(it.risk for it in sure)
-                self.call_service("bulk", "decide_consolidations", "approve", project=self.engram.project,
-                                  max_risk=limit)
+                self.call_service(
+                    "bulk", "decide_consolidations", "approve", project=self.engram.project, max_risk=limit
+                )
 
-        self.app.push_screen(ConfirmScreen(
-            f"Approve the {len(sure)} pending item(s) below the auto-approval risk? Each writes its merged memory "
-            "and marks its sources consolidated; U undoes them all.", title="Approve the confident ones"), go)
+        self.app.push_screen(
+            ConfirmScreen(
+                f"Approve the {len(sure)} pending item(s) below the auto-approval risk? Each writes its merged memory "
+                "and marks its sources consolidated; U undoes them all.",
+                title="Approve the confident ones",
+            ),
+            go,
+        )
 
     def done_bulk(self, result: Any, _m: ServiceDone) -> None:
         self.last_decided = list(result.ids)

@@ -23,12 +23,22 @@ from .base import ReloadingScreen
 from .dialogs import ConfirmScreen, TextPromptScreen
 
 # A and B share the width; Detected goes first on a narrow terminal, then the kind.
-LIST_COLUMNS = [Col("conf", "Conf.", 5), Col("suggest", "Keep", 4), Col("kind", "Kind", 10, drop=2), Col("a", "A"),
-                Col("b", "B"), Col("detected", "Detected", 12, drop=1)]
+LIST_COLUMNS = [
+    Col("conf", "Conf.", 5),
+    Col("suggest", "Keep", 4),
+    Col("kind", "Kind", 10, drop=2),
+    Col("a", "A"),
+    Col("b", "B"),
+    Col("detected", "Detected", 12, drop=1),
+]
 LIST_LIMIT = 100  # the list shows the strongest this many; the status gives the true total
 CONFIDENT = 0.9  # Y resolves every open pair at least this confident by its suggestion
-RESOLUTIONS = {"keep_a": "keep A (B is invalidated)", "keep_b": "keep B (A is invalidated)",
-               "keep_both": "keep both (they do not really conflict)", "merge": "replace both by a merged statement"}
+RESOLUTIONS = {
+    "keep_a": "keep A (B is invalidated)",
+    "keep_b": "keep B (A is invalidated)",
+    "keep_both": "keep both (they do not really conflict)",
+    "merge": "replace both by a merged statement",
+}
 
 
 class ContradictionsScreen(ReloadingScreen):
@@ -81,8 +91,9 @@ class ContradictionsScreen(ReloadingScreen):
 
         def fetch() -> tuple[list[Any], Any]:
             if auto:
-                items = service.list_contradictions(project=project, status="resolved", limit=LIST_LIMIT,
-                                                    order="newest", decided_by="policy")
+                items = service.list_contradictions(
+                    project=project, status="resolved", limit=LIST_LIMIT, order="newest", decided_by="policy"
+                )
             else:
                 items = service.list_contradictions(project=project, status="open", limit=LIST_LIMIT)
             # The list stops at its limit; the status line says how many there are in all.
@@ -104,27 +115,49 @@ class ContradictionsScreen(ReloadingScreen):
             cid = str(c.id)
             self.items[cid] = c
             keep = {"keep_a": "A", "keep_b": "B"}.get(c.suggested or "", "—")
-            rows.append((cid, {"conf": f"{c.confidence:.2f}", "suggest": keep, "kind": c.kind, "a": c.a.content,
-                               "b": c.b.content,
-                               "detected": wall_age(c.detected_at, now, self.engram.mask_db_times)}))
+            rows.append(
+                (
+                    cid,
+                    {
+                        "conf": f"{c.confidence:.2f}",
+                        "suggest": keep,
+                        "kind": c.kind,
+                        "a": c.a.content,
+                        "b": c.b.content,
+                        "detected": wall_age(c.detected_at, now, self.engram.mask_db_times),
+                    },
+                )
+            )
         table.set_rows(rows)
         if self.show_auto:
             total = max(counts.resolved_without_asking, len(self.items))
             self.query_one("#contradictions-status", Static).update(
                 f"[b]{total:,}[/] settled without asking (the newer statement named the value it replaced) · "
-                "U reopens the highlighted one · W back to the open ones")
+                "U reopens the highlighted one · W back to the open ones"
+            )
             table.border_title = f"Settled without asking ({len(self.items):,} of {total:,})"
             self._after_rows()
             return
         total = max(counts.open, len(self.items))
-        shown = f"[b]{total:,}[/]" if total == len(self.items) else f"[b]{len(self.items):,}[/] of [b]{total:,}[/]"
-        auto = (f" · {counts.resolved_without_asking:,} settled without asking" if counts.resolved_without_asking
-                else "")
+        shown = (
+            f"[b]{total:,}[/]"
+            if total == len(self.items)
+            else f"[b]{len(self.items):,}[/] of [b]{total:,}[/]"
+        )
+        auto = (
+            f" · {counts.resolved_without_asking:,} settled without asking"
+            if counts.resolved_without_asking
+            else ""
+        )
         self.query_one("#contradictions-status", Static).update(
             f"{shown} open{auto} · S suggested · A/B/K/M · Y all ≥ {CONFIDENT} · U undo "
-            "· [dim]the loser is superseded, never deleted[/]")
-        table.border_title = f"Open contradictions ({len(self.items):,} of {total:,})" if total > len(
-            self.items) else f"Open contradictions ({total:,})"
+            "· [dim]the loser is superseded, never deleted[/]"
+        )
+        table.border_title = (
+            f"Open contradictions ({len(self.items):,} of {total:,})"
+            if total > len(self.items)
+            else f"Open contradictions ({total:,})"
+        )
         self._after_rows()
 
     def _after_rows(self) -> None:
@@ -152,9 +185,13 @@ class ContradictionsScreen(ReloadingScreen):
         text = "\n".join(f"• {e}" for e in c.evidence)
         if c.suggested in ("keep_a", "keep_b"):
             side = "A" if c.suggested == "keep_a" else "B"
-            text = f"Suggested: keep {side}, the newer statement (S applies it) · confidence {c.confidence:.2f}\n" + text
+            text = (
+                f"Suggested: keep {side}, the newer statement (S applies it) · confidence {c.confidence:.2f}\n"
+                + text
+            )
         self.query_one("#contradictions-evidence", Static).update(
-            markup("$t", t=text) if str(text) else "[dim]no evidence recorded[/]")
+            markup("$t", t=text) if str(text) else "[dim]no evidence recorded[/]"
+        )
 
     def action_resolve(self, resolution: str) -> None:
         c = self.current
@@ -173,22 +210,38 @@ class ContradictionsScreen(ReloadingScreen):
                     keep(text)
                     self._confirm(c, "merge", text)
 
-            self.app.push_screen(TextPromptScreen("Merged statement", seed,
-                                                  "Write one statement that replaces both. "
-                                                  "Cancel keeps your draft for the next M.", on_cancel=keep), merged)
+            self.app.push_screen(
+                TextPromptScreen(
+                    "Merged statement",
+                    seed,
+                    "Write one statement that replaces both. Cancel keeps your draft for the next M.",
+                    on_cancel=keep,
+                ),
+                merged,
+            )
             return
         self._confirm(c, resolution, None)
 
     def _confirm(self, c: Any, resolution: str, merged: str | None) -> None:
         def go(ok: bool | None) -> None:
             if ok:
-                self.call_service("resolved", "resolve_contradiction", c.id, resolution,
-                                  merged_content=merged, project=self.engram.project, context=resolution)
+                self.call_service(
+                    "resolved",
+                    "resolve_contradiction",
+                    c.id,
+                    resolution,
+                    merged_content=merged,
+                    project=self.engram.project,
+                    context=resolution,
+                )
 
         question: str | Content = f"Resolve this contradiction: {RESOLUTIONS[resolution]}?"
         if merged is not None:
-            question = markup("Replace both by this merged statement?\n\n[b]$m[/]\n\n[dim]A and B are superseded "
-                              "(kept for audit). No keeps your draft: M opens it again.[/]", m=merged)
+            question = markup(
+                "Replace both by this merged statement?\n\n[b]$m[/]\n\n[dim]A and B are superseded "
+                "(kept for audit). No keeps your draft: M opens it again.[/]",
+                m=merged,
+            )
         self.app.push_screen(ConfirmScreen(question, title="Resolve contradiction"), go)
 
     def done_resolved(self, result: Any, message: ServiceDone) -> None:
@@ -202,26 +255,42 @@ class ContradictionsScreen(ReloadingScreen):
         if c is None:
             return
         if c.suggested not in RESOLUTIONS:
-            self.notify("No suggestion for this pair: time does not say which holds. Choose A, B, K or M.",
-                        title="Engram", severity="warning")
+            self.notify(
+                "No suggestion for this pair: time does not say which holds. Choose A, B, K or M.",
+                title="Engram",
+                severity="warning",
+            )
             return
         self._confirm(c, c.suggested, None)
 
     def action_resolve_confident(self) -> None:
-        sure = [c for c in self.items.values() if c.confidence >= CONFIDENT and c.suggested in ("keep_a", "keep_b")]
+        sure = [
+            c
+            for c in self.items.values()
+            if c.confidence >= CONFIDENT and c.suggested in ("keep_a", "keep_b")
+        ]
         if not sure:
             self.notify(f"No open contradiction is {CONFIDENT} confident with a suggestion.", title="Engram")
             return
 
         def go(ok: bool | None) -> None:
             if ok:
-                self.call_service("bulk", "resolve_contradictions", "suggested", project=self.engram.project,
-                                  min_confidence=CONFIDENT)
+                self.call_service(
+                    "bulk",
+                    "resolve_contradictions",
+                    "suggested",
+                    project=self.engram.project,
+                    min_confidence=CONFIDENT,
+                )
 
-        self.app.push_screen(ConfirmScreen(
-            f"Resolve every open contradiction at least {CONFIDENT} confident ({len(sure)} shown here) by its "
-            "suggestion, keeping the newer statement? Each can be undone (U undoes them all).",
-            title="Resolve the confident ones"), go)
+        self.app.push_screen(
+            ConfirmScreen(
+                f"Resolve every open contradiction at least {CONFIDENT} confident ({len(sure)} shown here) by its "
+                "suggestion, keeping the newer statement? Each can be undone (U undoes them all).",
+                title="Resolve the confident ones",
+            ),
+            go,
+        )
 
     def done_bulk(self, result: Any, _m: ServiceDone) -> None:
         self.last_decided = list(result.ids)

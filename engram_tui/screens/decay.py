@@ -28,8 +28,7 @@ POINTS = 80  # curve samples; the plot is ~this many columns wide, so more would
 
 
 def _curve(m: Any, xs: list[float], now: datetime) -> list[float]:
-    imp, hl, acc, last = m.importance, m.half_life_days, m.access_count, \
-        m.last_accessed_at
+    imp, hl, acc, last = m.importance, m.half_life_days, m.access_count, m.last_accessed_at
     return [memory_strength(imp, hl, acc, last, now + timedelta(days=x)) for x in xs]
 
 
@@ -44,12 +43,17 @@ def aggregate(memories: list[Any], key: str, now: datetime, horizon_days: float)
     groups: dict[str, list[list[float]]] = {}
     for m in memories:
         groups.setdefault(getattr(m, key).value, []).append(_curve(m, xs, now))
-    return {g: [sum(col) / len(curves) for col in zip(*curves, strict=True)] for g, curves in sorted(groups.items())}
+    return {
+        g: [sum(col) / len(curves) for col in zip(*curves, strict=True)]
+        for g, curves in sorted(groups.items())
+    }
 
 
 class DecayScreen(ServiceScreen):
     BINDINGS = [
-        Binding("R", "refresh", "Refresh", id="decay.refresh", tooltip="Re-read the memory and the aggregates"),
+        Binding(
+            "R", "refresh", "Refresh", id="decay.refresh", tooltip="Re-read the memory and the aggregates"
+        ),
         Binding("plus,equals_sign", "zoom(0.5)", "Zoom in", id="decay.zoom_in"),
         Binding("minus", "zoom(2)", "Zoom out", id="decay.zoom_out"),
     ]
@@ -63,7 +67,9 @@ class DecayScreen(ServiceScreen):
         # The time axis stays put for a memory (and a zoom): a recall then visibly moves the curve and its
         # crossings along the axis instead of the axis rescaling under them. (memory id, zoom, origin, x0, x1)
         self._axis: tuple[str, float, datetime, float, float] | None = None
-        self.before: Any | None = None  # the memory as it was before a recall or feedback changed its strength
+        self.before: Any | None = (
+            None  # the memory as it was before a recall or feedback changed its strength
+        )
         self.change_note: str = ""
         self.plot_title = ""
 
@@ -124,15 +130,17 @@ class DecayScreen(ServiceScreen):
 
     def done_selected(self, m: Any, _m: ServiceDone) -> None:
         now = self.engram.now()
-        seen = (m.id, m.access_count, m.last_accessed_at, m.importance,
-                m.status, now)
+        seen = (m.id, m.access_count, m.last_accessed_at, m.importance, m.status, now)
         if seen == self._seen:
             return  # nothing moved: do not redraw (keeps the terminal quiet and snapshots stable)
         self._seen = seen
         old = self.memory
-        if old is not None and old.id == m.id and (old.access_count, old.last_accessed_at, old.importance,
-                                                   old.half_life_days) != (m.access_count, m.last_accessed_at,
-                                                                           m.importance, m.half_life_days):
+        if (
+            old is not None
+            and old.id == m.id
+            and (old.access_count, old.last_accessed_at, old.importance, old.half_life_days)
+            != (m.access_count, m.last_accessed_at, m.importance, m.half_life_days)
+        ):
             self.before = old
             self.change_note = self._describe_change(old, m)
             self.notify(f"Decay: {self.change_note}", title="Engram", timeout=6)
@@ -145,11 +153,17 @@ class DecayScreen(ServiceScreen):
         """What a recall (or a feedback, or an edit) did to the strength and the archive date."""
         now = self.engram.now()
         what = "recalled" if new.access_count > old.access_count else "changed"
-        out = (f"{what} at {now:%H:%M}: strength {float(old.memory_strength):.2f} → {float(new.memory_strength):.2f}, "
-               f"half-life {effective_half_life(old.half_life_days, old.access_count):.3g} d → "
-               f"{effective_half_life(new.half_life_days, new.access_count):.3g} d")
-        t_old, t_new = (crossing_time(x.importance, x.half_life_days, x.access_count, x.last_accessed_at,
-                                      THRESHOLDS["archive"]) for x in (old, new))
+        out = (
+            f"{what} at {now:%H:%M}: strength {float(old.memory_strength):.2f} → {float(new.memory_strength):.2f}, "
+            f"half-life {effective_half_life(old.half_life_days, old.access_count):.3g} d → "
+            f"{effective_half_life(new.half_life_days, new.access_count):.3g} d"
+        )
+        t_old, t_new = (
+            crossing_time(
+                x.importance, x.half_life_days, x.access_count, x.last_accessed_at, THRESHOLDS["archive"]
+            )
+            for x in (old, new)
+        )
         if t_old is not None and t_new is not None and t_new > now:
             out += f", archive in {(t_old - now).total_seconds() / 86400:.1f} d → {(t_new - now).total_seconds() / 86400:.1f} d"
         return out
@@ -164,10 +178,15 @@ class DecayScreen(ServiceScreen):
             for scope in ("session", "project", "user"):
                 if (scope == "project" and not project) or (scope == "session" and not session):
                     continue
-                page = service.list_memories(scope=scope, project=project, session=session,
-                                             order="last_accessed_at", descending=True, limit=AGG_SAMPLE)
-                mems += [m for m in page.items
-                         if m.status.value not in ("forgotten", "superseded")]
+                page = service.list_memories(
+                    scope=scope,
+                    project=project,
+                    session=session,
+                    order="last_accessed_at",
+                    descending=True,
+                    limit=AGG_SAMPLE,
+                )
+                mems += [m for m in page.items if m.status.value not in ("forgotten", "superseded")]
             return {"memories": mems, "now": now}
 
         self.run_in_thread("aggregates", fetch)
@@ -189,18 +208,23 @@ class DecayScreen(ServiceScreen):
             plot.refresh()
             return
         now = self.engram.now()
-        imp, hl, acc, last = m.importance, m.half_life_days, m.access_count, \
-            m.last_accessed_at
+        imp, hl, acc, last = m.importance, m.half_life_days, m.access_count, m.last_accessed_at
         crossings = {name: crossing_time(imp, hl, acc, last, t) for name, t in THRESHOLDS.items()}
         origin, x0, x1 = self._axis_for(m, now, crossings)
         xs = _span(x0, x1)
         at = [origin + timedelta(days=x) for x in xs]
         if self.before is not None:
             b = self.before
-            plt.plot(xs, [memory_strength(b.importance, b.half_life_days, b.access_count, b.last_accessed_at, t)
-                          for t in at], color="gray", marker="hd")
-        plt.plot(xs, [memory_strength(imp, hl, acc, last, t) for t in at], color="cyan",
-                 marker="hd")
+            plt.plot(
+                xs,
+                [
+                    memory_strength(b.importance, b.half_life_days, b.access_count, b.last_accessed_at, t)
+                    for t in at
+                ],
+                color="gray",
+                marker="hd",
+            )
+        plt.plot(xs, [memory_strength(imp, hl, acc, last, t) for t in at], color="cyan", marker="hd")
         for name, value in THRESHOLDS.items():
             plt.hline(value, THRESHOLD_COLORS[name])
         plt.vline((now - origin).total_seconds() / 86400, "white")  # now: moves right as time passes
@@ -215,7 +239,9 @@ class DecayScreen(ServiceScreen):
 
         # The crossings first: at 80×24 this box shows only its first few lines (the plot's title names the memory).
         # What just changed comes first: a recall seen while watching is the news (at 80×24 the first lines show).
-        out: list[Content | str] = [markup("[b yellow]$n[/]", n=self.change_note), ""] if self.change_note else []
+        out: list[Content | str] = (
+            [markup("[b yellow]$n[/]", n=self.change_note), ""] if self.change_note else []
+        )
         pinned = exempt_from_decay(m)
         for name, value in THRESHOLDS.items():
             when = crossings[name]
@@ -236,12 +262,17 @@ class DecayScreen(ServiceScreen):
             f"[dim]importance[/]   {imp:.2f}",
             f"[dim]half-life[/]    {hl:.3g} d × (1 + 0.2 × {acc} accesses) = {effective_half_life(hl, acc):.3g} d",
             f"[dim]last access[/]  {stamp(last)} ({age(last, now)})",
-            "", markup("$c", c=short(m.content, 240)),
-            "", "[dim]Recall strengthens a memory (+1 access, clock reset); the curve follows live.[/]",
-                "[dim]+/- zoom the time axis.[/]"]
+            "",
+            markup("$c", c=short(m.content, 240)),
+            "",
+            "[dim]Recall strengthens a memory (+1 access, clock reset); the curve follows live.[/]",
+            "[dim]+/- zoom the time axis.[/]",
+        ]
         info.update(lines(*out))
 
-    def _axis_for(self, m: Any, now: datetime, crossings: dict[str, datetime | None]) -> tuple[datetime, float, float]:
+    def _axis_for(
+        self, m: Any, now: datetime, crossings: dict[str, datetime | None]
+    ) -> tuple[datetime, float, float]:
         """The memory's time axis: set when it is first drawn (or zoomed), then kept while ``now`` is on it."""
         axis = self._axis
         if axis is not None and axis[0] == m.id and axis[1] == self.zoom:
@@ -269,14 +300,15 @@ class DecayScreen(ServiceScreen):
             colors = ["cyan", "green", "magenta", "yellow"]
             legend = []
             for i, (group, ys) in enumerate(curves.items()):
-                n = sum(1 for m in self.agg["memories"]
-                        if getattr(m, key).value == group)
+                n = sum(1 for m in self.agg["memories"] if getattr(m, key).value == group)
                 color = colors[i % len(colors)]
                 # No plot legend: it covered the curves. The border names each line in its colour.
                 plt.plot(xs, ys, color=color, marker="hd")
                 name = group[:4] if self.app.size.width < NARROW_COLUMNS else group
                 legend.append(f"[{color}]━ {name} {n}[/]")
-            plot.border_title = f"Mean strength by {'type' if key == 'memory_type' else 'scope'} " + " ".join(legend)
+            plot.border_title = f"Mean strength by {'type' if key == 'memory_type' else 'scope'} " + " ".join(
+                legend
+            )
             for name, value in THRESHOLDS.items():
                 plt.hline(value, THRESHOLD_COLORS[name])
             plt.ylim(0, 1)

@@ -72,8 +72,15 @@ class ConfirmScreen(AnswerScreen):
         Binding("left,right,tab", "app.focus_next", "Move", show=False),
     ]
 
-    def __init__(self, message: str | Content, *, title: str = "Confirm", confirm_label: str = "Yes",
-                 danger: bool = True, default_no: bool = False) -> None:
+    def __init__(
+        self,
+        message: str | Content,
+        *,
+        title: str = "Confirm",
+        confirm_label: str = "Yes",
+        danger: bool = True,
+        default_no: bool = False,
+    ) -> None:
         super().__init__(message, title)
         self.default_no = default_no
         if default_no:
@@ -84,7 +91,9 @@ class ConfirmScreen(AnswerScreen):
     def buttons(self) -> ComposeResult:
         # Plain Content: "[y]" in a markup string would be read as a tag and vanish.
         yes, no = ("[y]", "[n/esc/enter]") if self.default_no else ("[y/enter]", "[n/esc]")
-        yield Button(Content(f"{self.confirm_label} {yes}"), id="yes", variant="error" if self.danger else "primary")
+        yield Button(
+            Content(f"{self.confirm_label} {yes}"), id="yes", variant="error" if self.danger else "primary"
+        )
         yield Button(Content(f"No {no}"), id="no")
 
 
@@ -121,6 +130,7 @@ class TypedConfirmScreen(AnswerScreen):
 
 class EditMemoryScreen(ModalScreen[dict[str, Any] | None]):
     """Edit content, tags and importance; returns only the fields that changed (None when cancelled)."""
+
     # Focused as the screen is composed (not later, by on_mount): keys typed right after opening it land there.
     AUTO_FOCUS = "#edit-content"
 
@@ -184,6 +194,7 @@ class EditMemoryScreen(ModalScreen[dict[str, Any] | None]):
 
 class TextPromptScreen(ModalScreen[str | None]):
     """Ask for a longer text (a merged statement, an edited proposal); None when cancelled."""
+
     # Focused as the screen is composed (not later, by on_mount): keys typed right after opening it land there.
     AUTO_FOCUS = "#prompt-text"
 
@@ -192,8 +203,9 @@ class TextPromptScreen(ModalScreen[str | None]):
         Binding("escape", "cancel", "Cancel", id="prompt.cancel"),
     ]
 
-    def __init__(self, title: str, text: str = "", hint: str = "",
-                 on_cancel: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self, title: str, text: str = "", hint: str = "", on_cancel: Callable[[str], None] | None = None
+    ) -> None:
         super().__init__()
         self.on_cancel = on_cancel  # given the text as it stands when cancelled (a draft to keep)
         self.title_text = title

@@ -16,8 +16,10 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Static
 
-UNDO_NOTE = ("[b]Undo[/]: archive, forget, edit, pin and promote in the Memories pane can be undone with [b]u[/] "
-             "(or ctrl+z) until you leave that pane; forget restores the content the database cleared.")
+UNDO_NOTE = (
+    "[b]Undo[/]: archive, forget, edit, pin and promote in the Memories pane can be undone with [b]u[/] "
+    "(or ctrl+z) until you leave that pane; forget restores the content the database cleared."
+)
 
 # Keys no pane binds itself: Textual's focus moves, the lists' own keys, the conventions every pane follows.
 CONVENTIONS = [
@@ -35,8 +37,16 @@ CONVENTIONS = [
 
 
 def _key(b: Binding) -> str:
-    names = {"slash": "/", "question_mark": "?", "left_square_bracket": "[", "right_square_bracket": "]",
-             "plus": "+", "equals_sign": "=", "minus": "-", "delete": "del"}
+    names = {
+        "slash": "/",
+        "question_mark": "?",
+        "left_square_bracket": "[",
+        "right_square_bracket": "]",
+        "plus": "+",
+        "equals_sign": "=",
+        "minus": "-",
+        "delete": "del",
+    }
     return ", ".join(names.get(k, k) for k in b.key.split(","))
 
 
@@ -50,13 +60,19 @@ def binding_table(current: str | None = None) -> list[tuple[str, list[tuple[str,
     from .injection import InjectionScreen
     from .memories import MemoriesScreen
 
-    panes = [("memories", "1 Memories", MemoriesScreen), ("decay", "2 Decay", DecayScreen),
-             ("consolidation", "3 Consolidation review", ConsolidationScreen),
-             ("contradictions", "4 Contradictions", ContradictionsScreen),
-             ("console", "5 SurrealQL console", ConsoleScreen), ("injection", "6 Injection preview", InjectionScreen)]
+    panes = [
+        ("memories", "1 Memories", MemoriesScreen),
+        ("decay", "2 Decay", DecayScreen),
+        ("consolidation", "3 Consolidation review", ConsolidationScreen),
+        ("contradictions", "4 Contradictions", ContradictionsScreen),
+        ("console", "5 SurrealQL console", ConsoleScreen),
+        ("injection", "6 Injection preview", InjectionScreen),
+    ]
 
     def rows(cls: type) -> list[tuple[str, str]]:
-        return [(_key(b), b.tooltip or b.description or b.action) for b in cls.BINDINGS if isinstance(b, Binding)]
+        return [
+            (_key(b), b.tooltip or b.description or b.action) for b in cls.BINDINGS if isinstance(b, Binding)
+        ]
 
     here = [(f"{title} (this pane)", rows(cls)) for mode, title, cls in panes if mode == current]
     others = [(title, rows(cls)) for mode, title, cls in panes if mode != current]
@@ -72,8 +88,11 @@ def render_help(groups: list[tuple[str, list[tuple[str, str]]]], needle: str = "
     table.add_column()
     shown = 0
     for title, rows in groups:
-        hits = [(k, d) for k, d in rows
-                if not needle or needle in k.lower() or needle in d.lower() or needle in title.lower()]
+        hits = [
+            (k, d)
+            for k, d in rows
+            if not needle or needle in k.lower() or needle in d.lower() or needle in title.lower()
+        ]
         if not hits:
             continue
         if shown:
@@ -105,7 +124,9 @@ class HelpScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="help", classes="dialog"):
-            yield Label("Engram key bindings  [dim](/ filter · j/k scroll · esc closes)[/]", id="dialog-title")
+            yield Label(
+                "Engram key bindings  [dim](/ filter · j/k scroll · esc closes)[/]", id="dialog-title"
+            )
             yield _HelpFilter(placeholder="filter: a key or a word", id="help-filter", compact=True)
             with VerticalScroll(id="help-body"):
                 yield Static(render_help(self.groups), id="help-table")

@@ -35,20 +35,29 @@ class InjectionScreen(ReloadingScreen):
         self.query_one("#injection-text").border_title = "Injected text (verbatim)"
         table = self.query_one("#injection-items", DataTable)
         table.border_title = "Items, in order"
-        for key, label, width in (("scope", "Scope", 7), ("type", "Type", 10), ("strength", "Str", 5),
-                                  ("tokens", "Tok", 4), ("content", "Content", 36)):
+        for key, label, width in (
+            ("scope", "Scope", 7),
+            ("type", "Type", 10),
+            ("strength", "Str", 5),
+            ("tokens", "Tok", 4),
+            ("content", "Content", 36),
+        ):
             table.add_column(label, key=key, width=width)
 
     def load(self) -> None:
         self.query_one("#injection-status", Static).update("computing…")
-        self.call_service("preview", "injection_context", project=self.engram.project, session=self.engram.session)
+        self.call_service(
+            "preview", "injection_context", project=self.engram.project, session=self.engram.session
+        )
 
     def done_preview(self, p: Any, _m: ServiceDone) -> None:
         items = list(p.items)
         tokens, budget = p.tokens, p.budget
         status: Content | str = markup(
             f"SessionStart would inject [b]{tokens:,}[/] tokens of a {budget:,}-token budget "
-            f"({len(items)} memories) for [b]$where[/] now", where=getattr(self.app, "place", "") or "this project")
+            f"({len(items)} memories) for [b]$where[/] now",
+            where=getattr(self.app, "place", "") or "this project",
+        )
         if p.disabled:
             status = "[b yellow]Engram is disabled for this project[/]: nothing would be injected"
         self.query_one("#injection-status", Static).update(status)
@@ -56,6 +65,11 @@ class InjectionScreen(ReloadingScreen):
         table = self.query_one("#injection-items", DataTable)
         table.clear()
         for i, it in enumerate(items):
-            cells = (it.scope.value, it.memory_type.value, f"{it.strength:.2f}",
-                     it.tokens, short(visible(it.content), 34))
+            cells = (
+                it.scope.value,
+                it.memory_type.value,
+                f"{it.strength:.2f}",
+                it.tokens,
+                short(visible(it.content), 34),
+            )
             table.add_row(*(plain(c) for c in cells), key=f"{it.id}#{i}")

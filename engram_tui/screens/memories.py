@@ -124,14 +124,25 @@ class MemoriesScreen(ServiceScreen):
     # Focused as the screen is composed (not later, by on_mount): keys typed right after opening it land there.
     AUTO_FOCUS = "#memory-table"
     BINDINGS = [
-        Binding("slash", "focus_filter", "Filter", id="memories.filter", tooltip="Filter the table as you type"),
+        Binding(
+            "slash", "focus_filter", "Filter", id="memories.filter", tooltip="Filter the table as you type"
+        ),
         Binding("s", "focus_search", "Search", id="memories.search", tooltip="Hybrid recall, scores shown"),
         Binding("e", "edit", "Edit", id="memories.edit", tooltip="Edit content, tags, importance"),
         Binding("p", "pin", "Pin", show=False, id="memories.pin", tooltip="Pin or unpin (exempt from decay)"),
-        Binding("P", "promote", "Promote", show=False, id="memories.promote", tooltip="Promote to the next scope up"),
+        Binding(
+            "P",
+            "promote",
+            "Promote",
+            show=False,
+            id="memories.promote",
+            tooltip="Promote to the next scope up",
+        ),
         Binding("a", "archive", "Archive", id="memories.archive", tooltip="Archive (asks first)"),
         Binding("d,delete", "forget", "Forget", id="memories.forget", tooltip="Forget (asks first)"),
-        Binding("u,ctrl+z", "undo", "Undo", id="memories.undo", tooltip="Undo the last change on this screen"),
+        Binding(
+            "u,ctrl+z", "undo", "Undo", id="memories.undo", tooltip="Undo the last change on this screen"
+        ),
         Binding("o", "cycle_sort", "Sort", show=False, id="memories.sort", tooltip="Sort by the next column"),
         Binding("O", "reverse_sort", "Reverse", show=False, id="memories.reverse"),
         Binding("right_square_bracket", "page(1)", "Next page", show=False, id="memories.next_page"),
@@ -139,10 +150,21 @@ class MemoriesScreen(ServiceScreen):
         Binding("R", "refresh", "Refresh", show=False, id="memories.refresh"),
         Binding("escape", "clear_search", "Clear search", show=False, id="memories.clear_search"),
         Binding("t", "toggle_tree", "Tree", id="memories.tree", tooltip="Show or hide the scope tree"),
-        Binding("z", "maximize_pane", "Zoom", id="memories.zoom",
-                tooltip="Maximise the focused part (table, tree, detail); z or esc restores"),
-        Binding("D", "app.load_demo", "Demo", show=False, id="memories.demo",
-                tooltip="Open the demo set (its own data root, never mixed with your memories)"),
+        Binding(
+            "z",
+            "maximize_pane",
+            "Zoom",
+            id="memories.zoom",
+            tooltip="Maximise the focused part (table, tree, detail); z or esc restores",
+        ),
+        Binding(
+            "D",
+            "app.load_demo",
+            "Demo",
+            show=False,
+            id="memories.demo",
+            tooltip="Open the demo set (its own data root, never mixed with your memories)",
+        ),
     ]
 
     tq: var[TableQuery] = var(TableQuery, init=False)
@@ -162,7 +184,9 @@ class MemoriesScreen(ServiceScreen):
         self.last_fill_ms: float | None = None
         self._filter_timer: Timer | None = None
         self._detail_timer: Timer | None = None
-        self._cursor_to: str | None = None  # where the next page puts the cursor: "top", "bottom", None (stays)
+        self._cursor_to: str | None = (
+            None  # where the next page puts the cursor: "top", "bottom", None (stays)
+        )
         self._turning = False  # a page turned by scrolling past the edge is on its way
         self._content_width = 46
         self._shown: list[str] = []
@@ -179,8 +203,9 @@ class MemoriesScreen(ServiceScreen):
             with Vertical(id="browser-main"):
                 with Horizontal(id="searchbar"):
                     # One line for both (compact inputs): at 80×24 the rows go to the memories.
-                    yield ListInput(placeholder="/ filter as you type (enter: to the list)", id="filter",
-                                    compact=True)
+                    yield ListInput(
+                        placeholder="/ filter as you type (enter: to the list)", id="filter", compact=True
+                    )
                     yield ListInput(placeholder="s hybrid search (enter)", id="search", compact=True)
                 yield Static("", id="table-status")
                 yield MemoryTable(id="memory-table", cursor_type="row", zebra_stripes=True)
@@ -204,7 +229,7 @@ class MemoriesScreen(ServiceScreen):
         self.refresh_all()
 
     def _tick_ages(self) -> None:
-        """"22 s ago" moves on with the clock, without asking the service."""
+        """ "22 s ago" moves on with the clock, without asking the service."""
         if self.app.screen is not self:
             return
         table = self.query_one("#memory-table", DataTable)
@@ -302,8 +327,9 @@ class MemoriesScreen(ServiceScreen):
             counts: dict[tuple[str, str | None, str | None], Any] = {}
             for sc in stats.scopes:
                 scope = sc.scope.value
-                counts[(scope, project if scope == "project" else None,
-                        session if scope == "session" else None)] = sc
+                counts[
+                    (scope, project if scope == "project" else None, session if scope == "session" else None)
+                ] = sc
             for s in sessions:
                 key = s.session_key
                 if session is None or key != session:
@@ -339,14 +365,24 @@ class MemoriesScreen(ServiceScreen):
     def load_page(self) -> None:
         q = self.tq
         if q.scope == "project" and not q.project:
-            self._status(
-                "[b]No project[/]: start the TUI inside a project or pass --project DIR")
+            self._status("[b]No project[/]: start the TUI inside a project or pass --project DIR")
             return
         self._page_t0 = time.perf_counter()
         self.page_seq = self.call_service(
-            "page", "list_memories", scope=q.scope, project=q.project, session=q.session,
-            memory_type=q.memory_type, status=q.status, text=q.text or None, order=q.order,
-            descending=q.descending, offset=q.offset, limit=PAGE_SIZE, context=q)
+            "page",
+            "list_memories",
+            scope=q.scope,
+            project=q.project,
+            session=q.session,
+            memory_type=q.memory_type,
+            status=q.status,
+            text=q.text or None,
+            order=q.order,
+            descending=q.descending,
+            offset=q.offset,
+            limit=PAGE_SIZE,
+            context=q,
+        )
 
     def done_page(self, page: Any, message: ServiceDone) -> None:
         if message.seq != self.page_seq or self.search_text:
@@ -393,14 +429,24 @@ class MemoriesScreen(ServiceScreen):
                 content = "📌" + short(visible(m.content), width - 2)
             cells: dict[str, Any] = {
                 "content": content,
-                "strength": Text(f"{strength_bar(strength, 5)} {strength:.2f}", style=_strength_style(strength)),
-                "status": Text(status, style=_status_style(status)), "type": mtype, "scope": scope,
-                "importance": f"{m.importance:.2f}", "access": str(m.access_count),
-                "last": age(m.last_accessed_at, now)}
+                "strength": Text(
+                    f"{strength_bar(strength, 5)} {strength:.2f}", style=_strength_style(strength)
+                ),
+                "status": Text(status, style=_status_style(status)),
+                "type": mtype,
+                "scope": scope,
+                "importance": f"{m.importance:.2f}",
+                "access": str(m.access_count),
+                "last": age(m.last_accessed_at, now),
+            }
             if hits is not None:
                 sc = hits[i].scores
-                cells |= {"score": f"{sc.final:.3f}", "fused": f"{sc.fused:.3f}",
-                          "bm25": str(sc.bm25_rank or "—"), "vector": str(sc.vector_rank or "—")}
+                cells |= {
+                    "score": f"{sc.final:.3f}",
+                    "fused": f"{sc.fused:.3f}",
+                    "bm25": str(sc.bm25_rank or "—"),
+                    "vector": str(sc.vector_rank or "—"),
+                }
             row = [cells[k] for k in self._shown]
             key = mid if mid not in table.rows else f"{mid}#{i}"
             table.add_row(*(c if isinstance(c, Text) else plain(c) for c in row), key=key)
@@ -427,11 +473,16 @@ class MemoriesScreen(ServiceScreen):
         first = q.offset + 1 if self.total else 0
         last = min(q.offset + PAGE_SIZE, self.total)
         filt = " · filter [b]$filt[/]" if q.text else ""
-        self._status(markup(
-            f"[b]$where[/] · row {row:,} of [b]{self.total:,}[/] · rows {first:,}–{last:,} loaded" + filt
-            + (f" · [dim]{len(self.undo)} undoable[/]" if len(self.undo) else ""),
-            where=" / ".join(where), filt=repr(q.text)),
-            markup(f"$where · {row:,} of {self.total:,}" + filt, where=" / ".join(where), filt=repr(q.text)))
+        self._status(
+            markup(
+                f"[b]$where[/] · row {row:,} of [b]{self.total:,}[/] · rows {first:,}–{last:,} loaded"
+                + filt
+                + (f" · [dim]{len(self.undo)} undoable[/]" if len(self.undo) else ""),
+                where=" / ".join(where),
+                filt=repr(q.text),
+            ),
+            markup(f"$where · {row:,} of {self.total:,}" + filt, where=" / ".join(where), filt=repr(q.text)),
+        )
 
     def _status(self, text: str | Content, brief: str | Content | None = None) -> None:
         """The line above the table; on a short terminal (where that line gives its row to the memories) the
@@ -500,8 +551,13 @@ class MemoriesScreen(ServiceScreen):
         detail = self.query_one(DetailPane)
         now = self.engram.now()
         detail.show(m, now, self.engram.mask_db_times)
-        detail.show_extras(result.get("memory_graph"), result.get("memory_graph_error"),
-                           result.get("retrieval_history"), result.get("retrieval_history_error"), now)
+        detail.show_extras(
+            result.get("memory_graph"),
+            result.get("memory_graph_error"),
+            result.get("retrieval_history"),
+            result.get("retrieval_history_error"),
+            now,
+        )
 
     # ── tree → filter ───────────────────────────────────────
     @on(Tree.NodeSelected, "#scope-tree")
@@ -511,8 +567,15 @@ class MemoriesScreen(ServiceScreen):
             return
         self._leave_search()
         project = data.project if data.scope == "project" else self.tq.project
-        self.tq = replace(self.tq, scope=data.scope, project=project, session=data.session,
-                             memory_type=data.memory_type, status=data.status, offset=0)
+        self.tq = replace(
+            self.tq,
+            scope=data.scope,
+            project=project,
+            session=data.session,
+            memory_type=data.memory_type,
+            status=data.status,
+            offset=0,
+        )
 
     @on(Tree.NodeExpanded, "#scope-tree")
     def _node_expanded(self, event: Tree.NodeExpanded[NodeData]) -> None:
@@ -521,10 +584,20 @@ class MemoriesScreen(ServiceScreen):
             return
         service = self.engram.service
         if data.level == "type":
+
             def count() -> dict[str, int]:
-                return {st: service.list_memories(scope=data.scope, project=data.project, session=data.session,
-                                                       memory_type=data.memory_type, status=st, limit=1).total
-                        for st in STATUSES}
+                return {
+                    st: service.list_memories(
+                        scope=data.scope,
+                        project=data.project,
+                        session=data.session,
+                        memory_type=data.memory_type,
+                        status=st,
+                        limit=1,
+                    ).total
+                    for st in STATUSES
+                }
+
             self.run_in_thread("status_counts", count, context=data)
         elif data.level == "scope" and data.scope == "project" and data.project != self.engram.project:
             # Another project's store is opened only when a person looks at it on purpose.
@@ -585,10 +658,19 @@ class MemoriesScreen(ServiceScreen):
     def _recall(self) -> None:
         """The agent's recall, within what the tree selects (type, status), never strengthening what it shows."""
         q = self.tq
-        self.call_service("search", "recall", self.search_text, project=q.project,
-                          session=q.session or self.engram.session, limit=100, scope="all",
-                          types=[q.memory_type] if q.memory_type else None,
-                          statuses=[q.status] if q.status else None, strengthen=False, log=False)
+        self.call_service(
+            "search",
+            "recall",
+            self.search_text,
+            project=q.project,
+            session=q.session or self.engram.session,
+            limit=100,
+            scope="all",
+            types=[q.memory_type] if q.memory_type else None,
+            statuses=[q.status] if q.status else None,
+            strengthen=False,
+            log=False,
+        )
 
     def done_search(self, result: Any, _m: ServiceDone) -> None:
         if not self.search_text:
@@ -600,11 +682,17 @@ class MemoriesScreen(ServiceScreen):
         self._set_columns(search=True)
         self._fill([h.memory for h in hits], hits=hits)
         degraded = result.degraded
-        self._status(markup(
-            f"[b]recall[/] $q · {len(hits)} hits · $strategy · "
-            f"{ms(result.took_ms, self.engram.mask_db_times)} · ranks: BM25# and Vec# per list, Score = final"
-            + (" · [yellow]$degraded[/]" if degraded else "") + " · [dim]esc: back to the list[/]",
-            q=repr(self.search_text), strategy=result.strategy, degraded=degraded))
+        self._status(
+            markup(
+                f"[b]recall[/] $q · {len(hits)} hits · $strategy · "
+                f"{ms(result.took_ms, self.engram.mask_db_times)} · ranks: BM25# and Vec# per list, Score = final"
+                + (" · [yellow]$degraded[/]" if degraded else "")
+                + " · [dim]esc: back to the list[/]",
+                q=repr(self.search_text),
+                strategy=result.strategy,
+                degraded=degraded,
+            )
+        )
 
     def _leave_search(self) -> None:
         if self.search_text:
@@ -705,12 +793,18 @@ class MemoriesScreen(ServiceScreen):
         def answered(ok: bool | None) -> None:
             if ok:
                 then()
+
         self.app.push_screen(ConfirmScreen(question, title=title), answered)
 
     def _before(self, m: Any) -> dict[str, Any]:
-        return {"status": m.status.value, "content": m.content,
-                "tags": list(m.tags), "metadata": dict(m.metadata),
-                "importance": m.importance, "pinned": bool(m.pinned)}
+        return {
+            "status": m.status.value,
+            "content": m.content,
+            "tags": list(m.tags),
+            "metadata": dict(m.metadata),
+            "importance": m.importance,
+            "pinned": bool(m.pinned),
+        }
 
     def action_edit(self) -> None:
         m = self._need_current()
@@ -727,8 +821,7 @@ class MemoriesScreen(ServiceScreen):
             entry = UndoEntry("edit", mid, "edit", before={k: before[k] for k in changes})
             self.call_service("mutate", "update", mid, MemoryPatch(**changes), context=entry)
 
-        self.app.push_screen(EditMemoryScreen(m.content, list(m.tags),
-                                              float(m.importance)), edited)
+        self.app.push_screen(EditMemoryScreen(m.content, list(m.tags), float(m.importance)), edited)
 
     def action_pin(self) -> None:
         m = self._need_current()
@@ -750,33 +843,50 @@ class MemoriesScreen(ServiceScreen):
             return
         target = "project" if scope == "session" else "user"
         entry = UndoEntry("promote", m.id, f"promote to {target}")
-        self._ask(markup(f"Promote this {scope} memory to [b]{target}[/] scope?\n\n$c", c=short(m.content, 200)),
-                  lambda: self.call_service("mutate", "promote", m.id, target,
-                                            project=self.tq.project, session=self.tq.session, context=entry),
-                  title="Promote")
+        self._ask(
+            markup(f"Promote this {scope} memory to [b]{target}[/] scope?\n\n$c", c=short(m.content, 200)),
+            lambda: self.call_service(
+                "mutate",
+                "promote",
+                m.id,
+                target,
+                project=self.tq.project,
+                session=self.tq.session,
+                context=entry,
+            ),
+            title="Promote",
+        )
 
     def action_archive(self) -> None:
         m = self._need_current()
         if m is None:
             return
         entry = UndoEntry("archive", m.id, "archive", before=self._before(m))
-        self._ask(markup("Archive this memory? Recall will skip it until it is restored.\n\n$c",
-                         c=short(m.content, 200)),
-                  lambda: self.call_service("mutate", "set_status", m.id, "archived",
-                                            reason="archived in the TUI", context=entry),
-                  title="Archive")
+        self._ask(
+            markup(
+                "Archive this memory? Recall will skip it until it is restored.\n\n$c",
+                c=short(m.content, 200),
+            ),
+            lambda: self.call_service(
+                "mutate", "set_status", m.id, "archived", reason="archived in the TUI", context=entry
+            ),
+            title="Archive",
+        )
 
     def action_forget(self) -> None:
         m = self._need_current()
         if m is None:
             return
         entry = UndoEntry("forget", m.id, "forget", before=self._before(m))
-        self._ask(markup("Forget this memory? Recall and injection stop using it (it is archived and keeps its "
-                         "text: u undoes it here, `engram restore` later).\n\n$c",
-                         c=short(m.content, 200)),
-                  lambda: self.call_service("mutate", "forget", m.id, reason="forgotten in the TUI",
-                                            context=entry),
-                  title="Forget")
+        self._ask(
+            markup(
+                "Forget this memory? Recall and injection stop using it (it is archived and keeps its "
+                "text: u undoes it here, `engram restore` later).\n\n$c",
+                c=short(m.content, 200),
+            ),
+            lambda: self.call_service("mutate", "forget", m.id, reason="forgotten in the TUI", context=entry),
+            title="Forget",
+        )
 
     def done_mutate(self, result: Any, message: ServiceDone) -> None:
         entry: UndoEntry = message.context
@@ -837,8 +947,14 @@ def fit_columns(avail: int, search: bool) -> tuple[list[str], int]:
 
 
 def _status_style(status: str) -> str:
-    return {"active": "green", "created": "cyan", "consolidated": "blue", "archived": "yellow",
-            "superseded": "magenta", "forgotten": "red dim"}.get(status, "")
+    return {
+        "active": "green",
+        "created": "cyan",
+        "consolidated": "blue",
+        "archived": "yellow",
+        "superseded": "magenta",
+        "forgotten": "red dim",
+    }.get(status, "")
 
 
 def _strength_style(value: float) -> str:

@@ -47,14 +47,23 @@ class DetailPane(Horizontal):
         rows: list[Content | str] = [
             markup("[b]$content[/]", content=m.content),
             "",
-            markup("[dim]id[/]          $id" + ("  [b yellow]📌 pinned: exempt from decay[/]" if pinned else ""),
-                   id=m.id),
-            markup("[dim]scope[/]       $scope    [dim]type[/] $type    [dim]status[/] [b]$status[/]",
-                   scope=m.scope.value, type=m.memory_type.value, status=status),
+            markup(
+                "[dim]id[/]          $id" + ("  [b yellow]📌 pinned: exempt from decay[/]" if pinned else ""),
+                id=m.id,
+            ),
+            markup(
+                "[dim]scope[/]       $scope    [dim]type[/] $type    [dim]status[/] [b]$status[/]",
+                scope=m.scope.value,
+                type=m.memory_type.value,
+                status=status,
+            ),
             markup("[dim]tags[/]        $tags", tags=", ".join(m.tags) or "—"),
-            markup("[dim]strength[/]    $s $bar" + ("  [dim](pinned: never archived or forgotten by decay)[/]" if pinned
-                                                    else ""),
-                   s=f"{strength:.3f}", bar=strength_bar(strength, 10)),
+            markup(
+                "[dim]strength[/]    $s $bar"
+                + ("  [dim](pinned: never archived or forgotten by decay)[/]" if pinned else ""),
+                s=f"{strength:.3f}",
+                bar=strength_bar(strength, 10),
+            ),
             f"[dim]importance[/]  {m.importance:.2f}   [dim]confidence[/] {m.confidence:.2f}"
             f"   [dim]quality[/] {m.quality:.2f}",
             f"[dim]accesses[/]    {m.access_count}   [dim]half-life[/] "
@@ -71,13 +80,23 @@ class DetailPane(Horizontal):
         meta = m.metadata
         if meta:
             rows.append("[dim]metadata[/]")
-            rows += [markup("  $k: $v", k=k, v=str(v)[:80]) for k, v in sorted(meta.items(), key=lambda kv: str(kv[0]))]
+            rows += [
+                markup("  $k: $v", k=k, v=str(v)[:80])
+                for k, v in sorted(meta.items(), key=lambda kv: str(kv[0]))
+            ]
         self.query_one("#detail-fields-text", Static).update(lines(*rows))
 
         hist: list[Content | str] = ["[b]Status history[/]"]
         for h in m.status_history:
-            hist.append(markup("$at  $frm → [b]$to[/]  [dim]$reason[/]", at=wall_stamp(h.at, mask_db_times),
-                               frm=h.from_status or "·", to=h.to_status, reason=h.reason or ""))
+            hist.append(
+                markup(
+                    "$at  $frm → [b]$to[/]  [dim]$reason[/]",
+                    at=wall_stamp(h.at, mask_db_times),
+                    frm=h.from_status or "·",
+                    to=h.to_status,
+                    reason=h.reason or "",
+                )
+            )
         if len(hist) == 1:
             hist.append("[dim]none recorded[/]")
         hist += ["", "[b]Promotion chain[/]"]
@@ -90,30 +109,43 @@ class DetailPane(Horizontal):
         self.query_one("#detail-history-text", Static).update(lines(*hist))
         self.query_one("#detail-graph-text", Static).update("[dim]loading…[/]")
 
-    def show_extras(self, graph: Any | None, graph_error: str | Content | None, retrievals: Any | None,
-                    retrieval_error: str | Content | None, now: datetime) -> None:
+    def show_extras(
+        self,
+        graph: Any | None,
+        graph_error: str | Content | None,
+        retrievals: Any | None,
+        retrieval_error: str | Content | None,
+        now: datetime,
+    ) -> None:
         out: list[Content | str] = ["[b]Entities[/]"]
         if graph_error:
             out.append(graph_error)
         else:
             # Sorted: the graph store returns them in no promised order.
             entities = sorted(graph.entities, key=lambda e: e.name)
-            out += [markup("  • $name [dim]$kind[/]", name=e.name, kind=e.entity_type)
-                    for e in entities] or ["[dim]  none[/]"]
+            out += [markup("  • $name [dim]$kind[/]", name=e.name, kind=e.entity_type) for e in entities] or [
+                "[dim]  none[/]"
+            ]
             out += ["", "[b]Relations[/]"]
-            rels = sorted(graph.relations,
-                          key=lambda r: (r.source_name, r.relation_type, r.target_name))
-            out += [markup("  $a —$rel→ $b", a=r.source_name or r.source or "?",
-                           rel=r.relation_type, b=r.target_name or r.target or "?")
-                    for r in rels] or ["[dim]  none[/]"]
+            rels = sorted(graph.relations, key=lambda r: (r.source_name, r.relation_type, r.target_name))
+            out += [
+                markup(
+                    "  $a —$rel→ $b",
+                    a=r.source_name or r.source or "?",
+                    rel=r.relation_type,
+                    b=r.target_name or r.target or "?",
+                )
+                for r in rels
+            ] or ["[dim]  none[/]"]
         out += ["", "[b]Retrieval history[/]"]
         if retrieval_error:
             out.append(retrieval_error)
         else:
             items = list(retrievals or [])
             for r in items[:20]:
-                out.append(markup("  $when  $query", when=f"{age(r.created_at, now):>12}",
-                                  query=r.query[:60]))
+                out.append(
+                    markup("  $when  $query", when=f"{age(r.created_at, now):>12}", query=r.query[:60])
+                )
             if not items:
                 out.append("[dim]  never recalled[/]")
         self.query_one("#detail-graph-text", Static).update(lines(*out))

@@ -71,5 +71,15 @@ class FitTable(DataTable[Any]):
             if c.key in self.widths:
                 self.add_column(c.label, key=c.key, width=self.widths[c.key])
         for key, values in self.data:
-            self.add_row(*(plain(short(visible(str(values[c.key])), self.widths[c.key]) if c.width is None
-                                 else str(values[c.key])) for c in self.cols if c.key in self.widths), key=key)
+            self.add_row(
+                *(
+                    plain(
+                        short(visible(str(values[c.key])), self.widths[c.key])
+                        if c.width is None
+                        else str(values[c.key])
+                    )
+                    for c in self.cols
+                    if c.key in self.widths
+                ),
+                key=key,
+            )

@@ -7,11 +7,23 @@ from textual.widgets import Static
 
 from ..layout import NARROW_COLUMNS
 
-PANES = [("1", "memories", "Memories"), ("2", "decay", "Decay"), ("3", "consolidation", "Consolidation"),
-         ("4", "contradictions", "Contradictions"), ("5", "console", "SurrealQL"), ("6", "injection", "Injection")]
+PANES = [
+    ("1", "memories", "Memories"),
+    ("2", "decay", "Decay"),
+    ("3", "consolidation", "Consolidation"),
+    ("4", "contradictions", "Contradictions"),
+    ("5", "console", "SurrealQL"),
+    ("6", "injection", "Injection"),
+]
 # At 80 columns: the start of each pane's name (the core's names: consolidation, contradictions, injection).
-SHORT = {"memories": "Mem", "decay": "Decay", "consolidation": "Consol", "contradictions": "Contra", "console": "SQL",
-         "injection": "Inject"}
+SHORT = {
+    "memories": "Mem",
+    "decay": "Decay",
+    "consolidation": "Consol",
+    "contradictions": "Contra",
+    "console": "SQL",
+    "injection": "Inject",
+}
 HINT = "   [dim]1–6 or alt+1–6 switch · ? help · ctrl+p commands[/]"
 
 
@@ -45,7 +57,9 @@ class ModeBar(Static):
                 parts.append(f"[@click=app.mode('{mode}')]{text}[/]")
         bar = Content.from_markup(" ".join(parts))
         if self.busy:
-            bar += Content.from_markup("  [b $warning]$busy[/]", busy=(self.brief or self.busy) if narrow else self.busy)
+            bar += Content.from_markup(
+                "  [b $warning]$busy[/]", busy=(self.brief or self.busy) if narrow else self.busy
+            )
         elif not narrow:
             bar += Content.from_markup(HINT)
         else:

@@ -47,8 +47,13 @@ class ScopeTree(Tree[NodeData]):
         self._scope_nodes: dict[tuple[str, str | None, str | None], TreeNode[NodeData]] = {}
         self._names: dict[tuple[str, str | None, str | None], tuple[str, bool]] = {}
 
-    def rebuild(self, projects: list[Any], sessions: list[Any], current_project: str | None,
-                counts: dict[tuple[str, str | None, str | None], Any]) -> None:
+    def rebuild(
+        self,
+        projects: list[Any],
+        sessions: list[Any],
+        current_project: str | None,
+        counts: dict[tuple[str, str | None, str | None], Any],
+    ) -> None:
         """Re-create the tree, keeping which nodes were open and where the cursor was."""
         expanded = {n.data for n in self._walk() if n.is_expanded and n.data is not None}
         selected = self.cursor_node.data if self.cursor_node is not None else None
@@ -60,12 +65,15 @@ class ScopeTree(Tree[NodeData]):
             for s in sess_for_project:
                 key = s.session_key
                 name = s.claude_session_id or key[-6:]
-                self._add_scope(group, "session", f"session {short(name, 18)}", None, key, counts, current=False)
+                self._add_scope(
+                    group, "session", f"session {short(name, 18)}", None, key, counts, current=False
+                )
         group = self.root.add(Text("projects", style="bold"), expand=True)
         for p in projects:
             path = p.project_path
-            self._add_scope(group, "project", p.project_name, path, None, counts,
-                            current=path == current_project)
+            self._add_scope(
+                group, "project", p.project_name, path, None, counts, current=path == current_project
+            )
         self._add_scope(self.root, "user", "user", None, None, counts, current=False, bold=True)
         for node in self._walk():
             if node.data in expanded and node.allow_expand:
@@ -73,9 +81,17 @@ class ScopeTree(Tree[NodeData]):
             if selected is not None and node.data == selected:
                 self.move_cursor(node)
 
-    def _add_scope(self, parent: TreeNode[NodeData], scope: str, name: str, project: str | None,
-                   session: str | None, counts: dict[tuple[str, str | None, str | None], Any],
-                   current: bool, bold: bool = False) -> None:
+    def _add_scope(
+        self,
+        parent: TreeNode[NodeData],
+        scope: str,
+        name: str,
+        project: str | None,
+        session: str | None,
+        counts: dict[tuple[str, str | None, str | None], Any],
+        current: bool,
+        bold: bool = False,
+    ) -> None:
         stat = counts.get((scope, project, session))
         total = stat.total if stat is not None else None
         data = NodeData(scope, project, session)
@@ -86,8 +102,10 @@ class ScopeTree(Tree[NodeData]):
         for t in TYPES:
             if scope != "session" and t == "working":
                 continue
-            tnode = node.add(_label(t, by_type.get(t, 0) if stat is not None else None),
-                             data=NodeData(scope, project, session, t))
+            tnode = node.add(
+                _label(t, by_type.get(t, 0) if stat is not None else None),
+                data=NodeData(scope, project, session, t),
+            )
             for st in STATUSES:
                 tnode.add_leaf(Text(st), data=NodeData(scope, project, session, t, st))
 

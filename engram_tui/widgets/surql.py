@@ -67,18 +67,27 @@ class ResultsViewer(TabbedContent):
             rows = st.rows
             cols = list(st.columns)
             took = st.time_ms
-            count = (f"first {len(rows):,} of {st.row_count:,} rows (capped)" if st.truncated
-                     else f"{len(rows):,} rows")
+            count = (
+                f"first {len(rows):,} of {st.row_count:,} rows (capped)"
+                if st.truncated
+                else f"{len(rows):,} rows"
+            )
             label = f"{i}: {'error' if error else count}" + f" · {ms(took, mask)}"
             if error:
-                body: Any = Static(markup("[b red]$error[/]\n\n[dim]$sql[/]", error=error, sql=st.sql),
-                                   classes="result-error")
+                body: Any = Static(
+                    markup("[b red]$error[/]\n\n[dim]$sql[/]", error=error, sql=st.sql),
+                    classes="result-error",
+                )
             elif rows:
                 if not cols:
                     cols = sorted({k for r in rows if isinstance(r, dict) for k in r}) or ["value"]
                 data = [[_cell(r.get(c) if isinstance(r, dict) else r) for c in cols] for r in rows]
-                body = FastTable(data=data, column_labels=[visible(c, one_line=True) for c in cols],
-                                 max_column_content_width=60, render_markup=False)
+                body = FastTable(
+                    data=data,
+                    column_labels=[visible(c, one_line=True) for c in cols],
+                    max_column_content_width=60,
+                    render_markup=False,
+                )
             else:
                 body = Static("[dim]no rows[/]")
             panes.append(TabPane(label, body, id=f"result-{self.runs}-{i}"))

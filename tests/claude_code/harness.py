@@ -38,7 +38,11 @@ def find_claude(install: bool = True) -> tuple[Path | None, str]:
     """(path of the `claude` binary, "") or (None, why not). Installs it from npm into the cache when missing."""
     explicit = os.environ.get("ENGRAM_CLAUDE_BIN")
     if explicit:
-        return (Path(explicit), "") if Path(explicit).exists() else (None, f"ENGRAM_CLAUDE_BIN={explicit} not found")
+        return (
+            (Path(explicit), "")
+            if Path(explicit).exists()
+            else (None, f"ENGRAM_CLAUDE_BIN={explicit} not found")
+        )
     binary = cache_dir() / "node_modules" / ".bin" / "claude"
     if binary.exists():
         return binary, ""
@@ -51,12 +55,19 @@ def find_claude(install: bool = True) -> tuple[Path | None, str]:
         return None, f"Claude Code is not installed in {cache_dir()}"
     cache_dir().mkdir(parents=True, exist_ok=True)
     try:
-        proc = subprocess.run([npm, "install", "--no-audit", "--no-fund", "--prefix", str(cache_dir()),
-                               CLAUDE_CODE_PACKAGE], capture_output=True, text=True, timeout=600)
+        proc = subprocess.run(
+            [npm, "install", "--no-audit", "--no-fund", "--prefix", str(cache_dir()), CLAUDE_CODE_PACKAGE],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return None, f"npm install {CLAUDE_CODE_PACKAGE} failed: {exc}"
     if proc.returncode != 0 or not binary.exists():
-        return None, f"npm install {CLAUDE_CODE_PACKAGE} failed (exit {proc.returncode}): {proc.stderr[-500:]}"
+        return (
+            None,
+            f"npm install {CLAUDE_CODE_PACKAGE} failed (exit {proc.returncode}): {proc.stderr[-500:]}",
+        )
     return binary, ""
 
 
@@ -109,8 +120,10 @@ class Run:
         return out
 
     def describe(self) -> str:
-        return (f"exit {self.returncode} in {self.seconds:.1f} s\nstderr: {self.stderr[-1500:]}\n"
-                f"stdout tail: {self.stdout[-1500:]}")
+        return (
+            f"exit {self.returncode} in {self.seconds:.1f} s\nstderr: {self.stderr[-1500:]}\n"
+            f"stdout tail: {self.stdout[-1500:]}"
+        )
 
 
 class ClaudeCode:
@@ -128,9 +141,23 @@ class ClaudeCode:
 
     def env(self, base_url: str, extra: dict[str, str] | None = None) -> dict[str, str]:
         venv_bin = str(Path(sys.executable).parent)
-        keep = {k: v for k, v in os.environ.items()
-                if k in ("PYTHONPATH", "LANG", "LC_ALL", "TMPDIR", "HF_HOME", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE",
-                         "SENTENCE_TRANSFORMERS_HOME", "XDG_CACHE_HOME", "TORCH_HOME")}
+        keep = {
+            k: v
+            for k, v in os.environ.items()
+            if k
+            in (
+                "PYTHONPATH",
+                "LANG",
+                "LC_ALL",
+                "TMPDIR",
+                "HF_HOME",
+                "HF_HUB_OFFLINE",
+                "TRANSFORMERS_OFFLINE",
+                "SENTENCE_TRANSFORMERS_HOME",
+                "XDG_CACHE_HOME",
+                "TORCH_HOME",
+            )
+        }
         # The model cache normally lives under the real HOME: keep pointing there although HOME is private.
         keep.setdefault("HF_HOME", str(Path.home() / ".cache" / "huggingface"))
         return {
@@ -147,23 +174,46 @@ class ClaudeCode:
             **(extra or {}),
         }
 
-    def run(self, prompt: str | list[str], base_url: str, *, plugin_dir: Path | None = REPO_ROOT, cwd: Path | None = None,
-            args: list[str] | None = None, env: dict[str, str] | None = None, timeout: float = 90.0) -> Run:
+    def run(
+        self,
+        prompt: str | list[str],
+        base_url: str,
+        *,
+        plugin_dir: Path | None = REPO_ROOT,
+        cwd: Path | None = None,
+        args: list[str] | None = None,
+        env: dict[str, str] | None = None,
+        timeout: float = 90.0,
+    ) -> Run:
         self.runs += 1
         debug = self.root / f"debug-{self.runs}.log"
         # Several prompts (a conversation, `/clear` included) go in as stream-json user messages on stdin, each
         # after the previous turn's result, as a person types them (a message queued during `/clear` is dropped).
         many = not isinstance(prompt, str)
-        cmd = [str(self.binary), "-p", *(["--input-format", "stream-json"] if many else [prompt]),
-               "--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions",
-               "--debug-file", str(debug)]
+        cmd = [
+            str(self.binary),
+            "-p",
+            *(["--input-format", "stream-json"] if many else [prompt]),
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--dangerously-skip-permissions",
+            "--debug-file",
+            str(debug),
+        ]
         if plugin_dir is not None:
             cmd += ["--plugin-dir", str(plugin_dir)]
         cmd += args or []
         t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, cwd=str(cwd or self.project), env=self.env(base_url, env), text=True,
-                                stdin=subprocess.PIPE if many else subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE)
+        proc = subprocess.Popen(
+            cmd,
+            cwd=str(cwd or self.project),
+            env=self.env(base_url, env),
+            text=True,
+            stdin=subprocess.PIPE if many else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         timer = threading.Timer(timeout, proc.kill)
         timer.start()
         err: list[str] = []
@@ -177,8 +227,9 @@ class ClaudeCode:
         def say_next() -> None:
             assert proc.stdin is not None
             if todo:
-                proc.stdin.write(json.dumps({"type": "user", "message": {"role": "user", "content": todo.pop(0)}})
-                                 + "\n")
+                proc.stdin.write(
+                    json.dumps({"type": "user", "message": {"role": "user", "content": todo.pop(0)}}) + "\n"
+                )
                 proc.stdin.flush()
             else:
                 proc.stdin.close()
@@ -203,8 +254,15 @@ class ClaudeCode:
 
     def command(self, *args: str, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
         """`claude <args>` (e.g. `plugin validate DIR`) in this user's environment."""
-        return subprocess.run([str(self.binary), *args], cwd=str(self.project), env=self.env("http://127.0.0.1:9"),
-                              capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+        return subprocess.run(
+            [str(self.binary), *args],
+            cwd=str(self.project),
+            env=self.env("http://127.0.0.1:9"),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+        )
 
 
 def result_text(block: dict[str, Any]) -> str:

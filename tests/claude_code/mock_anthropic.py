@@ -30,7 +30,12 @@ def text(s: str) -> Block:
 
 
 def tool_use(name: str, tool_input: dict[str, Any], tool_id: str | None = None) -> Block:
-    return {"type": "tool_use", "id": tool_id or f"toolu_mock{next(_ids):06d}", "name": name, "input": tool_input}
+    return {
+        "type": "tool_use",
+        "id": tool_id or f"toolu_mock{next(_ids):06d}",
+        "name": name,
+        "input": tool_input,
+    }
 
 
 def mcp_tool(tool: str, tool_input: dict[str, Any]) -> Block:
@@ -45,25 +50,67 @@ def _sse(event: str, data: dict[str, Any]) -> bytes:
 def stream(blocks: list[Block], model: str) -> Iterable[bytes]:
     """The SSE events of one assistant message made of these blocks."""
     stop = "tool_use" if any(b["type"] == "tool_use" for b in blocks) else "end_turn"
-    yield _sse("message_start", {"type": "message_start", "message": {
-        "id": f"msg_mock{next(_ids):06d}", "type": "message", "role": "assistant", "content": [], "model": model,
-        "stop_reason": None, "stop_sequence": None,
-        "usage": {"input_tokens": 10, "output_tokens": 1, "cache_creation_input_tokens": 0,
-                  "cache_read_input_tokens": 0}}})
+    yield _sse(
+        "message_start",
+        {
+            "type": "message_start",
+            "message": {
+                "id": f"msg_mock{next(_ids):06d}",
+                "type": "message",
+                "role": "assistant",
+                "content": [],
+                "model": model,
+                "stop_reason": None,
+                "stop_sequence": None,
+                "usage": {
+                    "input_tokens": 10,
+                    "output_tokens": 1,
+                    "cache_creation_input_tokens": 0,
+                    "cache_read_input_tokens": 0,
+                },
+            },
+        },
+    )
     for i, b in enumerate(blocks):
         if b["type"] == "text":
-            yield _sse("content_block_start", {"type": "content_block_start", "index": i,
-                                               "content_block": {"type": "text", "text": ""}})
-            yield _sse("content_block_delta", {"type": "content_block_delta", "index": i,
-                                               "delta": {"type": "text_delta", "text": b["text"]}})
+            yield _sse(
+                "content_block_start",
+                {"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}},
+            )
+            yield _sse(
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": i,
+                    "delta": {"type": "text_delta", "text": b["text"]},
+                },
+            )
         else:
-            yield _sse("content_block_start", {"type": "content_block_start", "index": i, "content_block": {
-                "type": "tool_use", "id": b["id"], "name": b["name"], "input": {}}})
-            yield _sse("content_block_delta", {"type": "content_block_delta", "index": i, "delta": {
-                "type": "input_json_delta", "partial_json": json.dumps(b["input"])}})
+            yield _sse(
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": i,
+                    "content_block": {"type": "tool_use", "id": b["id"], "name": b["name"], "input": {}},
+                },
+            )
+            yield _sse(
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": i,
+                    "delta": {"type": "input_json_delta", "partial_json": json.dumps(b["input"])},
+                },
+            )
         yield _sse("content_block_stop", {"type": "content_block_stop", "index": i})
-    yield _sse("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
-                                 "usage": {"output_tokens": 20}})
+    yield _sse(
+        "message_delta",
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": stop, "stop_sequence": None},
+            "usage": {"output_tokens": 20},
+        },
+    )
     yield _sse("message_stop", {"type": "message_stop"})
 
 
@@ -130,9 +177,19 @@ class MockAnthropic:
                     self.wfile.write(payload)
                 else:
                     stop = "tool_use" if any(b["type"] == "tool_use" for b in blocks) else "end_turn"
-                    self._json(200, {"id": f"msg_mock{next(_ids):06d}", "type": "message", "role": "assistant",
-                                     "model": model, "content": blocks, "stop_reason": stop, "stop_sequence": None,
-                                     "usage": {"input_tokens": 10, "output_tokens": 20}})
+                    self._json(
+                        200,
+                        {
+                            "id": f"msg_mock{next(_ids):06d}",
+                            "type": "message",
+                            "role": "assistant",
+                            "model": model,
+                            "content": blocks,
+                            "stop_reason": stop,
+                            "stop_sequence": None,
+                            "usage": {"input_tokens": 10, "output_tokens": 20},
+                        },
+                    )
 
             def _json(self, code: int, obj: dict[str, Any]) -> None:
                 data = json.dumps(obj).encode()
@@ -172,8 +229,12 @@ class MockAnthropic:
             return [b for b in self.requests if is_main_loop(b)]
 
     def start(self) -> MockAnthropic:
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.1},
-                                        name="mock-anthropic", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.1},
+            name="mock-anthropic",
+            daemon=True,
+        )
         self._thread.start()
         return self
 

@@ -18,18 +18,22 @@ def lines(path: Path) -> list[dict]:
     return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
 
 
-def test_what_hooks_and_mcp_server_receive(claude_code: ClaudeCode, mock_model: MockAnthropic,
-                                           tmp_path: Path) -> None:
+def test_what_hooks_and_mcp_server_receive(
+    claude_code: ClaudeCode, mock_model: MockAnthropic, tmp_path: Path
+) -> None:
     out = tmp_path / "probe-out"
     out.mkdir()
-    mock_model.extend([
-        [tool_use("Bash", {"command": "echo fine; echo Traceback >&2", "description": "succeeds"})],
-        [tool_use("Bash", {"command": "ls /definitely/not/here", "description": "fails"})],
-        [tool_use("mcp__plugin_probe_engram__ping", {})],
-        [text("All done.")],
-    ])
-    run = claude_code.run("Probe the plugin interface", mock_model.url, plugin_dir=PROBE,
-                          env={"PROBE_OUT": str(out)})
+    mock_model.extend(
+        [
+            [tool_use("Bash", {"command": "echo fine; echo Traceback >&2", "description": "succeeds"})],
+            [tool_use("Bash", {"command": "ls /definitely/not/here", "description": "fails"})],
+            [tool_use("mcp__plugin_probe_engram__ping", {})],
+            [text("All done.")],
+        ]
+    )
+    run = claude_code.run(
+        "Probe the plugin interface", mock_model.url, plugin_dir=PROBE, env={"PROBE_OUT": str(out)}
+    )
     assert run.returncode == 0, run.describe()
     sid = run.session_id
     assert sid
@@ -47,7 +51,9 @@ def test_what_hooks_and_mcp_server_receive(claude_code: ClaudeCode, mock_model: 
 
     # A Bash success arrives as PostToolUse, stderr merged into stdout, with no exit code; a failure as
     # PostToolUseFailure with an error and no tool_response: success is told by the event, not by words.
-    ok = next(h["payload"] for h in hooks if h["hook"] == "PostToolUse" and h["payload"]["tool_name"] == "Bash")
+    ok = next(
+        h["payload"] for h in hooks if h["hook"] == "PostToolUse" and h["payload"]["tool_name"] == "Bash"
+    )
     assert ok["tool_input"]["command"].startswith("echo fine")
     assert "fine" in json.dumps(ok["tool_response"])
     assert "exit_code" not in ok["tool_response"] and "exitCode" not in ok["tool_response"]
@@ -70,7 +76,9 @@ def test_what_hooks_and_mcp_server_receive(claude_code: ClaudeCode, mock_model: 
     assert "tools/call" in methods
     signals = [m["signal"] for m in mcp if "signal" in m]
     assert signals and signals[0] == "SIGINT", signals
-    assert any(r.get("content") == [{"type": "text", "text": "pong"}] or "pong" in json.dumps(r)
-               for r in run.tool_results())
+    assert any(
+        r.get("content") == [{"type": "text", "text": "pong"}] or "pong" in json.dumps(r)
+        for r in run.tool_results()
+    )
     offered = {t["name"] for t in mock_model.main_requests()[0]["tools"]}
     assert "mcp__plugin_probe_engram__ping" in offered

@@ -15,10 +15,14 @@ from harness import MCP_PREFIX, ClaudeCode, Run, result_text
 from mock_anthropic import MockAnthropic, mcp_tool, request_text, text, tool_use
 from support import DaemonProc
 
-DECISION = "Decision: configuration is read with tomllib from engram.toml; YAML config files are not supported"
+DECISION = (
+    "Decision: configuration is read with tomllib from engram.toml; YAML config files are not supported"
+)
 PREFERENCE = "From now on, always run the test suite with pytest -q before every commit."
-SUMMARY = ("Session summary: added check_config.py (validates engram.toml); it first failed because the file "
-           "was missing, fixed by writing it")
+SUMMARY = (
+    "Session summary: added check_config.py (validates engram.toml); it first failed because the file "
+    "was missing, fixed by writing it"
+)
 SCRATCH = "scratch: the config loader work is half done"
 
 
@@ -35,12 +39,26 @@ def summary_step(body: dict[str, Any]) -> list[dict[str, Any]]:
 
 def first_session_script() -> list[Any]:
     return [
-        [mcp_tool("store_memory", {"content": DECISION, "memory_type": "semantic", "scope": "project",
-                                   "importance": 0.8, "tags": ["decision", "config"]})],
+        [
+            mcp_tool(
+                "store_memory",
+                {
+                    "content": DECISION,
+                    "memory_type": "semantic",
+                    "scope": "project",
+                    "importance": 0.8,
+                    "tags": ["decision", "config"],
+                },
+            )
+        ],
         [mcp_tool("store_memory", {"content": SCRATCH, "scope": "session", "memory_type": "working"})],
         [tool_use("Bash", {"command": "python3 check_config.py", "description": "validate the config"})],
         [tool_use("Write", {"file_path": "check_config.py", "content": "print('config ok')\n"})],
-        [tool_use("Bash", {"command": "python3 check_config.py", "description": "validate the config again"})],
+        [
+            tool_use(
+                "Bash", {"command": "python3 check_config.py", "description": "validate the config again"}
+            )
+        ],
         summary_step,
         [text("The config check passes now.")],
     ]
@@ -50,8 +68,9 @@ def mcp_results(run: Run) -> list[str]:
     return [json.dumps(r.get("content")) for r in run.tool_results()]
 
 
-def test_what_a_session_learns_reaches_the_next(claude_code: ClaudeCode, engram_daemon: DaemonProc,
-                                                mock_model: MockAnthropic) -> None:
+def test_what_a_session_learns_reaches_the_next(
+    claude_code: ClaudeCode, engram_daemon: DaemonProc, mock_model: MockAnthropic
+) -> None:
     mock_model.extend(first_session_script())
     first = claude_code.run(f"{PREFERENCE} Please add a config check script.", mock_model.url)
     assert first.returncode == 0, first.describe()
@@ -72,8 +91,9 @@ def test_what_a_session_learns_reaches_the_next(claude_code: ClaudeCode, engram_
     # Hooks and MCP server used one Engram session, which SessionEnd (not the MCP server) ended.
     assert_one_session(engram_daemon, claude_code, one)
     debug = first.debug
-    assert re.search(r'MCP server "plugin:engram:engram".*(connected|Successfully)', debug, re.I), \
-        "\n".join(x for x in debug.splitlines() if "mcp" in x.lower())[-3000:]
+    assert re.search(r'MCP server "plugin:engram:engram".*(connected|Successfully)', debug, re.I), "\n".join(
+        x for x in debug.splitlines() if "mcp" in x.lower()
+    )[-3000:]
 
     # Second session, same project: its very first request to the model carries what the first learned.
     seen = len(mock_model.main_requests())
@@ -84,20 +104,25 @@ def test_what_a_session_learns_reaches_the_next(claude_code: ClaudeCode, engram_
     context = request_text(mock_model.main_requests()[seen])
 
     missing = [what for what, found in learned(context).items() if not found]
-    assert not missing, f"the second session's first request lacks: {missing}\n--- context ---\n{context[:6000]}"
+    assert not missing, (
+        f"the second session's first request lacks: {missing}\n--- context ---\n{context[:6000]}"
+    )
     assert_one_session(engram_daemon, claude_code, second.session_id)
 
 
 def test_after_clear_the_mcp_server_follows_the_hooks_to_the_new_session(
-        claude_code: ClaudeCode, engram_daemon: DaemonProc, mock_model: MockAnthropic) -> None:
+    claude_code: ClaudeCode, engram_daemon: DaemonProc, mock_model: MockAnthropic
+) -> None:
     """`/clear` ends the hooks' session and starts another in the same Claude Code process, whose MCP server
     keeps the old id in its environment (tests/claude_code/test_cli_contract.py): its writes follow the hooks."""
-    mock_model.extend([
-        [mcp_tool("store_memory", {"content": "noted before the clear", "scope": "session"})],
-        [text("Noted.")],
-        [mcp_tool("store_memory", {"content": "noted after the clear", "scope": "session"})],
-        [text("Noted again.")],
-    ])
+    mock_model.extend(
+        [
+            [mcp_tool("store_memory", {"content": "noted before the clear", "scope": "session"})],
+            [text("Noted.")],
+            [mcp_tool("store_memory", {"content": "noted after the clear", "scope": "session"})],
+            [text("Noted again.")],
+        ]
+    )
     run = claude_code.run(["Note something.", "/clear", "Note something else."], mock_model.url)
     assert run.returncode == 0, run.describe()
     before, after = run.session_ids
@@ -123,8 +148,9 @@ def learned(context: str) -> dict[str, bool]:
     """What the first session learned, each: is it in this request?"""
     return {
         "the decision stored through MCP": "tomllib from engram.toml" in context,
-        "the failure of `python3 check_config.py` and its fix":
-            bool(re.search(r"check_config\.py[^\n]*fail[^\n]*fix", context, re.I)),
+        "the failure of `python3 check_config.py` and its fix": bool(
+            re.search(r"check_config\.py[^\n]*fail[^\n]*fix", context, re.I)
+        ),
         "the preference stated in the prompt": "pytest -q before every commit" in context,
         "the session summary": "added check_config.py (validates engram.toml)" in context,
     }
@@ -135,7 +161,11 @@ def registry(daemon: DaemonProc, cc: ClaudeCode) -> list[dict[str, Any]]:
     c = daemon.client()
     try:
         c.call("flush", timeout_s=30)
-        return c.call("run_query", surql="SELECT claude_session_id, status, end_reason FROM session_registry",
-                      scope="project", project=str(cc.project))["statements"][0]["rows"]
+        return c.call(
+            "run_query",
+            surql="SELECT claude_session_id, status, end_reason FROM session_registry",
+            scope="project",
+            project=str(cc.project),
+        )["statements"][0]["rows"]
     finally:
         c.close()

@@ -54,9 +54,17 @@ def demo_template(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> It
     finally:
         svc.close()
     shutil.copytree(live, root / "pristine")
-    yield root, DemoEnv(root=live, home=live / "home", project=report.project_root,
-                        other_project=report.other_project_root, session=report.session_key,
-                        organise=report.organise)
+    yield (
+        root,
+        DemoEnv(
+            root=live,
+            home=live / "home",
+            project=report.project_root,
+            other_project=report.other_project_root,
+            session=report.session_key,
+            organise=report.organise,
+        ),
+    )
 
 
 def restore(template: tuple[Path, DemoEnv]) -> DemoEnv:
@@ -87,8 +95,15 @@ def demo_service(demo_env: DemoEnv, embedder: Any) -> Iterator[Any]:
 def make_app(service: Any, env: DemoEnv, **kwargs: Any) -> Any:
     from engram_tui.app import EngramApp
 
-    return EngramApp(service, project=env.project, session=env.session, clock=getattr(service, "__dict__", {}).get("clock"),
-                     offer_demo=False, mask_db_times=True, **kwargs)
+    return EngramApp(
+        service,
+        project=env.project,
+        session=env.session,
+        clock=getattr(service, "__dict__", {}).get("clock"),
+        offer_demo=False,
+        mask_db_times=True,
+        **kwargs,
+    )
 
 
 async def settle(pilot: Any, rounds: int = 3) -> None:
@@ -102,8 +117,11 @@ async def settle(pilot: Any, rounds: int = 3) -> None:
         with contextlib.suppress(WorkerCancelled):
             await pilot.app.workers.wait_for_complete()
         await pilot.pause(0.05)
-        busy = any(w.state in (WorkerState.PENDING, WorkerState.RUNNING) for w in pilot.app.workers) or bool(
-            getattr(pilot.app, "inflight", 0)) or bool(getattr(pilot.app, "keys_pending", 0))
+        busy = (
+            any(w.state in (WorkerState.PENDING, WorkerState.RUNNING) for w in pilot.app.workers)
+            or bool(getattr(pilot.app, "inflight", 0))
+            or bool(getattr(pilot.app, "keys_pending", 0))
+        )
         quiet = 0 if busy else quiet + 1
         if quiet >= rounds:
             return

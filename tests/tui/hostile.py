@@ -24,7 +24,10 @@ HOSTILE = [
     "Jinja closes tags with {% endblock %} and [/] too",
 ]
 CONSOLIDATE = [
-    ("Run the tests with `uv run pytest -x -q` [/] ${arr[@]}", "Use `uv run pytest -x -q` [/] ${arr[@]} to run the tests"),
+    (
+        "Run the tests with `uv run pytest -x -q` [/] ${arr[@]}",
+        "Use `uv run pytest -x -q` [/] ${arr[@]} to run the tests",
+    ),
 ]
 CONTRADICT = [
     ("The local API [/] listens on port 8080", "The local API [/] listens on port 8000"),
@@ -38,14 +41,30 @@ def build_hostile(service: Any, base: Path) -> str:
     root = base / "hostile[/]project"
     (root / ".git").mkdir(parents=True, exist_ok=True)
     project = str(root)
-    items = [MemoryIn(content=t, memory_type=MemoryType.semantic, scope=Scope.project, tags=["t[/]ag", "[b]"],
-                      metadata={"k[/]": "v[bold]"}) for t in HOSTILE]
+    items = [
+        MemoryIn(
+            content=t,
+            memory_type=MemoryType.semantic,
+            scope=Scope.project,
+            tags=["t[/]ag", "[b]"],
+            metadata={"k[/]": "v[bold]"},
+        )
+        for t in HOSTILE
+    ]
     for a, b in CONSOLIDATE + CONTRADICT:
-        items += [MemoryIn(content=a, memory_type=MemoryType.semantic, scope=Scope.project),
-                  MemoryIn(content=b, memory_type=MemoryType.semantic, scope=Scope.project)]
+        items += [
+            MemoryIn(content=a, memory_type=MemoryType.semantic, scope=Scope.project),
+            MemoryIn(content=b, memory_type=MemoryType.semantic, scope=Scope.project),
+        ]
     service.store_many(items, project=project)
-    service.store(MemoryIn(content="User scope [/] preference: dict[str, int]", memory_type=MemoryType.semantic,
-                           scope=Scope.user), project=project)
+    service.store(
+        MemoryIn(
+            content="User scope [/] preference: dict[str, int]",
+            memory_type=MemoryType.semantic,
+            scope=Scope.user,
+        ),
+        project=project,
+    )
     first = service.list_memories(scope="project", project=project, limit=1).items[0]
     service.forget(first.id, project=project, reason="[forgotten] reason [/]", erase=True, confirm=True)
     if hasattr(service, "reflect_and_consolidate"):

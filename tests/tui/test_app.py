@@ -48,8 +48,14 @@ async def test_navigation_between_every_pane_and_help(demo_service: Any, demo_en
     app = make_app(demo_service, demo_env)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        for key, cls in (("2", DecayScreen), ("3", ConsolidationScreen), ("4", ContradictionsScreen), ("5", ConsoleScreen),
-                         ("alt+6", InjectionScreen), ("1", MemoriesScreen)):
+        for key, cls in (
+            ("2", DecayScreen),
+            ("3", ConsolidationScreen),
+            ("4", ContradictionsScreen),
+            ("5", ConsoleScreen),
+            ("alt+6", InjectionScreen),
+            ("1", MemoriesScreen),
+        ):
             await pilot.press(key)
             await settle(pilot)
             assert isinstance(app.screen, cls), key
@@ -64,13 +70,20 @@ async def test_tree_node_filters_the_table(demo_service: Any, demo_env: DemoEnv)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         tree = app.screen.query_one(ScopeTree)
-        node = next(n for n in tree._walk() if n.data is not None and n.data.scope == "project"
-                    and n.data.project == demo_env.project and n.data.memory_type == "procedural"
-                    and n.data.status is None)
+        node = next(
+            n
+            for n in tree._walk()
+            if n.data is not None
+            and n.data.scope == "project"
+            and n.data.project == demo_env.project
+            and n.data.memory_type == "procedural"
+            and n.data.status is None
+        )
         tree.select_node(node)
         await settle(pilot)
-        expected = demo_service.list_memories(scope="project", project=demo_env.project,
-                                              memory_type="procedural", limit=1).total
+        expected = demo_service.list_memories(
+            scope="project", project=demo_env.project, memory_type="procedural", limit=1
+        ).total
         t = table(app)
         assert t.row_count == expected
         assert {t.get_cell(k, "type").plain for k in t.rows} == {"procedural"}
@@ -302,8 +315,14 @@ async def test_palette_lists_every_pane_action(demo_service: Any, demo_env: Demo
         if action is None:
             continue
         base = action.split("(")[0]
-        screen_cls = {"memories": MemoriesScreen, "decay": DecayScreen, "consolidation": ConsolidationScreen,
-                      "contradictions": ContradictionsScreen, "console": ConsoleScreen, "injection": InjectionScreen}[_mode]
+        screen_cls = {
+            "memories": MemoriesScreen,
+            "decay": DecayScreen,
+            "consolidation": ConsolidationScreen,
+            "contradictions": ContradictionsScreen,
+            "console": ConsoleScreen,
+            "injection": InjectionScreen,
+        }[_mode]
         assert hasattr(screen_cls, f"action_{base}"), name
 
 
@@ -313,6 +332,7 @@ class BrokenService:
     def __getattr__(self, name: str) -> Any:
         def fail(*a: Any, **k: Any) -> Any:
             raise ConnectionRefusedError("[Errno 111] Connection refused")
+
         return fail
 
 

@@ -52,8 +52,9 @@ def header(app: Any) -> str:
 
 
 @pytest.mark.parametrize("size", SIZES, ids=IDS)
-async def test_the_header_says_whether_the_data_is_current(size: tuple[int, int], demo_service: Any,
-                                                           demo_env: DemoEnv) -> None:
+async def test_the_header_says_whether_the_data_is_current(
+    size: tuple[int, int], demo_service: Any, demo_env: DemoEnv
+) -> None:
     svc = FlakyService(demo_service)
     app = make_app(svc, demo_env)
     async with app.run_test(size=size) as pilot:

@@ -28,12 +28,15 @@ async def test_many_runs_in_a_row_each_show_their_result(demo_service: Any, demo
             panes = list(app.screen.query(TabPane))
             assert len(panes) == n, "every run replaces the previous tabs, whatever ran before"
             results = app.screen.query_one("#console-results")
-            assert results.active == panes[0].id, "the new first tab is shown (a removed one left a blank body)"
+            assert results.active == panes[0].id, (
+                "the new first tab is shown (a removed one left a blank body)"
+            )
             assert f"{n} statement(s)" in str(app.screen.query_one("#console-results").border_title)
 
 
-async def test_history_survives_a_restart_and_is_owner_only(demo_service: Any, demo_env: DemoEnv,
-                                                            tmp_path: Path) -> None:
+async def test_history_survives_a_restart_and_is_owner_only(
+    demo_service: Any, demo_env: DemoEnv, tmp_path: Path
+) -> None:
     history = tmp_path / "console_history.jsonl"
     query = "SELECT 'a [/] b' AS x FROM ONLY memory LIMIT 1;"
     app = make_app(demo_service, demo_env, history_path=history)
@@ -58,7 +61,9 @@ async def test_a_write_refusal_names_the_key_that_allows_writes(demo_service: An
     app = make_app(demo_service, demo_env)
     async with app.run_test(size=SIZE) as pilot:
         await open_pane(pilot, "5")
-        app.screen.query_one("#console-editor").text = "UPDATE memory SET importance = 1 WHERE content = '[/]';"
+        app.screen.query_one(
+            "#console-editor"
+        ).text = "UPDATE memory SET importance = 1 WHERE content = '[/]';"
         await pilot.pause(0.05)
         verdict = app.screen.query_one("#console-verdict", Static).render().plain
         assert "refused" in verdict and "F2" in verdict and "allow_writes=true" not in verdict

@@ -14,8 +14,9 @@ IDS = ["80x24", "160x48"]
 
 
 @pytest.mark.parametrize("size", SIZES, ids=IDS)
-async def test_a_recall_moves_the_curve_on_a_fixed_axis_and_says_so(size: tuple[int, int], demo_service: Any,
-                                                                    demo_env: DemoEnv) -> None:
+async def test_a_recall_moves_the_curve_on_a_fixed_axis_and_says_so(
+    size: tuple[int, int], demo_service: Any, demo_env: DemoEnv
+) -> None:
     query = "how do I run the test suite"
     hit = demo_service.recall(query, project=demo_env.project, strengthen=False, log=False, limit=1).hits[0]
     app = make_app(demo_service, demo_env)
@@ -42,8 +43,9 @@ async def test_a_recall_moves_the_curve_on_a_fixed_axis_and_says_so(size: tuple[
         assert "recalled at" in info
 
 
-async def test_the_aggregate_legend_is_in_the_border_not_on_the_curves(demo_service: Any,
-                                                                       demo_env: DemoEnv) -> None:
+async def test_the_aggregate_legend_is_in_the_border_not_on_the_curves(
+    demo_service: Any, demo_env: DemoEnv
+) -> None:
     app = make_app(demo_service, demo_env)
     async with app.run_test(size=(160, 48)) as pilot:
         await open_pane(pilot, "2")
@@ -54,9 +56,11 @@ async def test_the_aggregate_legend_is_in_the_border_not_on_the_curves(demo_serv
 def test_the_demo_tells_a_decay_story(demo_service: Any, demo_env: DemoEnv) -> None:
     items = demo_service.list_memories(scope="project", project=demo_env.project, limit=1000).items
     live = [m for m in items if m.status.value in ("active", "created") and not m.pinned]
-    assert len({round((demo_service.now() - m.last_accessed_at).total_seconds() / 3600) for m in live}) > 20, \
-        "last uses spread over time"
-    assert sum(1 for m in live if abs(float(m.memory_strength) - m.importance) > 0.05) > len(live) / 2, \
+    assert (
+        len({round((demo_service.now() - m.last_accessed_at).total_seconds() / 3600) for m in live}) > 20
+    ), "last uses spread over time"
+    assert sum(1 for m in live if abs(float(m.memory_strength) - m.importance) > 0.05) > len(live) / 2, (
         "strength is not importance"
+    )
     assert {m.access_count for m in items} >= {0, 1, 2}, "the agent's recalls earned accesses"
     assert len({m.memory_type.value for m in live}) >= 3

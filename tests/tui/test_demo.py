@@ -20,7 +20,9 @@ def _counts(svc: Any, project: str) -> dict[str, int]:
     out = {}
     for scope in ("project", "user"):
         for status in ("active", "created", "archived", "consolidated", "superseded", "forgotten"):
-            out[f"{scope}/{status}"] = svc.list_memories(scope=scope, project=project, status=status, limit=1).total
+            out[f"{scope}/{status}"] = svc.list_memories(
+                scope=scope, project=project, status=status, limit=1
+            ).total
     return out
 
 
@@ -44,7 +46,9 @@ async def test_empty_store_explains_and_opens_the_demo_apart(tmp_path: Path, emb
             await pilot.press("escape")
             await settle(pilot)
             detail = app.screen.query_one("#detail-fields-text", Static).render().plain
-            assert "engram store" in detail and "D" in detail, "after No, the pane still says how memories arrive"
+            assert "engram store" in detail and "D" in detail, (
+                "after No, the pane still says how memories arrive"
+            )
             await pilot.press("D")
             for _ in range(600):  # the first build embeds a few hundred memories
                 await settle(pilot)
@@ -56,10 +60,13 @@ async def test_empty_store_explains_and_opens_the_demo_apart(tmp_path: Path, emb
             assert "payments-api" in app.sub_title
             status = app.screen.query_one("#table-status", Static).render().plain
             assert "of 0" not in status
-        assert user.list_memories(scope="user", limit=1).total == 0, "the demo never writes the user's user scope"
+        assert user.list_memories(scope="user", limit=1).total == 0, (
+            "the demo never writes the user's user scope"
+        )
         assert user.list_memories(scope="project", project=str(project), limit=1).total == 0
         assert not list(user_home.glob("projects/*")) or all(
-            "payments" not in p.name for p in user_home.glob("projects/*"))
+            "payments" not in p.name for p in user_home.glob("projects/*")
+        )
         first = _counts(app.demo_service, app.project)
         built = (demo_root / DEMO_MARKER).read_text()
     finally:
@@ -70,7 +77,8 @@ async def test_empty_store_explains_and_opens_the_demo_apart(tmp_path: Path, emb
     try:
         assert _counts(svc, report.project_root) == first
         assert len(svc.list_consolidations(project=report.project_root)) == len(
-            svc.list_consolidations(project=report.project_root))
+            svc.list_consolidations(project=report.project_root)
+        )
     finally:
         svc.close()
     assert (demo_root / DEMO_MARKER).read_text() == built
@@ -88,13 +96,18 @@ def test_remove_refuses_a_folder_that_is_not_a_demo(tmp_path: Path) -> None:
 
 def test_help_names_the_demo_options_and_remove_works(tmp_path: Path) -> None:
     env_home = tmp_path / "h"
-    out = subprocess.run([sys.executable, "-m", "engram_core.cli", "tui", "--help"], capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "engram_core.cli", "tui", "--help"], capture_output=True, text=True
+    )
     assert out.returncode == 0, out.stderr
     for opt in ("--demo", "--reset", "--remove-demo"):
         assert opt in out.stdout
     (env_home / "demo").mkdir(parents=True)
     (env_home / "demo" / DEMO_MARKER).write_text("{}")
-    out = subprocess.run([sys.executable, "-m", "engram_core.cli", "tui", "--remove-demo", "--home", str(env_home)],
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "engram_core.cli", "tui", "--remove-demo", "--home", str(env_home)],
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 0, out.stderr
     assert "demo removed" in out.stdout and not (env_home / "demo").exists()

@@ -36,20 +36,30 @@ def row_text(app: Any, mid: str) -> str:
     return table.get_row(mid)[0].plain
 
 
-async def test_a_change_from_another_client_shows_without_refresh(demo_service: Any, demo_env: DemoEnv) -> None:
+async def test_a_change_from_another_client_shows_without_refresh(
+    demo_service: Any, demo_env: DemoEnv
+) -> None:
     app = make_app(demo_service, demo_env)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         mid = app.selected_id
         # Another client (an agent through the daemon) edits the memory the person is looking at.
-        threading.Thread(target=demo_service.update, args=(mid, MemoryPatch(content="Edited elsewhere [/] now")),
-                         kwargs={"project": demo_env.project}).start()
+        threading.Thread(
+            target=demo_service.update,
+            args=(mid, MemoryPatch(content="Edited elsewhere [/] now")),
+            kwargs={"project": demo_env.project},
+        ).start()
         assert await wait_for(pilot, lambda: row_text(app, mid).startswith("Edited elsewhere [/] now"))
-        assert await wait_for(pilot, lambda: "Edited elsewhere [/] now" in app.screen.query_one(
-            "#detail-fields-text").render().plain, 5), "the detail follows"
+        assert await wait_for(
+            pilot,
+            lambda: "Edited elsewhere [/] now" in app.screen.query_one("#detail-fields-text").render().plain,
+            5,
+        ), "the detail follows"
 
 
-async def test_returning_to_the_browser_shows_what_changed_meanwhile(demo_service: Any, demo_env: DemoEnv) -> None:
+async def test_returning_to_the_browser_shows_what_changed_meanwhile(
+    demo_service: Any, demo_env: DemoEnv
+) -> None:
     app = make_app(demo_service, demo_env)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
@@ -118,7 +128,9 @@ async def test_decay_aggregates_are_not_reloaded_while_hidden(demo_service: Any,
 HANG_S = 60.0
 
 
-async def test_a_hung_daemon_is_a_message_in_seconds_and_q_quits_at_once(light_daemon: Any, tmp_path: Path) -> None:
+async def test_a_hung_daemon_is_a_message_in_seconds_and_q_quits_at_once(
+    light_daemon: Any, tmp_path: Path
+) -> None:
     from engram_core.wire.client import RemoteService
     from engram_tui.app import EngramApp
 
@@ -145,7 +157,9 @@ async def test_a_hung_daemon_is_a_message_in_seconds_and_q_quits_at_once(light_d
             await pilot.press("j" if row == 0 else "k")
             # Bounds relative to the hang (60 s), not to a fast machine: were the key or q waiting for the
             # hung call, they would take the whole minute; at load 10 an answered key took 2.8 s.
-            assert table.cursor_row != row and time.monotonic() - t_key < HANG_S / 3, "keys work while it hangs"
+            assert table.cursor_row != row and time.monotonic() - t_key < HANG_S / 3, (
+                "keys work while it hangs"
+            )
             t0 = time.monotonic()
             await pilot.press("q")
         assert time.monotonic() - t0 < HANG_S / 3

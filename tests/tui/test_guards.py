@@ -39,10 +39,14 @@ def text_of(app: Any) -> str:
 
 @pytest.mark.parametrize("size", SIZES, ids=IDS)
 async def test_a_bounded_write_repeats_the_statement_and_the_rows_and_defaults_to_no(
-        size: tuple[int, int], demo_service: Any, demo_env: DemoEnv) -> None:
+    size: tuple[int, int], demo_service: Any, demo_env: DemoEnv
+) -> None:
     async with console(size, demo_service, demo_env) as (app, pilot):
-        expected = sum(1 for m in demo_service.list_memories(scope="project", project=demo_env.project,
-                                                              limit=1000).items if m.importance < 0.3)
+        expected = sum(
+            1
+            for m in demo_service.list_memories(scope="project", project=demo_env.project, limit=1000).items
+            if m.importance < 0.3
+        )
         await run(pilot, "UPDATE memory SET importance = 0.3 WHERE importance < 0.3;")
         assert isinstance(app.screen, ConfirmScreen)
         message = app.screen.query_one("#dialog-message").render().plain
@@ -51,14 +55,18 @@ async def test_a_bounded_write_repeats_the_statement_and_the_rows_and_defaults_t
         await pilot.press("enter")  # focus starts on No
         await settle(pilot)
         assert not isinstance(app.screen, ConfirmScreen)
-        low = [m for m in demo_service.list_memories(scope="project", project=demo_env.project, limit=1000).items
-               if m.importance < 0.3]
+        low = [
+            m
+            for m in demo_service.list_memories(scope="project", project=demo_env.project, limit=1000).items
+            if m.importance < 0.3
+        ]
         assert len(low) == expected, "enter answered No: nothing ran"
 
 
 @pytest.mark.parametrize("size", SIZES, ids=IDS)
-async def test_an_unbounded_delete_needs_the_table_name_typed(size: tuple[int, int], demo_service: Any,
-                                                              demo_env: DemoEnv) -> None:
+async def test_an_unbounded_delete_needs_the_table_name_typed(
+    size: tuple[int, int], demo_service: Any, demo_env: DemoEnv
+) -> None:
     def episodes() -> int:
         res = demo_service.run_query("SELECT count() AS n FROM episode GROUP ALL", project=demo_env.project)
         rows = res.statements[0].rows
@@ -89,12 +97,16 @@ async def test_an_unbounded_delete_needs_the_table_name_typed(size: tuple[int, i
             app.screen.query_one("#typed", Input).value = "memory"
             await pilot.press("enter")
             await settle(pilot)
-        assert demo_service.list_memories(scope="project", project=demo_env.project, limit=1).total == memories
+        assert (
+            demo_service.list_memories(scope="project", project=demo_env.project, limit=1).total == memories
+        )
         assert "archive" in text_of(app).lower()
 
+
 @pytest.mark.parametrize("size", SIZES, ids=IDS)
-async def test_a_refused_run_clears_the_old_results(size: tuple[int, int], demo_service: Any,
-                                                    demo_env: DemoEnv) -> None:
+async def test_a_refused_run_clears_the_old_results(
+    size: tuple[int, int], demo_service: Any, demo_env: DemoEnv
+) -> None:
     async with console(size, demo_service, demo_env) as (app, pilot):
         await run(pilot, "SELECT 1 AS n FROM ONLY memory LIMIT 1;")
         assert any("1 rows" in str(p._title) for p in app.screen.query(TabPane))
@@ -104,7 +116,9 @@ async def test_a_refused_run_clears_the_old_results(size: tuple[int, int], demo_
         assert "refused" in text_of(app)
 
 
-async def test_capped_results_say_so(demo_service: Any, demo_env: DemoEnv, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_capped_results_say_so(
+    demo_service: Any, demo_env: DemoEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from engram_core import guarded_query
 
     monkeypatch.setattr(guarded_query, "QUERY_MAX_ROWS", 50)
@@ -117,8 +131,9 @@ async def test_capped_results_say_so(demo_service: Any, demo_env: DemoEnv, monke
 
 
 @pytest.mark.parametrize("size", SIZES, ids=IDS)
-async def test_contradictions_show_the_true_total(size: tuple[int, int], demo_service: Any, demo_env: DemoEnv,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_contradictions_show_the_true_total(
+    size: tuple[int, int], demo_service: Any, demo_env: DemoEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from engram_tui.screens import contradictions
 
     monkeypatch.setattr(contradictions, "LIST_LIMIT", 2)
@@ -131,8 +146,9 @@ async def test_contradictions_show_the_true_total(size: tuple[int, int], demo_se
 
 
 @pytest.mark.parametrize("size", SIZES, ids=IDS)
-async def test_a_merge_shows_the_merged_text_and_cancel_keeps_the_draft(size: tuple[int, int], demo_service: Any,
-                                                                        demo_env: DemoEnv) -> None:
+async def test_a_merge_shows_the_merged_text_and_cancel_keeps_the_draft(
+    size: tuple[int, int], demo_service: Any, demo_env: DemoEnv
+) -> None:
     app = make_app(demo_service, demo_env)
     async with app.run_test(size=size) as pilot:
         await open_pane(pilot, "4")
@@ -143,7 +159,10 @@ async def test_a_merge_shows_the_merged_text_and_cancel_keeps_the_draft(size: tu
         await pilot.press("ctrl+s")
         await settle(pilot)
         assert isinstance(app.screen, ConfirmScreen)
-        assert "The retry limit is 5 since the March change." in app.screen.query_one("#dialog-message").render().plain
+        assert (
+            "The retry limit is 5 since the March change."
+            in app.screen.query_one("#dialog-message").render().plain
+        )
         await pilot.press("n")
         await settle(pilot)
         await pilot.press("M")
@@ -154,12 +173,15 @@ async def test_a_merge_shows_the_merged_text_and_cancel_keeps_the_draft(size: tu
         await settle(pilot)
         await pilot.press("M")
         await settle(pilot)
-        assert app.screen.query_one("#prompt-text").text == "edited again", "Cancel in the editor keeps it too"
+        assert app.screen.query_one("#prompt-text").text == "edited again", (
+            "Cancel in the editor keeps it too"
+        )
 
 
 @pytest.mark.parametrize("size", SIZES, ids=IDS)
 async def test_an_empty_queue_says_how_proposals_arrive_and_runs_consolidation(
-        size: tuple[int, int], demo_service: Any, demo_env: DemoEnv) -> None:
+    size: tuple[int, int], demo_service: Any, demo_env: DemoEnv
+) -> None:
     for item in demo_service.list_consolidations(project=demo_env.project, status="pending"):
         demo_service.reject_consolidation(item.id, project=demo_env.project, reason="test: an empty queue")
     app = make_app(demo_service, demo_env)
@@ -172,4 +194,6 @@ async def test_an_empty_queue_says_how_proposals_arrive_and_runs_consolidation(
         assert isinstance(app.screen, ConfirmScreen)
         await pilot.press("y")
         await settle(pilot)
-        assert any("Consolidation:" in n.message and "proposal(s) found" in n.message for n in app._notifications)
+        assert any(
+            "Consolidation:" in n.message and "proposal(s) found" in n.message for n in app._notifications
+        )

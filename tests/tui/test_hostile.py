@@ -22,10 +22,36 @@ from engram_tui.app import EngramApp
 from engram_tui.fmt import short
 from engram_tui.safe import markup, plain, visible
 
-FRAGMENTS = ["[", "]", "[/]", "[b]", "[bold red]", "[/bold]", "\\", "\\[", "$x", "${arr[@]}", "[@click=app.quit]",
-             "dict[str, int]", "[forgotten]", "🚀", "漢字", "\x1b[31m", "\x07", "\u2028", "\u2029", "\t", "\n",
-             "\u202e", "x" * 500, "[link=x]", "[$accent]"]
-TEXTS = st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=20)), min_size=1, max_size=8).map("".join)
+FRAGMENTS = [
+    "[",
+    "]",
+    "[/]",
+    "[b]",
+    "[bold red]",
+    "[/bold]",
+    "\\",
+    "\\[",
+    "$x",
+    "${arr[@]}",
+    "[@click=app.quit]",
+    "dict[str, int]",
+    "[forgotten]",
+    "🚀",
+    "漢字",
+    "\x1b[31m",
+    "\x07",
+    "\u2028",
+    "\u2029",
+    "\t",
+    "\n",
+    "\u202e",
+    "x" * 500,
+    "[link=x]",
+    "[$accent]",
+]
+TEXTS = st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=20)), min_size=1, max_size=8).map(
+    "".join
+)
 
 
 @given(TEXTS)
@@ -46,13 +72,26 @@ def test_cards_and_details_show_any_text(text: str) -> None:
     from engram_tui.widgets.cards import memory_card
 
     now = datetime(2025, 1, 1, tzinfo=UTC)
-    m = Memory(id="01J", content=text, memory_type="semantic", scope="project", status="active", tags=[text[:20]],
-               importance=0.5, half_life_days=7.0, created_at=now, last_accessed_at=now, updated_at=now)
+    m = Memory(
+        id="01J",
+        content=text,
+        memory_type="semantic",
+        scope="project",
+        status="active",
+        tags=[text[:20]],
+        importance=0.5,
+        half_life_days=7.0,
+        created_at=now,
+        last_accessed_at=now,
+        updated_at=now,
+    )
     assert visible(text) in memory_card(m, now).plain
 
 
 def _visible_rows(table: DataTable) -> list[str]:
-    return [str(getattr(table.get_row_at(i)[0], "plain", table.get_row_at(i)[0])) for i in range(table.row_count)]
+    return [
+        str(getattr(table.get_row_at(i)[0], "plain", table.get_row_at(i)[0])) for i in range(table.row_count)
+    ]
 
 
 async def _walk_every_pane(app: EngramApp, pilot: Any, stored: dict[str, str]) -> None:
@@ -125,16 +164,20 @@ _counter = itertools.count()
 
 
 @given(st.lists(TEXTS.filter(lambda t: t.strip()), min_size=1, max_size=3))
-@settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                 HealthCheck.too_slow])
+@settings(
+    max_examples=2,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 def test_any_stored_text_renders_in_every_pane(hostile_store: Any, texts: list[str]) -> None:
     from engram_core.models import MemoryIn
 
     svc, _project, root = hostile_store
     proj = root / f"p{next(_counter)}"
     (proj / ".git").mkdir(parents=True)
-    results = svc.store_many([MemoryIn(content=t, memory_type="semantic", scope="project") for t in texts],
-                             project=str(proj))
+    results = svc.store_many(
+        [MemoryIn(content=t, memory_type="semantic", scope="project") for t in texts], project=str(proj)
+    )
     # What the store keeps (redaction may rewrite a secret-looking run) is what must show.
     stored = {r.memory.id: svc.get(r.memory.id, project=str(proj)).content for r in results}
 

@@ -163,28 +163,36 @@ def burst(app: Any, keys: str) -> None:
 
 
 async def test_keys_right_after_a_tree_click_reach_where_the_key_before_sent_them(
-        demo_service: Any, demo_env: DemoEnv) -> None:
+    demo_service: Any, demo_env: DemoEnv
+) -> None:
     app = make_app(demo_service, demo_env)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         tree = app.screen.query_one("#scope-tree")
         await pilot.click("#scope-tree", offset=(8, 3))
         assert app.focused is tree
-        burst(app, "/redis")  # "/" moves the focus to the filter; "redis" was delivered to the tree (r, e: edit)
+        burst(
+            app, "/redis"
+        )  # "/" moves the focus to the filter; "redis" was delivered to the tree (r, e: edit)
         await settle(pilot)
-        assert app.screen is not None and not isinstance(app.screen, EditMemoryScreen), "e opened the edit dialog"
+        assert app.screen is not None and not isinstance(app.screen, EditMemoryScreen), (
+            "e opened the edit dialog"
+        )
         assert app.screen.query_one("#filter", Input).value == "redis"
         await pilot.press("escape")
         await settle(pilot)
         await pilot.click("#scope-tree", offset=(8, 4))
-        burst(app, "5SELECT")  # a pane switch, then text for the console's editor (the left pane's tree had it)
+        burst(
+            app, "5SELECT"
+        )  # a pane switch, then text for the console's editor (the left pane's tree had it)
         await settle(pilot)
         assert isinstance(app.screen, ConsoleScreen)
         assert app.screen.query_one("#console-editor", TextArea).text == "SELECT" + EXAMPLE
 
 
-async def test_a_terminal_shrunk_to_80_columns_folds_as_one_started_there(demo_service: Any,
-                                                                            demo_env: DemoEnv) -> None:
+async def test_a_terminal_shrunk_to_80_columns_folds_as_one_started_there(
+    demo_service: Any, demo_env: DemoEnv
+) -> None:
     app = make_app(demo_service, demo_env)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
@@ -200,7 +208,9 @@ async def test_a_terminal_shrunk_to_80_columns_folds_as_one_started_there(demo_s
         assert not app.has_class("narrow") and history.region.width
 
 
-async def test_consolidation_editor_has_an_escape_and_reject_asks(demo_service: Any, demo_env: DemoEnv) -> None:
+async def test_consolidation_editor_has_an_escape_and_reject_asks(
+    demo_service: Any, demo_env: DemoEnv
+) -> None:
     assert demo_service.list_consolidations(project=demo_env.project), "the demo must queue consolidations"
     app = make_app(demo_service, demo_env)
     async with app.run_test(size=SIZE) as pilot:
@@ -221,10 +231,68 @@ async def test_consolidation_editor_has_an_escape_and_reject_asks(demo_service: 
         await pilot.press("n")
 
 
-KEYS = ["1", "2", "3", "4", "5", "6", "alt+1", "alt+5", "j", "k", "g", "G", "down", "up", "enter", "escape", "tab",
-        "shift+tab", "slash", "s", "x", "[", "]", "/", "\\", "e", "a", "r", "y", "n", "p", "P", "d", "u", "o", "O",
-        "R", "t", "z", "+", "-", "A", "B", "K", "M", "ctrl+r", "f2", "f3", "f6", "f7", "f8", "question_mark", "pagedown",
-        "ctrl+s", "space", "left", "right", "home", "end", "D"]
+KEYS = [
+    "1",
+    "2",
+    "3",
+    "4",
+    "5",
+    "6",
+    "alt+1",
+    "alt+5",
+    "j",
+    "k",
+    "g",
+    "G",
+    "down",
+    "up",
+    "enter",
+    "escape",
+    "tab",
+    "shift+tab",
+    "slash",
+    "s",
+    "x",
+    "[",
+    "]",
+    "/",
+    "\\",
+    "e",
+    "a",
+    "r",
+    "y",
+    "n",
+    "p",
+    "P",
+    "d",
+    "u",
+    "o",
+    "O",
+    "R",
+    "t",
+    "z",
+    "+",
+    "-",
+    "A",
+    "B",
+    "K",
+    "M",
+    "ctrl+r",
+    "f2",
+    "f3",
+    "f6",
+    "f7",
+    "f8",
+    "question_mark",
+    "pagedown",
+    "ctrl+s",
+    "space",
+    "left",
+    "right",
+    "home",
+    "end",
+    "D",
+]
 
 
 async def random_walk(app: EngramApp, seed: int, presses: int) -> None:

@@ -16,8 +16,9 @@ IDS = ["80x24", "160x48"]
 
 
 @pytest.mark.parametrize("size", SIZES, ids=IDS)
-async def test_contradictions_strongest_first_suggested_and_undo(size: tuple[int, int], demo_service: Any,
-                                                                 demo_env: DemoEnv) -> None:
+async def test_contradictions_strongest_first_suggested_and_undo(
+    size: tuple[int, int], demo_service: Any, demo_env: DemoEnv
+) -> None:
     project = demo_env.project
     app = make_app(demo_service, demo_env)
     async with app.run_test(size=size) as pilot:
@@ -47,8 +48,9 @@ async def test_contradictions_strongest_first_suggested_and_undo(size: tuple[int
 
 
 @pytest.mark.parametrize("size", SIZES, ids=IDS)
-async def test_consolidation_approve_the_confident_ones_then_undo(size: tuple[int, int], demo_service: Any,
-                                                                  demo_env: DemoEnv) -> None:
+async def test_consolidation_approve_the_confident_ones_then_undo(
+    size: tuple[int, int], demo_service: Any, demo_env: DemoEnv
+) -> None:
     project = demo_env.project
     # The demo's items all sit at or above the default policy (risk 0.3): let the least risky through.
     least = min(i.risk for i in demo_service.list_consolidations(project=project))
@@ -70,5 +72,7 @@ async def test_consolidation_approve_the_confident_ones_then_undo(size: tuple[in
         assert not pending & {i.id for i in sure}, "the confident ones were applied"
         await pilot.press("U")
         await settle(pilot)
-        after = {i.id: [s.status for s in i.sources] for i in demo_service.list_consolidations(project=project)}
+        after = {
+            i.id: [s.status for s in i.sources] for i in demo_service.list_consolidations(project=project)
+        }
         assert after == before, "undo puts the items and their memories back"

@@ -40,7 +40,9 @@ def table(app: Any) -> DataTable:
 
 
 @pytest.mark.parametrize("size", SIZES, ids=["80x24", "160x48"])
-async def test_memories_rows_columns_and_titles(size: tuple[int, int], demo_service: Any, demo_env: DemoEnv) -> None:
+async def test_memories_rows_columns_and_titles(
+    size: tuple[int, int], demo_service: Any, demo_env: DemoEnv
+) -> None:
     async with opened(size, demo_service, demo_env) as (app, pilot):
         t = table(app)
         shown_rows = t.scrollable_content_region.height - 1  # minus the header row
@@ -74,14 +76,17 @@ def test_columns_drop_whole_by_priority() -> None:
 
 
 @pytest.mark.parametrize("size", SIZES, ids=["80x24", "160x48"])
-async def test_G_reaches_the_last_memory_of_all(size: tuple[int, int], demo_service: Any, demo_env: DemoEnv,
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_G_reaches_the_last_memory_of_all(
+    size: tuple[int, int], demo_service: Any, demo_env: DemoEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(memories, "PAGE_SIZE", 50)  # 182 memories: four pages
     async with opened(size, demo_service, demo_env) as (app, pilot):
         screen = app.screen
         t = table(app)
         assert screen.total == 182 and t.row_count == 50
-        last = demo_service.list_memories(scope="project", project=demo_env.project, offset=181, limit=1).items[0]
+        last = demo_service.list_memories(
+            scope="project", project=demo_env.project, offset=181, limit=1
+        ).items[0]
         await press(pilot, "G")
         assert screen.tq.offset == 150 and t.cursor_row == t.row_count - 1
         assert screen.current_id == last.id
@@ -97,8 +102,9 @@ async def test_G_reaches_the_last_memory_of_all(size: tuple[int, int], demo_serv
 
 
 @pytest.mark.parametrize("size", SIZES, ids=["80x24", "160x48"])
-async def test_enter_and_down_in_the_filter_return_to_the_list(size: tuple[int, int], demo_service: Any,
-                                                                 demo_env: DemoEnv) -> None:
+async def test_enter_and_down_in_the_filter_return_to_the_list(
+    size: tuple[int, int], demo_service: Any, demo_env: DemoEnv
+) -> None:
     async with opened(size, demo_service, demo_env) as (app, pilot):
         await press(pilot, "slash", *"refund", "enter")
         assert app.focused is table(app)
@@ -112,14 +118,16 @@ async def test_enter_and_down_in_the_filter_return_to_the_list(size: tuple[int, 
 
 
 @pytest.mark.parametrize("size", SIZES, ids=["80x24", "160x48"])
-async def test_z_maximises_the_detail_with_a_visible_focus(size: tuple[int, int], demo_service: Any,
-                                                           demo_env: DemoEnv) -> None:
+async def test_z_maximises_the_detail_with_a_visible_focus(
+    size: tuple[int, int], demo_service: Any, demo_env: DemoEnv
+) -> None:
     async with opened(size, demo_service, demo_env) as (app, pilot):
         await press(pilot, "tab")
         focused = app.focused
         assert focused is not None and focused.id == "detail-fields"
-        assert focused.styles.border_top[1] != app.screen.query_one("#detail-graph").styles.border_top[1], \
+        assert focused.styles.border_top[1] != app.screen.query_one("#detail-graph").styles.border_top[1], (
             "the focused column's border differs"
+        )
         await press(pilot, "z")
         assert app.screen.maximized is app.screen.query_one("#detail")
         assert app.screen.query_one("#detail-history").display, "maximised, the detail shows every column"
@@ -130,8 +138,9 @@ async def test_z_maximises_the_detail_with_a_visible_focus(size: tuple[int, int]
 
 
 @pytest.mark.parametrize("size", SIZES, ids=["80x24", "160x48"])
-async def test_help_is_context_first_filterable_and_scrolls(size: tuple[int, int], demo_service: Any,
-                                                            demo_env: DemoEnv) -> None:
+async def test_help_is_context_first_filterable_and_scrolls(
+    size: tuple[int, int], demo_service: Any, demo_env: DemoEnv
+) -> None:
     async with opened(size, demo_service, demo_env) as (app, pilot):
         await press(pilot, "4")
         await press(pilot, "question_mark")
@@ -159,11 +168,18 @@ def test_palette_entries_show_their_keys() -> None:
 
 
 @pytest.mark.parametrize("size", SIZES, ids=["80x24", "160x48"])
-@pytest.mark.parametrize(("pane", "table_id", "text_cols"), [("3", "#consolidation-queue", ["proposal"]),
-                                                             ("4", "#contradictions-list", ["a", "b"])])
-async def test_queue_and_contradiction_lists_fit_the_width(size: tuple[int, int], pane: str, table_id: str,
-                                                           text_cols: list[str], demo_service: Any,
-                                                           demo_env: DemoEnv) -> None:
+@pytest.mark.parametrize(
+    ("pane", "table_id", "text_cols"),
+    [("3", "#consolidation-queue", ["proposal"]), ("4", "#contradictions-list", ["a", "b"])],
+)
+async def test_queue_and_contradiction_lists_fit_the_width(
+    size: tuple[int, int],
+    pane: str,
+    table_id: str,
+    text_cols: list[str],
+    demo_service: Any,
+    demo_env: DemoEnv,
+) -> None:
     async with opened(size, demo_service, demo_env) as (app, pilot):
         await press(pilot, pane)
         t = app.screen.query_one(table_id, DataTable)
@@ -173,8 +189,9 @@ async def test_queue_and_contradiction_lists_fit_the_width(size: tuple[int, int]
         assert all(widths[k] >= 20 for k in text_cols), widths
 
 
-async def test_a_narrow_detail_does_not_ask_for_the_graph_it_does_not_show(demo_service: Any,
-                                                                           demo_env: DemoEnv) -> None:
+async def test_a_narrow_detail_does_not_ask_for_the_graph_it_does_not_show(
+    demo_service: Any, demo_env: DemoEnv
+) -> None:
     calls: list[str] = []
     real = demo_service.memory_graph
 

@@ -49,8 +49,9 @@ async def _refused(pilot: Any) -> None:
     await settle(pilot, 4)
     await pilot.press("5")
     await settle(pilot, 4)
-    pilot.app.screen.query_one("#console-editor").text = (
-        "SELECT * FROM memory LIMIT 3;\nREMOVE TABLE memory;\nUPDATE memory SET importance = 1;")
+    pilot.app.screen.query_one(
+        "#console-editor"
+    ).text = "SELECT * FROM memory LIMIT 3;\nREMOVE TABLE memory;\nUPDATE memory SET importance = 1;"
     await still(pilot)
 
 
@@ -71,7 +72,9 @@ async def _write_confirm(pilot: Any) -> None:
     await pilot.press("5")
     await settle(pilot, 4)
     pilot.app.screen.allow_writes = True
-    pilot.app.screen.query_one("#console-editor").text = "UPDATE memory SET importance = 0.3 WHERE importance < 0.3;"
+    pilot.app.screen.query_one(
+        "#console-editor"
+    ).text = "UPDATE memory SET importance = 0.3 WHERE importance < 0.3;"
     await pilot.press("ctrl+r")
     await settle(pilot, 4)
     await still(pilot)
@@ -82,8 +85,14 @@ async def _procedural(pilot: Any) -> None:
 
     await settle(pilot, 4)
     tree = pilot.app.screen.query_one(ScopeTree)
-    node = next(n for n in tree._walk() if n.data is not None and n.data.scope == "project"
-                and n.data.memory_type == "procedural" and n.data.status is None)
+    node = next(
+        n
+        for n in tree._walk()
+        if n.data is not None
+        and n.data.scope == "project"
+        and n.data.memory_type == "procedural"
+        and n.data.status is None
+    )
     node.expand()
     tree.select_node(node)
     await settle(pilot, 4)
@@ -124,8 +133,18 @@ def test_snapshot(name: str, snap_compare: Any, demo_service: Any, demo_env: Dem
 
 
 # The same panes at 80×24: every part keeps a usable height, nothing essential is cut.
-SMALL_CASES = ["memories", "forget_confirm", "edit_dialog", "decay", "consolidation", "contradictions", "console",
-               "help", "hybrid_search", "console_write_confirm"]
+SMALL_CASES = [
+    "memories",
+    "forget_confirm",
+    "edit_dialog",
+    "decay",
+    "consolidation",
+    "contradictions",
+    "console",
+    "help",
+    "hybrid_search",
+    "console_write_confirm",
+]
 
 
 @pytest.mark.parametrize("name", SMALL_CASES)

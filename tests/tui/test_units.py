@@ -13,8 +13,12 @@ from engram_tui.undo import UndoEntry, UndoStack, undo_plan
 
 
 def test_undo_forget_restores_status_before_content() -> None:
-    entry = UndoEntry("forget", "m1", "forget", before={"status": "active", "content": "x", "tags": ["a"],
-                                                         "metadata": {"k": 1}})
+    entry = UndoEntry(
+        "forget",
+        "m1",
+        "forget",
+        before={"status": "active", "content": "x", "tags": ["a"], "metadata": {"k": 1}},
+    )
     plan = undo_plan(entry)
     assert [p[0] for p in plan] == ["set_status", "update"]
     assert plan[0][1] == ("m1", "active")
@@ -22,18 +26,24 @@ def test_undo_forget_restores_status_before_content() -> None:
     assert (patch.content, patch.tags, patch.metadata) == ("x", ["a"], {"k": 1})
 
 
-@pytest.mark.parametrize("text", ["emoji 🎉 backslash \\\\ and [bold red]x[/] more words", "漢字" * 20, "plain " * 20,
-                                  "🚀" * 30])
+@pytest.mark.parametrize(
+    "text", ["emoji 🎉 backslash \\\\ and [bold red]x[/] more words", "漢字" * 20, "plain " * 20, "🚀" * 30]
+)
 def test_short_fits_the_cells_and_says_it_was_cut(text: str) -> None:
     from rich.cells import cell_len
 
     cut = short(text, 24)
-    assert cell_len(cut) <= 24 and cut.endswith("…"), cut  # wide characters counted twice, as the terminal does
+    assert cell_len(cut) <= 24 and cut.endswith("…"), (
+        cut
+    )  # wide characters counted twice, as the terminal does
     assert short("fits", 24) == "fits"
 
 
 def test_undo_other_actions() -> None:
-    assert undo_plan(UndoEntry("archive", "m", "archive", before={"status": "created"}))[0][1] == ("m", "created")
+    assert undo_plan(UndoEntry("archive", "m", "archive", before={"status": "created"}))[0][1] == (
+        "m",
+        "created",
+    )
     assert undo_plan(UndoEntry("pin", "m", "pin", before={"pinned": False}))[0][1][1].pinned is False
     assert undo_plan(UndoEntry("promote", "m", "promote", created_id="u1"))[0][:2] == ("forget", ("u1",))
     edit = undo_plan(UndoEntry("edit", "m", "edit", before={"importance": 0.4}))[0][1][1]

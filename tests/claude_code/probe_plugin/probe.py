@@ -31,11 +31,21 @@ def serve_mcp() -> None:
         record("mcp", {"in": msg})
         method = msg.get("method")
         if method == "initialize":
-            result = {"protocolVersion": msg["params"]["protocolVersion"], "capabilities": {"tools": {}},
-                      "serverInfo": {"name": "probe", "version": "0.0.1"}}
+            result = {
+                "protocolVersion": msg["params"]["protocolVersion"],
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "probe", "version": "0.0.1"},
+            }
         elif method == "tools/list":
-            result = {"tools": [{"name": "ping", "description": "Answers pong.",
-                                 "inputSchema": {"type": "object", "properties": {}}}]}
+            result = {
+                "tools": [
+                    {
+                        "name": "ping",
+                        "description": "Answers pong.",
+                        "inputSchema": {"type": "object", "properties": {}},
+                    }
+                ]
+            }
         elif method == "tools/call":
             result = {"content": [{"type": "text", "text": "pong"}]}
         elif "id" in msg:
