@@ -130,6 +130,12 @@ def score(
             if len(merge_examples) < 5:
                 merge_examples.append([s["content"] for s in item["sources"]])
     predicted = tp + fp
+    by_id = {mid: r for r in rows if (mid := by_content.get(r["content"]))}
+    missed_examples = [
+        [by_id[m]["content"] for m in sorted(members, key=lambda m: label[m]["role"])]
+        for g, members in sorted(planted.items())
+        if g not in found_pairs
+    ][:12]
     return {
         "memories": n,
         "contradictions": {
@@ -145,6 +151,7 @@ def score(
             "resolved_without_asking_right": auto_right,
             "by_kind": {k: {"true": v[0], "false": v[1]} for k, v in by_kind.items()},
             "false_examples": false_examples,
+            "missed_examples": missed_examples,
         },
         "consolidation": {
             "duplicate_groups": len(groups),

@@ -112,6 +112,7 @@ class Verdict:
     strong: bool = False
     kind: str = "value"
     confidence: float = 0.5
+    about_same: bool = True  # False when the two name different subjects
 
 
 def judge(old: str, new: str, cosine: float, vocab: sj.Vocabulary | None = None) -> Verdict:
@@ -133,10 +134,12 @@ def judge(old: str, new: str, cosine: float, vocab: sj.Vocabulary | None = None)
             # "Feature flags live in config/flags.yaml" → "… in config/features.toml": where it lives changed.
             return Verdict("update", f"one shape; it moved: {x} → {y}", confidence=0.6)
     if cmp.same_subject is False:
-        return Verdict("distinct", cmp.why_subject)
+        return Verdict("distinct", cmp.why_subject, about_same=False)
     slots = sj.subject_slots(old, new, so.values | sn.values, vocab)
     if slots:
-        return Verdict("distinct", f"one shape, different subjects: {slots[0][0]!r} vs {slots[0][1]!r}")
+        return Verdict(
+            "distinct", f"one shape, different subjects: {slots[0][0]!r} vs {slots[0][1]!r}", about_same=False
+        )
     ta, tb = set(tokenize(old)), set(tokenize(new))
     overlap = len(ta & tb) / max(len(ta), len(tb)) if ta and tb else 0.0
     anchored = cmp.same_subject is True
@@ -159,6 +162,9 @@ def judge(old: str, new: str, cosine: float, vocab: sj.Vocabulary | None = None)
     single_swap = len([x for x in changed if x[0] or x[1]]) == 1 and (
         cosine >= TOPIC_COSINE or cmp.functional
     )
+    purposes = sj.other_purposes(old, new) if cmp.conflict else None
+    if purposes:
+        return Verdict("distinct", f"two attributes: for the {purposes[0]} vs for the {purposes[1]}")
     if cmp.conflict and same_attribute and (anchored or strong_change or single_swap):
         was = ", ".join(sorted(cmp.only_old)[:3])
         now = ", ".join(sorted(cmp.only_new)[:3])
@@ -419,13 +425,20 @@ def _same_subject(core: MemoryCore, store: ScopeStore, a: str, b: str) -> bool:
             return False
     vocab = sj.vocabulary(core, store)
     sa = sj.read(la.content, vocab)
-    return sj.compare(sa, sj.read(lb.content, vocab)).same_subject is not False and not sj.subject_slots(
+    if sj.compare(sa, sj.read(lb.content, vocab)).same_subject is False or sj.subject_slots(
         la.content, lb.content, sa.values, vocab
-    )
+    ):
+        return False
+    # "Uses redis for the rate limiter" and "switched from redis to mongodb for the token refresh" say it of two
+    # attributes: the relations ("uses", "replaces") do not tell, the purposes do.
+    return sj.other_purposes(la.content, lb.content) is None
 
 
 RELATION_COSINE = 0.5  # two memories whose relations conflict must be about one topic at least this much
 NEAR_K = 12  # how many nearest neighbours of a new memory are judged (besides itself)
+CROWDED_SLOT = (
+    3  # other values a new memory's one swapped slot takes among its neighbours: a template, not a fact
+)
 
 
 def nearest_for_check(
@@ -467,34 +480,44 @@ def check_near(
     graphql"), which a later change ("we switched from graphql") does not make untrue; a fact or a procedure
     can be contradicted, by either."""
     out = NearFindings([], [])
+    updates: list[tuple[Candidate, set[str]]] = []
+    # This memory's value in a slot -> the values its same-subject neighbours of one shape put there.
+    others_at: dict[str, set[str]] = {}
     for other, cos in near:
         if other == key or cos < CANDIDATE_COSINE or other in gone:
             continue
         lt = store.light.get(other)
         if lt is None or lt.status in ("archived",) or lt.memory_type == "working":
             continue
+        swaps = [(x, y) for x, y in sj.changed_slots(content, lt.content) or [] if x and y]
         new_is_newer = created_at is None or created_at >= lt.created_at
         old_text, new_text = (lt.content, content) if new_is_newer else (content, lt.content)
         v = judge(old_text, new_text, cos, vocab)
+        if v.about_same:
+            for x, y in swaps:
+                others_at.setdefault(x, set()).add(y)
         if v.cls == "update":
             older_type = lt.memory_type if new_is_newer else memory_type
             if older_type == "episodic":
                 continue  # what happened stays true: a later change supersedes facts and procedures only
-            if len(out.contradictions) < NEAR_MAX_PER_MEMORY:
-                out.contradictions.append(
-                    Candidate(
-                        v.kind,
-                        other,
-                        key,
-                        [v.why],
-                        core.now(),
-                        suggested="keep_b" if new_is_newer else "keep_a",
-                        confidence=v.confidence,
-                        strong=v.strong,
-                    )
-                )
+            candidate = Candidate(
+                v.kind,
+                other,
+                key,
+                [v.why],
+                core.now(),
+                suggested="keep_b" if new_is_newer else "keep_a",
+                confidence=v.confidence,
+                strong=v.strong,
+            )
+            updates.append((candidate, set() if v.strong else {x for x, _ in swaps}))
         elif v.cls == "duplicate" and lt.status in ("created", "active"):
             out.duplicates.append((other, cos, v.why))
+    # One shape said of one subject with many values in one slot is a template used in many contexts (a command
+    # per repository, a tool per task), not one fact that changed: only a stated change is raised there.
+    crowded = {mine for mine, values in others_at.items() if len(values) >= CROWDED_SLOT}
+    kept = [c for c, mine in updates if not mine & crowded]
+    out.contradictions = kept[:NEAR_MAX_PER_MEMORY]
     return out
 
 

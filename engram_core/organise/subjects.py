@@ -171,7 +171,10 @@ _NOT_NAMES = STOPWORDS_EN | {
     "build",
     "deploy",
 }
-_HEAD = re.compile(r"(?<![\w/.-])([A-Za-z][\w-]*)(?:'s)?\s+(?:" + "|".join(HEAD_NOUNS) + r")(?:'s)?\b", re.I)
+# The head noun is looked ahead at, not consumed: in "the worker service" the name is itself a head noun.
+_HEAD = re.compile(
+    r"(?<![\w/.-])([A-Za-z][\w-]*)(?:'s)?(?=\s+(?:" + "|".join(HEAD_NOUNS) + r")(?:'s)?\b)", re.I
+)
 # Nouns that follow a component's name often enough to learn it from ("the shipping tests", "billing's
 # deploys"), but that also follow ordinary words: names learned from these must not be verbs or adjectives.
 WEAK_HEADS = (
@@ -938,6 +941,35 @@ def is_path(word: str) -> bool:
 
 
 SAME_SHAPE = 0.45  # share of the shorter statement's words that line up with the other's in order
+
+
+_PURPOSE = re.compile(
+    r"\bfor (?:the |our |its |their |a |an )?([a-z][\w-]*(?: [a-z][\w-]*){0,2}?)"
+    r"(?= in | on | at | to | of | because| since| after| so | when| while|[,.;:)]|$)",
+    re.I,
+)
+
+
+_NOT_PURPOSES = frozenset(
+    {"us", "me", "you", "them", "it", "now", "example", "instance", "good", "years", "months"}
+)
+
+
+def purposes(text: str) -> frozenset[str]:
+    """What a statement says a thing is for ("uses redis for the rate limiter": "rate limiter"), lower case."""
+    found = (m.group(1).lower() for m in _PURPOSE.finditer(text))
+    return frozenset(p for p in found if p not in _NOT_PURPOSES)
+
+
+def other_purposes(old_text: str, new_text: str) -> tuple[str, str] | None:
+    """The two purposes, when each statement names what its thing is for and they share no word ("for the rate
+    limiter" and "for the token refresh"): two attributes of one subject, not one value changed."""
+    pa, pb = purposes(old_text), purposes(new_text)
+    if not pa or not pb:
+        return None
+    wa = {w for p in pa for w in p.split() if w not in STOPWORDS_EN}
+    wb = {w for p in pb for w in p.split() if w not in STOPWORDS_EN}
+    return None if wa & wb else (sorted(pa)[0], sorted(pb)[0])
 
 
 def same_attribute(old_text: str, new_text: str, old: Statement, new: Statement) -> float:
