@@ -23,7 +23,7 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -37,8 +37,11 @@ class EmbeddingError(RuntimeError):
 
 
 class Embedder(Protocol):
-    name: str
-    dim: int
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def dim(self) -> int: ...
 
     def embed(self, texts: list[str]) -> np.ndarray: ...
 
@@ -56,7 +59,8 @@ def normalise(matrix: np.ndarray, dim: int = DIM) -> np.ndarray:
     m = m[:, :dim]
     norms = np.linalg.norm(m, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
-    return m / norms
+    out: np.ndarray = m / norms
+    return out
 
 
 def model_cache_dir() -> Path:
@@ -126,7 +130,7 @@ def export_onnx(dest: Path) -> Path:
             super().__init__()
             self.model = model
 
-        def forward(self, input_ids, attention_mask, token_type_ids):  # noqa: ANN001, ANN202
+        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
             return self.model(
                 input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
             ).last_hidden_state
@@ -229,14 +233,14 @@ class _OnnxModel:
         # The packaged tokenizer.json pads everything to 128; we pad each batch to its own longest text.
         self.tokenizer.no_padding()
 
-    def _session(self, threads: int):  # noqa: ANN202 - onnxruntime stays out of the import graph
+    def _session(self, threads: int) -> Any:  # onnxruntime's types stay out of the import graph
         opts = self._ort.SessionOptions()
         opts.intra_op_num_threads = threads
         opts.inter_op_num_threads = 1
         opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         return self._ort.InferenceSession(str(self._path), opts, providers=["CPUExecutionProvider"])
 
-    def _session_for(self, n: int):  # noqa: ANN202
+    def _session_for(self, n: int) -> Any:
         if n <= SMALL_BATCH or _BATCH_THREADS == 1:
             return self.session
         if self._batch_session is None:
@@ -295,7 +299,7 @@ class LocalEmbedder:
                 "the torch backend has no int8 model: use the onnx backend or precision fp32"
             )
         self.precision = wanted
-        self._model = None
+        self._model: Any = None
         self._kind: str | None = None
         self._lock = threading.Lock()
         self._error: str | None = None
@@ -328,14 +332,14 @@ class LocalEmbedder:
             return _OnnxModel(small, per_text=True)
         return _OnnxModel(path)
 
-    def _load_torch(self):  # noqa: ANN202 - sentence_transformers type stays out of the import graph
+    def _load_torch(self) -> Any:  # sentence_transformers' types stay out of the import graph
         import torch
         from sentence_transformers import SentenceTransformer
 
         torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
         return SentenceTransformer(str(_package_model_dir()), device="cpu")
 
-    def _load(self):  # noqa: ANN202
+    def _load(self) -> Any:
         with self._lock:
             if self._model is None and self._error is None:
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -36,6 +36,7 @@ import socket
 import sys
 import threading
 import time
+from typing import Any, BinaryIO
 
 PROTOCOL_VERSION = 1
 START_TIMEOUT_S = 60.0  # a cold daemon start on a loaded 2-core machine took over 30 s
@@ -61,7 +62,7 @@ def home() -> str:
     return os.path.expanduser(raw) if raw else os.path.join(os.path.expanduser("~"), ".claude", "engram")
 
 
-def context() -> dict:
+def context() -> dict[str, Any]:
     return {
         "session": os.environ.get("CLAUDE_CODE_SESSION_ID") or os.environ.get("CLAUDE_SESSION_ID") or None,
         "project": os.environ.get("ENGRAM_PROJECT") or os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd(),
@@ -69,7 +70,7 @@ def context() -> dict:
     }
 
 
-def _launch_command(h: str) -> list:
+def _launch_command(h: str) -> list[str]:
     """How to start the daemon: the interpreter it recorded, $ENGRAM_PYTHON, this interpreter if it has the
     package (`engram mcp`), or `engram` on PATH."""
     python = os.environ.get("ENGRAM_PYTHON")
@@ -94,7 +95,7 @@ def _launch_command(h: str) -> list:
     )
 
 
-def published_answers(h: str) -> dict | None:
+def published_answers(h: str) -> dict[str, Any] | None:
     """Protocol version -> {method: result} the daemon last published, or None (no file, unreadable)."""
     try:
         with open(os.path.join(h, ANSWERS_FILE), encoding="utf-8") as fh:
@@ -112,9 +113,9 @@ def _foreign(h: str) -> bool:
         here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         if here not in sys.path:
             sys.path.append(here)
-        import paths  # type: ignore[import-not-found]
+        import paths
 
-        return paths.foreign_root(h)
+        return bool(paths.foreign_root(h))
     except Exception:
         return False
 
@@ -174,7 +175,7 @@ def connect(h: str, timeout: float = START_TIMEOUT_S) -> socket.socket:
     raise BridgeError(f"the Engram daemon did not answer within {timeout:.0f} s; see {h}/engram.log")
 
 
-def attach(sock: socket.socket, ctx: dict) -> socket.socket:
+def attach(sock: socket.socket, ctx: dict[str, Any]) -> socket.socket:
     """Switch the connection to MCP: one request line, one answer line, then JSON-RPC."""
     line = json.dumps({"v": PROTOCOL_VERSION, "id": 0, "method": "mcp_attach", "params": ctx}) + "\n"
     sock.settimeout(START_TIMEOUT_S)  # a daemon that accepts but never answers must not hang the session
@@ -196,7 +197,9 @@ def attach(sock: socket.socket, ctx: dict) -> socket.socket:
 
 
 class Bridge:
-    def __init__(self, h: str, ctx: dict, stdin: object = None, stdout: object = None) -> None:
+    def __init__(
+        self, h: str, ctx: dict[str, Any], stdin: BinaryIO | None = None, stdout: BinaryIO | None = None
+    ) -> None:
         self.home = h
         self.ctx = ctx
         self.stdin = stdin or sys.stdin.buffer
@@ -206,13 +209,16 @@ class Bridge:
         # each request is answered once, by the daemon or by the bridge, never both.
         self.send_lock = threading.Lock()
         self.sock: socket.socket | None = None  # None once the daemon went away: the next request reconnects
-        self.init_lines: list = []  # the client's initialize and initialized, replayed after a reconnect
+        # The client's initialize and initialized, replayed after a reconnect.
+        self.init_lines: list[bytes] = []
         # Held while the client's first lines are answered from the published answers or replayed to a new
         # connection: a line answered here is replayed, never lost between the two.
         self.init_lock = threading.Lock()
-        self.published: dict | None = None  # protocol version -> {method: result}, read at start
-        self.answers: dict | None = None  # the client's version's answers, once its initialize was answered
-        self.pending: dict = {}  # JSON-RPC id sent and not yet answered → the connection it went on
+        self.published: dict[str, Any] | None = None  # protocol version -> {method: result}, read at start
+        # The client's version's answers, once its initialize was answered.
+        self.answers: dict[str, Any] | None = None
+        # JSON-RPC id sent and not yet answered → the connection it went on.
+        self.pending: dict[str, socket.socket | None] = {}
         self.stdin_closed = False
         self.done = threading.Event()
 
@@ -264,7 +270,7 @@ class Bridge:
                     sys.stderr.write(f"engram mcp: {exc}\n")
                     sys.stderr.flush()
 
-    def answered_here(self, msg: dict, line: bytes) -> bool:
+    def answered_here(self, msg: dict[str, Any], line: bytes) -> bool:
         """Answer ``initialize`` and the lists from the published answers while no daemon is connected."""
         method = msg.get("method")
         if self.published is None or method not in ANSWERED:
@@ -349,7 +355,8 @@ class Bridge:
                     self.sock.sendall(line)
                     return
                 except OSError:
-                    self.pending.pop(key, None)
+                    if key is not None:
+                        self.pending.pop(key, None)
                     self.sock = None  # its reader answers what else went on it when it finds it closed
             if key is not None:
                 self.error_reply(
@@ -413,7 +420,7 @@ def _exit_now(signum: int, _frame: object) -> None:
     os._exit(0)
 
 
-def main(argv: list | None = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, _exit_now)
     signal.signal(signal.SIGTERM, _exit_now)
     code = Bridge(home(), context()).run()

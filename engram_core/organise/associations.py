@@ -57,7 +57,7 @@ def coactivate(
     defer: bool = False,
 ) -> int:
     keys = list(dict.fromkeys(keys))
-    pairs = []
+    pairs: list[dict[str, Any]] = []
     for i, a in enumerate(keys):
         for b in keys[i + 1 :]:
             lo, hi = sorted((a, b))
@@ -161,7 +161,8 @@ def spread_booster(
     core: MemoryCore, key: str, store: ScopeStore, light: Any, context: dict[str, Any]
 ) -> float:
     # Filled by spread_ranker in this same thread a moment earlier, for this recall.
-    return 1.0 + getattr(_spread, "scores", {}).get(key, 0.0)
+    scores: dict[str, float] = getattr(_spread, "scores", {})
+    return 1.0 + scores.get(key, 0.0)
 
 
 @api

@@ -126,7 +126,7 @@ def assign(core: MemoryCore, store: ScopeStore, fields: dict[str, Any], vec: np.
         s.last_at = at if s.last_at is None else max(s.last_at, at)
         episode = s.episode_id
         m = _DONE.search(fields.get("content", ""))
-        if m:
+        if m and episode is not None:
             s.pending = ("task_completion", m.group(0))
             writes.append({"op": "done", "id": rid("episode", episode), "t": at})
     return episode

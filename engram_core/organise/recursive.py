@@ -50,8 +50,8 @@ def memory_peek(
     hi: datetime | None = None
     pool: list[tuple[ScopeStore, str]] = []
     for store in stores:
-        total, _t, s = store.count_by()
-        by_status.update(s)
+        total, _t, statuses = store.count_by()
+        by_status.update(statuses)
         by_scope[store.scope.value] += total
         for k, lt in store.light.items():
             by_type[lt.memory_type] += 1
@@ -156,7 +156,7 @@ def _similar(a: str, b: str) -> float:
     if not ta or not tb:
         return 1.0 if a.strip() == b.strip() else 0.0
     dot = sum(ta[w] * tb[w] for w in ta)
-    return dot / ((sum(v * v for v in ta.values()) ** 0.5) * (sum(v * v for v in tb.values()) ** 0.5))
+    return float(dot) / ((sum(v * v for v in ta.values()) ** 0.5) * (sum(v * v for v in tb.values()) ** 0.5))
 
 
 @api

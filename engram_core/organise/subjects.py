@@ -353,7 +353,8 @@ def vocabulary(core: MemoryCore, store: ScopeStore, *, exclude: Collection[str] 
         vocab = Vocabulary()
         vocab.learn(lt.content for k, lt in list(store.light.items()) if k not in exclude)
         ss.vocab = vocab
-    return ss.vocab
+    out: Vocabulary = ss.vocab
+    return out
 
 
 @dataclass(frozen=True)
@@ -933,7 +934,7 @@ def _shape(
     sm = difflib.SequenceMatcher(None, la, lb, autojunk=False)
     if sum(b.size for b in sm.get_matching_blocks()) < SAME_SHAPE * min(len(la), len(lb)):
         return None
-    return ta, tb, sm.get_opcodes()
+    return ta, tb, [(str(op), i1, i2, j1, j2) for op, i1, i2, j1, j2 in sm.get_opcodes()]
 
 
 def is_path(word: str) -> bool:
