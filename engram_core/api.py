@@ -30,6 +30,8 @@ UNLOCKED_API = frozenset({"run_query", "maintain"})
 READ_ONLY_METHODS = frozenset(
     {
         "list_projects",
+        "project_identity",
+        "sync_status",
         "list_sessions",
         "get",
         "list_memories",
