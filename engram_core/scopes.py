@@ -182,7 +182,9 @@ class Scopes:
                 f"({ident.reason()}); the old files stay, marked {ADOPTED_MARKER}"
             )
             log.warning(msg)
-            self.adoptions.append({"from": str(where), "into": store.database, "memories": n, "message": msg})
+            self.adoptions.append(
+                {"source_dir": str(where), "into": store.database, "memories": n, "message": msg}
+            )
             moved += n
         return moved
 

@@ -7,8 +7,8 @@ from datetime import timedelta
 
 from . import lifecycle, session_learning
 from .api import api
-from .identity import identity_of
 from .core import MemoryCore
+from .identity import identity_of
 from .models import Memory, PromotionReport, SessionInfo
 from .promotion import promote_session
 from .redaction import redact_text

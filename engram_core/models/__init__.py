@@ -56,14 +56,6 @@ from .memory import (
     StoreResult,
     WritePreview,
 )
-from .sync import (
-    Adoption,
-    ProjectIdentityInfo,
-    SyncChannel,
-    SyncOverview,
-    SyncReport,
-    SyncState,
-)
 from .organise import (
     ENTITY_TYPES,
     RELATION_TYPES,
@@ -101,6 +93,14 @@ from .organise import (
 )
 from .sparse import (
     Sparse,
+)
+from .sync import (
+    Adoption,
+    ProjectIdentityInfo,
+    SyncChannel,
+    SyncOverview,
+    SyncReport,
+    SyncState,
 )
 from .tools import (
     ExploredStore,

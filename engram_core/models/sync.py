@@ -11,12 +11,10 @@ from pydantic import BaseModel, Field
 class Adoption(BaseModel):
     """A folder's store whose memories moved into its repository's store (once)."""
 
-    source: str = Field(alias="from")
+    source_dir: str
     into: str
     memories: int
     message: str
-
-    model_config = {"populate_by_name": True}
 
 
 class ProjectIdentityInfo(BaseModel):

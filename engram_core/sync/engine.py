@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import getpass
 import hashlib
 import json
 import logging
 import os
 import shutil
+import socket
 import time
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -49,13 +51,15 @@ HISTORY_KEEP = 10  # losing versions kept per memory
 LOCAL_FIELDS = frozenset(
     {"access_count", "last_accessed_at", "relevance_score", "memory_strength", "embedding"}
 )
+# What makes a new version. Recall's own effects (an access, the importance nudge and the created -> active step of
+# a first retrieval) leave updated_at alone and stay on the machine where they happened; a person's change moves
+# updated_at and travels with the whole record.
 HASHED = (
     "content",
     "content_hash",
     "memory_type",
     "status",
     "tags",
-    "importance",
     "confidence",
     "outcome_impact",
     "user_feedback",
@@ -84,7 +88,11 @@ class State:
         self.machine: str = data.get("machine") or ulid()
         self.epoch: str | None = data.get("epoch")
         self.last_sync: str | None = data.get("last_sync")
-        self.exported: dict[str, str] = data.get("exported", {})  # "store/id" -> hash the remote has
+        self.exported: dict[str, str] = data.get("exported", {})  # "store/id" -> hash written or received
+        # the version both sides last agreed on (received, or pushed and accepted): a local hash that differs
+        # from it is a change made here, and an incoming one then is a conflict
+        self.base: dict[str, str] = data.get("base", {})
+        self.unconfirmed: dict[str, str] = data.get("unconfirmed", {})  # written, not yet pushed
         self.applied: set[str] = set(data.get("applied", []))  # change files read here
         self.seq: int = data.get("seq", 0)
 
@@ -102,6 +110,8 @@ class State:
             "seq": self.seq,
             "applied": sorted(self.applied),
             "exported": self.exported,
+            "base": self.base,
+            "unconfirmed": self.unconfirmed,
         }
         tmp = self.file.with_suffix(".tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -139,6 +149,8 @@ def _clean(row: dict[str, Any]) -> dict[str, Any]:
 
 def version_hash(fields: dict[str, Any]) -> str:
     body = {k: fields.get(k) for k in HASHED}
+    if body["status"] == "created":
+        body["status"] = "active"
     text = json.dumps(_iso(body), sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
@@ -216,11 +228,15 @@ def _changes(core: MemoryCore, state: State, report: SyncReport) -> Iterator[dic
                     report.excluded += 1
                 continue
             fields = _clean(row)
+            if state.channel == "team":  # teammates see whose memory it is
+                meta = fields.get("metadata") or {}
+                fields["metadata"] = {**meta, "shared_by": meta.get("shared_by") or _author(state)}
             h = version_hash(fields)
             if state.exported.get(slot) == h:
                 continue
             vector = _vector(row) if fields.get("content") == row.get("content") else None
             state.exported[slot] = h
+            state.unconfirmed[slot] = h
             yield {
                 "v": FORMAT,
                 "op": "put",
@@ -234,6 +250,10 @@ def _changes(core: MemoryCore, state: State, report: SyncReport) -> Iterator[dic
                 "vector": vector,
                 "record": fields,
             }
+
+
+def _author(state: State) -> dict[str, str]:
+    return {"user": getpass.getuser(), "host": socket.gethostname(), "machine": state.machine}
 
 
 def _write_files(state: State, records: Iterator[dict[str, Any]], report: SyncReport) -> int:
@@ -408,20 +428,27 @@ def _apply(core: MemoryCore, state: State, files: list[Path], report: SyncReport
                     _restore(core, store, rec, local)
                     report.erased += 1
                 else:
-                    changed_here = state.exported.get(slot) not in (None, mine_hash)
+                    changed_here = slot in state.base and mine_hash != state.base[slot]
                     report.conflicts += changed_here
                     if _newer((rec["at"], rec["machine"]), (mine["updated_at"], state.machine)):
-                        losers = [_summary(mine, state.machine)] if changed_here else []
-                        rec = {
-                            **rec,
-                            "record": {
-                                **incoming,
-                                "metadata": _with_history(incoming.get("metadata") or {}, losers),
-                            },
-                        }
+                        if changed_here and mine.get("content") != incoming.get("content"):
+                            # the losing text goes into the winner's history, and the winner is made a hair
+                            # newer so that this merged version wins on the other side too
+                            at = _when(rec["at"]) + timedelta(microseconds=1)
+                            rec = {
+                                **rec,
+                                "record": {
+                                    **incoming,
+                                    "updated_at": at.isoformat(),
+                                    "metadata": _with_history(
+                                        incoming.get("metadata") or {}, [_summary(mine, state.machine)]
+                                    ),
+                                },
+                            }
                         _restore(core, store, rec, local)
                         report.pulled += 1
-                    else:  # ours is newer: it stays, theirs goes into its history (and the next push)
+                    elif changed_here and mine.get("content") != incoming.get("content"):
+                        # ours is newer: it stays, theirs goes into its history (and the next push)
                         meta = _with_history(mine.get("metadata") or {}, [_summary(incoming, rec["machine"])])
                         store.update_memory(key, {"metadata": meta})
         except (ValidationError, EngramError, ValueError, TypeError) as exc:
@@ -434,9 +461,8 @@ def _apply(core: MemoryCore, state: State, files: list[Path], report: SyncReport
                     "UPSERT project_meta:current SET project_name = project_name ?? $n, identity = $i",
                     {"n": rec["project"].get("name"), "i": rec["project"]},
                 )
-        state.exported[slot] = rec[
-            "hash"
-        ]  # what the remote holds now; a local version that differs is pushed
+        # what the remote holds now; a local version that differs (ours won, or a merged history) is pushed
+        state.exported[slot] = state.base[slot] = rec["hash"]
     for path in files:
         state.applied.add(path.relative_to(state.repo.path).as_posix())
 
@@ -482,7 +508,8 @@ def _adopt_remote(state: State, report: SyncReport) -> None:
         repo.git("reset", "-q", "--hard", f"origin/{BRANCH}")
         repo.prune_local()
         state.applied = set()
-        state.exported = {}  # rebuilt from the snapshot as it is applied; what differs is pushed again
+        # rebuilt from the snapshot as it is applied; what differs is pushed again
+        state.exported, state.base, state.unconfirmed = {}, {}, {}
         report.steps.append(f"the remote was compacted elsewhere (epoch {theirs}): took its new history")
     else:
         repo.git("merge", "-q", "--no-edit", f"origin/{BRANCH}")
@@ -559,6 +586,8 @@ def run(core: MemoryCore, channel: SyncChannel, *, compact: bool = False) -> Syn
         )
     report.queued_files = repo.ahead() if report.offline else 0
     if not report.offline:
+        state.base.update(state.unconfirmed)
+        state.unconfirmed = {}
         state.last_sync = datetime.now(UTC).isoformat()
     state.save()
     report.seconds = round(time.monotonic() - started, 3)
@@ -575,7 +604,7 @@ def _compact(core: MemoryCore, state: State, report: SyncReport) -> None:
         with contextlib.suppress(FileNotFoundError):
             for path in sorted((repo.path / sub).rglob("*"), reverse=True):
                 path.unlink() if path.is_file() else path.rmdir()
-    state.exported = {}
+    state.exported, state.base, state.unconfirmed = {}, {}, {}
     state.applied = set()
     snap = SyncReport(channel=state.channel, remote=state.remote or "", machine=state.machine)
     folder = repo.path / "snapshot"
