@@ -1,7 +1,7 @@
 """Where Engram keeps its data and how it is configured.
 
-Data: the user root is ``~/.claude/engram/`` (``ENGRAM_HOME`` overrides); a project's store lives in
-``<project>/.claude/engram/``. Settings come from defaults, then the user file ``$ENGRAM_HOME/engram.local.md``,
+Data: the user root is ``~/.claude/engram/`` (``ENGRAM_HOME`` overrides); a git repository's project store lives
+under it in ``projects/`` (identity.py), a plain folder's in ``<project>/.claude/engram/``. Settings come from defaults, then the user file ``$ENGRAM_HOME/engram.local.md``,
 then ``<project>/.claude/engram.local.md`` (per-project settings only, in the daemon), then ``ENGRAM_*``
 environment variables (last wins); docs/configuration.md. Evolved values sit below every manual one (core.py).
 """

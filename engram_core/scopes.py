@@ -30,14 +30,14 @@ from pathlib import Path
 
 from .api import EngramError, NotFound
 from .config import ensure_private_dir, find_project_root
-from .identity import ProjectIdentity, folder_key, folder_store_dir, identity_of, repository_key
+from .identity import ProjectIdentity, folder_key, folder_store_dir, identity_of, repository_key, root_commit
 from .ids import IdSource, ulid
 from .models import Scope
 from .redaction import redact_text
 from .store import Connection, ScopeStore, key_of
 
 ROOT_CACHE_S = 10.0
-ADOPTED_MARKER = "adopted-by.txt"  # in a folder store whose memories moved into the repository's store
+ADOPTED_LIST = "adopted.txt"  # in a repository's store: the old stores whose memories it took in
 log = logging.getLogger("engram.scopes")
 ScopeName = str  # "all" | "session" | "project" | "user"
 
@@ -140,46 +140,36 @@ class Scopes:
         return self._store_dirs.get(store.database)
 
     def adopt(self, ident: ProjectIdentity, store: ScopeStore) -> int:
-        """Once: the memories of the stores this repository's working tree had before it was keyed by the
-        repository (its folder store; for an origin, the store of its root commit) move into its store, ids and
-        every field kept. The old files stay, marked, so nothing is lost and nothing moves twice."""
+        """Once per repository store: the memories of the stores this working tree had before it was keyed by
+        the repository (its folder store; for an origin, the store of its root commit) are copied into it, ids
+        and every field kept. The old files stay untouched (nothing is lost, nothing is written in the working
+        tree); the repository's store lists what it adopted (ADOPTED_LIST) so nothing is copied twice. An old
+        store another process holds open is tried again by the next process."""
         moved = 0
         candidates = [(folder_store_dir(ident.root), folder_key(ident.root))]
         if ident.kind == "origin" and ident.git_dir:
-            from .identity import root_commit
-
             commit = root_commit(Path(ident.git_dir))
             if commit:
                 key = repository_key("root-commit", commit)
                 candidates.append((self.home / "projects" / key, key))
+        listing = ident.store_dir(self.home) / ADOPTED_LIST
+        done = set(listing.read_text(encoding="utf-8").splitlines()) if listing.exists() else set()
         for where, db in candidates:
-            if (
-                db == store.database
-                or not (where / "project.db").exists()
-                or (where / ADOPTED_MARKER).exists()
-            ):
+            if db == store.database or str(where) in done or not (where / "project.db").exists():
                 continue
-            if db in self._projects:
-                old, conn = self._projects[db][1], None
-            else:
-                conn = Connection.file(where / "project.db")
-                old = self._open_store(conn, Scope.project, db)
             try:
-                n = 0
-                for row in old.export_rows():
-                    key = key_of(row.pop("id"))
-                    if store.get(key) is None:
-                        store.restore_row(key, {k: v for k, v in row.items() if v is not None})
-                        n += 1
-            finally:
-                if conn is not None:
-                    conn.close()
-            fd = os.open(where / ADOPTED_MARKER, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w") as fh:
-                fh.write(f"{store.database} {ident.kind} {ident.source}\n")
+                n = self._copy_memories(where, db, store)
+            except Exception as exc:  # noqa: BLE001 - the old store is locked or damaged: the project still opens
+                log.warning(
+                    "could not adopt the memories of %s yet (%s): tried again at the next start", where, exc
+                )
+                continue
+            fd = os.open(listing, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            with os.fdopen(fd, "a", encoding="utf-8") as fh:
+                fh.write(f"{where}\n")
             msg = (
                 f"adopted {n} memories of {where} into the repository's project store "
-                f"({ident.reason()}); the old files stay, marked {ADOPTED_MARKER}"
+                f"({ident.reason()}); the old store is left as it was"
             )
             log.warning(msg)
             self.adoptions.append(
@@ -187,6 +177,24 @@ class Scopes:
             )
             moved += n
         return moved
+
+    def _copy_memories(self, where: Path, db: str, store: ScopeStore) -> int:
+        if db in self._projects:
+            old, conn = self._projects[db][1], None
+        else:
+            conn = Connection.file(where / "project.db")
+            old = self._open_store(conn, Scope.project, db)
+        try:
+            n = 0
+            for row in old.export_rows():
+                key = key_of(row.pop("id"))
+                if store.get(key) is None:
+                    store.restore_row(key, {k: v for k, v in row.items() if v is not None})
+                    n += 1
+            return n
+        finally:
+            if conn is not None:
+                conn.close()
 
     def project_root(self, project: str | Path) -> tuple[str, str]:
         """(root, database) of the project around ``project``."""

@@ -152,7 +152,8 @@ def test_a_folder_store_is_adopted_once_when_the_folder_becomes_a_repository(wor
     assert [a["memories"] for a in info["adoptions"]] == [1], info
     assert "adopted 1 memories" in info["adoptions"][0]["message"]
     assert engram(w.a, "show", mid, cwd=folder)["content"] == "the nightly job rotates the logs at 03:00"
-    assert (old_store / "project.db").exists() and (old_store / "adopted-by.txt").exists()
+    assert (old_store / "project.db").exists() and not (old_store / "adopted.txt").exists()
+    assert str(old_store) in (Path(info["store_dir"]) / "adopted.txt").read_text()
     w.a.stop()
     w.a.start()
     assert engram(w.a, "status", cwd=folder)["project"]["adoptions"] == []  # once
