@@ -171,6 +171,9 @@ def test_stored_on_one_machine_recalled_on_the_other_and_secrets_never_leave(wor
     everything = objects(w.remote)
     assert b"deploys need VPN" in everything  # the memory is there (the check below is not vacuous)
     assert SECRET.encode() not in everything and SECRET[:12].encode() not in everything
+    for home in (w.a.home, w.b.home):
+        loose = [p for p in (home / "sync").rglob("*") if p.stat().st_mode & 0o077]
+        assert not loose, loose[:3]  # the sync clone and state are owner-only
 
 
 def test_both_sides_writing_converge_without_a_merge_and_a_second_sync_changes_nothing(world: World) -> None:

@@ -29,7 +29,7 @@ import numpy as np
 from pydantic import ValidationError
 
 from ..api import EngramError
-from ..config import ensure_private_child, ensure_private_dir
+from ..config import ensure_private_child, ensure_private_dir, restrict_tree
 from ..core import MemoryCore
 from ..embeddings import try_embed
 from ..identity import ProjectIdentity, identity_of
@@ -227,10 +227,7 @@ def _changes(core: MemoryCore, state: State, report: SyncReport) -> Iterator[dic
                 else:
                     report.excluded += 1
                 continue
-            fields = _clean(row)
-            if state.channel == "team":  # teammates see whose memory it is
-                meta = fields.get("metadata") or {}
-                fields["metadata"] = {**meta, "shared_by": meta.get("shared_by") or _author(state)}
+            fields = _outgoing(row, state)
             h = version_hash(fields)
             if state.exported.get(slot) == h:
                 continue
@@ -250,6 +247,15 @@ def _changes(core: MemoryCore, state: State, report: SyncReport) -> Iterator[dic
                 "vector": vector,
                 "record": fields,
             }
+
+
+def _outgoing(row: dict[str, Any], state: State) -> dict[str, Any]:
+    """A row as this channel sends it: cleaned and redacted; on the team channel, with its author."""
+    fields = _clean(row)
+    if state.channel == "team":  # teammates see whose memory it is
+        meta = fields.get("metadata") or {}
+        fields["metadata"] = {**meta, "shared_by": meta.get("shared_by") or _author(state)}
+    return fields
 
 
 def _author(state: State) -> dict[str, str]:
@@ -417,7 +423,7 @@ def _apply(core: MemoryCore, state: State, files: list[Path], report: SyncReport
                 _restore(core, store, rec, None)
                 report.pulled += 1
             else:
-                mine = _clean(local)
+                mine = _outgoing(local, state)
                 mine_hash = version_hash(mine)
                 if mine_hash == rec["hash"]:
                     report.unchanged += 1
@@ -590,6 +596,7 @@ def run(core: MemoryCore, channel: SyncChannel, *, compact: bool = False) -> Syn
         state.unconfirmed = {}
         state.last_sync = datetime.now(UTC).isoformat()
     state.save()
+    restrict_tree(state.dir)  # git writes with the umask: memories stay owner-only
     report.seconds = round(time.monotonic() - started, 3)
     log.info("sync %s: %s", channel, "; ".join(report.steps))
     return report
