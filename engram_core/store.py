@@ -1902,6 +1902,22 @@ class ScopeStore:
         )
         self.refresh([key])
 
+    def restore_rows(self, rows: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+        """`restore_row` for many records in one request (sync writes thousands: ~5 ms a request each)."""
+        if not rows:
+            return
+        self.q(
+            "FOR $r IN $rows { UPSERT $r.id CONTENT $r.f RETURN NONE; "
+            "UPDATE $r.id SET status_history = $r.h RETURN NONE; };",
+            {
+                "rows": [
+                    {"id": record(k), "f": with_vector_bytes(f), "h": list(f.get("status_history", []))}
+                    for k, f in rows
+                ]
+            },
+        )
+        self.refresh([k for k, _ in rows])
+
     def count_by(self) -> tuple[int, dict[str, int], dict[str, int]]:
         """(total, per type, per status). The mirror holds every memory but the forgotten and superseded ones
         (what list_memories pages through): those are counted here in Python, the rest by an indexed query.

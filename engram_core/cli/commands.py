@@ -919,6 +919,30 @@ def _sync_lines(r: dict[str, Any]) -> None:
     )
 
 
+def _sync_progress(args: argparse.Namespace, channel: str) -> Any:
+    """On a terminal, a line that follows the daemon's progress note until the sync answers."""
+    import threading
+
+    from ..paths import engram_home
+
+    note = engram_home(args.home) / "sync" / channel / "progress"
+    stop = threading.Event()
+    started = time.monotonic()
+
+    def show() -> None:
+        while not stop.wait(0.5):
+            try:
+                text = note.read_text()
+            except OSError:
+                text = "syncing"
+            print(f"\r{text} ({time.monotonic() - started:.0f} s)\033[K", end="", file=sys.stderr, flush=True)
+        print("\r\033[K", end="", file=sys.stderr, flush=True)
+
+    thread = threading.Thread(target=show, daemon=True)
+    thread.start()
+    return stop, thread
+
+
 def cmd_sync(args: argparse.Namespace) -> int:
     action = args.action or "run"
     client = _client(args)
@@ -926,12 +950,17 @@ def cmd_sync(args: argparse.Namespace) -> int:
         client.request_timeout, 3600.0
     )  # a first sync of a large store takes minutes
     show = not args.json and sys.stderr.isatty()
+    channel = "team" if args.team else "personal"
     if action == "init":
         if not args.remote:
             _die("give the remote: engram sync init REMOTE (a git URL or the path to a bare repository)")
-        if show:
-            print(f"setting up sync to {args.remote} and syncing…", file=sys.stderr, flush=True)
-        r = client.call("sync_init", remote=args.remote, team=args.team)
+        progress = _sync_progress(args, channel) if show else None
+        try:
+            r = client.call("sync_init", remote=args.remote, team=args.team)
+        finally:
+            if progress:
+                progress[0].set()
+                progress[1].join()
     elif args.remote:
         _die(f"`engram sync {action}` takes no remote (only `engram sync init REMOTE` does)")
     elif action == "status":
@@ -952,9 +981,13 @@ def cmd_sync(args: argparse.Namespace) -> int:
         print(f"{r['shared']} memories of this project are marked shared with the team")
         return EXIT_OK
     else:
-        if show:
-            print("syncing…", file=sys.stderr, flush=True)
-        r = client.call("sync_run", team=args.team, compact=action == "compact")
+        progress = _sync_progress(args, channel) if show else None
+        try:
+            r = client.call("sync_run", team=args.team, compact=action == "compact")
+        finally:
+            if progress:
+                progress[0].set()
+                progress[1].join()
     if args.json:
         _emit(r)
     else:

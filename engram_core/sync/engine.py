@@ -47,6 +47,8 @@ SHARED_TAG = "shared"  # a memory marked for the team remote
 PRIVATE_TAGS = frozenset({"private", "no-sync"})
 CHANGE_FILE_RECORDS = 5_000  # records a change file holds at most
 HISTORY_KEEP = 10  # losing versions kept per memory
+PROGRESS_EVERY = 1000  # records between two progress notes
+PROGRESS_FILE = "progress"
 # Per-machine counters and derived values: they change on every recall and never travel.
 LOCAL_FIELDS = frozenset(
     {"access_count", "last_accessed_at", "relevance_score", "memory_strength", "embedding"}
@@ -93,12 +95,21 @@ class State:
         # from it is a change made here, and an incoming one then is a conflict
         self.base: dict[str, str] = data.get("base", {})
         self.unconfirmed: dict[str, str] = data.get("unconfirmed", {})  # written, not yet pushed
+        self.seen: dict[str, str] = data.get("seen", {})  # each row's fingerprint when it was last hashed
         self.applied: set[str] = set(data.get("applied", []))  # change files read here
         self.seq: int = data.get("seq", 0)
 
     @property
     def repo(self) -> Repo:
         return Repo(self.dir / "repo", self.machine)
+
+    def progress(self, text: str) -> None:
+        """Where a long run is, for `engram sync` to show while it waits (the request answers only at the end)."""
+        tmp = self.dir / "progress.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        os.replace(tmp, self.dir / PROGRESS_FILE)
 
     def save(self) -> None:
         data = {
@@ -112,6 +123,7 @@ class State:
             "exported": self.exported,
             "base": self.base,
             "unconfirmed": self.unconfirmed,
+            "seen": self.seen,
         }
         tmp = self.file.with_suffix(".tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -216,7 +228,10 @@ def _changes(core: MemoryCore, state: State, report: SyncReport) -> Iterator[dic
         project = (
             {"kind": ident.kind, "source": ident.source, "name": Path(ident.root).name} if ident else None
         )
-        for row in store.export_rows():
+        rows = store.export_rows()
+        for i, row in enumerate(rows):
+            if i % PROGRESS_EVERY == 0:
+                state.progress(f"reading {name}: {i:,} of {len(rows):,} memories")
             key = key_of(row["id"])
             slot = f"{name}/{key}"
             if not _travels(row, state.channel, optout):
@@ -227,8 +242,12 @@ def _changes(core: MemoryCore, state: State, report: SyncReport) -> Iterator[dic
                 else:
                     report.excluded += 1
                 continue
+            fp = _fingerprint(row)
+            if state.seen.get(slot) == fp and slot in state.exported:
+                continue  # unchanged since the last look: no redaction, no hashing (most rows, every sync)
             fields = _outgoing(row, state)
             h = version_hash(fields)
+            state.seen[slot] = fp
             if state.exported.get(slot) == h:
                 continue
             vector = _vector(row) if fields.get("content") == row.get("content") else None
@@ -247,6 +266,14 @@ def _changes(core: MemoryCore, state: State, report: SyncReport) -> Iterator[dic
                 "vector": vector,
                 "record": fields,
             }
+
+
+def _fingerprint(row: dict[str, Any]) -> str:
+    """What a person's change always moves (every write path stamps updated_at); cheap to read on every row."""
+    status = "active" if row.get("status") == "created" else row.get("status")
+    return (
+        f"{_iso(row.get('updated_at'))}|{status}|{row.get('content_hash')}|{','.join(row.get('tags') or [])}"
+    )
 
 
 def _outgoing(row: dict[str, Any], state: State) -> dict[str, Any]:
@@ -380,7 +407,10 @@ def _target(core: MemoryCore, name: str) -> ScopeStore:
     return core.scopes.project_store_by_key(name)
 
 
-def _restore(core: MemoryCore, store: ScopeStore, rec: dict[str, Any], local: dict[str, Any] | None) -> None:
+def _prepared(
+    core: MemoryCore, store: ScopeStore, rec: dict[str, Any], local: dict[str, Any] | None
+) -> tuple[str, dict[str, Any]]:
+    """(id, fields) of an incoming record as `ScopeStore.restore_row` takes them, checked like an import."""
     fields = dict(rec["record"])
     key = fields.pop("id")
     fields.setdefault("last_accessed_at", fields.get("created_at"))
@@ -397,80 +427,106 @@ def _restore(core: MemoryCore, store: ScopeStore, rec: dict[str, Any], local: di
             vec = None if vecs is None else [float(x) for x in vecs[0]]
         if vec is not None:
             out["embedding"] = vec
-    store.restore_row(key, out)
+    return key, out
+
+
+def _restore(core: MemoryCore, store: ScopeStore, rec: dict[str, Any], local: dict[str, Any] | None) -> None:
+    store.restore_row(*_prepared(core, store, rec, local))
+
+
+RESTORE_BATCH = 250  # new memories written per request
 
 
 def _apply(core: MemoryCore, state: State, files: list[Path], report: SyncReport) -> None:
     winners = _winners(files, report)
+    by_store: dict[str, list[tuple[str, dict[str, Any]]]] = {}
     for (name, key), rec in winners.items():
-        slot = f"{name}/{key}"
+        by_store.setdefault(name, []).append((key, rec))
+    done = 0
+    for name, items in by_store.items():
         try:
             store = _target(core, name)
         except (ValueError, EngramError) as exc:
-            log.warning("sync: record for %s left out: %s", slot, exc)
-            report.rejected += 1
+            log.warning("sync: %d record(s) for store %s left out: %s", len(items), name, exc)
+            report.rejected += len(items)
             continue
-        local = store.get(key)
-        if rec["op"] == "withdraw":
-            if local is not None and local.get("status") != "forgotten":
-                _erase(core, store, key, "unshared by its author")
-                report.erased += 1
-            state.exported.pop(slot, None)
-            continue
-        incoming = rec["record"]
-        try:
-            if local is None:
-                _restore(core, store, rec, None)
-                report.pulled += 1
-            else:
-                mine = _outgoing(local, state)
-                mine_hash = version_hash(mine)
-                if mine_hash == rec["hash"]:
-                    report.unchanged += 1
-                elif mine.get("status") == "forgotten":
-                    pass  # erased here: nothing brings it back
-                elif incoming.get("status") == "forgotten":
-                    _erase(core, store, key, "erased on another machine")
-                    _restore(core, store, rec, local)
-                    report.erased += 1
-                else:
-                    changed_here = slot in state.base and mine_hash != state.base[slot]
-                    report.conflicts += changed_here
-                    if _newer((rec["at"], rec["machine"]), (mine["updated_at"], state.machine)):
-                        if changed_here and mine.get("content") != incoming.get("content"):
-                            # the losing text goes into the winner's history, and the winner is made a hair
-                            # newer so that this merged version wins on the other side too
-                            at = _when(rec["at"]) + timedelta(microseconds=1)
-                            rec = {
-                                **rec,
-                                "record": {
-                                    **incoming,
-                                    "updated_at": at.isoformat(),
-                                    "metadata": _with_history(
-                                        incoming.get("metadata") or {}, [_summary(mine, state.machine)]
-                                    ),
-                                },
-                            }
-                        _restore(core, store, rec, local)
-                        report.pulled += 1
-                    elif changed_here and mine.get("content") != incoming.get("content"):
-                        # ours is newer: it stays, theirs goes into its history (and the next push)
-                        meta = _with_history(mine.get("metadata") or {}, [_summary(incoming, rec["machine"])])
-                        store.update_memory(key, {"metadata": meta})
-        except (ValidationError, EngramError, ValueError, TypeError) as exc:
-            log.warning("sync: record for %s left out: %s", slot, exc)
-            report.rejected += 1
-            continue
-        if rec.get("project") and store.scope == Scope.project:
-            with contextlib.suppress(Exception):
-                store.q(
-                    "UPSERT project_meta:current SET project_name = project_name ?? $n, identity = $i",
-                    {"n": rec["project"].get("name"), "i": rec["project"]},
-                )
-        # what the remote holds now; a local version that differs (ours won, or a merged history) is pushed
-        state.exported[slot] = state.base[slot] = rec["hash"]
+        batch: list[tuple[str, dict[str, Any]]] = []
+        for start in range(0, len(items), RESTORE_BATCH):
+            chunk = items[start : start + RESTORE_BATCH]
+            state.progress(f"applying {done:,} of {len(winners):,} records from other machines")
+            locals_ = store.get_many([key for key, _ in chunk])
+            for key, rec in chunk:
+                _apply_one(core, state, store, name, key, rec, locals_.get(key), batch, report)
+            store.restore_rows(batch)
+            batch.clear()
+            done += len(chunk)
     for path in files:
         state.applied.add(path.relative_to(state.repo.path).as_posix())
+
+
+def _apply_one(
+    core: MemoryCore,
+    state: State,
+    store: ScopeStore,
+    name: str,
+    key: str,
+    rec: dict[str, Any],
+    local: dict[str, Any] | None,
+    batch: list[tuple[str, dict[str, Any]]],
+    report: SyncReport,
+) -> None:
+    """One memory's newest incoming record against the local copy (the rules: module docstring). A memory new
+    here joins ``batch``, written with the others of its chunk in one request."""
+    slot = f"{name}/{key}"
+    if rec["op"] == "withdraw":
+        if local is not None and local.get("status") != "forgotten":
+            _erase(core, store, key, "unshared by its author")
+            report.erased += 1
+        state.exported.pop(slot, None)
+        return
+    incoming = rec["record"]
+    try:
+        if local is None:
+            batch.append(_prepared(core, store, rec, None))
+            report.pulled += 1
+        else:
+            mine = _outgoing(local, state)
+            mine_hash = version_hash(mine)
+            if mine_hash == rec["hash"]:
+                report.unchanged += 1
+            elif mine.get("status") == "forgotten":
+                pass  # erased here: nothing brings it back
+            elif incoming.get("status") == "forgotten":
+                _erase(core, store, key, "erased on another machine")
+                _restore(core, store, rec, local)
+                report.erased += 1
+            else:
+                changed_here = slot in state.base and mine_hash != state.base[slot]
+                report.conflicts += changed_here
+                if _newer((rec["at"], rec["machine"]), (mine["updated_at"], state.machine)):
+                    if changed_here and mine.get("content") != incoming.get("content"):
+                        # the losing text goes into the winner's history, and the winner is made a hair newer
+                        # so that this merged version wins on the other side too
+                        at = _when(rec["at"]) + timedelta(microseconds=1)
+                        history = _with_history(
+                            incoming.get("metadata") or {}, [_summary(mine, state.machine)]
+                        )
+                        rec = {
+                            **rec,
+                            "record": {**incoming, "updated_at": at.isoformat(), "metadata": history},
+                        }
+                    _restore(core, store, rec, local)
+                    report.pulled += 1
+                elif changed_here and mine.get("content") != incoming.get("content"):
+                    # ours is newer: it stays, theirs goes into its history (and the next push)
+                    meta = _with_history(mine.get("metadata") or {}, [_summary(incoming, rec["machine"])])
+                    store.update_memory(key, {"metadata": meta})
+    except (ValidationError, EngramError, ValueError, TypeError) as exc:
+        log.warning("sync: record for %s left out: %s", slot, exc)
+        report.rejected += 1
+        return
+    # what the remote holds now; a local version that differs (ours won, or a merged history) is pushed
+    state.exported[slot] = state.base[slot] = rec["hash"]
 
 
 # ── the runs ─────────────────────────────────────────────────
@@ -515,7 +571,7 @@ def _adopt_remote(state: State, report: SyncReport) -> None:
         repo.prune_local()
         state.applied = set()
         # rebuilt from the snapshot as it is applied; what differs is pushed again
-        state.exported, state.base, state.unconfirmed = {}, {}, {}
+        state.exported, state.base, state.unconfirmed, state.seen = {}, {}, {}, {}
         report.steps.append(f"the remote was compacted elsewhere (epoch {theirs}): took its new history")
     else:
         repo.git("merge", "-q", "--no-edit", f"origin/{BRANCH}")
@@ -539,12 +595,14 @@ def run(core: MemoryCore, channel: SyncChannel, *, compact: bool = False) -> Syn
         report.change_files = files
         report.steps.append(f"wrote {report.pushed} change(s) in {files} file(s)")
     state.save()
+    state.progress("fetching from the remote")
     try:
         exists = repo.fetch()
     except Offline as exc:
         report.offline = True
         report.queued_files = repo.ahead()
         report.steps.append(f"offline ({exc}): {report.queued_files} commit(s) wait for the next sync")
+        (state.dir / PROGRESS_FILE).unlink(missing_ok=True)
         report.seconds = round(time.monotonic() - started, 3)
         return report
     if exists:
@@ -596,6 +654,7 @@ def run(core: MemoryCore, channel: SyncChannel, *, compact: bool = False) -> Syn
         state.unconfirmed = {}
         state.last_sync = datetime.now(UTC).isoformat()
     state.save()
+    (state.dir / PROGRESS_FILE).unlink(missing_ok=True)
     restrict_tree(state.dir)  # git writes with the umask: memories stay owner-only
     report.seconds = round(time.monotonic() - started, 3)
     log.info("sync %s: %s", channel, "; ".join(report.steps))
@@ -611,7 +670,7 @@ def _compact(core: MemoryCore, state: State, report: SyncReport) -> None:
         with contextlib.suppress(FileNotFoundError):
             for path in sorted((repo.path / sub).rglob("*"), reverse=True):
                 path.unlink() if path.is_file() else path.rmdir()
-    state.exported, state.base, state.unconfirmed = {}, {}, {}
+    state.exported, state.base, state.unconfirmed, state.seen = {}, {}, {}, {}
     state.applied = set()
     snap = SyncReport(channel=state.channel, remote=state.remote or "", machine=state.machine)
     folder = repo.path / "snapshot"
@@ -657,3 +716,8 @@ class _Peek(State):
     def __init__(self, state: State) -> None:  # noqa: D107 - a copy, nothing saved
         self.__dict__.update(state.__dict__)
         self.exported = dict(state.exported)
+        self.unconfirmed = dict(state.unconfirmed)
+        self.seen = dict(state.seen)
+
+    def progress(self, text: str) -> None:
+        return None
