@@ -171,6 +171,9 @@ class Settings(BaseModel):
     # the service's own settings, i.e. the environment (a project file cannot lift it); at most a minute.
     query_timeout_s: float = Field(5.0, gt=0, le=60)
     maintenance_interval_s: float = Field(600.0, ge=5)
+    # How often the daemon runs `engram sync` (and `--team`) on its own, for channels set up with `sync init`;
+    # 0: only when asked.
+    sync_interval_s: float = Field(0.0, ge=0)
     session_stale_hours: float = Field(24.0, gt=0)
 
     scope_weight_profile: str = "evolved"
@@ -231,6 +234,7 @@ DAEMON_WIDE = frozenset(
         "daemon_idle_timeout_s",
         "query_timeout_s",
         "maintenance_interval_s",
+        "sync_interval_s",
         "session_stale_hours",
         "max_memories_user",
     }

@@ -336,6 +336,27 @@ def test_bad_remote_is_refused_and_nothing_is_set_up(tmp_path: Path) -> None:
         d.stop()
 
 
+def test_the_daemon_syncs_on_its_own_when_asked_to(tmp_path: Path) -> None:
+    import time
+
+    os.chmod(tmp_path, 0o700)
+    remote = tmp_path / "sched.git"
+    git("init", "-q", "--bare", str(remote))
+    proj = tmp_path / "proj"
+    git("init", "-q", str(proj))
+    git("remote", "add", "origin", "https://example.com/acme/sched", cwd=proj)
+    d = DaemonProc(tmp_path / "home-s", model=False, env={"ENGRAM_SYNC_INTERVAL_S": "1"}).start()
+    try:
+        engram(d, "sync", "init", str(remote))
+        engram(d, "store", "scheduled: the Okapi report ships on Fridays", cwd=proj)
+        deadline = time.monotonic() + 60
+        while b"Okapi report" not in objects(remote) and time.monotonic() < deadline:
+            time.sleep(0.2)  # polling the remote (the test's own sync never runs): no barrier, a deadline
+        assert b"Okapi report" in objects(remote)
+    finally:
+        d.stop()
+
+
 # ── team memory ──────────────────────────────────────────────
 def test_team_memory_is_shared_only_when_marked_and_unshare_propagates(world: World) -> None:
     w = world

@@ -19,6 +19,7 @@ import logging
 import os
 import shutil
 import socket
+import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -578,7 +579,17 @@ def _adopt_remote(state: State, report: SyncReport) -> None:
     state.epoch = theirs
 
 
+_running: dict[str, threading.Lock] = {"personal": threading.Lock(), "team": threading.Lock()}
+
+
 def run(core: MemoryCore, channel: SyncChannel, *, compact: bool = False) -> SyncReport:
+    """One sync of ``channel``. Runs of one channel take turns (one git clone); the daemon's request lock is held
+    only while the stores are read or written, never while git talks to the remote."""
+    with _running[channel]:
+        return _run(core, channel, compact=compact)
+
+
+def _run(core: MemoryCore, channel: SyncChannel, *, compact: bool = False) -> SyncReport:
     started = time.monotonic()
     state = State(core.home, channel)
     if state.remote is None:
@@ -588,7 +599,7 @@ def run(core: MemoryCore, channel: SyncChannel, *, compact: bool = False) -> Syn
         )
     report = SyncReport(channel=channel, remote=state.remote, machine=state.machine)
     repo = state.repo
-    with core.lock:
+    with core.api_lock, core.lock:
         files = _write_files(state, _changes(core, state, report), report)
     if files:
         repo.commit_all(f"engram: {report.pushed} change(s) from {state.machine}")
@@ -613,7 +624,7 @@ def run(core: MemoryCore, channel: SyncChannel, *, compact: bool = False) -> Syn
         repo.commit_all(f"engram: sync branch started by {state.machine}")
     new = _new_files(state)
     if new:
-        with core.lock:
+        with core.api_lock, core.lock:
             _apply(core, state, new, report)
             # conflicts this machine won are pushed now, so that a second sync has nothing left to do
             more = _write_files(state, _changes(core, state, report), report)
@@ -676,7 +687,7 @@ def _compact(core: MemoryCore, state: State, report: SyncReport) -> None:
     folder = repo.path / "snapshot"
     folder.mkdir(exist_ok=True)
     batch: list[str] = []
-    with core.lock:
+    with core.api_lock, core.lock:
         for rec in _changes(core, state, snap):
             batch.append(json.dumps(rec, ensure_ascii=False, sort_keys=True) + "\n")
     for i in range(0, max(len(batch), 1), CHANGE_FILE_RECORDS):
@@ -697,7 +708,7 @@ def status(core: MemoryCore, channel: SyncChannel) -> SyncState:
     if state.remote is None:
         return SyncState(channel=channel, configured=False)
     pending = SyncReport(channel=channel, remote=state.remote, machine=state.machine)
-    with core.lock:
+    with core.api_lock, core.lock:
         n = sum(1 for _ in _changes(core, _Peek(state), pending))
     return SyncState(
         channel=channel,
