@@ -34,7 +34,9 @@ def du(path: Path) -> int:
 
 
 def git(*args: str) -> None:
-    subprocess.run(["git", "-c", "user.name=b", "-c", "user.email=b@b", *args], check=True, capture_output=True)
+    subprocess.run(
+        ["git", "-c", "user.name=b", "-c", "user.email=b@b", *args], check=True, capture_output=True
+    )
 
 
 def main() -> None:
@@ -86,7 +88,11 @@ def main() -> None:
     def timed(m: str, *a: str) -> dict:
         l0, t0 = load(), time.perf_counter()
         r = engram(m, *a)
-        r = {k: r[k] for k in ("pushed", "pulled", "unchanged", "change_files", "conflicts", "offline") if k in r}
+        r = {
+            k: r[k]
+            for k in ("pushed", "pulled", "unchanged", "change_files", "conflicts", "offline")
+            if k in r
+        }
         return {**r, "wall_s": round(time.perf_counter() - t0, 2), "load_before": l0, "load_after": load()}
 
     n_user = int(args.n * args.user_share)
