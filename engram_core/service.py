@@ -99,6 +99,7 @@ class EngramService(MemoryCore):
     sync_run = sync.sync_run
     sync_status = sync.sync_status
     share_memory = sync.share_memory
+    share_class = sync.share_class
     settings_report = settings_report.settings_report
 
     @api

@@ -383,3 +383,27 @@ def test_team_memory_is_shared_only_when_marked_and_unshare_propagates(world: Wo
     assert r["erased"] == 1, r
     assert engram(w.b, "show", shared, cwd=w.clone_b)["status"] == "forgotten"
     assert engram(w.a, "show", shared, cwd=w.clone_a)["status"] != "forgotten"  # the author keeps it
+
+
+def test_a_class_is_shared_at_once_and_only_procedural_or_semantic(world: World) -> None:
+    w = world
+    ids = [
+        engram(
+            w.a,
+            "store",
+            f"procedure {i}: run the Narwhal linter before tagging",
+            "--type",
+            "procedural",
+            cwd=w.clone_a,
+        )["memory"]["id"]
+        for i in range(2)
+    ]
+    note = engram(w.a, "store", "episode: the Narwhal demo went fine", "--type", "episodic", cwd=w.clone_a)
+    r = engram(w.a, "share", "--type", "procedural", cwd=w.clone_a)
+    assert r["changed"] >= 2
+    assert all("shared" in engram(w.a, "show", i, cwd=w.clone_a)["tags"] for i in ids)
+    assert "shared" not in engram(w.a, "show", note["memory"]["id"], cwd=w.clone_a)["tags"]
+    p = engram(w.a, "share", "--type", "episodic", cwd=w.clone_a, ok=False)
+    assert p.returncode != 0 and "invalid choice" in p.stderr
+    assert engram(w.a, "unshare", "--type", "procedural", cwd=w.clone_a)["changed"] >= 2
+    assert all("shared" not in engram(w.a, "show", i, cwd=w.clone_a)["tags"] for i in ids)

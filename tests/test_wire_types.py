@@ -170,6 +170,8 @@ def scenario(call: Callable[..., Any], project: str) -> dict[str, Any]:
     c("project_identity", project=p)
     c("share_memory", memory_id=a, project=p)
     c("share_memory", memory_id=a, project=p, shared=False)
+    c("share_class", memory_type="procedural", project=p)
+    c("share_class", memory_type="procedural", project=p, shared=False)
     remote = Path(p).parent / f"{Path(p).name}-sync.git"
     subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
     c("sync_init", remote=str(remote))

@@ -996,6 +996,17 @@ def cmd_sync(args: argparse.Namespace) -> int:
 
 
 def cmd_share(args: argparse.Namespace, shared: bool = True) -> int:
+    if bool(args.id) == bool(args.type):
+        _die("give a memory id, or --type procedural|semantic for the whole class (not both)")
+    if args.type:
+        n = _client(args).call("share_class", memory_type=args.type, project=_project(args), shared=shared)
+        if args.json:
+            _emit({"memory_type": args.type, "shared": shared, "changed": n})
+        else:
+            print(
+                f"{n} {args.type} memories of this project {'marked shared' if shared else 'no longer shared'}"
+            )
+        return EXIT_OK
     m = _client(args).call("share_memory", memory_id=args.id, project=_project(args), shared=shared)
     if args.json:
         _emit(m)
@@ -1291,14 +1302,16 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     sp.add_argument("--team", action="store_true", help="the team remote (only memories marked shared)")
     project_opt(sp)
 
-    sp = add("share", "mark a project memory shared with the team (see `engram sync --team`)", cmd_share)
-    sp.add_argument("id", help="memory id")
-    project_opt(sp)
-    sp = add(
-        "unshare", "stop sharing a memory (teammates drop their copy)", lambda a: cmd_share(a, shared=False)
-    )
-    sp.add_argument("id", help="memory id")
-    project_opt(sp)
+    for name, help_, shared in (
+        ("share", "mark a project memory (or a class) shared with the team (see `engram sync --team`)", True),
+        ("unshare", "stop sharing a memory (or a class); teammates drop their copy", False),
+    ):
+        sp = add(name, help_, lambda a, shared=shared: cmd_share(a, shared=shared))
+        sp.add_argument("id", nargs="?", default=None, help="memory id")
+        sp.add_argument(
+            "--type", choices=("procedural", "semantic"), default=None, help="every memory of this type"
+        )
+        project_opt(sp)
 
     sp = add("off", "stop capturing memories for one Claude session", cmd_off)
     sp.add_argument("--session", default=None, help="the Claude session id")

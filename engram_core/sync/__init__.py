@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from ..api import EngramError, api
 from ..core import MemoryCore
-from ..models import Memory, SyncOverview, SyncReport
+from ..models import Memory, MemoryType, SyncOverview, SyncReport
 from . import engine
 
-__all__ = ["share_memory", "sync_init", "sync_run", "sync_status"]
+__all__ = ["share_class", "share_memory", "sync_init", "sync_run", "sync_status"]
 
 
 def _channel(team: bool) -> engine.SyncChannel:
@@ -66,3 +66,26 @@ def share_memory(core: MemoryCore, memory_id: str, project: str | None = None, s
     new = store.update_memory(key, {"tags": tags})
     assert new is not None
     return core.to_memory(new, store)
+
+
+SHAREABLE_TYPES = ("procedural", "semantic")
+
+
+@api
+def share_class(core: MemoryCore, memory_type: MemoryType, project: str, shared: bool = True) -> int:
+    """Mark every live project memory of one type shared (or unshared) at once: the class the person approves
+    (procedural or semantic: how the project is built and what is true of it; never episodic or working notes).
+    Memories stored later are not shared until marked. Returns how many changed."""
+    if memory_type.value not in SHAREABLE_TYPES:
+        raise EngramError(f"only {' and '.join(SHAREABLE_TYPES)} memories can be shared as a class")
+    store = core.project_store(project)
+    assert store is not None
+    changed = 0
+    for key, lt in list(store.light.items()):
+        if lt.memory_type != memory_type.value or (engine.SHARED_TAG in lt.tags) == shared:
+            continue
+        if lt.status in ("forgotten", "superseded", "archived"):
+            continue
+        share_memory(core, key, project, shared)
+        changed += 1
+    return changed
