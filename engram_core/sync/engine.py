@@ -50,6 +50,7 @@ CHANGE_FILE_RECORDS = 5_000  # records a change file holds at most
 HISTORY_KEEP = 10  # losing versions kept per memory
 PROGRESS_EVERY = 1000  # records between two progress notes
 PROGRESS_FILE = "progress"
+FETCH_BATCH = 1000  # changed rows read per request
 # Per-machine counters and derived values: they change on every recall and never travel.
 LOCAL_FIELDS = frozenset(
     {"access_count", "last_accessed_at", "relevance_score", "memory_strength", "embedding"}
@@ -229,52 +230,63 @@ def _changes(core: MemoryCore, state: State, report: SyncReport) -> Iterator[dic
         project = (
             {"kind": ident.kind, "source": ident.source, "name": Path(ident.root).name} if ident else None
         )
-        rows = store.export_rows()
-        for i, row in enumerate(rows):
-            if i % PROGRESS_EVERY == 0:
-                state.progress(f"reading {name}: {i:,} of {len(rows):,} memories")
-            key = key_of(row["id"])
-            slot = f"{name}/{key}"
-            if not _travels(row, state.channel, optout):
-                if state.channel == "team" and slot in state.exported:
-                    # unshared (or made private): it leaves the team; teammates drop their copy
-                    yield {"v": FORMAT, "op": "withdraw", "store": name, "id": key, "machine": state.machine}
-                    state.exported.pop(slot)
-                else:
-                    report.excluded += 1
-                continue
-            fp = _fingerprint(row)
-            if state.seen.get(slot) == fp and slot in state.exported:
-                continue  # unchanged since the last look: no redaction, no hashing (most rows, every sync)
-            fields = _outgoing(row, state)
-            h = version_hash(fields)
-            state.seen[slot] = fp
-            if state.exported.get(slot) == h:
-                continue
-            vector = _vector(row) if fields.get("content") == row.get("content") else None
-            state.exported[slot] = h
-            state.unconfirmed[slot] = h
-            yield {
-                "v": FORMAT,
-                "op": "put",
-                "store": name,
-                "project": project,
-                "id": key,
-                "machine": state.machine,
-                "at": fields["updated_at"],
-                "hash": h,
-                "model": model if vector else None,
-                "vector": vector,
-                "record": fields,
-            }
+        state.progress(f"looking for changes in {name}")
+        marks = {f"{name}/{key}": _mark(mark) for key, mark in store.change_marks().items()}
+        todo = [slot.partition("/")[2] for slot, mark in marks.items() if state.seen.get(slot) != mark]
+        for start in range(0, len(todo), FETCH_BATCH):
+            state.progress(f"reading {name}: {start:,} of {len(todo):,} changed memories")
+            for row in store.export_rows_of(todo[start : start + FETCH_BATCH]):
+                yield from _change(row, name, project, model, marks, optout, state, report)
 
 
-def _fingerprint(row: dict[str, Any]) -> str:
-    """What a person's change always moves (every write path stamps updated_at); cheap to read on every row."""
-    status = "active" if row.get("status") == "created" else row.get("status")
-    return (
-        f"{_iso(row.get('updated_at'))}|{status}|{row.get('content_hash')}|{','.join(row.get('tags') or [])}"
-    )
+def _change(
+    row: dict[str, Any],
+    name: str,
+    project: dict[str, Any] | None,
+    model: str | None,
+    marks: dict[str, str],
+    optout: set[str],
+    state: State,
+    report: SyncReport,
+) -> Iterator[dict[str, Any]]:
+    """The record a row that moved since the last look needs sending (none when its version is the one sent)."""
+    key = key_of(row["id"])
+    slot = f"{name}/{key}"
+    state.seen[slot] = marks.get(slot, "")  # from now on unchanged rows are passed over without being read
+    if not _travels(row, state.channel, optout):
+        if state.channel == "team" and slot in state.exported:
+            # unshared (or made private): it leaves the team; teammates drop their copy
+            yield {"v": FORMAT, "op": "withdraw", "store": name, "id": key, "machine": state.machine}
+            state.exported.pop(slot)
+        else:
+            report.excluded += 1
+        return
+    fields = _outgoing(row, state)
+    h = version_hash(fields)
+    if state.exported.get(slot) == h:
+        return
+    vector = _vector(row) if fields.get("content") == row.get("content") else None
+    state.exported[slot] = h
+    state.unconfirmed[slot] = h
+    yield {
+        "v": FORMAT,
+        "op": "put",
+        "store": name,
+        "project": project,
+        "id": key,
+        "machine": state.machine,
+        "at": fields["updated_at"],
+        "hash": h,
+        "model": model if vector else None,
+        "vector": vector,
+        "record": fields,
+    }
+
+
+def _mark(mark: str) -> str:
+    """A row's change mark (ScopeStore.change_marks), the first retrieval's created -> active step left out: recall's
+    own effects stay on the machine where they happened."""
+    return mark.replace("\x1fcreated\x1f", "\x1factive\x1f", 1)
 
 
 def _outgoing(row: dict[str, Any], state: State) -> dict[str, Any]:
