@@ -291,6 +291,25 @@ def test_offline_sync_queues_and_sends_later(world: World) -> None:
     assert any("VPN drops" in m["content"] for m in recalled(w.b, "when does the VPN drop", w.clone_b))
 
 
+def test_a_push_the_remote_refuses_once_is_tried_again(world: World) -> None:
+    w = world
+    hook, flag = w.remote / "hooks" / "pre-receive", w.base / "refuse-once"
+    hook.write_text(f"#!/bin/sh\nif [ -e {flag} ]; then rm {flag}; echo busy >&2; exit 1; fi\nexit 0\n")
+    hook.chmod(0o700)
+    flag.touch()
+    try:
+        engram(w.a, "store", "retried: the Ibex cache is flushed nightly", cwd=w.clone_a)
+        r = engram(w.a, "sync")
+        assert not flag.exists()  # the remote did refuse the first push
+        assert r["queued_files"] == 0 and not r["offline"] and r["steps"][-1] == "pushed", r
+    finally:
+        hook.unlink()
+    engram(w.b, "sync")
+    assert any(
+        "Ibex cache" in m["content"] for m in recalled(w.b, "when is the Ibex cache flushed", w.clone_b)
+    )
+
+
 def test_opted_out_sessions_and_private_memories_stay_home(world: World) -> None:
     w = world
     subprocess.run(

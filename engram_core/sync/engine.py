@@ -671,8 +671,10 @@ def _run(core: MemoryCore, channel: SyncChannel, *, compact: bool = False) -> Sy
             if report.pruned_remote
             else "the remote server keeps unreachable objects until its own gc"
         )
-    report.queued_files = repo.ahead() if report.offline else 0
-    if not report.offline:
+    report.queued_files = repo.ahead()
+    if report.queued_files:
+        report.steps.append(f"{report.queued_files} commit(s) not pushed: they go with the next sync")
+    else:  # the remote has everything written here: those versions are agreed now
         state.base.update(state.unconfirmed)
         state.unconfirmed = {}
         state.last_sync = datetime.now(UTC).isoformat()
