@@ -426,3 +426,80 @@ def test_a_class_is_shared_at_once_and_only_procedural_or_semantic(world: World)
     assert p.returncode != 0 and "invalid choice" in p.stderr
     assert engram(w.a, "unshare", "--type", "procedural", cwd=w.clone_a)["changed"] >= 2
     assert all("shared" not in engram(w.a, "show", i, cwd=w.clone_a)["tags"] for i in ids)
+
+
+def test_forged_team_records_touch_nothing_private(world: World) -> None:
+    """A teammate (or anyone who can push to the team remote) cannot write into the user scope, overwrite or erase
+    a memory this machine did not share, or bring in a record that does not validate: each is left out and counted."""
+    w = world
+    if not (w.b.home / "sync" / "team" / "state.json").exists():
+        engram(w.a, "sync", "init", str(w.team), "--team")
+        engram(w.b, "sync", "init", str(w.team), "--team")
+    mine = engram(w.b, "store", "B's own: the Tapir budget is private", cwd=w.clone_b)["memory"]
+    db = engram(w.b, "status", cwd=w.clone_b)["project"]["database"]
+    record = {
+        k: mine[k] for k in ("id", "memory_type", "status", "importance", "half_life_days", "created_at")
+    }
+    forged = {
+        **record,
+        "content": "overwritten by a forger",
+        "content_hash": "x",
+        "updated_at": "2099-01-01T00:00:00+00:00",
+    }
+    lines = [
+        {
+            "v": 1,
+            "op": "put",
+            "store": db,
+            "id": mine["id"],
+            "machine": "ZZZ",
+            "at": "2099-01-01T00:00:00+00:00",
+            "hash": "h1",
+            "record": forged,
+        },
+        {"v": 1, "op": "withdraw", "store": db, "id": mine["id"], "machine": "ZZZ"},
+        {
+            "v": 1,
+            "op": "put",
+            "store": "user",
+            "id": "01J0000000000000000000FAKE",
+            "machine": "ZZZ",
+            "at": "2020-01-01T00:00:00+00:00",
+            "hash": "h2",
+            "record": {**forged, "id": "01J0000000000000000000FAKE"},
+        },
+        {
+            "v": 1,
+            "op": "put",
+            "store": "../../etc",
+            "id": "x",
+            "machine": "ZZZ",
+            "at": "2020",
+            "hash": "h3",
+            "record": {},
+        },
+        {
+            "v": 1,
+            "op": "put",
+            "store": db,
+            "id": "01J0000000000000000000BAD1",
+            "machine": "ZZZ",
+            "at": "2020-01-01T00:00:00+00:00",
+            "hash": "h4",
+            "record": {"id": "01J0000000000000000000BAD1", "content": "no type, no dates"},
+        },
+    ]
+    forger = w.base / "forger"
+    git("clone", "-q", "-b", "engram-sync", str(w.team), str(forger))
+    folder = forger / "changes" / "ZZZ"
+    folder.mkdir(parents=True)
+    (folder / "00000001-forged.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    git("add", ".", cwd=forger)
+    git("commit", "-q", "-m", "forged", cwd=forger)
+    git("push", "-q", "origin", "HEAD:engram-sync", cwd=forger)
+    r = engram(w.b, "sync", "--team")
+    assert r["rejected"] >= 4 and r["pulled"] == 0 and r["erased"] == 0, r
+    shown = engram(w.b, "show", mine["id"], cwd=w.clone_b)
+    assert shown["content"] == "B's own: the Tapir budget is private" and shown["status"] != "forgotten"
+    p = engram(w.b, "show", "01J0000000000000000000FAKE", cwd=w.clone_b, ok=False)
+    assert p.returncode != 0

@@ -458,6 +458,8 @@ def _apply(core: MemoryCore, state: State, files: list[Path], report: SyncReport
     done = 0
     for name, items in by_store.items():
         try:
+            if state.channel == "team" and name == "user":
+                raise ValueError("the team remote carries project memories only")
             store = _target(core, name)
         except (ValueError, EngramError) as exc:
             log.warning("sync: %d record(s) for store %s left out: %s", len(items), name, exc)
@@ -477,6 +479,17 @@ def _apply(core: MemoryCore, state: State, files: list[Path], report: SyncReport
         state.applied.add(path.relative_to(state.repo.path).as_posix())
 
 
+def _team_may_touch(local: dict[str, Any] | None, rec: dict[str, Any], state: State) -> bool:
+    """A teammate's record may add a memory, or change one that is shared; never one this machine keeps to itself
+    (a forged id must not overwrite or erase a private memory). Only its author's withdraw erases a copy."""
+    if local is None:
+        return rec["op"] == "put"
+    author = ((local.get("metadata") or {}).get("shared_by") or {}).get("machine")
+    if rec["op"] == "withdraw":
+        return author is not None and author != state.machine and author == rec.get("machine")
+    return SHARED_TAG in (local.get("tags") or []) or author is not None
+
+
 def _apply_one(
     core: MemoryCore,
     state: State,
@@ -491,6 +504,12 @@ def _apply_one(
     """One memory's newest incoming record against the local copy (the rules: module docstring). A memory new
     here joins ``batch``, written with the others of its chunk in one request."""
     slot = f"{name}/{key}"
+    if state.channel == "team" and not _team_may_touch(local, rec, state):
+        log.warning(
+            "sync: team record for %s left out: it would change a memory this machine did not share", slot
+        )
+        report.rejected += 1
+        return
     if rec["op"] == "withdraw":
         if local is not None and local.get("status") != "forgotten":
             _erase(core, store, key, "unshared by its author")
