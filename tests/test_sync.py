@@ -159,6 +159,25 @@ def test_a_folder_store_is_adopted_once_when_the_folder_becomes_a_repository(wor
     assert engram(w.a, "status", cwd=folder)["project"]["adoptions"] == []  # once
 
 
+def test_adding_a_remote_later_adopts_the_root_commit_store(world: World) -> None:
+    w = world
+    repo = w.base / "local-first"
+    git("init", "-q", str(repo))
+    (repo / "f").write_text("x")
+    git("add", ".", cwd=repo)
+    git("commit", "-q", "-m", "x", cwd=repo)
+    mid = engram(w.a, "store", "local-first: the Gecko parser is hand written", cwd=repo)["memory"]["id"]
+    before = engram(w.a, "status", cwd=repo)["project"]
+    assert before["kind"] == "root-commit"
+    git("remote", "add", "origin", "git@example.com:acme/gecko.git", cwd=repo)
+    w.a.stop()
+    w.a.start()
+    after = engram(w.a, "status", cwd=repo)["project"]
+    assert after["kind"] == "origin" and after["database"] != before["database"]
+    assert [a["source_dir"] for a in after["adoptions"]] == [before["store_dir"]]
+    assert engram(w.a, "show", mid, cwd=repo)["content"] == "local-first: the Gecko parser is hand written"
+
+
 # ── personal sync ────────────────────────────────────────────
 def test_stored_on_one_machine_recalled_on_the_other_and_secrets_never_leave(world: World) -> None:
     w = world
