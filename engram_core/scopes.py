@@ -38,6 +38,7 @@ from .store import Connection, ScopeStore, key_of
 
 ROOT_CACHE_S = 10.0
 ADOPTED_LIST = "adopted.txt"  # in a repository's store: the old stores whose memories it took in
+ADOPTED_INTO = "adopted-into.txt"  # in an old store under the data root: the store that took its memories
 log = logging.getLogger("engram.scopes")
 ScopeName = str  # "all" | "session" | "project" | "user"
 
@@ -164,6 +165,8 @@ class Scopes:
                     "could not adopt the memories of %s yet (%s): tried again at the next start", where, exc
                 )
                 continue
+            if where.parent == self.home / "projects":  # our own directory: the old store says where it went
+                (where / ADOPTED_INTO).write_text(f"{store.database}\n", encoding="utf-8")
             fd = os.open(listing, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
             with os.fdopen(fd, "a", encoding="utf-8") as fh:
                 fh.write(f"{where}\n")

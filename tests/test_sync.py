@@ -175,6 +175,7 @@ def test_adding_a_remote_later_adopts_the_root_commit_store(world: World) -> Non
     after = engram(w.a, "status", cwd=repo)["project"]
     assert after["kind"] == "origin" and after["database"] != before["database"]
     assert [a["source_dir"] for a in after["adoptions"]] == [before["store_dir"]]
+    assert (Path(before["store_dir"]) / "adopted-into.txt").read_text().strip() == after["database"]
     assert engram(w.a, "show", mid, cwd=repo)["content"] == "local-first: the Gecko parser is hand written"
 
 

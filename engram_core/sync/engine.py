@@ -38,6 +38,7 @@ from ..ids import ulid
 from ..models import MemoryRecord, Scope, SyncChannel, SyncReport, SyncState
 from ..promotion import drop_fingerprint
 from ..redaction import redact_value
+from ..scopes import ADOPTED_INTO
 from ..store import ScopeStore, content_hash, key_of
 from .gitrepo import BRANCH, GitError, Offline, Repo, prune_bare
 
@@ -195,14 +196,21 @@ def _stores(core: MemoryCore, channel: SyncChannel) -> list[tuple[str, ScopeStor
     projects = core.home / "projects"
     if projects.is_dir():
         for entry in sorted(projects.iterdir()):
-            if entry.name.startswith("p_") and (entry / "project.db").exists():
+            if (
+                entry.name.startswith("p_")
+                and (entry / "project.db").exists()
+                and not (entry / ADOPTED_INTO).exists()
+            ):
                 core.scopes.project_store_by_key(entry.name)
     out: list[tuple[str, ScopeStore, ProjectIdentity | None]] = []
     if channel == "personal":
         out.append(("user", core.user, None))
     for root, store in core.scopes.open_projects():
         ident = identity_of(root) if root else None
-        if ident is not None and not ident.shared:
+        if ident is not None and (not ident.shared or ident.key != store.database):
+            continue  # a folder's store, or an old store of this repository whose memories moved on
+        where = core.scopes.store_dir_of(store)
+        if where is not None and (where / ADOPTED_INTO).exists():
             continue
         if ident is not None and core.settings_for(root).disabled:
             continue  # the project opted out of Engram: nothing of it leaves the machine
