@@ -1295,7 +1295,14 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         "remote's history so erased texts leave it",
         cmd_sync,
     )
-    sp.add_argument("action", nargs="?", choices=("init", "run", "status", "compact"), default=None)
+    sp.add_argument(
+        "action",
+        nargs="?",
+        choices=("init", "run", "status", "compact"),
+        default=None,
+        help="init REMOTE: set up (once); run (the default): push and pull; status: remote, last sync, pending; "
+        "compact: one snapshot replaces the remote's history",
+    )
     sp.add_argument(
         "remote", nargs="?", default=None, help="for init: a git URL or the path to a bare repository"
     )
