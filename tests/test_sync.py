@@ -297,6 +297,7 @@ def test_erased_on_one_machine_is_gone_from_the_other_and_from_the_remote_after_
 def test_offline_sync_queues_and_sends_later(world: World) -> None:
     w = world
     engram(w.a, "store", "offline note: the VPN drops at midnight", cwd=w.clone_a)
+    assert engram(w.a, "sync", "status")["channels"][0]["pending_changes"] == 1
     away = w.remote.with_name("sync-away.git")
     w.remote.rename(away)
     try:
