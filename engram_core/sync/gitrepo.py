@@ -61,6 +61,8 @@ class Repo:
             )
         except subprocess.TimeoutExpired as exc:
             raise Offline(f"git {args[0]} took over {GIT_TIMEOUT_S:.0f} s") from exc
+        except OSError as exc:  # no git on PATH, or it cannot run
+            raise GitError(f"sync needs git, which could not run here ({exc}): install git") from exc
         if check and p.returncode != 0:
             err = (p.stderr or p.stdout).strip().splitlines()
             msg = f"git {' '.join(args[:2])} failed: {err[-1] if err else p.returncode}"
