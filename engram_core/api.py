@@ -24,12 +24,15 @@ C = TypeVar("C", bound=type)
 API_METHODS: dict[str, Callable[..., Any]] = {}
 # Methods that take `service.api_lock` themselves around the parts touching shared state, so that the daemon
 # can call them without its request lock: a console query running for seconds must not hold other clients, nor
-# may the maintenance sweep (it takes the lock a slice at a time: maintenance.maintain).
-UNLOCKED_API = frozenset({"run_query", "maintain"})
+# may the maintenance sweep (it takes the lock a slice at a time: maintenance.maintain), nor a sync while git talks
+# to its remote (sync/engine.py takes it around the store work only).
+UNLOCKED_API = frozenset({"run_query", "maintain", "sync_init", "sync_run"})
 # Calls that never change memories: they leave the change counter alone.
 READ_ONLY_METHODS = frozenset(
     {
         "list_projects",
+        "project_identity",
+        "sync_status",
         "list_sessions",
         "get",
         "list_memories",

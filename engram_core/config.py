@@ -1,7 +1,7 @@
 """Where Engram keeps its data and how it is configured.
 
-Data: the user root is ``~/.claude/engram/`` (``ENGRAM_HOME`` overrides); a project's store lives in
-``<project>/.claude/engram/``. Settings come from defaults, then the user file ``$ENGRAM_HOME/engram.local.md``,
+Data: the user root is ``~/.claude/engram/`` (``ENGRAM_HOME`` overrides); a git repository's project store lives
+under it in ``projects/`` (identity.py), a plain folder's in ``<project>/.claude/engram/``. Settings come from defaults, then the user file ``$ENGRAM_HOME/engram.local.md``,
 then ``<project>/.claude/engram.local.md`` (per-project settings only, in the daemon), then ``ENGRAM_*``
 environment variables (last wins); docs/configuration.md. Evolved values sit below every manual one (core.py).
 """
@@ -171,6 +171,9 @@ class Settings(BaseModel):
     # the service's own settings, i.e. the environment (a project file cannot lift it); at most a minute.
     query_timeout_s: float = Field(5.0, gt=0, le=60)
     maintenance_interval_s: float = Field(600.0, ge=5)
+    # How often the daemon runs `engram sync` (and `--team`) on its own, for channels set up with `sync init`;
+    # 0: only when asked.
+    sync_interval_s: float = Field(0.0, ge=0)
     session_stale_hours: float = Field(24.0, gt=0)
 
     scope_weight_profile: str = "evolved"
@@ -231,6 +234,7 @@ DAEMON_WIDE = frozenset(
         "daemon_idle_timeout_s",
         "query_timeout_s",
         "maintenance_interval_s",
+        "sync_interval_s",
         "session_stale_hours",
         "max_memories_user",
     }

@@ -6,7 +6,6 @@ import os
 import stat
 
 from .api import api
-from .config import project_store_dir
 from .core import MemoryCore
 from .models import HealthCheck, HealthReport
 from .store import migrations
@@ -32,7 +31,7 @@ def health(core: MemoryCore) -> HealthReport:
         home,
         home / "user.db",
         home / "sessions.db",
-        *(project_store_dir(root) for root, _ in core.scopes.open_projects()),
+        *(d for _, st in core.scopes.open_projects() if (d := core.scopes.store_dir_of(st)) is not None),
     ]
     loose = []
     for path in paths:

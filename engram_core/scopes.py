@@ -4,7 +4,9 @@ request finds the store it means.
 Stores (one embedded engine per file, owned by one process):
 - user scope:     ``$ENGRAM_HOME/user.db``            namespace ``user``, database ``default``
 - sessions:       ``$ENGRAM_HOME/sessions.db``        namespace ``session``, database ``s_{ULID}`` each
-- project scope:  ``<project>/.claude/engram/project.db``  namespace ``project``, database ``p_{sha256[:12]}``
+- project scope:  a git repository's: ``$ENGRAM_HOME/projects/p_{key}/project.db`` (one for all its worktrees and
+                  clones: identity.py); a plain folder's: ``<project>/.claude/engram/project.db``; namespace
+                  ``project``, database ``p_{sha256[:12]}`` of the identity
 Sessions live on disk (not ``mem://``) so that a daemon crash cannot lose them before their promotion pass;
 their database is removed once that pass has run, which keeps them as ephemeral as seed 000 intends.
 
@@ -18,6 +20,8 @@ Finding a store, one name per question:
 
 from __future__ import annotations
 
+import logging
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -25,13 +29,17 @@ from datetime import datetime
 from pathlib import Path
 
 from .api import EngramError, NotFound
-from .config import find_project_root, project_db_name, project_store_dir
+from .config import ensure_private_dir, find_project_root
+from .identity import ProjectIdentity, folder_key, folder_store_dir, identity_of, repository_key, root_commit
 from .ids import IdSource, ulid
 from .models import Scope
 from .redaction import redact_text
 from .store import Connection, ScopeStore, key_of
 
 ROOT_CACHE_S = 10.0
+ADOPTED_LIST = "adopted.txt"  # in a repository's store: the old stores whose memories it took in
+ADOPTED_INTO = "adopted-into.txt"  # in an old store under the data root: the store that took its memories
+log = logging.getLogger("engram.scopes")
 ScopeName = str  # "all" | "session" | "project" | "user"
 
 
@@ -67,11 +75,14 @@ class Scopes:
         self._open_store = open_store
         self._now = now
         self._new_id = new_id
-        self._roots: dict[str, tuple[float, str, str]] = {}  # see project_root()
+        self.home = home
+        self._roots: dict[str, tuple[float, ProjectIdentity]] = {}  # see identity()
+        self._store_dirs: dict[str, Path] = {}
+        self.adoptions: list[dict[str, object]] = []  # what adopt() moved in this process, for status
         self.user_conn = Connection.file(home / "user.db")
         self.user = open_store(self.user_conn, Scope.user, "default")
         self.sessions_conn = Connection.file(home / "sessions.db")
-        self._projects: dict[str, tuple[str, ScopeStore]] = {}
+        self._projects: dict[str, tuple[str | None, ScopeStore]] = {}
         self._project_conns: dict[str, Connection] = {}
         self._sessions: dict[str, Session] = {}
 
@@ -90,12 +101,26 @@ class Scopes:
         """The project's store, opened on first use and registered in the user registry."""
         if project is None:
             return None
-        root, db = self.project_root(project)
+        ident = self.identity(project)
+        return self._project_store(ident.key, ident.root, ident)
+
+    def project_store_by_key(self, db: str) -> ScopeStore:
+        """A repository's store by its key alone (sync brings memories of a project this machine has not
+        opened yet): it lives under the data root, so no working tree is needed."""
+        return self._project_store(db, None, None)
+
+    def _project_store(self, db: str, root: str | None, ident: ProjectIdentity | None) -> ScopeStore:
         with self._lock:
             if db in self._projects:
-                return self._projects[db][1]
-            path = project_store_dir(root) / "project.db"
-            conn = Connection.file(path)
+                entry = self._projects[db]
+                if entry[0] is None and root is not None:
+                    self._projects[db] = (root, entry[1])  # opened by sync first: now we know a working tree
+                    self._register_project(root, db, entry[1])
+                return entry[1]
+            where = ident.store_dir(self.home) if ident is not None else self.home / "projects" / db
+            if ident is None or ident.shared:
+                ensure_private_dir(where.parent)
+            conn = Connection.file(where / "project.db")
             try:
                 store = self._open_store(conn, Scope.project, db)
             except BaseException:
@@ -105,30 +130,101 @@ class Scopes:
                 raise
             self._project_conns[db] = conn
             self._projects[db] = (root, store)
-            self._register_project(root, db, store)
-            return store
+            self._store_dirs[db] = where
+            if root is not None:
+                self._register_project(root, db, store)
+        if ident is not None and ident.shared:
+            self.adopt(ident, store)
+        return store
+
+    def store_dir_of(self, store: ScopeStore) -> Path | None:
+        return self._store_dirs.get(store.database)
+
+    def adopt(self, ident: ProjectIdentity, store: ScopeStore) -> int:
+        """Once per repository store: the memories of the stores this working tree had before it was keyed by
+        the repository (its folder store; for an origin, the store of its root commit) are copied into it, ids
+        and every field kept. The old files stay untouched (nothing is lost, nothing is written in the working
+        tree); the repository's store lists what it adopted (ADOPTED_LIST) so nothing is copied twice. An old
+        store another process holds open is tried again by the next process."""
+        moved = 0
+        candidates = [(folder_store_dir(ident.root), folder_key(ident.root))]
+        if ident.kind == "origin" and ident.git_dir:
+            commit = root_commit(Path(ident.git_dir))
+            if commit:
+                key = repository_key("root-commit", commit)
+                candidates.append((self.home / "projects" / key, key))
+        listing = ident.store_dir(self.home) / ADOPTED_LIST
+        done = set(listing.read_text(encoding="utf-8").splitlines()) if listing.exists() else set()
+        for where, db in candidates:
+            if db == store.database or str(where) in done or not (where / "project.db").exists():
+                continue
+            try:
+                n = self._copy_memories(where, db, store)
+            except Exception as exc:  # noqa: BLE001 - the old store is locked or damaged: the project still opens
+                log.warning(
+                    "could not adopt the memories of %s yet (%s): tried again at the next start", where, exc
+                )
+                continue
+            if where.parent == self.home / "projects":  # our own directory: the old store says where it went
+                (where / ADOPTED_INTO).write_text(f"{store.database}\n", encoding="utf-8")
+            fd = os.open(listing, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            with os.fdopen(fd, "a", encoding="utf-8") as fh:
+                fh.write(f"{where}\n")
+            msg = (
+                f"adopted {n} memories of {where} into the repository's project store "
+                f"({ident.reason()}); the old store is left as it was"
+            )
+            log.warning(msg)
+            self.adoptions.append(
+                {"source_dir": str(where), "into": store.database, "memories": n, "message": msg}
+            )
+            moved += n
+        return moved
+
+    def _copy_memories(self, where: Path, db: str, store: ScopeStore) -> int:
+        if db in self._projects:
+            old, conn = self._projects[db][1], None
+        else:
+            conn = Connection.file(where / "project.db")
+            old = self._open_store(conn, Scope.project, db)
+        try:
+            n = 0
+            for row in old.export_rows():
+                key = key_of(row.pop("id"))
+                if store.get(key) is None:
+                    store.restore_row(key, {k: v for k, v in row.items() if v is not None})
+                    n += 1
+            return n
+        finally:
+            if conn is not None:
+                conn.close()
 
     def project_root(self, project: str | Path) -> tuple[str, str]:
-        """(root, database) of the project around ``project``. Finding the root stats every ancestor
+        """(root, database) of the project around ``project``."""
+        ident = self.identity(project)
+        return ident.root, ident.key
+
+    def identity(self, project: str | Path) -> ProjectIdentity:
+        """The project around ``project`` and what names it (identity.py). Finding the root stats every ancestor
         (~2 ms, several times a recall), so it is remembered for a few seconds: long enough for a burst of
-        calls, short enough that a new `.git` marker is noticed."""
+        calls, short enough that a new `.git` marker or remote is noticed."""
         cache = self._roots
         now = time.monotonic()
         hit = cache.get(str(project))
         if hit is not None and now - hit[0] < ROOT_CACHE_S:
-            return hit[1], hit[2]
+            return hit[1]
         if not Path(project).expanduser().is_dir():
             raise EngramError(
                 f"project {str(project)!r} is not an existing directory: give the project's folder "
                 "(--project DIR, or run inside it)"
             )
-        root = str(find_project_root(project))
-        check_project_root(Path(root))
-        db = project_db_name(root)
+        root = find_project_root(project)
+        check_project_root(root)
+        ident = identity_of(root)
         if len(cache) > 1024:
             cache.clear()
-        cache[str(project)] = (now, root, db)
-        return root, db
+        cache[str(project)] = (now, ident)
+        return ident
 
     def _register_project(self, root: str, db: str, store: ScopeStore) -> None:
         name = Path(root).name or root
@@ -163,7 +259,7 @@ class Scopes:
             if Path(row["project_path"]).exists():
                 self.project_store(row["project_path"])
 
-    def open_projects(self) -> list[tuple[str, ScopeStore]]:
+    def open_projects(self) -> list[tuple[str | None, ScopeStore]]:
         """(root, store) of every project store open in this process."""
         return list(self._projects.values())
 

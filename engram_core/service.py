@@ -19,10 +19,12 @@ from . import (
     listing,
     maintenance,
     organise,
+    projects,
     promotion,
     recall,
     sessions,
     settings_report,
+    sync,
     tools_support,
     writing,
 )
@@ -61,6 +63,7 @@ class EngramService(MemoryCore):
     # ── the API: what the daemon serves ──────────────────────
     # projects and sessions
     list_projects = listing.list_projects
+    project_identity = projects.project_identity
     start_session = sessions.start_session
     list_sessions = sessions.list_sessions
     end_session = sessions.end_session
@@ -91,6 +94,12 @@ class EngramService(MemoryCore):
     export_memories = backup.export_memories
     restore_memories = backup.restore_memories
     health = health.health
+    # sync between machines and with a team (sync/)
+    sync_init = sync.sync_init
+    sync_run = sync.sync_run
+    sync_status = sync.sync_status
+    share_memory = sync.share_memory
+    share_class = sync.share_class
     settings_report = settings_report.settings_report
 
     @api

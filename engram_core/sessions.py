@@ -7,8 +7,8 @@ from datetime import timedelta
 
 from . import lifecycle, session_learning
 from .api import api
-from .config import project_db_name
 from .core import MemoryCore
+from .identity import identity_of
 from .models import Memory, PromotionReport, SessionInfo
 from .promotion import promote_session
 from .redaction import redact_text
@@ -27,7 +27,7 @@ def info(s: Session, resumed: bool = False) -> SessionInfo:
         session_key=s.key,
         claude_session_id=s.claude_id,
         project_root=s.project_root,
-        project_db=project_db_name(s.project_root) if s.project_root else None,
+        project_db=identity_of(s.project_root).key if s.project_root else None,
         started_at=s.started_at,
         status="active",
         resumed=resumed,

@@ -1902,6 +1902,55 @@ class ScopeStore:
         )
         self.refresh([key])
 
+    def change_marks(self) -> dict[str, str]:
+        """Each memory's id -> what every write moves (updated_at, status, content hash, tags), read as one string:
+        how sync finds what changed without decoding every whole row (~4 s for 10,000 through the SDK)."""
+        text = (
+            self.q1(
+                "RETURN array::join((SELECT VALUE record::id(id) + '\x1f' + <string> updated_at + '\x1f' + status "
+                "+ '\x1f' + (content_hash ?? '') + '\x1f' + array::join(tags, ',') FROM memory), '\x1e')"
+            )
+            or ""
+        )
+        out: dict[str, str] = {}
+        for line in text.split("\x1e"):
+            key, _, mark = line.partition("\x1f")
+            if key:
+                out[key] = mark
+        return out
+
+    def export_rows_of(self, keys: Sequence[str]) -> list[dict[str, Any]]:
+        """`export_rows` for these memories only (the ones sync found changed)."""
+        if not keys:
+            return []
+        rows = [
+            plain(r)
+            for r in self.q1(
+                "SELECT * OMIT memory_strength FROM $ids ORDER BY id", {"ids": [record(k) for k in keys]}
+            )
+            or []
+        ]
+        for row in rows:
+            vec = decode_vector(row.get("embedding"))
+            row["embedding"] = None if vec is None else vec.tolist()
+        return rows
+
+    def restore_rows(self, rows: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+        """`restore_row` for many records in one request (sync writes thousands: ~5 ms a request each)."""
+        if not rows:
+            return
+        self.q(
+            "FOR $r IN $rows { UPSERT $r.id CONTENT $r.f RETURN NONE; "
+            "UPDATE $r.id SET status_history = $r.h RETURN NONE; };",
+            {
+                "rows": [
+                    {"id": record(k), "f": with_vector_bytes(f), "h": list(f.get("status_history", []))}
+                    for k, f in rows
+                ]
+            },
+        )
+        self.refresh([k for k, _ in rows])
+
     def count_by(self) -> tuple[int, dict[str, int], dict[str, int]]:
         """(total, per type, per status). The mirror holds every memory but the forgotten and superseded ones
         (what list_memories pages through): those are counted here in Python, the rest by an indexed query.

@@ -384,6 +384,12 @@ class EngramApp(App[None]):
     def action_help(self) -> None:
         self.push_screen(HelpScreen(self.current_mode))
 
+    def open_sync(self) -> None:
+        """Project identity, sync state and shared memories (the command palette's "App: project and sync")."""
+        from .screens.sync import SyncScreen
+
+        self.push_screen(SyncScreen())
+
     def run_screen_action(self, mode: str, action: str) -> None:
         """Palette entries: go to the pane, then run its action there."""
         self.action_mode(mode)

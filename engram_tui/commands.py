@@ -81,6 +81,13 @@ class EngramCommands(Provider):
             out.append((name, runnable, f"{key}  ·  {help_text}" if key else help_text))
         out.append(("App: help (key bindings)", app.action_help, "?, f1  ·  Every key binding"))
         out.append(
+            (
+                "App: project and sync",
+                app.open_sync,
+                "Which project this is and why; sync state; what is shared with the team",
+            )
+        )
+        out.append(
             ("App: load demo data", app.load_demo, "A separate demo project with a few hundred memories")
         )
         return out

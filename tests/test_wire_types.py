@@ -11,6 +11,7 @@ from __future__ import annotations
 import enum
 import inspect
 import json
+import subprocess
 import types
 import typing
 from collections.abc import Callable
@@ -166,6 +167,16 @@ def scenario(call: Callable[..., Any], project: str) -> dict[str, Any]:
     c("note_injected", ids=[a], project=p)
     c("health")
     c("revision")
+    c("project_identity", project=p)
+    c("share_memory", memory_id=a, project=p)
+    c("share_memory", memory_id=a, project=p, shared=False)
+    c("share_class", memory_type="procedural", project=p)
+    c("share_class", memory_type="procedural", project=p, shared=False)
+    remote = Path(p).parent / f"{Path(p).name}-sync.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    c("sync_init", remote=str(remote))
+    c("sync_run")
+    c("sync_status", project=p)
     exported = c("export_memories", scope="project", project=p)
     c(
         "import_lines",

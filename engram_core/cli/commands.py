@@ -797,6 +797,7 @@ def cmd_stop(args: argparse.Namespace) -> int:
 def cmd_status(args: argparse.Namespace) -> int:
     from ..paths import engram_home
     from ..wire.client import DaemonUnavailable
+    from ..wire.protocol import RemoteError
 
     try:
         client = _client(args, start=False)
@@ -809,6 +810,10 @@ def cmd_status(args: argparse.Namespace) -> int:
     status = client.call("flush", timeout_s=args.flush_timeout) if args.flush else None
     info = client.call("status")  # printed as the daemon sent it
     info["running"] = True
+    try:
+        info["project"] = client.call("project_identity", project=_project(args))
+    except RemoteError as exc:  # not in a project folder (the home folder, /tmp): the daemon still runs
+        info["project"] = {"error": exc.message}
     if status is not None:
         info["flush"] = status
     if args.json:
@@ -828,6 +833,15 @@ def cmd_status(args: argparse.Namespace) -> int:
             f"{info['events_failed']} failed; spool: {info['spool_ingested']} ingested, "
             f"{info['spool_waiting']} file(s) waiting; idle exit after {info['idle_timeout_s']:.0f} s (0 = never)"
         )
+        proj = info["project"]
+        if "error" in proj:
+            print(f"  project: none here ({proj['error']})")
+        else:
+            print(
+                f"  project: {proj['root']} -> {proj['database']} ({proj['reason']}); store {proj['store_dir']}"
+            )
+            for a in proj["adoptions"]:
+                print(f"  {a['message']}")
         for entry in info.get("spool_rejected", []):
             print(
                 f"  SPOOL entry moved aside to {Path(info['home']) / 'spool' / 'rejected'} (not ingested, not "
@@ -888,6 +902,118 @@ def cmd_off(args: argparse.Namespace, on: bool = False) -> int:
         _emit(state)
     else:
         print(f"Engram capture is {state['capture']} for session {args.session}")
+    return EXIT_OK
+
+
+def _sync_lines(r: dict[str, Any]) -> None:
+    what = "team sync" if r["channel"] == "team" else "sync"
+    if r.get("offline"):
+        print(
+            f"{what}: {r['remote']} cannot be reached; {r['queued_files']} commit(s) wait for the next sync"
+        )
+    for step in r.get("steps", []):
+        print(f"  {step}")
+    print(
+        f"{what} with {r['remote']}: {r['pushed']} sent, {r['pulled']} received, {r['conflicts']} conflict(s) "
+        f"resolved, {r['erased']} erased here, {r['excluded']} kept on this machine ({r['seconds']:.1f} s)"
+    )
+
+
+def _sync_progress(args: argparse.Namespace, channel: str) -> Any:
+    """On a terminal, a line that follows the daemon's progress note until the sync answers."""
+    import threading
+
+    from ..paths import engram_home
+
+    note = engram_home(args.home) / "sync" / channel / "progress"
+    stop = threading.Event()
+    started = time.monotonic()
+
+    def show() -> None:
+        while not stop.wait(0.5):
+            try:
+                text = note.read_text()
+            except OSError:
+                text = "syncing"
+            print(f"\r{text} ({time.monotonic() - started:.0f} s)\033[K", end="", file=sys.stderr, flush=True)
+        print("\r\033[K", end="", file=sys.stderr, flush=True)
+
+    thread = threading.Thread(target=show, daemon=True)
+    thread.start()
+    return stop, thread
+
+
+def cmd_sync(args: argparse.Namespace) -> int:
+    action = args.action or "run"
+    client = _client(args)
+    client.request_timeout = max(
+        client.request_timeout, 3600.0
+    )  # a first sync of a large store takes minutes
+    show = not args.json and sys.stderr.isatty()
+    channel = "team" if args.team else "personal"
+    if action == "init":
+        if not args.remote:
+            _die("give the remote: engram sync init REMOTE (a git URL or the path to a bare repository)")
+        progress = _sync_progress(args, channel) if show else None
+        try:
+            r = client.call("sync_init", remote=args.remote, team=args.team)
+        finally:
+            if progress:
+                progress[0].set()
+                progress[1].join()
+    elif args.remote:
+        _die(f"`engram sync {action}` takes no remote (only `engram sync init REMOTE` does)")
+    elif action == "status":
+        r = client.call("sync_status", project=_project(args))
+        if args.json:
+            _emit(r)
+            return EXIT_OK
+        for ch in r["channels"]:
+            if not ch["configured"]:
+                print(
+                    f"{ch['channel']}: not set up (engram sync init{' --team' if ch['channel'] == 'team' else ''} REMOTE)"
+                )
+                continue
+            print(
+                f"{ch['channel']}: {ch['remote']}, machine {ch['machine']}, last sync {ch['last_sync'] or 'never'}, "
+                f"{ch['pending_changes']} change(s) pending, {ch['queued_files']} commit(s) waiting for the remote"
+            )
+        print(f"{r['shared']} memories of this project are marked shared with the team")
+        return EXIT_OK
+    else:
+        progress = _sync_progress(args, channel) if show else None
+        try:
+            r = client.call("sync_run", team=args.team, compact=action == "compact")
+        finally:
+            if progress:
+                progress[0].set()
+                progress[1].join()
+    if args.json:
+        _emit(r)
+    else:
+        _sync_lines(r)
+    return EXIT_OK
+
+
+def cmd_share(args: argparse.Namespace, shared: bool = True) -> int:
+    if bool(args.id) == bool(args.type):
+        _die("give a memory id, or --type procedural|semantic for the whole class (not both)")
+    if args.type:
+        n = _client(args).call("share_class", memory_type=args.type, project=_project(args), shared=shared)
+        if args.json:
+            _emit({"memory_type": args.type, "shared": shared, "changed": n})
+        else:
+            print(
+                f"{n} {args.type} memories of this project {'marked shared' if shared else 'no longer shared'}"
+            )
+        return EXIT_OK
+    m = _client(args).call("share_memory", memory_id=args.id, project=_project(args), shared=shared)
+    if args.json:
+        _emit(m)
+    else:
+        print(
+            f"{m['id']} is {'shared with the team (sent at the next `engram sync --team`)' if shared else 'no longer shared (teammates drop it at their next team sync)'}"
+        )
     return EXIT_OK
 
 
@@ -1142,6 +1268,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     sp = add("status", "is the daemon running, and what is it doing (exit 1 when not running)", cmd_status)
     sp.add_argument("--flush", action="store_true", help="first wait until queued hook events are applied")
     sp.add_argument("--flush-timeout", type=float, default=30.0, help=argparse.SUPPRESS)
+    project_opt(sp)
 
     add("mcp", "run the MCP server on stdio (what Claude Code starts through .mcp.json)", cmd_mcp)
 
@@ -1160,6 +1287,38 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         help="open the stores in this process instead of through the daemon (no daemon may be running)",
     )
     project_opt(sp)
+
+    sp = add(
+        "sync",
+        "sync memories with your other machines over git: `sync init REMOTE` once, then `sync` "
+        "(push what changed here, pull what changed there); `sync status`; `sync compact` rewrites the "
+        "remote's history so erased texts leave it",
+        cmd_sync,
+    )
+    sp.add_argument(
+        "action",
+        nargs="?",
+        choices=("init", "run", "status", "compact"),
+        default=None,
+        help="init REMOTE: set up (once); run (the default): push and pull; status: remote, last sync, pending; "
+        "compact: one snapshot replaces the remote's history",
+    )
+    sp.add_argument(
+        "remote", nargs="?", default=None, help="for init: a git URL or the path to a bare repository"
+    )
+    sp.add_argument("--team", action="store_true", help="the team remote (only memories marked shared)")
+    project_opt(sp)
+
+    for name, help_, shared in (
+        ("share", "mark a project memory (or a class) shared with the team (see `engram sync --team`)", True),
+        ("unshare", "stop sharing a memory (or a class); teammates drop their copy", False),
+    ):
+        sp = add(name, help_, lambda a, shared=shared: cmd_share(a, shared=shared))
+        sp.add_argument("id", nargs="?", default=None, help="memory id")
+        sp.add_argument(
+            "--type", choices=("procedural", "semantic"), default=None, help="every memory of this type"
+        )
+        project_opt(sp)
 
     sp = add("off", "stop capturing memories for one Claude session", cmd_off)
     sp.add_argument("--session", default=None, help="the Claude session id")

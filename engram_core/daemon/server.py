@@ -945,7 +945,7 @@ class Daemon:
     def _background(self) -> None:
         last_maint = time.monotonic()
         last_spool = time.monotonic()
-        last_check = last_compact = time.monotonic()
+        last_check = last_compact = last_sync = time.monotonic()
         # ENGRAM_COMPACT_CHECK_S=0 turns automatic compaction off (bench/growth.py measures the difference).
         check_s = float(os.environ.get("ENGRAM_COMPACT_CHECK_S") or COMPACT_CHECK_S)
         while not self.stop_event.wait(0.25):
@@ -968,6 +968,9 @@ class Daemon:
                         log.info("maintenance: %s", report.model_dump_json())
                 except Exception:
                     log.exception("maintenance sweep failed")
+            if self.settings.sync_interval_s and now - last_sync >= self.settings.sync_interval_s:
+                last_sync = now
+                self._sync_due()
             # An idle plain connection does not keep the daemon up (it is closed after CONN_IDLE_S anyway);
             # an MCP connection is a live agent session and does.
             busy = self.mcp_connections > 0 or self._inflight > 0
@@ -977,6 +980,21 @@ class Daemon:
                 log.info("idle for %.0f s: exiting", self.idle_timeout_s)
                 self.request_stop()
                 return
+
+    def _sync_due(self) -> None:
+        """The scheduled sync (sync_interval_s) of each channel set up with `engram sync init`; offline is no
+        error (the change files wait), any other failure is logged and tried again next time."""
+        service = self.service
+        if service is None or self.stop_event.is_set():
+            return
+        for ch in service.sync_status().channels:
+            if not ch.configured:
+                continue
+            try:
+                report = service.sync_run(team=ch.channel == "team")
+                log.info("scheduled %s sync: %s", ch.channel, "; ".join(report.steps) or "nothing to do")
+            except Exception:
+                log.exception("scheduled %s sync failed", ch.channel)
 
     def compaction_wanted(self, now: float, last_compact: float) -> bool:
         """Idle, or a due store has waited COMPACT_FORCE_S while requests kept coming (not during a bulk write)."""

@@ -5,6 +5,7 @@ memory.py    memories and what the core service answers (store, recall, lists, s
 organise.py  the self-organising layer (graph, consolidation, contradictions, evolution, episodes, associations)
 tools.py     the agent's exploration tools (engram_explore, recall_skill)
 daemon.py    what the daemon answers for itself (status, flush, shutdown)
+sync.py      project identity and sync between machines (issue #32)
 """
 
 from __future__ import annotations
@@ -93,6 +94,14 @@ from .organise import (
 from .sparse import (
     Sparse,
 )
+from .sync import (
+    Adoption,
+    ProjectIdentityInfo,
+    SyncChannel,
+    SyncOverview,
+    SyncReport,
+    SyncState,
+)
 from .tools import (
     ExploredStore,
     ExploreResult,
@@ -102,6 +111,12 @@ from .tools import (
 )
 
 __all__ = [
+    "Adoption",
+    "ProjectIdentityInfo",
+    "SyncChannel",
+    "SyncOverview",
+    "SyncReport",
+    "SyncState",
     "DaemonStatus",
     "FlushReport",
     "ParkedEvent",
