@@ -140,7 +140,7 @@ def short_error(exc: BaseException) -> str:
 
 def classify(exc: BaseException) -> tuple[str, str]:
     """(error type, one-line message) for the wire: never a traceback."""
-    from .config import ConfigError
+    from .paths import ConfigError
     from .store import StoreError
 
     if isinstance(exc, UnknownMethod):

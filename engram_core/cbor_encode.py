@@ -148,4 +148,4 @@ def install() -> None:
     """Make the SDK's request builder use `encode` (the one module-level name it encodes every request with)."""
     from surrealdb.request_message.descriptors import cbor_ws
 
-    cbor_ws.encode = encode
+    cbor_ws.encode = encode  # type: ignore[attr-defined]

@@ -22,12 +22,13 @@ from pydantic import ValidationError
 
 from . import session_learning
 from .api import EngramError
-from .config import ConfigError, find_project_root
+from .config import find_project_root
 from .core import MemoryCore
 from .injection import injection_context, note_injected
 from .maintenance import maintain
 from .models import MemoryIn
 from .organise.consolidation import reflect_and_consolidate
+from .paths import ConfigError
 from .recall import recall
 from .redaction import redact_text
 from .scoring import estimate_tokens

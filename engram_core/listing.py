@@ -121,8 +121,8 @@ def _list_from_mirror(
     page = entries[offset : offset + limit]
     fetched = store.get_many([k for _, k, row in page if row is None])
     items = []
-    for _, key, row in page:
-        full = row if row is not None else fetched.get(key)
+    for _, key, cached in page:
+        full = cached if cached is not None else fetched.get(key)
         if full is not None:
             items.append(core.to_memory(full, store))
     return MemoryPage(items=items, total=len(entries), offset=offset, limit=limit)

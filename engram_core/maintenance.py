@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from . import lifecycle
+from . import lifecycle, scoring
 from .api import api
 from .bookkeeping import LOG_COMPACT_S
 from .core import MemoryCore
@@ -170,7 +170,7 @@ def sweep_rows(core: MemoryCore, store: ScopeStore) -> list[lifecycle.Row]:
     now, hl, scope = core.now(), core.half_lives(core.project_root_of(store)), store.scope.value
     # Under the line with either half-life the plan may use (the row's, or the one its type has now), with a
     # margin: the plan is made a moment later, and strength only falls.
-    line = lifecycle.FORGET_BELOW * FORGET_MARGIN
+    line = scoring.FORGET_BELOW * FORGET_MARGIN
     maybe = [
         r.key
         for r in rows
@@ -244,7 +244,10 @@ def compact(core: MemoryCore, project: str | None = None, only_due: bool = False
     store is compacted again holding the lock throughout (`Connection.compact`)."""
     wanted = core.project_store(project) if project else None
     report = CompactReport()
-    stop = lambda: core.stopping.is_set() or core.closed  # noqa: E731
+
+    def stop() -> bool:
+        return bool(core.stopping.is_set() or core.closed)
+
     with core.api_lock.background():
         connections = list(core.scopes.connections())
     for conn, stores in connections:

@@ -27,5 +27,5 @@ def project_identity(core: MemoryCore, project: str) -> ProjectIdentityInfo:
         reason=ident.reason(),
         store_dir=str(ident.store_dir(core.home)),
         git_dir=ident.git_dir,
-        adoptions=[Adoption(**a) for a in core.scopes.adoptions if a["into"] == ident.key],  # type: ignore[arg-type]
+        adoptions=[Adoption(**a) for a in core.scopes.adoptions if a["into"] == ident.key],
     )

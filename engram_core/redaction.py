@@ -20,6 +20,10 @@ and survive; ``password = "hunter2"`` is redacted.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar, cast
+
+_V = TypeVar("_V")
 
 __all__ = ["Redaction", "redact", "redact_text", "redact_value"]
 
@@ -58,9 +62,9 @@ class _Lazy:
     def __init__(self, source: str | bytes, flags: int = 0) -> None:
         self.source = source
         self.flags = flags
-        self._compiled: re.Pattern | None = None
+        self._compiled: re.Pattern[Any] | None = None
 
-    def finditer(self, text: str | bytes):  # noqa: ANN201 - Iterator[re.Match]
+    def finditer(self, text: Any) -> Iterator[re.Match[Any]]:  # str, or bytes for the guard scan
         if self._compiled is None:
             self._compiled = re.compile(self.source, self.flags)
         return self._compiled.finditer(text)
@@ -477,7 +481,7 @@ def _find_yaml_blocks(text: str) -> list[tuple[int, int, str]]:
     return out
 
 
-def _keyed(pattern: _Lazy):  # noqa: ANN202 - a finder, as below
+def _keyed(pattern: _Lazy) -> Callable[[str], list[tuple[int, int, str]]]:
     """A finder for a pattern whose group 1 is a key name and group 2 its value: `<password>x</password>`,
     `<add key="ApiKey" value="x"/>`, Dockerfile `ENV DB_PASSWORD x`, `aws configure set aws_secret_access_key x`."""
 
@@ -594,7 +598,7 @@ def _present_guards(haystack: bytes) -> set[bytes]:
     if len(haystack) > _SHORT_TEXT:
         return {g for g in _ALL_GUARDS if g in haystack}
     present: set[bytes] = set()
-    for m in _GUARD_SCAN.finditer(haystack):  # type: ignore[arg-type]
+    for m in _GUARD_SCAN.finditer(haystack):
         present |= _GUARD_PREFIXES[m.group(1)]
     return present
 
@@ -789,9 +793,10 @@ def _candidates(text: str) -> list[tuple[int, int, int, str]]:
     assign, subject = (_ASSIGN_LOWER, low) if len(low) == len(text) else (_ASSIGN_ANYCASE, text)
     pos = 0
     while True:
-        m = assign.search(subject, pos)
-        if m is None:
+        found = assign.search(subject, pos)
+        if found is None:
             break
+        m = found
         span = _assignment_value(text, m) if _whole_word(text, m) else None
         if span is not None:
             candidates.append((span[0], span[1], generic_prio, _word_kind(_key(text, m))))
@@ -838,25 +843,29 @@ def redact_text(text: str) -> str:
     return redact(text)[0]
 
 
-def redact_value(value: object, kinds: list[str] | None = None) -> object:
+def redact_value(value: _V, kinds: list[str] | None = None) -> _V:
     """Recursively redact strings inside dicts, lists, tuples and sets; returns a new object.
 
     Dict keys are redacted too (a secret can end up as a key); non-string leaves are returned as is.
     When ``kinds`` is given, the kind of every replaced secret is appended to it.
     """
+    return cast(_V, _redact_value(value, kinds))
+
+
+def _redact_value(value: Any, kinds: list[str] | None) -> Any:
     if isinstance(value, str):
         out, found = redact(value)
         if kinds is not None:
             kinds.extend(r.kind for r in found)
         return out
     if isinstance(value, dict):
-        return {redact_value(k, kinds): redact_value(v, kinds) for k, v in value.items()}
+        return {_redact_value(k, kinds): _redact_value(v, kinds) for k, v in value.items()}
     if isinstance(value, list):
         if value and type(value[0]) is float and all(type(v) is float for v in value):
             return list(value)  # a vector: numbers hold no secret (and a call each took most of the time)
-        return [redact_value(v, kinds) for v in value]
+        return [_redact_value(v, kinds) for v in value]
     if isinstance(value, tuple):
-        return tuple(redact_value(v, kinds) for v in value)
+        return tuple(_redact_value(v, kinds) for v in value)
     if isinstance(value, (set, frozenset)):
-        return type(value)(redact_value(v, kinds) for v in value)
+        return type(value)(_redact_value(v, kinds) for v in value)
     return value

@@ -26,7 +26,7 @@ def redact_store(store: ScopeStore, embedder: Any, *, dry_run: bool = False) -> 
         n = 0
         for row in rows:
             fields = {k: v for k, v in row.items() if k not in _KEEP}
-            clean: dict[str, Any] = redact_value(fields)  # type: ignore[assignment]
+            clean: dict[str, Any] = redact_value(fields)
             changes = {k: clean[k] for k in fields if clean[k] != fields[k]}
             if not changes:
                 continue

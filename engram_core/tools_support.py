@@ -7,7 +7,7 @@ the service (service.py) declares them among the methods the daemon serves.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, cast
 
 from pydantic import Field
 
@@ -152,7 +152,9 @@ def recall_skill(
         best = skills[0]
         target = best.scope if best.scope in SCOPES else "project"
         t0 = time.perf_counter()
-        qr = run_query(core, best.surql, scope=target, allow_writes=False, project=project, session=session)
+        qr = run_query(
+            core, best.surql, scope=cast(Any, target), allow_writes=False, project=project, session=session
+        )
         count = best.execution_count + 1
         meta: dict[str, Any] = {"execution_count": count}
         if count >= SKILL_PROMOTE_AFTER:

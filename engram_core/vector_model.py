@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from .embeddings import EmbeddingError, local_model_id
+from .embeddings import Embedder, EmbeddingError, local_model_id
 from .store import ScopeStore, encode_vector
 
 log = logging.getLogger("engram.vector_model")
@@ -83,14 +83,18 @@ def reconcile(embedder: Any, store: ScopeStore) -> None:
         record_model(store, want)
 
 
-def reembed(store: ScopeStore, embedder: Any) -> int:
+def reembed(store: ScopeStore, embedder: Embedder) -> int:
     """Every memory vector from its search text and every entity vector from its name and description (the
     texts they were first embedded from), in chunks; then the mirror reloads. Returns how many were rewritten."""
     n = 0
-    for table, text_of in (
-        ("memory", lambda r: r.get("search_text") or r.get("content") or ""),
-        ("entity", lambda r: f"{r.get('name') or ''} {r.get('description') or ''}".strip()),
-    ):
+
+    def memory_text(r: dict[str, Any]) -> str:
+        return str(r.get("search_text") or r.get("content") or "")
+
+    def entity_text(r: dict[str, Any]) -> str:
+        return f"{r.get('name') or ''} {r.get('description') or ''}".strip()
+
+    for table, text_of in (("memory", memory_text), ("entity", entity_text)):
         fields = "search_text, content" if table == "memory" else "name, description"
         rows = store.q1(f"SELECT id, {fields} FROM {table} WHERE embedding != NONE") or []
         for i in range(0, len(rows), REEMBED_CHUNK):

@@ -61,8 +61,8 @@ def _prepare(
     # Every text field, whole, before anything is derived from it (hash, episode, search text, embedding).
     content, found = redact(mem.content)
     kinds = [r.kind for r in found]
-    metadata: dict[str, Any] = redact_value(mem.metadata, kinds)  # type: ignore[assignment]
-    tags: list[str] = redact_value(mem.tags, kinds)  # type: ignore[assignment]
+    metadata: dict[str, Any] = redact_value(mem.metadata, kinds)
+    tags: list[str] = redact_value(mem.tags, kinds)
     # MemoryIn already redacted its tags (before lower-casing them): report what it replaced
     kinds += [k for t in tags for k in re.findall(r"\[redacted:([a-z0-9_]+)\]", t)]
     source = redact_value(mem.source, kinds)
@@ -249,7 +249,7 @@ def write(
     return [
         StoreResult(
             action=action,
-            memory=core.to_memory(rows[id(store)][key], store),  # type: ignore[arg-type]
+            memory=core.to_memory(rows[id(store)][key], store),
             redactions=kinds,
             message=msg,
         )
@@ -444,10 +444,10 @@ def update(
         changes["metadata"] = {**current.get("metadata", {}), **redact_value(changes["metadata"])}
     if "user_feedback" in changes and "importance" not in changes:
         # A verdict moves importance (helpful up, not helpful down, bounded): rank and decay follow it.
-        current = store.get(key)
-        if current is not None:
+        row_now = store.get(key)
+        if row_now is not None:
             changes["importance"] = importance_after_verdict(
-                float(current["importance"]), changes["user_feedback"]
+                float(row_now["importance"]), changes["user_feedback"]
             )
     row = store.update_memory(key, changes)
     if row is None:

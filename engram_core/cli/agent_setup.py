@@ -401,7 +401,7 @@ def installed_plugin(exe: str) -> dict[str, Any] | None:
         return None
     for entry in plugins:
         if entry.get("id") == PLUGIN_ID or str(entry.get("id", "")).startswith(f"{PLUGIN}@"):
-            return entry
+            return dict(entry)
     return None
 
 

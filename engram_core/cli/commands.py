@@ -219,10 +219,10 @@ def _import_pass(
                 totals["merged"] += report["merged"]
                 totals["failed"].extend(report["failed"])
                 totals["total_lines"] += report["total_lines"]
-            for first, part in records:
+            for first, recs in records:
                 report = client.call(
                     "restore_memories",
-                    records=part,
+                    records=recs,
                     project=_project(args),
                     first_line=first,
                     dry_run=dry_run,
@@ -232,15 +232,15 @@ def _import_pass(
                 totals["restored"] = totals.get("restored", 0) + report["restored"] + report["replaced"]
                 totals["merged"] += report["replaced"]
                 totals["failed"].extend(report["failed"])
-                totals["total_lines"] += len(part)
+                totals["total_lines"] += len(recs)
             done += len(chunk)
-            if progress is not None:
+            if progress is not None and task is not None:
                 progress.update(
                     task,
                     advance=len(chunk),
                     rate=progress_rate(
                         done,
-                        len(lines),  # type: ignore[arg-type]
+                        len(lines),
                         time.monotonic() - began,
                         dry_run,
                     ),
@@ -447,12 +447,12 @@ def cmd_config(args: argparse.Namespace) -> int:
 
 def cmd_setup(args: argparse.Namespace) -> int:
     from ..paths import engram_home
-    from .agent_setup import AGENTS, SetupError
+    from .agent_setup import AGENTS, SetupError, setup_claude_code
 
     home = engram_home(args.home)
     try:
         if args.agent == "claude-code":
-            report = AGENTS[args.agent](home, claude=args.claude, dry_run=args.dry_run)
+            report = setup_claude_code(home, claude=args.claude, dry_run=args.dry_run)
         else:
             report = AGENTS[args.agent](home, dry_run=args.dry_run)
     except SetupError as exc:
@@ -864,7 +864,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
 def cmd_tui(args: argparse.Namespace) -> int:
     try:
-        from engram_tui.app import main as tui_main  # type: ignore[import-not-found]
+        from engram_tui.app import main as tui_main
     except ImportError as exc:
         _die(
             f"the terminal UI is not available in this install ({exc}); the commands are listed by `engram --help`"

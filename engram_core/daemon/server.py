@@ -31,7 +31,7 @@ import time
 import typing
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from .. import __version__, heap
 from ..config import ensure_private_child, ensure_private_dir, find_project_root, load_settings
@@ -116,7 +116,7 @@ class Journal:
                         continue  # a torn last line from a crash mid-append: its event was never acknowledged
                     if rec.get("op") == "begin" and eid not in self.done:
                         # redacted again: a journal written by an older version may hold a raw event
-                        self.pending[eid] = redact_value(rec.get("event") or {})  # type: ignore[assignment]
+                        self.pending[eid] = redact_value(rec.get("event") or {})
                     elif rec.get("op") == "done":
                         self.pending.pop(eid, None)
                         if eid not in self.done:
@@ -610,7 +610,7 @@ class Daemon:
         if service is None:
             raise RuntimeError("the daemon is shutting down; retry in a moment")
         with self._compacting():  # takes the request lock a piece at a time itself (maintenance.compact)
-            report = call_api(service, "compact", params)
+            report: CompactReport = call_api(service, "compact", params)
         self._forget_applied_events()
         return report
 
@@ -634,7 +634,7 @@ class Daemon:
             self._not_compacting.set()
 
     def m_hook_event(self, event: dict[str, Any] | None = None, **_: Any) -> dict[str, Any]:
-        event = redact_value(event)  # type: ignore[assignment]  # whole, before an error message can quote it
+        event = redact_value(event)  # whole, before an error message can quote it
         from .. import hook_events
 
         hook_events.check(
@@ -710,7 +710,7 @@ class Daemon:
         """Journal the event, then queue it (``defer``: a session_start, queued later by _release_start)."""
         assert self.journal is not None
         # Redacted whole, before the journal (a file) sees it: raw socket events and spooled ones alike.
-        event = redact_value(event)  # type: ignore[assignment]
+        event = redact_value(event)
         if not self.journal.begin(eid, event):
             return False
         session = str(event.get("session_id") or "")
@@ -1133,7 +1133,9 @@ class _Handler(socketserver.StreamRequestHandler):
                     )
                 self.connection.settimeout(timeout)
                 try:
-                    chunk = self.rfile.peek(1)  # at most one read from the socket, under the timeout
+                    chunk = cast(Any, self.rfile).peek(
+                        1
+                    )  # at most one read from the socket, under the timeout
                 except TimeoutError:
                     if start is None:
                         raise  # idle: close quietly

@@ -22,7 +22,7 @@ import contextvars
 import io
 import json
 import threading
-from typing import Annotated, Any, Literal, Protocol
+from typing import Annotated, Any, Literal, Protocol, cast
 
 from pydantic import Field
 
@@ -105,6 +105,15 @@ class EngramTools:
             raise ToolError(message) from None
         return json.loads(json.dumps(result, default=json_default))
 
+    def call_dict(self, method: str, **params: Any) -> dict[str, Any]:
+        """`call` for a method whose answer is one JSON object."""
+        out: dict[str, Any] = self.call(method, **params)
+        return out
+
+    def call_in_context_dict(self, method: str, **params: Any) -> dict[str, Any]:
+        out: dict[str, Any] = self.call_in_context(method, **params)
+        return out
+
     def call_in_context(self, method: str, **params: Any) -> Any:
         """Call ``method`` with this connection's project and session added where the method takes them."""
         from ..api import parameter_names
@@ -178,7 +187,7 @@ def build_server() -> Any:
 
     from .. import __version__
 
-    t: Any = _Current()
+    t = cast(EngramTools, _Current())  # each call reaches the connection's own EngramTools
     mcp = MCPServer(name="engram", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
 
     @mcp.tool(
@@ -318,13 +327,13 @@ def build_server() -> Any:
     def promote_memory(
         memory_id: Annotated[str, Field(min_length=1)], target_scope: PromotionTarget | None = None
     ) -> dict[str, Any]:
-        return t.call(
+        return t.call_dict(
             "promote", memory_id=memory_id, target_scope=target_scope, project=t.project, session=t.session
         )
 
     @mcp.tool(description="Counts of memories per scope, type and status for this project, session and user.")
     def memory_stats() -> dict[str, Any]:
-        return t.call("stats", project=t.project, session=t.session)
+        return t.call_dict("stats", project=t.project, session=t.session)
 
     @mcp.tool(
         description="Mark whether the last recall of this exact query helped: each memory it returned "
@@ -334,7 +343,7 @@ def build_server() -> Any:
     def mark_retrieval_useful(
         query: Annotated[str, Field(min_length=1)], was_useful: bool, reason: str | None = None
     ) -> dict[str, Any]:
-        return t.call(
+        return t.call_dict(
             "mark_retrieval_useful", query=query, was_useful=was_useful, reason=reason, project=t.project
         )
 
@@ -348,7 +357,7 @@ def build_server() -> Any:
         table: str | None = None,
         sample_size: Annotated[int, Field(ge=1, le=20)] = 3,
     ) -> dict[str, Any]:
-        return t.call_in_context(
+        return t.call_in_context_dict(
             "engram_explore", depth=depth, scope=scope, table=table, sample_size=sample_size
         )
 
@@ -362,7 +371,7 @@ def build_server() -> Any:
         scope: ScopeName = "project",
         allow_writes: bool = False,
     ) -> dict[str, Any]:
-        return t.call_in_context("run_query", surql=surql, scope=scope, allow_writes=allow_writes)
+        return t.call_in_context_dict("run_query", surql=surql, scope=scope, allow_writes=allow_writes)
 
     @mcp.tool(
         description="Find a stored SurrealQL skill (procedural memory tagged surql-skill) for a task; "
@@ -373,7 +382,7 @@ def build_server() -> Any:
         execute: bool = False,
         scope: ScopeOrAll = "all",
     ) -> dict[str, Any]:
-        return t.call_in_context(
+        return t.call_in_context_dict(
             "recall_skill", task_description=task_description, execute=execute, scope=scope
         )
 

@@ -72,7 +72,7 @@ def replay_priority(core: MemoryCore, store: ScopeStore, key: str) -> float:
         return 0.0
     recency = 0.5 ** (max(0.0, days_between(lt.last_accessed_at, core.now())) / 7.0)
     assoc = min(1.0, sum(associations.adjacency(core, store).get(key, {}).values()))
-    return 0.5 * lt.importance + 0.3 * recency + 0.2 * assoc
+    return float(0.5 * lt.importance + 0.3 * recency + 0.2 * assoc)
 
 
 def extractive(
@@ -536,7 +536,8 @@ def approve_consolidation(
     }
     if row["reason"] == "promotion":
         rep = promote(core, live[0], target_scope="user", project=core.scopes.root_of(store))
-        result_id = (rep.promoted or rep.merged or [None])[0]
+        result_ids = rep.promoted or rep.merged
+        result_id = result_ids[0] if result_ids else None
         src = store.get(live[0]) or {}
         store.update_memory(live[0], {"metadata": {**src.get("metadata", {}), "promoted_to_user": result_id}})
         out.sources = {live[0]: src.get("status", "active")}
@@ -697,7 +698,7 @@ def decide_consolidations(
     reject a whole class (``reason``: duplicate, decay…). Each item decided can be undone with
     `reopen_consolidation`; the ids are in the answer."""
     store = core.scopes.primary(project)
-    cond, params = "status = 'pending'", {}
+    cond, params = "status = 'pending'", dict[str, Any]()
     if max_risk is not None:
         cond += " AND risk <= $r"
         params["r"] = max_risk

@@ -16,7 +16,7 @@ import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 
@@ -179,7 +179,7 @@ def judge(old: str, new: str, cosine: float, vocab: sj.Vocabulary | None = None)
             confidence=confidence,
         )
     close = anchored or cosine >= DUPLICATE_COSINE
-    said_change = sn.changes and cmp.same_subject is not False
+    said_change = bool(sn.changes)  # a different subject returned above
     # A polarity flip of one statement: what changed is the negation and at most a few words beside it, not a
     # whole clause that happens to hold a "not" ("… to avoid a second database" vs "… the docs recommend it").
     residue = (
@@ -838,7 +838,7 @@ def resolve_contradictions(
     done: list[str] = []
     left = 0
     for store in core.scopes.stores("all", project, session):
-        cond, params = "status = 'open' AND confidence >= $c", {"c": min_confidence}
+        cond, params = "status = 'open' AND confidence >= $c", dict[str, Any](c=min_confidence)
         if kind:
             cond += " AND kind = $k"
             params["k"] = kind
@@ -854,7 +854,7 @@ def resolve_contradictions(
                 left += 1
                 continue
             try:
-                _resolve(core, store, row, how, None, "user")
+                _resolve(core, store, row, cast(Resolution, how), None, "user")
                 done.append(key_of(row["id"]))
             except (NotFound, EngramError):
                 left += 1

@@ -156,7 +156,7 @@ def _similar(a: str, b: str) -> float:
     if not ta or not tb:
         return 1.0 if a.strip() == b.strip() else 0.0
     dot = sum(ta[w] * tb[w] for w in ta)
-    return float(dot) / ((sum(v * v for v in ta.values()) ** 0.5) * (sum(v * v for v in tb.values()) ** 0.5))
+    return float(dot / ((sum(v * v for v in ta.values()) ** 0.5) * (sum(v * v for v in tb.values()) ** 0.5)))
 
 
 @api

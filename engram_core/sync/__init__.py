@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from ..api import EngramError, api
 from ..core import MemoryCore
-from ..models import Memory, MemoryType, SyncOverview, SyncReport
+from ..models import Memory, MemoryType, SyncChannel, SyncOverview, SyncReport
 from . import engine
 
 __all__ = ["share_class", "share_memory", "sync_init", "sync_run", "sync_status"]
 
 
-def _channel(team: bool) -> engine.SyncChannel:
+def _channel(team: bool) -> SyncChannel:
     return "team" if team else "personal"
 
 

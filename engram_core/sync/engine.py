@@ -156,10 +156,10 @@ def _clean(row: dict[str, Any]) -> dict[str, Any]:
     fields["id"] = key_of(fields["id"])
     for k in ("scope", "database", "project_path", "engram_export"):
         fields.pop(k, None)
-    fields = _iso(redact_value(fields))
-    if fields.get("content") is not None and fields.get("status") != "forgotten":
-        fields["content_hash"] = content_hash(fields["content"])
-    return fields
+    out: dict[str, Any] = _iso(redact_value(fields))
+    if out.get("content") is not None and out.get("status") != "forgotten":
+        out["content_hash"] = content_hash(out["content"])
+    return out
 
 
 def version_hash(fields: dict[str, Any]) -> str:
@@ -491,7 +491,7 @@ def _team_may_touch(local: dict[str, Any] | None, rec: dict[str, Any], state: St
     """A teammate's record may add a memory, or change one that is shared; never one this machine keeps to itself
     (a forged id must not overwrite or erase a private memory). Only its author's withdraw erases a copy."""
     if local is None:
-        return rec["op"] == "put"
+        return bool(rec["op"] == "put")
     author = ((local.get("metadata") or {}).get("shared_by") or {}).get("machine")
     if rec["op"] == "withdraw":
         return author is not None and author != state.machine and author == rec.get("machine")

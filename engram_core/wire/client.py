@@ -24,7 +24,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..paths import engram_home
 from .protocol import (
@@ -305,13 +305,13 @@ class RemoteService:
 
     # the daemon's own methods, named so that editors and readers find them (typed like the rest)
     def status(self) -> DaemonStatus:
-        return self.invoke("status")
+        return cast(DaemonStatus, self.invoke("status"))
 
     def shutdown(self) -> ShutdownAck:
-        return self.invoke("shutdown")
+        return cast(ShutdownAck, self.invoke("shutdown"))
 
     def flush(self, timeout_s: float = 30.0) -> FlushReport:
-        return self.invoke("flush", timeout_s=timeout_s)
+        return cast(FlushReport, self.invoke("flush", timeout_s=timeout_s))
 
 
 def connect(

@@ -89,7 +89,8 @@ def ok(req_id: Any, result: Any) -> bytes:
         # A model (a recall's answer, say) in pydantic's own encoder, 4x sooner than json over model_dump: a recall
         # of ten memories 0.21 -> 0.05 ms. The same JSON values; only the envelope is written here.
         head = encode({"v": PROTOCOL_VERSION, "id": req_id, "ok": True, "result": None})
-        return head[: -len(b"null}\n")] + dump_json().encode("utf-8") + b"}\n"
+        body: str = dump_json()
+        return head[: -len(b"null}\n")] + body.encode("utf-8") + b"}\n"
     return encode({"v": PROTOCOL_VERSION, "id": req_id, "ok": True, "result": result})
 
 

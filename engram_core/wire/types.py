@@ -45,16 +45,17 @@ def type_expr(tp: Any) -> str:
     if tp is Any:
         return "Any"
     if tp in (int, float, str, bool):
-        return tp.__name__
+        return str(tp.__name__)
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if origin in (typing.Union, types.UnionType):
         return " | ".join(type_expr(a) for a in args)
     if origin in (list, dict, tuple) and args:
         if origin is tuple and args[-1] is Ellipsis:
             raise WireTypeError(f"{tp}: a variable-length tuple has no expression here; use list[...]")
-        return f"{origin.__name__}[{', '.join(type_expr(a) for a in args)}]"
-    if isinstance(tp, type) and getattr(models, tp.__name__, None) is tp:
-        return tp.__name__
+        return f"{getattr(origin, '__name__', origin)}[{', '.join(type_expr(a) for a in args)}]"
+    name = getattr(tp, "__name__", None)
+    if isinstance(tp, type) and name and getattr(models, name, None) is tp:
+        return str(name)
     raise WireTypeError(
         f"{tp!r} is not a type the client can rebuild: declare an engram_core.models class, a "
         f"builtin, or list/dict/tuple/union of those"
