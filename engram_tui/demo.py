@@ -301,10 +301,10 @@ def build_demo(
                     created_at=at(rng.uniform(0.05, 30)),
                 )
             )
-    for a, b in NEAR_DUPLICATES + CONTRADICTIONS:
+    for older, newer in NEAR_DUPLICATES + CONTRADICTIONS:
         items.append(
             MemoryIn(
-                content=a,
+                content=older,
                 memory_type=MemoryType.semantic,
                 scope=Scope.project,
                 tags=["dup-demo"],
@@ -314,7 +314,7 @@ def build_demo(
         )
         items.append(
             MemoryIn(
-                content=b,
+                content=newer,
                 memory_type=MemoryType.semantic,
                 scope=Scope.project,
                 tags=["dup-demo"],
@@ -394,7 +394,7 @@ def build_demo(
         travel(now)
 
     # Lifecycle: most project memories were used (active), old weak episodes archived, a few forgotten.
-    by_type: dict[str, list] = {}
+    by_type: dict[str, list[Any]] = {}
     for m in mems:
         by_type.setdefault(m.memory_type.value, []).append(m)
     project_mems = [m for m in mems if m.scope == Scope.project]

@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from surrealdb import RecordID
@@ -340,7 +340,7 @@ def write_extractions(
             e = eps.setdefault(p.episode, {"id": rid("episode", p.episode), "n": 0})
             e["n"] += 1
     check = sorted({c for p in plans for c in p.check})
-    params = {
+    params: dict[str, Any] = {
         "now": now,
         "inc": STRENGTHEN,
         "ep_writes": list(episode_writes),
@@ -367,15 +367,15 @@ def write_extractions(
     # The memory fields it writes are the episode (of a memory written without it), which the mirror takes
     # below, and the entity list, which no row mirror holds: the rows stay held.
     got = store.q(_WRITE, params, memory_rows=())[-1] or {}
-    for e in params["set_ep"]:
-        store.mirror_fields(key_of(e["mem"]), episode_id=e["ep"])
+    for ep in params["set_ep"]:
+        store.mirror_fields(key_of(ep["mem"]), episode_id=ep["ep"])
     post = {key_of(r["id"]): plain(r) for r in got.get("post") or []}
     g = state(core).of(store).graph
     if g is not None:
         with g.lock:
             for p in plans:
-                for e in p.entities:
-                    g.add_entity(entity_key(e.key, e.entity_type), e.entity_type, e.key)
+                for ent in p.entities:
+                    g.add_entity(entity_key(ent.key, ent.entity_type), ent.entity_type, ent.key)
                 if p.key is not None:
                     g.add_memory(p.key, [entity_key(e.key, e.entity_type) for e in p.mentioned])
             for k, r in post.items():
@@ -666,7 +666,7 @@ def _save_snapshot(core: MemoryCore, store: ScopeStore) -> None:
             "r_w": np.array([g.rels[k][2] for k in rkeys], dtype=np.float64),
             "r_conflict": np.array([k in conflict for k in rkeys], dtype=np.bool_),
         }
-    write_private(path, lambda fh: np.savez(fh, **arrays))
+    write_private(path, lambda fh: np.savez(fh, **cast(dict[str, Any], arrays)))
     old = store.side_snapshot_path("graph")  # version 2's JSON, no longer read
     if old is not None:
         old.unlink(missing_ok=True)
@@ -751,11 +751,12 @@ def _read_snapshot(store: ScopeStore) -> GraphMirror | None:
 
 def mirror(core: MemoryCore, store: ScopeStore) -> GraphMirror:
     st = state(core).of(store)
-    g = st.graph
+    g: GraphMirror | None = st.graph
     if g is None or g.version != store.graph_version:  # an erasure changed the graph under us
         with paused_collector():
             g = None if st.graph is not None else _read_snapshot(store)
             g = st.graph = g or _load_mirror(store)
+        assert g is not None
         store.snapshot_writers.setdefault("graph", functools.partial(_save_snapshot, core, store))
         if works_in_background():
             threading.Thread(
@@ -1125,7 +1126,10 @@ def _similar_entity(store: ScopeStore, vec: np.ndarray, entity_type: str) -> dic
     )
     best, best_sim = None, ENTITY_COSINE
     for r in rows or []:
-        sim = float(np.dot(decode_vector(r["embedding"]), vec))
+        stored = decode_vector(r["embedding"])
+        if stored is None:
+            continue
+        sim = float(np.dot(stored, vec))
         if sim > best_sim:
             best, best_sim = r, sim
     return best
@@ -1200,7 +1204,7 @@ def _resolve_entity(core: MemoryCore, store: ScopeStore, name: str) -> tuple[str
     x = guess[0] if guess and guess[0].key == ex.name_key(name) else ex.Extracted(name, "concept")
     add_entities(
         core,
-        [EntityIn(name=x.name, entity_type=x.entity_type)],  # type: ignore[arg-type]
+        [EntityIn(name=x.name, entity_type=x.entity_type)],
         scope=store.scope.value,
         project=core.scopes.root_of(store),
     )
@@ -1298,7 +1302,7 @@ def merge_similar_entities(core: MemoryCore, store: ScopeStore, *, dry_run: bool
         if etype in SUBJECT_TYPES or len(group) < 2:
             continue
         group.sort(key=lambda r: -int(r.get("mention_count") or 0))
-        mat = np.stack([decode_vector(g["embedding"]) for g in group])
+        mat = np.stack([cast(np.ndarray, decode_vector(r["embedding"])) for r in group])
         mat /= np.maximum(np.linalg.norm(mat, axis=1, keepdims=True), 1e-9)
         sims = mat @ mat.T
         gone: set[int] = set()

@@ -236,6 +236,7 @@ class ConsoleScreen(ServiceScreen):
         ]
         for i, st in enumerate(statements):
             p = by_index.get(i)
+            touch: str | Content
             if p is None:
                 touch = "[dim]adds rows or reads[/]"
             elif p.rows is None:

@@ -84,7 +84,7 @@ class ConfirmScreen(AnswerScreen):
         super().__init__(message, title)
         self.default_no = default_no
         if default_no:
-            self.AUTO_FOCUS = "#no"
+            self.AUTO_FOCUS = "#no"  # type: ignore[misc]  # per dialog: the safe answer has the focus
         self.confirm_label = confirm_label
         self.danger = danger
 
@@ -141,7 +141,7 @@ class EditMemoryScreen(ModalScreen[dict[str, Any] | None]):
 
     def __init__(self, content: str, tags: list[str], importance: float) -> None:
         super().__init__()
-        self.original = {"content": content, "tags": list(tags), "importance": importance}
+        self.original: dict[str, Any] = {"content": content, "tags": list(tags), "importance": importance}
 
     def compose(self) -> ComposeResult:
         with Vertical(id="edit-dialog", classes="dialog"):

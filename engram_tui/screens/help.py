@@ -7,6 +7,8 @@ or q close it.
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.table import Table
 from rich.text import Text
 from textual import on
@@ -69,7 +71,7 @@ def binding_table(current: str | None = None) -> list[tuple[str, list[tuple[str,
         ("injection", "6 Injection preview", InjectionScreen),
     ]
 
-    def rows(cls: type) -> list[tuple[str, str]]:
+    def rows(cls: Any) -> list[tuple[str, str]]:
         return [
             (_key(b), b.tooltip or b.description or b.action) for b in cls.BINDINGS if isinstance(b, Binding)
         ]

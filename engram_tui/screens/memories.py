@@ -344,7 +344,7 @@ class MemoriesScreen(ServiceScreen):
     def done_tree(self, result: dict[str, Any], _m: ServiceDone) -> None:
         counts = result["counts"]
         # Sessions are listed under their own key whatever the app's session is.
-        fixed = {}
+        fixed: dict[tuple[str, str | None, str | None], Any] = {}
         for (scope, project, session), stat in counts.items():
             if scope == "session" and session is None and self.engram.session:
                 fixed[("session", None, self.engram.session)] = stat
@@ -789,7 +789,7 @@ class MemoriesScreen(ServiceScreen):
             self.notify("Select a memory first", severity="warning")
         return self.current
 
-    def _ask(self, question: str, then: Any, title: str = "Confirm") -> None:
+    def _ask(self, question: str | Content, then: Any, title: str = "Confirm") -> None:
         def answered(ok: bool | None) -> None:
             if ok:
                 then()

@@ -120,7 +120,7 @@ class DetailPane(Horizontal):
         out: list[Content | str] = ["[b]Entities[/]"]
         if graph_error:
             out.append(graph_error)
-        else:
+        elif graph is not None:
             # Sorted: the graph store returns them in no promised order.
             entities = sorted(graph.entities, key=lambda e: e.name)
             out += [markup("  • $name [dim]$kind[/]", name=e.name, kind=e.entity_type) for e in entities] or [
