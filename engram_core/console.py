@@ -104,7 +104,7 @@ def run_query(
     own = guarded_query.own_error(raw, program)
     if allow_writes:
         with core.api_lock:
-            core.forget_params()
+            core.reload_params()
             for st in (s for s in core.scopes.open_stores() if s is store):
                 st.reload_mirror()
     ok = own is None and all(r.ok for r in results)

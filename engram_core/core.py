@@ -266,7 +266,7 @@ class MemoryCore:
         if not self.user.q1("SELECT VALUE key FROM evolution_state WHERE key = $k", {"k": key}):
             self.user.q("CREATE evolution_state SET key = $k, value = {v: $v}", {"k": key, "v": value})
 
-    def forget_params(self) -> None:
+    def reload_params(self) -> None:
         """Drop the cached parameters (a console write may have changed evolution_state)."""
         self._param_cache.clear()
 

@@ -39,7 +39,7 @@ log = logging.getLogger(__name__)
 
 # Every kind `apply` applies: a new kind goes here too, or the daemon refuses it before the journal.
 EVENT_KINDS = ("memory", "session_end", "checkpoint", "stop", "prompt", "command_ok")
-LIGHT_WORK_MIN_INTERVAL_S = 300.0
+AFTER_TURN_MIN_INTERVAL_S = 300.0
 SESSION_END_BUDGET_S = 30.0
 PROMPT_RECALL_HEADER = "# Engram: memories related to this prompt\n"
 PROMPT_RECALL_HITS = 8
@@ -70,14 +70,14 @@ def check(event: Any) -> None:
 
 
 @dataclass(frozen=True)
-class LightWorkDue:
-    """After this event, the light step may run for ``project`` (``force``: whatever ran lately)."""
+class AfterTurnDue:
+    """After this event, the after-turn pass may run for ``project`` (``force``: whatever ran lately)."""
 
     project: str | None
     force: bool = False
 
 
-def apply(core: MemoryCore, eid: str, event: dict[str, Any]) -> LightWorkDue | None:
+def apply(core: MemoryCore, eid: str, event: dict[str, Any]) -> AfterTurnDue | None:
     """Apply one acknowledged event; an exception leaves it in the daemon's journal to be retried."""
     kind = event.get("kind")
     session = event.get("session_id") or None
@@ -113,7 +113,7 @@ def apply(core: MemoryCore, eid: str, event: dict[str, Any]) -> LightWorkDue | N
             except LookupError:
                 return None  # never started, or already ended: nothing to promote
         log.info("session %s ended: %s", session, report.message)
-        return LightWorkDue(project, force=True)
+        return AfterTurnDue(project, force=True)
     elif kind in ("prompt", "command_ok"):
         if not session:
             return None
@@ -125,7 +125,7 @@ def apply(core: MemoryCore, eid: str, event: dict[str, Any]) -> LightWorkDue | N
         if kind == "prompt":  # each turn starts with one: it carries what a Stop hook did (plugin has none)
             with lock, contextlib.suppress(LookupError):
                 core.scopes.touch(core.scopes.session(session, project))  # type: ignore[arg-type]
-            return LightWorkDue(project)
+            return AfterTurnDue(project)
     elif kind == "checkpoint":
         # PreCompact: the session is already on disk; leave a note of what it did so far for after compaction.
         if session:
@@ -135,7 +135,7 @@ def apply(core: MemoryCore, eid: str, event: dict[str, Any]) -> LightWorkDue | N
         if session:
             with lock, contextlib.suppress(LookupError):
                 core.scopes.touch(core.scopes.session(session, project))  # type: ignore[arg-type]
-        return LightWorkDue(project)
+        return AfterTurnDue(project)
     else:
         raise ValueError(f"unknown hook event kind {kind!r}")
     return None
@@ -153,20 +153,20 @@ def _already_stored(core: MemoryCore, eid: str, scope: str, project: str | None,
     return False
 
 
-class LightWork:
-    """Seed 001 §9: a light step after a turn or a session (the sweep, then consolidation while the budget
-    lasts); heavier work stays in the periodic sweep. At most once per LIGHT_WORK_MIN_INTERVAL_S per project,
+class AfterTurnPass:
+    """The after-turn pass, after a turn or a session (the sweep, then consolidation while the budget
+    lasts); heavier work stays in the periodic sweep. At most once per AFTER_TURN_MIN_INTERVAL_S per project,
     unless forced (a session that ended)."""
 
     def __init__(self) -> None:
         self._last: dict[str, float] = {}
         self._lock = threading.Lock()
 
-    def due(self, want: LightWorkDue) -> bool:
+    def due(self, want: AfterTurnDue) -> bool:
         key = want.project or "-"
         now = time.monotonic()
         with self._lock:
-            if not want.force and now - self._last.get(key, -1e9) < LIGHT_WORK_MIN_INTERVAL_S:
+            if not want.force and now - self._last.get(key, -1e9) < AFTER_TURN_MIN_INTERVAL_S:
                 return False
             self._last[key] = now
         return True

@@ -120,7 +120,7 @@ class Plan:
         return out
 
 
-def plan_sweep(
+def plan_transitions(
     rows: Iterable[Row],
     scope: str,
     now: datetime,

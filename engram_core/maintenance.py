@@ -196,7 +196,7 @@ def plan_sweep(
         if store.scope == Scope.project
         else None
     )
-    return lifecycle.plan_sweep(
+    return lifecycle.plan_transitions(
         sweep_rows(core, store) if rows is None else rows,
         store.scope.value,
         core.now(),

@@ -399,7 +399,7 @@ def _import_preview(
                     last_accessed_at=created if age_dates and m.created_at is not None else max(created, now),
                 )
             )
-        plan = lifecycle.plan_sweep(rows, scope, now, hl)
+        plan = lifecycle.plan_transitions(rows, scope, now, hl)
         for status, n in plan.counts().items():
             out[status] = out.get(status, 0) + n
         out["below_forget_threshold"] = out.get("below_forget_threshold", 0) + plan.below_forget

@@ -62,7 +62,7 @@ def test_a_background_slice_inside_a_request_of_the_same_thread_does_not_wait() 
         waiter = threading.Thread(target=lambda: lock.acquire() and lock.release())
         waiter.start()
         _wait_until(lambda: lock.waiting() == 1, "another request waits")
-        with lock.background():  # reentrant: a request that runs the sweep in-process (the light step)
+        with lock.background():  # reentrant: a request that runs the sweep in-process (the after-turn pass)
             pass
     waiter.join(10)
     assert not waiter.is_alive()

@@ -697,7 +697,7 @@ def test_the_entry_answers_in_process_when_the_agent_needs_the_answer(
 
 def test_each_prompt_does_what_a_stop_hook_did(daemon: DaemonProc, env: dict, tmp_path: Path) -> None:
     """hooks.json registers no Stop or SubagentStop hook (one process fewer per turn): each turn's prompt touches
-    the session (what the stale-session pass reads) and schedules the light step instead."""
+    the session (what the stale-session pass reads) and schedules the after-turn pass instead."""
     spec = json.loads((HOOK_ENTRY.parent / "hooks.json").read_text())
     assert not {"Stop", "SubagentStop"} & set(spec["hooks"])
     proj = new_project(tmp_path, "turns")

@@ -1,6 +1,6 @@
 """Each lifecycle rule at its edge (just under and just over its threshold), through the service, on a frozen clock.
 
-The service's clock decides every sweep (lifecycle.plan_sweep); the stores are real embedded SurrealDB.
+The service's clock decides every sweep (lifecycle.plan_transitions); the stores are real embedded SurrealDB.
 """
 
 from __future__ import annotations

@@ -276,7 +276,7 @@ class Daemon:
         self.retry_delays = tuple(float(x) for x in raw.split(",") if x.strip()) or RETRY_DELAYS_S
         self._inflight = 0
         self._inflight_cv = threading.Condition()
-        self.light_work: Any = None  # hook_events.LightWork, made at start (it imports the core)
+        self.after_turn: Any = None  # hook_events.AfterTurnPass, made at start (it imports the core)
         # `/clear` gives the hooks a new session id but keeps the MCP server (and its CLAUDE_CODE_SESSION_ID):
         # unmatched clear ends and starts, and the session that replaced each ended one (session_successor).
         self._clears: dict[str, list[tuple[str | None, str, float]]] = {"end": [], "start": []}
@@ -319,7 +319,7 @@ class Daemon:
         self.journal = Journal(self.home / JOURNAL_NAME)
         self.service = (self._service_factory or (lambda h: EngramService(h)))(self.home)
         self.service.api_lock = self.lock
-        self.light_work = hook_events.LightWork()
+        self.after_turn = hook_events.AfterTurnPass()
         self.api_returns, self.api_params = method_info()
         self._write_launcher()
         # We hold the flock, so whatever socket file is there belongs to a dead daemon.
@@ -611,10 +611,10 @@ class Daemon:
             raise RuntimeError("the daemon is shutting down; retry in a moment")
         with self._compacting():  # takes the request lock a piece at a time itself (maintenance.compact)
             report: CompactReport = call_api(service, "compact", params)
-        self._forget_applied_events()
+        self._drop_applied_events()
         return report
 
-    def _forget_applied_events(self) -> None:
+    def _drop_applied_events(self) -> None:
         """After a compaction: the journal loses the text of applied events too (unless the daemon has closed
         meanwhile: a compaction that stopped for `engram stop` ends after the journal was closed)."""
         with self.lock:
@@ -855,16 +855,19 @@ class Daemon:
         return n
 
     def apply_event(self, eid: str, event: dict[str, Any]) -> None:
-        """Apply one event (hook_events.apply says what it means); the light step it asks for runs aside."""
+        """Apply one event (hook_events.apply says what it means); the after-turn pass it asks for runs aside."""
         from .. import hook_events
 
         svc = self.service
         if svc is None:
             raise RuntimeError("service closed")
         due = hook_events.apply(svc, eid, event)
-        if due is not None and self.light_work is not None and self.light_work.due(due):
+        if due is not None and self.after_turn is not None and self.after_turn.due(due):
             threading.Thread(
-                target=hook_events.LightWork.run, args=(svc, due.project), name="engram-light", daemon=True
+                target=hook_events.AfterTurnPass.run,
+                args=(svc, due.project),
+                name="engram-after-turn",
+                daemon=True,
             ).start()
 
     # ── spool: events hooks could not deliver ────────────────
@@ -1020,7 +1023,7 @@ class Daemon:
             with self._compacting():  # takes the request lock a piece at a time itself (maintenance.compact)
                 report = service.compact(only_due=True)
             if report.stores:
-                self._forget_applied_events()
+                self._drop_applied_events()
             for st in report.stores:
                 self.compactions += 1
                 log.info(

@@ -74,7 +74,7 @@ class OrganiseState:
                 st = self.stores[k] = StoreState()
             return st
 
-    def forget_store(self, store: ScopeStore) -> None:
+    def drop_store(self, store: ScopeStore) -> None:
         with self.lock:
             self.stores.pop((store.namespace, store.database), None)
 

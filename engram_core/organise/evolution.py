@@ -17,7 +17,7 @@ Retrieval strategy weights per query type (seed 001 §6.3) are not evolved: noth
 so Engram reports per-strategy usefulness and changes no strategy weight.
 
 Schedule (seed 001 §9), keyed on the number of sessions that ended in the project (end_session counts them):
-light work after every session end (30 s budget), full consolidation and graph pruning once every 5 ended
+the after-turn pass after every session end (30 s budget), full consolidation and graph pruning once every 5 ended
 sessions (2 min), strategy analysis and self-reflection once every 20 (5 min). Calling the pass again without
 another session ending runs the light level only.
 """
