@@ -1139,7 +1139,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     sp.add_argument("verdict", help="helpful, partly, not-helpful, or a number from 0 to 1")
     project_opt(sp)
 
-    sp = add("restore", "bring an archived (forgotten) memory back to active", cmd_restore)
+    sp = add("restore", "bring an archived memory back to active", cmd_restore)
     sp.add_argument("id", help="memory id")
     project_opt(sp)
 
