@@ -138,7 +138,7 @@ def short_error(exc: BaseException) -> str:
 def classify(exc: BaseException) -> tuple[str, str]:
     """(error type, one-line message) for the wire: never a traceback."""
     from .config import ConfigError
-    from .store import StoreError
+    from .storage import StoreError
 
     if isinstance(exc, UnknownMethod):
         return "NotFound", str(exc)

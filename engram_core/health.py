@@ -9,7 +9,7 @@ from .api import api
 from .config import project_store_dir
 from .core import MemoryCore
 from .models import HealthCheck, HealthReport
-from .store import migrations
+from .storage import migrations
 
 
 @api

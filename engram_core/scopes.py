@@ -29,7 +29,8 @@ from .config import find_project_root, project_db_name, project_store_dir
 from .ids import IdSource, ulid
 from .models import Scope
 from .redaction import redact_text
-from .store import Connection, ScopeStore, key_of
+from .storage import Connection, ScopeStore, key_of
+from .storage.locks import OrderedLock
 
 ROOT_CACHE_S = 10.0
 ScopeName = str  # "all" | "session" | "project" | "user"
@@ -58,7 +59,7 @@ class Scopes:
     def __init__(
         self,
         home: Path,
-        lock: threading.RLock,
+        lock: OrderedLock,
         open_store: Callable[[Connection, Scope, str], ScopeStore],
         now: Callable[[], datetime],
         new_id: IdSource = ulid,
