@@ -77,7 +77,7 @@ def fill(svc: EngramService, store: ScopeStore, n: int, seed: int) -> dict[str, 
     subject = graph.subject_for(store)
     adj: dict[str, dict[str, float]] = {}
     with store.mirror_lock:
-        store.index = index
+        store.mirror.index = index
         store.light.clear()
         store.rows.clear()
         for i, (key, m) in enumerate(zip(keys, mems, strict=True)):

@@ -24,8 +24,9 @@ C = TypeVar("C", bound=type)
 API_METHODS: dict[str, Callable[..., Any]] = {}
 # Methods that take `service.api_lock` themselves around the parts touching shared state, so that the daemon
 # can call them without its request lock: a console query running for seconds must not hold other clients, nor
-# may the maintenance sweep (it takes the lock a slice at a time: maintenance.maintain).
-UNLOCKED_API = frozenset({"run_query", "maintain"})
+# may the maintenance sweep (it takes the lock a slice at a time: maintenance.maintain). A compaction takes its
+# store's turn before the request lock (storage/locks.py), so `compact` and `redact_stored` (which compacts) are here.
+UNLOCKED_API = frozenset({"run_query", "maintain", "compact", "redact_stored"})
 # Calls that never change memories: they leave the change counter alone.
 READ_ONLY_METHODS = frozenset(
     {

@@ -242,10 +242,10 @@ def compact(core: MemoryCore, project: str | None = None, only_due: bool = False
     The copy runs in pieces under the request lock, taken after waiting requests, so recall goes on meanwhile
     (at 50,000 memories the copy takes minutes); a write to the store in between makes the copy stale, and the
     store is compacted again holding the lock throughout (`Connection.compact`)."""
-    wanted = core.project_store(project) if project else None
     report = CompactReport()
     stop = lambda: core.stopping.is_set() or core.closed  # noqa: E731
     with core.api_lock.background():
+        wanted = core.project_store(project) if project else None
         connections = list(core.scopes.connections())
     for conn, stores in connections:
         if wanted is not None and wanted not in stores:
@@ -329,9 +329,10 @@ def redact_stored(
     every known project's) and the live sessions', rewritten only where redaction changes it (rows written
     by an older version, or before a newer rule); then the changed store files are compacted, so the old
     row versions leave the disk too. Rows changed per store and table."""
-    open_projects(core, project, all_projects)
     report: dict[str, dict[str, int]] = {}
-    with core.lock:
+    # The request lock for the rewrite only: the compaction after takes its turn first, then the lock in slices.
+    with core.api_lock, core.lock:
+        open_projects(core, project, all_projects)
         for store in core.scopes.open_stores():
             label = "user" if store.scope == Scope.user else f"{store.scope.value}:{store.database}"
             report[label] = redact_store(store, core.embedder, dry_run=dry_run)

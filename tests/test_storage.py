@@ -96,7 +96,7 @@ def raw_memory_writes() -> list[str]:
         for node in ast.walk(mod):
             if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args):
                 continue
-            if node.func.attr not in ("q", "q1"):
+            if node.func.attr not in ("q", "q1", "write", "write1"):
                 continue
             sql = _text(node.args[0], consts) or ""
             if not WRITE.search(sql):
@@ -163,6 +163,12 @@ def test_a_raw_query_from_the_core_that_writes_memory_rows_is_refused(store: Sco
     with pytest.raises(RawMemoryWrite, match="memory table"):
         run(store, "LET $t = type::table('mem' + 'ory'); UPDATE $t SET pinned = true")  # type: ignore[operator]
     run(store, "CREATE meta_memory CONTENT {insight_type: 'memory_gap', description: 'y'}")  # type: ignore[operator]
+    exec(
+        compile("def bypass(store, sql):\n    return store.write(sql)\n", "engram_core/fake.py", "exec"),
+        namespace,
+    )
+    with pytest.raises(RawMemoryWrite, match="storage's own query path"):
+        namespace["bypass"](store, "RETURN 1")  # type: ignore[operator]
     store.memories.raise_access_count("a", 3)
     assert store.get("a")["access_count"] == 3  # type: ignore[index]
 

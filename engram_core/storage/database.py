@@ -68,6 +68,8 @@ class Database:
 
     def write(self, sql: str, params: Mapping[str, Any] | None = None) -> list[Any]:
         """The query path of storage's own methods, which keep the mirror in step themselves."""
+        if guard.checking():
+            guard.internal_only()
         queue = self.bookkeeping
         with self.drain_lock, self.conn.lock:
             # Held log rows are written only for a query that may read them.

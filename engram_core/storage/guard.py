@@ -39,6 +39,13 @@ def _caller() -> str:
     return "" if frame is None else str(frame.f_globals.get("__name__", ""))
 
 
+def internal_only() -> None:
+    """`Database.write` is storage's own path (no counter check): refuse it to a core module outside storage."""
+    caller = str(sys._getframe(2).f_globals.get("__name__", ""))  # who called `write`
+    if caller.startswith("engram_core.") and not caller.startswith("engram_core.storage"):
+        raise RawMemoryWrite(f"{caller} used storage's own query path (`write`); outside storage, use `q`")
+
+
 def run_checked(db: Any, sql: str, params: Mapping[str, Any] | None) -> list[Any]:
     """``db.write(sql, params)``, raising when a module of engram_core wrote the memory table with it."""
     if not _caller().startswith("engram_core."):
