@@ -25,7 +25,8 @@ from .retrieval_log import RetrievalLog
 from .snapshots import Snapshots
 from .values import MEMORY_TABLE, plain, record
 
-# Tables whose rows an in-process mirror copies: written only by storage's named methods.
+# Tables whose rows storage's mirror copies: written only by storage's named methods. (The graph tables have a
+# mirror of their own in organise/graph.py, which organise keeps in step with its own writes.)
 MIRRORED_TABLES = frozenset({MEMORY_TABLE})
 
 
