@@ -18,7 +18,6 @@ Finding a store, one name per question:
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable
 from datetime import datetime
@@ -30,7 +29,7 @@ from .ids import IdSource, ulid
 from .models import Scope
 from .redaction import redact_text
 from .storage import Connection, ScopeStore, key_of
-from .storage.locks import OrderedLock
+from .storage.locks import SESSION, OrderedLock
 
 ROOT_CACHE_S = 10.0
 ScopeName = str  # "all" | "session" | "project" | "user"
@@ -52,7 +51,7 @@ class Session:
         self.project_root = project_root
         self.claude_id = claude_id
         self.started_at = started_at
-        self.lock = threading.RLock()
+        self.lock = OrderedLock(SESSION, "Session.lock")
 
 
 class Scopes:

@@ -6,6 +6,7 @@ rank while holding one of a higher rank can deadlock against a thread that takes
     COMPACTION_TURN  Connection.compaction_turn: one compaction of a store's files at a time; taken before the
                      request lock, since a compaction holds that lock while it retries
     REQUEST          the daemon's request lock (request_lock.RequestLock, also `MemoryCore.api_lock`)
+    SESSION          Session.lock: one live session's end (its promotion pass) at a time
     SCOPES           Scopes.lock (`MemoryCore.lock`): which stores are open
     DRAIN            ScopeStore.drain_lock: pending bookkeeping applied (held by every `q`, which reads what it wrote)
     CONNECTION       Connection.lock: the engine's one session and its `USE` state
@@ -29,6 +30,7 @@ from typing import Any
 
 COMPACTION_TURN = 5
 REQUEST = 10
+SESSION = 15
 SCOPES = 20
 DRAIN = 30
 CONNECTION = 40
