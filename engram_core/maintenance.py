@@ -232,7 +232,7 @@ def open_projects(core: MemoryCore, project: str | None, all_projects: bool) -> 
         core.scopes.open_all_projects()
 
 
-# ── compaction (store.Connection.compact says why it is ours) ──
+# ── compaction (storage/compaction.py says why it is ours) ──
 @api
 def compact(core: MemoryCore, project: str | None = None, only_due: bool = False) -> CompactReport:
     """Rewrite store files with their live data only: text that forget erased, dropped sessions and the old

@@ -22,7 +22,7 @@ from typing import Any
 
 from .locks import ROW_MIRROR, OrderedLock
 
-# The fields held per memory: what a recall returns (store.MEMORY_FIELDS) without the id, which is the key, and
+# The fields held per memory: what a recall returns (values.MEMORY_FIELDS) without the id, which is the key, and
 # the computed strength, which `MemoryCore.to_memory` computes for the moment of the answer.
 FIELDS = (
     "content",
@@ -125,7 +125,7 @@ class RowMirror:
         return held
 
     def put(self, key: str, row: Mapping[str, Any]) -> None:
-        """Hold a plain row (store.plain) read back after a write; a row missing a field is dropped instead."""
+        """Hold a plain row (values.plain) read back after a write; a row missing a field is dropped instead."""
         with self.lock:
             self._at.pop(key, None)
             if all(f in row for f in FIELDS):
@@ -206,7 +206,7 @@ def from_json_row(values: list[Any]) -> dict[str, Any] | None:
 
 
 def _parse_dt(text: str) -> datetime:
-    # The engine writes nanoseconds; Python keeps microseconds (as store.plain does for the SDK's datetimes).
+    # The engine writes nanoseconds; Python keeps microseconds (as values.plain does for the SDK's datetimes).
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 

@@ -26,16 +26,6 @@ MEMORY_FIELDS = (
     "source, session_id, episode_id, promoted_from, promotion_chain, consolidated_into, invalid_at, "
     "created_at, updated_at, last_accessed_at, metadata, memory_strength"
 )
-LIGHT_FIELDS = (
-    "id, content, memory_type, tags, importance, access_count, half_life_days, status, pinned, "
-    "last_accessed_at, created_at, session_id, episode_id, content_hash, embedding, search_text"
-)
-# 3: no per-vector sums (version 2 validated each vector against the database's sum of its floats; a vector is
-# now read back as one bytes value, cheap enough to read them all when the snapshot is out of date).
-# 4: the light rows zlib-compressed, an indexed text equal to the content not written twice (~0.8 KB a memory).
-# 5: the full rows (row_mirror.py) in a blob of their own, held undecoded until a recall asks for one.
-# 6: the vectors in half precision, as the store keeps them (encode_vector): 769 B a memory instead of 1,536.
-
 VECTOR_DTYPE = np.dtype("<f2")  # encode_vector says why
 HALF_TAG = b"h"
 FORGOTTEN = "[forgotten]"  # what an erased memory's content and the recall queries that quoted it become
