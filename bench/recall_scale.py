@@ -40,10 +40,10 @@ from engram_core.models import MemoryIn  # noqa: E402
 from engram_core.organise import entities as ex  # noqa: E402
 from engram_core.organise import graph  # noqa: E402
 from engram_core.organise.base import state  # noqa: E402
-from engram_core.row_mirror import FIELDS  # noqa: E402
 from engram_core.search_index import SearchIndex  # noqa: E402
 from engram_core.service import EngramService  # noqa: E402
-from engram_core.store import Light, ScopeStore, content_hash  # noqa: E402
+from engram_core.storage import Light, ScopeStore, content_hash  # noqa: E402
+from engram_core.storage.row_mirror import FIELDS  # noqa: E402
 
 TIMES: dict[str, float] = {}
 
@@ -69,15 +69,15 @@ def fill(svc: EngramService, store: ScopeStore, n: int, seed: int) -> dict[str, 
     mems = realpath_text.memories(n, 0, seed)
     start = datetime.now(UTC) - timedelta(days=60)
     keys = [ulid() for _ in mems]
-    vecs = np.random.default_rng(seed).standard_normal((n, store.index_dim)).astype(np.float32)
+    vecs = np.random.default_rng(seed).standard_normal((n, store.mirror.dim)).astype(np.float32)
     vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-    index = SearchIndex(store.index_dim)
+    index = SearchIndex(store.mirror.dim)
     index.load(keys, [str(m["content"]) for m in mems], vecs, np.ones(n, dtype=bool))
     g = graph.GraphMirror()
     subject = graph.subject_for(store)
     adj: dict[str, dict[str, float]] = {}
     with store.mirror_lock:
-        store.index = index
+        store.mirror.index = index
         store.light.clear()
         store.rows.clear()
         for i, (key, m) in enumerate(zip(keys, mems, strict=True)):

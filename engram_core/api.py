@@ -25,8 +25,9 @@ API_METHODS: dict[str, Callable[..., Any]] = {}
 # Methods that take `service.api_lock` themselves around the parts touching shared state, so that the daemon
 # can call them without its request lock: a console query running for seconds must not hold other clients, nor
 # may the maintenance sweep (it takes the lock a slice at a time: maintenance.maintain), nor a sync while git talks
-# to its remote (sync/engine.py takes it around the store work only).
-UNLOCKED_API = frozenset({"run_query", "maintain", "sync_init", "sync_run"})
+# to its remote (sync/engine.py takes it around the store work only). A compaction takes its store's turn before
+# the request lock (storage/locks.py), so `compact` and `redact_stored` (which compacts) are here.
+UNLOCKED_API = frozenset({"run_query", "maintain", "sync_init", "sync_run", "compact", "redact_stored"})
 # Calls that never change memories: they leave the change counter alone.
 READ_ONLY_METHODS = frozenset(
     {
@@ -141,7 +142,7 @@ def short_error(exc: BaseException) -> str:
 def classify(exc: BaseException) -> tuple[str, str]:
     """(error type, one-line message) for the wire: never a traceback."""
     from .paths import ConfigError
-    from .store import StoreError
+    from .storage import StoreError
 
     if isinstance(exc, UnknownMethod):
         return "NotFound", str(exc)

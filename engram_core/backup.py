@@ -12,7 +12,7 @@ from .api import EngramError, api, short_error
 from .core import MemoryCore
 from .models import ImportError_, MemoryRecord, RestoreReport, Scope
 from .redaction import redact_value
-from .store import ScopeStore, StoreError, content_hash, key_of
+from .storage import ScopeStore, StoreError, content_hash, key_of
 from .vocabulary import ScopeOrAll
 from .writing import FUTURE_SKEW, future_error
 
@@ -74,7 +74,7 @@ def export_memories(
     for i, store in enumerate(stores[start:], start=start):
         root = core.scopes.root_of(store) if store.scope == Scope.project else None
         wanted = None if limit is None else limit - len(out)
-        for row in store.export_rows(after=after_key if i == start else None, limit=wanted):
+        for row in store.memories.export_rows(after=after_key if i == start else None, limit=wanted):
             if limit is not None:
                 budget -= _row_bytes(row)
                 if out and budget < 0:
@@ -169,14 +169,14 @@ def restore_memories(
             # a no-op (redaction is idempotent), so round trips stay exact.
             embedding = fields.pop("embedding", None)
             original = fields["content"]
-            fields = redact_value(fields)  # type: ignore[assignment]
+            fields = redact_value(fields)
             if fields["content"] != original:
                 # the hash and the vector were of the text with the secret in it
                 fields["content_hash"] = content_hash(fields["content"])
             elif embedding is not None:
                 fields["embedding"] = embedding
             existed = store.get(rec.id) is not None
-            store.restore_row(rec.id, fields)
+            store.memories.restore_row(rec.id, fields)
             replaced += existed
             restored += not existed
         except (ValidationError, EngramError, StoreError, TypeError, ValueError) as exc:

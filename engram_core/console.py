@@ -12,7 +12,7 @@ from .api import api
 from .core import MemoryCore
 from .models import QueryResult, QueryViolation, Scope, WritePreview
 from .redaction import redact, redact_text
-from .store import EngineRefused
+from .storage import EngineRefused
 from .vocabulary import ScopeName
 
 

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any, Protocol, TypedDict, Unpack
 
 from . import retrieval, vector_model
 from .api import EngramError
-from .bookkeeping import ACCESS_AFTER_S, LOG_AFTER_S, Bookkeeper
 from .clock import Clock
 from .config import (
     DAEMON_WIDE,
@@ -38,13 +37,15 @@ from .paths import engram_home
 from .request_lock import RequestLock
 from .scopes import Scopes
 from .scoring import DEFAULT_HALF_LIVES, composite_importance, days_between, memory_strength
-from .store import Connection, ScopeStore, StoreError, key_of
+from .storage import Connection, ScopeStore, StoreError, key_of
+from .storage.bookkeeping import ACCESS_AFTER_S, LOG_AFTER_S, Bookkeeper
+from .storage.locks import SCOPES, OrderedLock
 
 if TYPE_CHECKING:
     import numpy as np
 
     from .models import RecallResult
-    from .store import Light
+    from .storage import Light
 
 _UNSET = object()  # a cached "no such parameter"
 
@@ -193,7 +194,7 @@ class MemoryCore:
         self._project_settings: dict[str, tuple[tuple[int | None, int | None], Settings]] = {}
         self.embedder: Embedder = embedder or make_embedder(self.settings)
         # Held around writes and changes to the set of open stores.
-        self.lock = threading.RLock()
+        self.lock = OrderedLock(SCOPES, "MemoryCore.lock")
         self._closed = False
         # Set when the owner is stopping (the daemon's `engram stop`): long work (a compaction, the sweep) gives up
         # at its next step instead of holding the stop up; what it had not done is done next time.
@@ -215,7 +216,7 @@ class MemoryCore:
     # ── lifecycle ────────────────────────────────────────────
     def _open_store(self, conn: Connection, scope: Scope, database: str) -> ScopeStore:
         store = ScopeStore(conn, scope, database, clock=self.clock, new_id=self.new_id)
-        store.on_defer = self.bookkeeper.notify
+        store.bookkeeping.on_defer = self.bookkeeper.notify
         vector_model.reconcile(self.embedder, store)  # its vectors and the queries' from one model
         return store
 

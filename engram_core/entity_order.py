@@ -1,7 +1,7 @@
 """The order of a memory's entity list (`memory.entities`, schema 011): the order its text first names them.
 
 The write path (organise/graph.py) and the upgrade that builds the lists from the edges of a store written before
-(store.py, `_entity_lists`) both order by this one rule, from the text and the entities' normalised names alone: the
+(storage/schema.py, `entity_lists`) both order by this one rule, from the text and the entities' normalised names alone: the
 graph links a memory's first six entities by co-mention, so the two must agree."""
 
 from __future__ import annotations

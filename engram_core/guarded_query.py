@@ -104,7 +104,7 @@ def refusal(message: str, program: Program, statements: list[str]) -> str:
 
 
 def _json_safe(value: Any) -> Any:
-    from .store import plain
+    from .storage import plain
 
     return json.loads(json.dumps(_readable_vectors(plain(value)), default=str))
 
@@ -112,7 +112,7 @@ def _json_safe(value: Any) -> Any:
 def _readable_vectors(value: Any) -> Any:
     """A stored vector (bytes since schema 006) shown as its numbers, as `engram export` writes it and as the
     console showed it when vectors were stored as floats."""
-    from .store import decode_vector, vector_size
+    from .storage import decode_vector, vector_size
 
     if isinstance(value, dict):
         out = {}

@@ -8,7 +8,7 @@ import stat
 from .api import api
 from .core import MemoryCore
 from .models import HealthCheck, HealthReport
-from .store import migrations
+from .storage import migrations
 
 
 @api

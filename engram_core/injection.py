@@ -9,7 +9,7 @@ from . import lifecycle, session_context
 from .api import api
 from .core import MemoryCore
 from .models import InjectionPreview
-from .store import ScopeStore
+from .storage import ScopeStore
 
 
 @api
@@ -46,5 +46,5 @@ def note_injected(core: MemoryCore, ids: list[str], project: str | None = None) 
                 )
                 break
     for store, last_use in per_store.values():
-        store.note_injected(last_use, now)
+        store.memories.note_injected(last_use, now)
     return sum(len(v) for _, v in per_store.values())

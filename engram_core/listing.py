@@ -10,7 +10,7 @@ from .api import NotFound, api
 from .core import MemoryCore
 from .models import Memory, MemoryPage, MemoryType, ProjectInfo, Scope, ScopeCounts, Stats, Status
 from .scoring import memory_strength
-from .store import ScopeStore, key_of
+from .storage import ScopeStore, key_of
 from .vocabulary import ScopeName
 
 
@@ -152,7 +152,7 @@ def _memory_filter(
 def stats(core: MemoryCore, project: str | None = None, session: str | None = None) -> Stats:
     scopes = []
     for store in core.scopes.stores("all", project, session):
-        total, by_type, by_status = store.count_by()
+        total, by_type, by_status = store.memories.count_by()
         scopes.append(
             ScopeCounts(
                 scope=store.scope, database=store.database, total=total, by_type=by_type, by_status=by_status

@@ -8,13 +8,13 @@ from collections.abc import Callable
 
 from . import lifecycle, scoring
 from .api import api
-from .bookkeeping import LOG_COMPACT_S
 from .core import MemoryCore
 from .heap import release_freed_memory
 from .models import CompactedStore, CompactReport, MaintenanceReport, Scope
 from .promotion import promote_project_to_user
 from .sessions import recover_stale_sessions
-from .store import CompactionOvertaken, CompactionStopped, Connection, ScopeStore, key_of
+from .storage import CompactionOvertaken, CompactionStopped, Connection, ScopeStore, key_of
+from .storage.bookkeeping import LOG_COMPACT_S
 from .stored_redaction import redact_store
 
 RETRIEVAL_LOG_KEEP = 5000  # newest retrieval_log rows kept per store (pruned when the store is compacted)
@@ -111,7 +111,7 @@ def _apply_in_slices(
             moves = {k: plan.moves[k] for k in fresh if k in plan.moves}
             half_lives = {k: plan.half_lives[k] for k in fresh if k in plan.half_lives}
             queue = [(k, decay[k]) for k in fresh if k in decay]
-            queued += store.apply_sweep(core.now(), moves, half_lives, queue)
+            queued += store.memories.apply_sweep(core.now(), moves, half_lives, queue)
             took = time.perf_counter() - t
         report.slices += 1
         report.left_for_next_sweep += len(part) - len(fresh)
@@ -165,7 +165,7 @@ def sweep_rows(core: MemoryCore, store: ScopeStore) -> list[lifecycle.Row]:
             created_at=r["created_at"],
             last_accessed_at=r["last_accessed_at"],
         )
-        for r in store.lifecycle_rows()
+        for r in store.mirror.lifecycle_rows()
     ]
     now, hl, scope = core.now(), core.half_lives(core.project_root_of(store)), store.scope.value
     # Under the line with either half-life the plan may use (the row's, or the one its type has now), with a
@@ -178,7 +178,7 @@ def sweep_rows(core: MemoryCore, store: ScopeStore) -> list[lifecycle.Row]:
         and not r.pinned
         and min(r.strength(now), r.strength(now, lifecycle.planned_half_life(scope, r, hl))) < line
     ]
-    since = store.archived_since(maybe)
+    since = store.memories.archived_since(maybe)
     for r in rows:
         r.status_changed_at = since.get(r.key)
     return rows
@@ -202,7 +202,7 @@ def plan_sweep(
         core.now(),
         core.half_lives(root),
         cap=cap,
-        queued=store.pending_queue_keys(),
+        queued=store.memories.pending_queue_keys(),
     )
 
 
@@ -232,7 +232,7 @@ def open_projects(core: MemoryCore, project: str | None, all_projects: bool) -> 
         core.scopes.open_all_projects()
 
 
-# ── compaction (store.Connection.compact says why it is ours) ──
+# ── compaction (storage/compaction.py says why it is ours) ──
 @api
 def compact(core: MemoryCore, project: str | None = None, only_due: bool = False) -> CompactReport:
     """Rewrite store files with their live data only: text that forget erased, dropped sessions and the old
@@ -242,13 +242,13 @@ def compact(core: MemoryCore, project: str | None = None, only_due: bool = False
     The copy runs in pieces under the request lock, taken after waiting requests, so recall goes on meanwhile
     (at 50,000 memories the copy takes minutes); a write to the store in between makes the copy stale, and the
     store is compacted again holding the lock throughout (`Connection.compact`)."""
-    wanted = core.project_store(project) if project else None
     report = CompactReport()
 
     def stop() -> bool:
         return bool(core.stopping.is_set() or core.closed)
 
     with core.api_lock.background():
+        wanted = core.project_store(project) if project else None
         connections = list(core.scopes.connections())
     for conn, stores in connections:
         if wanted is not None and wanted not in stores:
@@ -278,13 +278,15 @@ def _compact_one(
     with core.api_lock.background(), core.lock:
         # Held recall log rows count as written: if they alone make the store due, the compaction writes
         # them into the fresh copy (and nothing of them is left behind).
-        if only_due and not conn.compaction_due(sum(s.held_log_bytes(LOG_COMPACT_S) for s in stores)):
+        if only_due and not conn.compaction_due(
+            sum(s.bookkeeping.held_log_bytes(LOG_COMPACT_S) for s in stores)
+        ):
             return
         t0 = time.perf_counter()
         erased = conn.erased
         for store in stores:
             store.drain()
-            store.prune_retrieval_log(RETRIEVAL_LOG_KEEP)
+            store.retrieval_log.prune(RETRIEVAL_LOG_KEEP)
     between_requests = True
     try:
         try:
@@ -303,9 +305,11 @@ def _compact_one(
     # 5,000 memories under the lock).
     snapshots = [s for s in stores if erased and s.snapshot_path is not None and s.snapshot_path.exists()]
     for store in snapshots:  # the bookkeeping held during the copy, written a piece at a time off the lock:
-        store.drain_due(0.0)  # taking the snapshot applies it first (1.4 s at 5,000 memories, under the lock)
+        store.bookkeeping.drain_due(
+            0.0
+        )  # taking the snapshot applies it first (1.4 s at 5,000 memories, under the lock)
     with core.api_lock.background():
-        writes = [store.capture_snapshot() for store in snapshots]
+        writes = [store.snapshots.capture() for store in snapshots]
     for write in writes:  # encoding and writing it needs no lock
         if write is not None:
             write()
@@ -328,9 +332,10 @@ def redact_stored(
     every known project's) and the live sessions', rewritten only where redaction changes it (rows written
     by an older version, or before a newer rule); then the changed store files are compacted, so the old
     row versions leave the disk too. Rows changed per store and table."""
-    open_projects(core, project, all_projects)
     report: dict[str, dict[str, int]] = {}
-    with core.lock:
+    # The request lock for the rewrite only: the compaction after takes its turn first, then the lock in slices.
+    with core.api_lock, core.lock:
+        open_projects(core, project, all_projects)
         for store in core.scopes.open_stores():
             label = "user" if store.scope == Scope.user else f"{store.scope.value}:{store.database}"
             report[label] = redact_store(store, core.embedder, dry_run=dry_run)

@@ -14,7 +14,7 @@ from .api import EngramError, NotFound, api
 from .core import MemoryCore
 from .models import PromotionReport, Scope
 from .scopes import Session
-from .store import ScopeStore, record
+from .storage import ScopeStore, record
 from .vocabulary import PromotionTarget
 
 PROMOTE_COSINE = 0.9
@@ -100,7 +100,7 @@ def copy_up(
     if row is None:
         raise NotFound(f"no memory with id {key!r}")
     source_ref = f"{source.scope.value}:{key}"
-    emb = source.get_embedding(key)
+    emb = source.memories.get_embedding(key)
     dup = target.find_by_hash(row["content_hash"])
     if dup is None and emb is not None:
         near = target.index.vector(np.asarray(emb, dtype=np.float32), 1)
@@ -117,7 +117,7 @@ def copy_up(
                     {"from": source_ref, "content": row["content"]},
                 ]
             }
-        target.merge_into(
+        target.memories.merge_into(
             dup,
             access_count=row["access_count"],
             importance=row["importance"],

@@ -25,7 +25,7 @@ from .models import (
 )
 from .redaction import redact_text
 from .scoring import FEEDBACK_STEP, IMPORTANCE_FLOOR
-from .store import ScopeStore, key_of, record
+from .storage import ScopeStore, key_of, record
 from .vocabulary import ScopeOrAll
 
 
@@ -136,7 +136,7 @@ def _recall(
         log_store = next((st for st in stores if st.scope != Scope.session), None)
         if log_store is None:
             log_store = core.project_store(project) or core.user
-        log_id = log_store.log_retrieval(
+        log_id = log_store.retrieval_log.log(
             {
                 "query": redact_text(query)[:2000],
                 "strategy": strategy,
@@ -213,13 +213,7 @@ def mark_retrieval_useful(
             s, key = core.scopes.locate(mid, project)
         except NotFound:
             continue
-        s.q(
-            "UPDATE $id SET importance = math::min([1.0, math::max([math::min([importance, $floor]), "
-            "importance + $step])]), relevance_score = math::clamp(relevance_score + $d, 0.0, 1.0), "
-            "outcome_impact = math::clamp(outcome_impact + $d, 0.0, 1.0)",
-            {"id": record(key), "d": delta, "step": step, "floor": IMPORTANCE_FLOOR},
-        )
-        s.refresh([key])  # the mirror ranks by the new importance at once
+        s.memories.apply_feedback(key, delta, step, IMPORTANCE_FLOOR)  # the mirror ranks by it at once
         if was_useful and s.scope == Scope.session:
             promotion.promote_if_important(core, s, key)  # seed 002 §5: at 0.85 it goes to the project now
     return FeedbackResult(

@@ -13,6 +13,8 @@ import contextlib
 import threading
 from collections.abc import Iterator
 
+from .storage import locks
+
 
 class RequestLock:
     """A reentrant lock whose :meth:`background` acquisition yields to every waiting foreground one."""
@@ -29,6 +31,7 @@ class RequestLock:
             if self._owner == me:
                 self._depth += 1
                 return True
+            locks.before_acquire(locks.REQUEST, id(self), "the request lock")
             if self._owner is not None and not blocking:
                 return False
             self._waiting += 1
@@ -40,6 +43,7 @@ class RequestLock:
                 self._cv.notify_all()  # a background acquisition may have waited for this one to go first
                 return False
             self._owner, self._depth = me, 1
+            locks.acquired(locks.REQUEST, id(self), "the request lock")
             return True
 
     def release(self) -> None:
@@ -49,6 +53,7 @@ class RequestLock:
             self._depth -= 1
             if self._depth == 0:
                 self._owner = None
+                locks.released(id(self))
                 self._cv.notify_all()
 
     def __enter__(self) -> RequestLock:
@@ -65,8 +70,10 @@ class RequestLock:
         me = threading.get_ident()
         with self._cv:
             if self._owner != me:
+                locks.before_acquire(locks.REQUEST, id(self), "the request lock")
                 self._cv.wait_for(lambda: self._owner is None and not self._waiting)
                 self._owner = me
+                locks.acquired(locks.REQUEST, id(self), "the request lock")
             self._depth += 1
         try:
             yield

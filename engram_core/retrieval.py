@@ -16,7 +16,7 @@ import numpy as np
 
 from . import ranking
 from .scoring import memory_strength
-from .store import Light, ScopeStore
+from .storage import Light, ScopeStore
 
 # Seed 004's evolution_state default, then seed 002's named profiles.
 EVOLVED_DEFAULT = {"session": 1.5, "project": 1.0, "user": 0.7}

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
 import time
 from collections.abc import Callable
 from datetime import datetime
@@ -34,7 +33,8 @@ from .identity import ProjectIdentity, folder_key, folder_store_dir, identity_of
 from .ids import IdSource, ulid
 from .models import Scope
 from .redaction import redact_text
-from .store import Connection, ScopeStore, key_of
+from .storage import Connection, ScopeStore, key_of
+from .storage.locks import SESSION, OrderedLock
 
 ROOT_CACHE_S = 10.0
 ADOPTED_LIST = "adopted.txt"  # in a repository's store: the old stores whose memories it took in
@@ -59,14 +59,14 @@ class Session:
         self.project_root = project_root
         self.claude_id = claude_id
         self.started_at = started_at
-        self.lock = threading.RLock()
+        self.lock = OrderedLock(SESSION, "Session.lock")
 
 
 class Scopes:
     def __init__(
         self,
         home: Path,
-        lock: threading.RLock,
+        lock: OrderedLock,
         open_store: Callable[[Connection, Scope, str], ScopeStore],
         now: Callable[[], datetime],
         new_id: IdSource = ulid,
@@ -189,10 +189,10 @@ class Scopes:
             old = self._open_store(conn, Scope.project, db)
         try:
             n = 0
-            for row in old.export_rows():
+            for row in old.memories.export_rows():
                 key = key_of(row.pop("id"))
                 if store.get(key) is None:
-                    store.restore_row(key, {k: v for k, v in row.items() if v is not None})
+                    store.memories.restore_row(key, {k: v for k, v in row.items() if v is not None})
                     n += 1
             return n
         finally:

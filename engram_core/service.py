@@ -42,7 +42,7 @@ from .organise import (
     recursive,
     relations,
 )
-from .store import StoreError
+from .storage import StoreError
 
 
 @serve

@@ -26,7 +26,7 @@ from .session_learning import (
 
 if TYPE_CHECKING:
     from .core import MemoryCore
-    from .store import Light, ScopeStore
+    from .storage import Light, ScopeStore
 
 HEADER = "# Engram memory (strongest first; ids work with get_memory/forget_memory)\n"
 RECENT_SESSIONS = 3

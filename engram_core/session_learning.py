@@ -32,7 +32,7 @@ from .redaction import redact_text
 from .scopes import Session
 
 if TYPE_CHECKING:
-    from .store import ScopeStore
+    from .storage import ScopeStore
 
 FIX_TAG = "fix"
 INSTRUCTION_TAG = "user-instruction"

@@ -12,7 +12,7 @@ from typing import Any
 
 from .embeddings import try_embed
 from .redaction import redact_value
-from .store import ScopeStore, content_hash, encode_vector
+from .storage import ScopeStore, content_hash, encode_vector, key_of
 
 # Fields never rewritten: identity, graph edges, vectors, and the engine's computed strength.
 _KEEP = frozenset({"id", "in", "out", "embedding", "memory_strength"})
@@ -40,7 +40,10 @@ def redact_store(store: ScopeStore, embedder: Any, *, dry_run: bool = False) -> 
                 vecs, _ = try_embed(embedder, [clean.get("search_text") or clean.get("content") or ""])
                 if vecs is not None:
                     changes["embedding"] = encode_vector(vecs[0])
-            store.q("UPDATE $id MERGE $changes RETURN NONE", {"id": row["id"], "changes": changes})
+            if table == "memory":
+                store.memories.merge_fields(key_of(row["id"]), changes)
+            else:
+                store.q("UPDATE $id MERGE $changes RETURN NONE", {"id": row["id"], "changes": changes})
         if n:
             changed_per_table[table] = n
     if changed_per_table.get("memory") and not dry_run:

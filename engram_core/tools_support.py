@@ -16,7 +16,7 @@ from .console import run_query
 from .core import MemoryCore
 from .models import ExploredStore, ExploreResult, MemoryPatch, MemoryType, SkillMatch, SkillRecall, SkillRun
 from .recall import recall
-from .store import ScopeStore, plain, vector_size
+from .storage import ScopeStore, plain, vector_size
 from .vocabulary import SCOPES, ScopeOrAll
 from .writing import update
 
@@ -68,7 +68,7 @@ def engram_explore(
     if depth >= 2 and not table:
         raise EngramError("depth 2 and 3 describe one table: give table (e.g. 'memory'); depth 1 lists them")
     for store in stores:
-        total, by_type, by_status = store.count_by()
+        total, by_type, by_status = store.memories.count_by()
         entry: dict[str, Any] = {"scope": store.scope.value, "database": store.database, "memories": total}
         if depth >= 1:
             entry["by_type"] = by_type

@@ -16,7 +16,7 @@ import logging
 from typing import Any
 
 from .embeddings import Embedder, EmbeddingError, local_model_id
-from .store import ScopeStore, encode_vector
+from .storage import ScopeStore, encode_vector, key_of
 
 log = logging.getLogger("engram.vector_model")
 
@@ -30,7 +30,7 @@ def recorded_model(store: ScopeStore) -> str | None:
 
 
 def record_model(store: ScopeStore, model: str) -> None:
-    store.q("UPSERT mirror_meta:embedding SET model = $m RETURN NONE", {"m": model}, memory_rows=())
+    store.q("UPSERT mirror_meta:embedding SET model = $m RETURN NONE", {"m": model})
 
 
 def _has_vectors(store: ScopeStore) -> bool:
@@ -100,11 +100,14 @@ def reembed(store: ScopeStore, embedder: Embedder) -> int:
         for i in range(0, len(rows), REEMBED_CHUNK):
             part = rows[i : i + REEMBED_CHUNK]
             vecs = embedder.embed([text_of(r) for r in part])
-            store.q(
-                "FOR $u IN $rows { UPDATE $u.id SET embedding = $u.e RETURN NONE; };",
-                {"rows": [{"id": r["id"], "e": encode_vector(v)} for r, v in zip(part, vecs, strict=True)]},
-                memory_rows=(),
-            )
+            encoded = [(r["id"], encode_vector(v)) for r, v in zip(part, vecs, strict=True)]
+            if table == "memory":
+                store.memories.set_embeddings({key_of(i): e for i, e in encoded})
+            else:
+                store.q(
+                    "FOR $u IN $rows { UPDATE $u.id SET embedding = $u.e RETURN NONE; };",
+                    {"rows": [{"id": i, "e": e} for i, e in encoded]},
+                )
             n += len(part)
     store.reload_mirror()
     return n

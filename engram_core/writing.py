@@ -24,7 +24,7 @@ from .models import ImportError_, ImportReport, Memory, MemoryIn, MemoryPatch, S
 from .redaction import redact, redact_text, redact_value
 from .scopes import Session
 from .scoring import importance_after_verdict
-from .store import ScopeStore, content_hash
+from .storage import ScopeStore, content_hash
 
 FUTURE_SKEW = timedelta(
     minutes=5
@@ -205,12 +205,12 @@ def _store_batch(core: MemoryCore, batch: _Batch, vecs: np.ndarray | None, why: 
             msg += f"; redacted {len(kinds)} secret(s): {', '.join(sorted(set(kinds)))}"
         out.append(("created", store, key, kinds, msg))
     for store, rows in new.values():
-        store.insert_memories(rows)
+        store.memories.insert(rows)
         for key, fields in rows:
-            store.mirror_new(key, fields)
+            store.memories.mirror_new(key, fields)
         promotion.note_fingerprints(core, store, [(f["memory_type"], f["content_hash"]) for _k, f in rows])
     for store, dup, fields in merges:
-        store.merge_into(
+        store.memories.merge_into(
             dup,
             access_count=0,
             importance=fields["importance"],
@@ -505,9 +505,9 @@ def forget(
             "confirm it (confirm=true, or --yes on the command line)"
         )
     if erase:
-        words = store.unique_words(key)
+        words = store.mirror.unique_words(key)
         light = store.light.get(key)
-        row = store.forget_memory(key, reason)
+        row = store.erase_memory(key, reason)
         if light is not None:
             promotion.drop_fingerprint(core, store, light.content_hash)
         store.conn.erased = True  # the old bytes stay in the engine's files until the next compaction
@@ -516,7 +516,7 @@ def forget(
             core.scopes.open_all_projects()
         for log_store in core.scopes.open_stores():
             if log_store.scope != Scope.session:
-                log_store.scrub_retrieval_log([key], words)
+                log_store.retrieval_log.scrub([key], words)
     else:
         row = store.set_status(key, Status.archived.value, f"{reason} (archived; restorable)", at=core.now())
     if row is None:

@@ -10,6 +10,10 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# Every test, and every daemon or CLI process a test starts, checks the lock order (engram_core/storage/locks.py)
+# and that no raw query writes the memory table (storage/guard.py): a violation anywhere fails the test.
+os.environ["ENGRAM_LOCK_ORDER"] = "1"
+os.environ["ENGRAM_RAW_WRITE_GUARD"] = "1"
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,7 @@ from surrealdb import RecordID
 
 from engram_core.organise import entities as ex
 from engram_core.organise import graph
-from engram_core.store import ScopeStore
+from engram_core.storage import ScopeStore
 
 CO_MENTION_MAX = 6
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from engram_core.models import MemoryIn, Status
 from engram_core.service import EngramService
-from engram_core.store import ScopeStore, record
+from engram_core.storage import ScopeStore, record
 
 
 def raw_row(store: ScopeStore, key: str) -> dict[str, Any]:
@@ -90,8 +90,8 @@ def test_access_counts_of_a_burst_of_recalls_are_written_once(
     key = seed(service, p)
     store = service.project_store(p)
     writes: list[int] = []
-    real = store._write_access  # noqa: SLF001
-    store._write_access = lambda access: (writes.append(len(access)), real(access))[1]  # type: ignore[method-assign]
+    real = store.bookkeeping.write_access
+    store.bookkeeping.write_access = lambda access: (writes.append(len(access)), real(access))[1]  # type: ignore[method-assign]
     for _ in range(20):
         service.recall("stripe idempotency keys", project=p)
     assert writes == [] and raw_row(store, key)["access_count"] == 0 and raw_log_count(store) == 0
@@ -261,7 +261,7 @@ def test_wait_idle_waits_for_the_running_recalls() -> None:
     """Background work (the graph's hubs) waits until no recall runs: it would take the GIL from one."""
     import threading
 
-    from engram_core.bookkeeping import Bookkeeper
+    from engram_core.storage.bookkeeping import Bookkeeper
 
     keeper = Bookkeeper()
     assert keeper.wait_idle(0.0)  # nothing running

@@ -12,7 +12,7 @@ from surrealdb.data.types.record_id import RecordID
 from surrealdb.request_message.descriptors import cbor_ws
 
 from engram_core import cbor_encode
-from engram_core.store import Connection
+from engram_core.storage import Connection
 
 USER_TEXT = "fix [x] and [/] in C:\\path\\ 🚀 café\u2028next\u0085line\x00\x1b[31m é 中文 " + "long " * 60
 

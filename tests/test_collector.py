@@ -12,7 +12,7 @@ from test_mirror_snapshot import _fill
 
 from engram_core.collector import paused_collector
 from engram_core.models import Scope
-from engram_core.store import Connection, ScopeStore
+from engram_core.storage import Connection, ScopeStore
 
 
 def test_the_collector_is_paused_inside_and_put_back_by_the_last_block_out() -> None:

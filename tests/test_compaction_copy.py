@@ -1,4 +1,4 @@
-"""The compaction's copy in pieces (`store._copy_database`): every row copied once, in order, and batches that
+"""The compaction's copy in pieces (`storage.compaction.copy_database`): every row copied once, in order, and batches that
 keep up with the rows each one skips (START), so the copy stays linear in the size of a table."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-import engram_core.store as store_mod
-from engram_core.store import Connection
+from engram_core.storage import Connection
+from engram_core.storage import compaction as store_mod
 
 
 def test_a_copy_in_pieces_reads_each_row_once_in_batches_that_grow_with_their_skip(
@@ -28,7 +28,7 @@ def test_a_copy_in_pieces_reads_each_row_once_in_batches_that_grow_with_their_sk
         {"r": list(range(n))},
     )
     batches: list[tuple[int, int]] = []
-    real = store_mod._copy_database
+    real = store_mod.copy_database
 
     def spy(src, dst, ns, db, piece_s=None):  # noqa: ANN001, ANN202
         query = src.query
@@ -45,7 +45,7 @@ def test_a_copy_in_pieces_reads_each_row_once_in_batches_that_grow_with_their_sk
         finally:
             src.query = query
 
-    monkeypatch.setattr(store_mod, "_copy_database", spy)
+    monkeypatch.setattr(store_mod, "copy_database", spy)
 
     @contextlib.contextmanager
     def piece() -> Iterator[None]:

@@ -79,7 +79,7 @@ def test_stats_counts_from_the_mirror_match_the_database(tmp_path: Path, embedde
         by_status = {
             r["status"]: r["n"] for r in store.q1("SELECT status, count() AS n FROM memory GROUP BY status")
         }
-        assert store.count_by() == (12, by_type, by_status)
+        assert store.memories.count_by() == (12, by_type, by_status)
         assert by_status.get("superseded") == 1 and by_status.get("forgotten") == 1
     finally:
         svc.close()

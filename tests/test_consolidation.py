@@ -135,7 +135,7 @@ def test_decay_items_from_the_core_sweep_get_proposals(env: tuple[EngramService,
         {
             "m": store.q1(
                 "SELECT VALUE id FROM ONLY $id",
-                {"id": __import__("engram_core.store", fromlist=["record"]).record(k)},
+                {"id": __import__("engram_core.storage", fromlist=["record"]).record(k)},
             )
         },
     )
@@ -163,7 +163,7 @@ def test_promotion_and_merge_and_scheduled_reasons(env: tuple[EngramService, str
     assert store is not None
     store.q(
         "UPDATE $id SET access_count = 6",
-        {"id": __import__("engram_core.store", fromlist=["record"]).record(strong)},
+        {"id": __import__("engram_core.storage", fromlist=["record"]).record(strong)},
     )
     store.refresh([strong])
     put(svc, p, "The payments service retries webhooks three times with backoff")

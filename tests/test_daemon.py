@@ -327,7 +327,7 @@ def test_status_answers_while_model_loads(tmp_path: Path, embedder, monkeypatch:
 
 
 def test_engram_log_receives_the_core_modules_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The core's modules log under their own names (engram_core.store, .bookkeeping…): their lines reach
+    """The core's modules log under their own names (engram_core.storage.engine, .bookkeeping…): their lines reach
     engram.log too, redacted like the daemon's own (they went nowhere before)."""
     import logging
 
@@ -337,14 +337,14 @@ def test_engram_log_receives_the_core_modules_lines(tmp_path: Path, monkeypatch:
     saved = {name: (logging.getLogger(name).handlers[:], logging.getLogger(name).level) for name in LOGGERS}
     try:
         _setup_logging(tmp_path, verbose=False)
-        logging.getLogger("engram_core.store").info(
+        logging.getLogger("engram_core.storage.engine").info(
             "merged at close; token ghp_R8x2LmQ9vT4kZp7NwY3cJh6Fd1Sa0BgE5uXo"
         )
         logging.getLogger("engram_core.bookkeeping").warning("a bookkeeping write failed")
         for handler in logging.getLogger("engram_core").handlers:
             handler.flush()
         text = (tmp_path / "engram.log").read_text()
-        assert "engram_core.store: merged at close" in text and "a bookkeeping write failed" in text
+        assert "engram_core.storage.engine: merged at close" in text and "a bookkeeping write failed" in text
         assert "ghp_R8x2" not in text
     finally:
         for name, (handlers, level) in saved.items():

@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from engram_core import store as store_module
 from engram_core.daemon.server import Daemon
 from engram_core.request_lock import RequestLock
+from engram_core.storage import compaction as store_module
 from engram_core.wire.client import RemoteService, daemon_alive
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
@@ -172,14 +172,14 @@ def test_stop_during_a_compaction_stops_it_and_returns_once_the_daemon_is_gone(
     for t in [m["content"] for m in realpath_text.memories(5, 0, seed=5)]:
         client.call("store", memory={"content": t}, project=str(proj))
     copying, go = threading.Event(), threading.Event()
-    real_copy = store_module._copy_store
+    real_copy = store_module.copy_store
 
     def held_copy(*args: Any, **kwargs: Any) -> Iterator[None]:  # the copy starts once the test lets it
         copying.set()
         assert go.wait(120)
         yield from real_copy(*args, **kwargs)
 
-    monkeypatch.setattr(store_module, "_copy_store", held_copy)
+    monkeypatch.setattr(store_module, "copy_store", held_copy)
     answers: list[Any] = []
     compact = threading.Thread(target=lambda: answers.append(client.call("compact", project=str(proj))))
     compact.start()

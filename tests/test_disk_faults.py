@@ -13,7 +13,7 @@ import pytest
 from engram_core.embeddings import NoEmbedder
 from engram_core.models import MemoryIn
 from engram_core.service import EngramService
-from engram_core.store import StoreError
+from engram_core.storage import StoreError
 
 
 @pytest.fixture

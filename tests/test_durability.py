@@ -89,7 +89,7 @@ def test_forget_erases_every_copy_of_the_text(light_daemon: DaemonProc, tmp_path
 
 
 def tables_in_schema() -> list[str]:
-    from engram_core.store import SCHEMA_DIR
+    from engram_core.storage import SCHEMA_DIR
 
     text = "\n".join(f.read_text() for f in sorted(SCHEMA_DIR.glob("*.surql")))
     removed = set(re.findall(r"REMOVE TABLE (?:IF EXISTS )?(\w+)", text))  # `mentions` (schema 011)
@@ -255,14 +255,14 @@ def test_one_compaction_of_a_store_at_a_time(tmp_path: Path, monkeypatch) -> Non
     from collections.abc import Iterator
     from typing import Any
 
-    from engram_core import store as store_module
     from engram_core.models import MemoryIn
     from engram_core.service import EngramService
+    from engram_core.storage import compaction as store_module
 
     monkeypatch.setenv("ENGRAM_EMBEDDING_PROVIDER", "none")
     a = new_project(tmp_path, "a")
     svc = EngramService(tmp_path / "home")
-    real_copy = store_module._copy_store
+    real_copy = store_module.copy_store
     meanwhile: dict[str, Any] = {}
 
     def counts(svc: EngramService) -> dict[str, Any]:
@@ -294,7 +294,7 @@ def test_one_compaction_of_a_store_at_a_time(tmp_path: Path, monkeypatch) -> Non
         svc.forget(ids[0], project=str(a), erase=True, confirm=True)  # due now
         before = counts(svc)
         assert before["project"][0] == 30
-        monkeypatch.setattr(store_module, "_copy_store", copy_with_others_meanwhile)
+        monkeypatch.setattr(store_module, "copy_store", copy_with_others_meanwhile)
         first = svc.compact(project=str(a))
         asked.join(120)
         assert not asked.is_alive()

@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 from surrealdb import Surreal
 
-from engram_core import engine_levels
-from engram_core.store import Connection
+from engram_core.storage import Connection, engine_levels
 
 
 def _open_write_close(path: Path, i: int) -> None:

@@ -14,7 +14,7 @@ from engram_core.core import Extensions
 from engram_core.models import EntityIn, MemoryIn
 from engram_core.organise import graph, relations
 from engram_core.service import EngramService
-from engram_core.store import key_of, text_lines
+from engram_core.storage import key_of, text_lines
 
 
 def store(svc: EngramService, project: str, text: str, **kw: object) -> str:
@@ -336,7 +336,7 @@ def test_the_relation_check_reads_an_entitys_conflict_prone_relations_from_the_m
 
 def _record_queries(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every SurrealQL text sent to the engine from now on."""
-    from engram_core.store import Connection
+    from engram_core.storage import Connection
 
     sent: list[str] = []
     real = Connection.run
@@ -523,7 +523,7 @@ def test_the_daemon_works_out_the_hubs_neighbours_ahead(
 
     import threading
 
-    import engram_core.store as store_mod
+    import engram_core.storage.engine as store_mod
 
     svc, proj = env
     store = svc.project_store(proj)

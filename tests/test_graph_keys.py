@@ -14,15 +14,15 @@ from typing import Any
 import pytest
 from legacy_graph import write_legacy_graph
 
-import engram_core.store as store_mod
+import engram_core.storage.schema as store_mod
 from engram_core.config import Settings
-from engram_core.models import EntityIn, MemoryIn
+from engram_core.models import EntityIn, MemoryIn, Scope
 from engram_core.organise import associations as assoc
 from engram_core.organise import contradictions as cx
 from engram_core.organise import entities as ex
 from engram_core.organise import graph, relations
 from engram_core.service import EngramService
-from engram_core.store import ScopeStore, key_of
+from engram_core.storage import Connection, ScopeStore, key_of, record
 
 EDGE_INDEXES = {
     "relates_to": {"relates_in", "relates_out"},
@@ -182,7 +182,7 @@ def test_an_old_store_upgrades_and_its_graph_answers_the_same(
         assert "alembic" not in names, "the seventh entity of the long note is not linked"
         # Each memory's list: the entities its text names, in the order it first names them (as a new one's).
         for k, t in zip(ids, TEXTS, strict=True):
-            listed = store.q1("SELECT VALUE entities.name FROM ONLY $m", {"m": store_mod.record(k)})
+            listed = store.q1("SELECT VALUE entities.name FROM ONLY $m", {"m": record(k)})
             assert listed == [e.name for e in graph.named(t)]
             assert sorted(listed) == sorted(e.name for e in ex.extract_entities(t))
         detail = graph.memory_graph(svc, ids[0], project=p)
@@ -207,13 +207,13 @@ def test_an_old_store_upgrades_and_its_graph_answers_the_same(
             (c.kind, frozenset((c.a.id, c.b.id))) for c in cx.list_contradictions(svc, project=p)
         }
         # A new memory's list is written with its row; writing its graph again adds nothing.
-        mine = store.q1("SELECT VALUE entities FROM ONLY $m", {"m": store_mod.record(vitest)})
+        mine = store.q1("SELECT VALUE entities FROM ONLY $m", {"m": record(vitest)})
         assert mine and graph.mirror(svc, store).mentioned_by[key_of(mine[0])].get(vitest, 0) is None
         co_before = dict(_after(svc, store)["co"])
         graph.write_extraction(
             svc, store, vitest, "For the web app we use Vitest; run it with `npm run test`.", None
         )
-        assert store.q1("SELECT VALUE entities FROM ONLY $m", {"m": store_mod.record(vitest)}) == mine
+        assert store.q1("SELECT VALUE entities FROM ONLY $m", {"m": record(vitest)}) == mine
         assert _after(svc, store)["co"] == co_before
 
         # Erasing a memory removes the entities only it mentioned, their edges, and its co-activation edges.
@@ -224,7 +224,7 @@ def test_an_old_store_upgrades_and_its_graph_answers_the_same(
         assert sorted(map(sorted, edges)) == [sorted(ids[:2])]
         pytest_entity = graph.search_knowledge_graph(svc, "pytest", project=p).entities
         assert pytest_entity == [], "pytest was mentioned by the erased memory only"
-        assert store.q1("SELECT VALUE entities FROM ONLY $m", {"m": store_mod.record(ids[3])}) is None
+        assert store.q1("SELECT VALUE entities FROM ONLY $m", {"m": record(ids[3])}) is None
         after_erase = _after(svc, store)
         assert not [pair for pair in after_erase["co"] if "src/zebra/loader.py" in pair], (
             "its co-mentions went too"
@@ -249,10 +249,10 @@ def _assert_lean(store: ScopeStore) -> None:
     assert {e.get("source") for e in ents} == {None, "agent"}
 
 
-def _stopping_after_two(chunk_marker: str) -> Any:  # noqa: ANN401 - a ScopeStore.q stand-in
-    """ScopeStore.q that stops the process (KeyboardInterrupt) when a third upgrade chunk (a query holding
+def _stopping_after_two(chunk_marker: str) -> Any:  # noqa: ANN401 - a ScopeStore.write stand-in
+    """ScopeStore.write that stops the process (KeyboardInterrupt) when a third upgrade chunk (a query holding
     ``chunk_marker``) is about to run: the two before it are committed."""
-    original = ScopeStore.q
+    original = ScopeStore.write
     calls = {"n": 0}
 
     def q(self: ScopeStore, sql: str, params: Any = None, **kw: Any) -> Any:  # noqa: ANN401
@@ -271,11 +271,11 @@ def test_an_interrupted_lean_upgrade_goes_on_at_the_next_open(
     """Schema 009 clears the old rows chunk by chunk, each chunk committed with the table's events defined again;
     a stop between chunks leaves schema 8 recorded, and the next open clears the rest."""
     path = tmp_path / "p.db"
-    conn = store_mod.Connection.file(path)
+    conn = Connection.file(path)
     real = store_mod.migrations()
     with monkeypatch.context() as old:
         old.setattr(store_mod, "migrations", lambda: [m for m in real if m[0] < 9])
-        s = ScopeStore(conn, store_mod.Scope.project, "p_lean")
+        s = ScopeStore(conn, Scope.project, "p_lean")
     s.q(
         "FOR $i IN 0..7 { CREATE type::record('entity', $i) CONTENT {name: 'e', name_key: 'e', entity_type: 'x', "
         "scope: 'project'}; RELATE (type::record('entity', $i))->relates_to->(type::record('entity', $i + 1)) "
@@ -283,14 +283,14 @@ def test_an_interrupted_lean_upgrade_goes_on_at_the_next_open(
     )
     events = (s.q1("INFO FOR TABLE relates_to") or {})["events"]
     with monkeypatch.context() as m:
-        m.setattr(ScopeStore, "q", _stopping_after_two("UPDATE $ids SET scope = NONE"))
-        m.setattr(store_mod.ScopeStore._lean_rows, "__defaults__", (3,))  # chunks of 3 rows
+        m.setattr(ScopeStore, "write", _stopping_after_two("UPDATE $ids SET scope = NONE"))
+        m.setattr(store_mod.lean_rows, "__defaults__", (3,))  # chunks of 3 rows
         with pytest.raises(KeyboardInterrupt):
-            ScopeStore(conn, store_mod.Scope.project, "p_lean")
+            ScopeStore(conn, Scope.project, "p_lean")
     left = s.q1("SELECT VALUE id FROM relates_to WHERE scope != NONE") or []
     assert s.schema_version() == 8 and len(left) == 7 - 2 * 3  # seven relations (0..7 excludes 7)
     assert (s.q1("INFO FOR TABLE relates_to") or {})["events"] == events  # each chunk put them back
-    again = ScopeStore(conn, store_mod.Scope.project, "p_lean")
+    again = ScopeStore(conn, Scope.project, "p_lean")
     assert again.schema_version() == real[-1][0]
     assert again.q1("SELECT VALUE id FROM relates_to WHERE scope != NONE OR created_at != NONE") == []
     assert (
@@ -325,8 +325,8 @@ def test_an_interrupted_entity_list_upgrade_goes_on_at_the_next_open(
             write_legacy_graph(store, list(zip(ids, texts, strict=True)), svc.now())
             before = _before(store)
     with monkeypatch.context() as m:
-        m.setattr(ScopeStore, "q", _stopping_after_two("SET entities = $lists"))
-        m.setattr(store_mod.ScopeStore._entity_lists, "__defaults__", (3,))  # chunks of 3 memories
+        m.setattr(ScopeStore, "write", _stopping_after_two("SET entities = $lists"))
+        m.setattr(store_mod.entity_lists, "__defaults__", (3,))  # chunks of 3 memories
         with pytest.raises(KeyboardInterrupt), _service(tmp_path, embedder) as svc:
             svc.project_store(p)  # opening the store upgrades it
     with monkeypatch.context() as old, _service(tmp_path, embedder, organise=False) as svc:  # as it was left
@@ -342,7 +342,7 @@ def test_an_interrupted_entity_list_upgrade_goes_on_at_the_next_open(
         assert after["naming"] == before["naming"] and after["stored"] == before["stored"]
         assert {frozenset(pair) for pair in before["co"]} <= {frozenset(pair) for pair in after["co"]}
         for k, t in zip(ids, texts, strict=True):
-            listed = store.q1("SELECT VALUE entities.name FROM ONLY $m", {"m": store_mod.record(k)})
+            listed = store.q1("SELECT VALUE entities.name FROM ONLY $m", {"m": record(k)})
             assert listed == [e.name for e in graph.named(t)], t
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from engram_core.models import MemoryIn, Status
 from engram_core.service import EngramService
-from engram_core.store import record
+from engram_core.storage import record
 
 
 def _age(service: EngramService, project: str, memory_id: str, days: float, **extra: object) -> None:
@@ -87,8 +87,10 @@ def test_the_sweep_reads_when_a_memory_was_archived_only_for_those_it_may_forget
     store = service.project_store(p)
     assert store is not None
     asked: list[list[str]] = []
-    real = store.archived_since
-    monkeypatch.setattr(store, "archived_since", lambda keys: asked.append(sorted(keys)) or real(keys))
+    real = store.memories.archived_since
+    monkeypatch.setattr(
+        store.memories, "archived_since", lambda keys: asked.append(sorted(keys)) or real(keys)
+    )
     service.maintain(project=p)
     assert asked == [sorted([ids["long_ago"], ids["lately"]])], "the strong one cannot be forgotten: not read"
     status = {n: service.get(i, project=p).status for n, i in ids.items()}

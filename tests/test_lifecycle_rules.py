@@ -19,7 +19,7 @@ from engram_core.config import Settings
 from engram_core.models import MemoryIn, MemoryPatch, Status
 from engram_core.organise import evolution
 from engram_core.service import EngramError, EngramService
-from engram_core.store import record
+from engram_core.storage import record
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from engram_core.models import Scope
-from engram_core.store import HALF_TAG, Connection, ScopeStore, decode_vector, encode_vector
+from engram_core.storage import HALF_TAG, Connection, ScopeStore, decode_vector, encode_vector
 
 
 def _fill(store: ScopeStore, n: int) -> dict[str, np.ndarray]:

@@ -14,7 +14,7 @@ from engram_core.core import Boost
 from engram_core.models import MemoryIn
 from engram_core.scoring import memory_strength
 from engram_core.service import EngramService
-from engram_core.store import Light, ScopeStore
+from engram_core.storage import Light, ScopeStore
 
 TOPICS = [
     "deploy",

@@ -10,11 +10,10 @@ from typing import Any
 
 import pytest
 
-from engram_core import row_mirror
 from engram_core.clock import FrozenClock
 from engram_core.models import MemoryIn, MemoryPatch, Status
 from engram_core.service import EngramService
-from engram_core.store import ScopeStore
+from engram_core.storage import ScopeStore, row_mirror
 
 TEXTS = [
     "Payments use Stripe with idempotency keys on every charge [x] [/] \\ ok 🎉",
@@ -136,7 +135,7 @@ def test_rows_missing_after_an_open_without_snapshot_are_read_and_filled(
         assert st is not None and len(st.rows) == 0
         st.update_memory(keys[1], {"metadata": {"when": again.now(), "note": "[x] \\ 🎉"}})
         st.rows.drop([keys[1]])
-        assert st.fill_rows() == len(TEXTS)
+        assert st.snapshots.fill_rows() == len(TEXTS)
         assert len(st.rows) == len(TEXTS)
         assert assert_in_step(again, st, p) == len(TEXTS)
         assert st.rows.get(keys[1])["metadata"]["note"] == "[x] \\ 🎉"  # type: ignore[index]
@@ -148,7 +147,7 @@ def test_the_daemon_fills_missing_rows_in_the_background(
     filled: Any, engram_home: Path, embedder: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The daemon (store.use_engine_thread) reads the rows a store opened without them lacks, without a recall."""
-    import engram_core.store as store_mod
+    import engram_core.storage.engine as store_mod
 
     service, store, p, keys = filled
     snap = store.snapshot_path
@@ -210,36 +209,6 @@ def test_the_mirror_stays_in_step_after_every_kind_of_write(filled: Any) -> None
     assert_in_step(service, store, p)
 
 
-def test_which_writes_drop_which_held_rows() -> None:
-    """What a statement may change leaves the mirror; what it cannot change stays held."""
-    from surrealdb import RecordID
-
-    from engram_core.row_mirror import FIELDS, RowMirror
-
-    rows = RowMirror()
-
-    def fill() -> None:
-        for k in ("a", "b", "c"):
-            rows.put(k, dict.fromkeys(FIELDS))
-
-    fill()
-    rows.touched("UPDATE $id SET importance = 0.9", {"id": RecordID("memory", "a")})
-    assert rows.missing(["a", "b", "c"]) == ["a"]
-    fill()
-    rows.touched(
-        "FOR $u IN $items { UPDATE $u.id SET x = 1; }", {"items": [{"id": "memory:b", "e": [0.1, 0.2]}]}
-    )
-    assert rows.missing(["a", "b", "c"]) == ["b"]
-    fill()
-    rows.touched(
-        "INSERT INTO entity $e ON DUPLICATE KEY UPDATE n += 1", {"e": [{"id": RecordID("entity", "a")}]}
-    )
-    rows.touched("INSERT INTO memory $rows RETURN NONE", {"rows": [{"id": RecordID("memory", "d")}]})
-    assert rows.missing(["a", "b", "c"]) == []  # new rows and other tables change no held row
-    rows.touched("UPDATE memory SET pinned = true WHERE importance > 0.8", {})
-    assert rows.missing(["a", "b", "c"]) == ["a", "b", "c"]
-
-
 def test_rows_held_from_the_snapshot_follow_every_kind_of_write(
     filled: Any, engram_home: Path, embedder: Any
 ) -> None:
@@ -269,7 +238,7 @@ def test_rows_held_from_the_snapshot_follow_every_kind_of_write(
 
 
 def test_a_snapshot_blob_is_decoded_only_for_the_rows_asked_for() -> None:
-    from engram_core.row_mirror import RowMirror, encode
+    from engram_core.storage.row_mirror import RowMirror, encode
 
     rows = RowMirror()
     packed = {

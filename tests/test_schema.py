@@ -7,7 +7,7 @@ import re
 import pytest
 
 from engram_core.models import Scope
-from engram_core.store import Connection, ScopeStore, migrations, record
+from engram_core.storage import Connection, ScopeStore, migrations, record
 
 GOOD = {"content": "x", "content_hash": "h", "memory_type": "semantic", "scope": "project"}
 
@@ -56,7 +56,7 @@ def test_migrations_record_version_and_are_idempotent(store: ScopeStore) -> None
 
 
 def test_a_new_migration_file_is_applied_on_open(store: ScopeStore, monkeypatch: pytest.MonkeyPatch) -> None:
-    import engram_core.store as store_mod
+    import engram_core.storage.schema as store_mod
 
     real = store_mod.migrations()
     extra = (

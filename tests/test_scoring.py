@@ -17,7 +17,7 @@ from engram_core.scoring import (
     memory_strength,
     strength_curve,
 )
-from engram_core.store import Connection, ScopeStore, record
+from engram_core.storage import Connection, ScopeStore, record
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from engram_core.models import MemoryIn
 from engram_core.service import EngramService
-from engram_core.store import record
+from engram_core.storage import record
 
 TEXT = "zebrafinch4471 retries the upload [twice] \\ then gives up 🚀"
 

@@ -11,7 +11,7 @@ import pytest
 
 from engram_core.models import MemoryIn, MemoryPatch, Scope
 from engram_core.service import EngramService
-from engram_core.store import (
+from engram_core.storage import (
     HALF_TAG,
     VECTOR_BYTES_SCHEMA,
     Connection,
@@ -141,8 +141,10 @@ def test_a_new_memory_is_stored_as_half_precision_bytes(service: EngramService, 
         )
         == "bytes"
     )
-    assert np.array_equal(np.frombuffer(raw[1:], dtype="<f2").astype(np.float32), store.get_embedding(m.id))
-    assert np.array_equal(store.index.embedding(m.id), store.get_embedding(m.id))
+    assert np.array_equal(
+        np.frombuffer(raw[1:], dtype="<f2").astype(np.float32), store.memories.get_embedding(m.id)
+    )
+    assert np.array_equal(store.index.embedding(m.id), store.memories.get_embedding(m.id))
     # The engine refuses a vector as floats now: one form only.
     with pytest.raises(Exception, match="bytes"):
         store.q("UPDATE type::record('memory', $k) SET embedding = [0.5, 0.5]", {"k": m.id})
@@ -203,7 +205,7 @@ def test_scope_store_decodes_old_floats_only_in_the_upgrade(tmp_path: Path) -> N
     conn = Connection.file(tmp_path / "project.db")
     store = ScopeStore(conn, Scope.project, "p")
     for i, f in enumerate(floats):
-        assert np.array_equal(store.get_embedding(f"m{i}"), decode_vector(encode_vector(f)))
+        assert np.array_equal(store.memories.get_embedding(f"m{i}"), decode_vector(encode_vector(f)))
     conn.close()
 
 
@@ -212,13 +214,14 @@ def test_an_interrupted_upgrade_goes_on_at_the_next_open(
 ) -> None:
     """Each chunk of the conversion commits on its own (a store of any size, bounded memory): a crash after the
     first leaves some rows as bytes and the others as floats, both still writable, and the next open finishes."""
-    import engram_core.store as store_mod
+    import engram_core.storage.database as database_mod
+    import engram_core.storage.schema as store_mod
 
     floats = [[float(x) for x in np.random.default_rng(i).random(384).astype(np.float32)] for i in range(5)]
     _old_format_store(tmp_path / "project.db", "project", "p", floats)
-    real = store_mod.ScopeStore._vectors_to_bytes
+    real = store_mod.vectors_to_bytes
     written: list[int] = []
-    real_q = store_mod.ScopeStore.q
+    real_q = database_mod.Database.write
 
     def crash_after_first_chunk(self: ScopeStore, sql: str, params: dict | None = None) -> list:
         if sql.startswith("FOR $u IN $vecs") and written:
@@ -228,12 +231,12 @@ def test_an_interrupted_upgrade_goes_on_at_the_next_open(
             written.append(len((params or {})["vecs"]))
         return out
 
-    monkeypatch.setattr(store_mod.ScopeStore, "_vectors_to_bytes", lambda self: real(self, chunk=2))
-    monkeypatch.setattr(store_mod.ScopeStore, "q", crash_after_first_chunk)
+    monkeypatch.setattr(store_mod, "vectors_to_bytes", lambda db: real(db, chunk=2))
+    monkeypatch.setattr(database_mod.Database, "write", crash_after_first_chunk)
     conn = Connection.file(tmp_path / "project.db")
     with pytest.raises(RuntimeError, match="power cut"):
         ScopeStore(conn, Scope.project, "p")
-    monkeypatch.setattr(store_mod.ScopeStore, "q", real_q)
+    monkeypatch.setattr(database_mod.Database, "write", real_q)
     kinds = conn.run(
         "project", "p", "SELECT VALUE type::of(embedding) FROM memory WHERE embedding != NONE ORDER BY id"
     )[-1]
@@ -279,7 +282,7 @@ def test_a_compaction_rewrites_float32_vectors_in_half_precision(
     keys = [service.store(MemoryIn(content=t), project=p).memory.id for t in TEXTS]
     store = service.project_store(p)
     assert store is not None
-    vecs = {k: store.get_embedding(k) for k in keys}
+    vecs = {k: store.memories.get_embedding(k) for k in keys}
     for k, v in vecs.items():  # as the version before wrote them
         store.conn.run(
             store.namespace,

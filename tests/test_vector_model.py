@@ -13,7 +13,7 @@ from engram_core import vector_model
 from engram_core.embeddings import LocalEmbedder, local_model_id
 from engram_core.models import EntityIn, MemoryIn
 from engram_core.service import EngramService
-from engram_core.store import decode_vector, encode_vector
+from engram_core.storage import decode_vector, encode_vector
 
 TEXTS = [
     "We deploy with `make release` [x] \\ 🚀 after the tag is pushed",
@@ -129,7 +129,7 @@ def test_a_store_written_by_another_model_is_reembedded_on_open(
 
 
 def vector_model_record(key: str):  # noqa: ANN201 - a RecordID
-    from engram_core.store import record
+    from engram_core.storage import record
 
     return record(key)
 

@@ -1233,7 +1233,7 @@ def serve(home: Path, idle_timeout_s: float | None = None, verbose: bool = False
     # The engine releases the GIL while it works, so a console query running to its deadline holds no hook,
     # store or recall (ENGRAM_ENGINE_THREAD=0: the synchronous binding, which holds the GIL: for comparison).
     if os.environ.get("ENGRAM_ENGINE_THREAD", "1") != "0":
-        from ..store import use_engine_thread
+        from ..storage import use_engine_thread
 
         use_engine_thread()
     try:

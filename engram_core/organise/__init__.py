@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..core import Boost, MemoryCore
-from ..store import Light, ScopeStore
+from ..storage import Light, ScopeStore
 from . import associations, consolidation, contradictions, episodes, graph, subjects
 from .base import state
 

@@ -14,7 +14,7 @@ from ..collector import paused_collector
 from ..models import Association
 from ..ranking import best_first
 from ..scoring import memory_strength
-from ..store import ScopeStore
+from ..storage import ScopeStore, graph_tables
 from .base import MemoryCore, api, rid, short_hash, state
 
 COACTIVATION = 0.1
@@ -74,8 +74,8 @@ def coactivate(
         return 0
     # After a recall the edges are held and written summed with the access counts; the in-memory adjacency
     # changes now.
-    store.coactivate(
-        [{k: p[k] for k in ("id", "a", "b")} for p in pairs], delta, core.now(), kind, hold=defer
+    graph_tables.coactivate(
+        store, [{k: p[k] for k in ("id", "a", "b")} for p in pairs], delta, core.now(), kind, hold=defer
     )
     adj = adjacency(core, store)
     for p in pairs:

@@ -14,7 +14,7 @@ from surrealdb import RecordID
 from ..api import EngramError, NotFound, api
 from ..core import MemoryCore
 from ..models import Memory
-from ..store import ScopeStore, key_of, plain
+from ..storage import ScopeStore, key_of, plain
 
 if TYPE_CHECKING:
     import numpy as np

@@ -31,7 +31,7 @@ from ..models import (
 from ..promotion import promote
 from ..redaction import redact_text
 from ..scoring import days_between, memory_strength
-from ..store import ScopeStore, key_of, plain
+from ..storage import ScopeStore, key_of, plain
 from ..writing import write_into
 from . import associations, contradictions, evolution, graph
 from . import subjects as sj
@@ -583,10 +583,7 @@ def approve_consolidation(
                 },
             )
         if p.access_count:
-            store.q(
-                "UPDATE $id SET access_count = math::max([access_count, $n])",
-                {"id": rid("memory", mem.id), "n": p.access_count},
-            )
+            store.memories.raise_access_count(mem.id, p.access_count)
             store.refresh([mem.id])
         for k in live:
             if k == mem.id:

@@ -29,7 +29,7 @@ from ..models import (
     MemoryType,
 )
 from ..search_index import tokenize
-from ..store import ScopeStore, key_of, plain
+from ..storage import ScopeStore, key_of, plain
 from ..writing import write_into
 from . import entities as ex
 from . import subjects as sj
@@ -320,7 +320,7 @@ def queue(store: ScopeStore, cands: list[Candidate]) -> list[str]:
         }
         for k, c in merged.items()
     ]
-    old = store.q(_QUEUE, {"cands": rows}, memory_rows=())[-1] or []
+    old = store.q(_QUEUE, {"cands": rows})[-1] or []
     return [k for k, was in zip(merged, old, strict=True) if was is None]
 
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..models import EpisodeInfo
 from ..redaction import redact_text
-from ..store import Light, ScopeStore, key_of, plain
+from ..storage import Light, ScopeStore, key_of, plain
 from .base import EngramError, MemoryCore, OrganiseState, Stream, api, as_dt, rid, state
 
 TIME_GAP = timedelta(minutes=30)

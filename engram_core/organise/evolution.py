@@ -34,7 +34,7 @@ from ..api import EngramError
 from ..maintenance import plan_sweep
 from ..models import EvolutionChange, EvolutionReport, ParamProposal, RetrievalLogEntry, Rollback, UsageStat
 from ..scoring import DEFAULT_HALF_LIVES
-from ..store import ScopeStore, key_of, plain
+from ..storage import ScopeStore, key_of, plain
 from . import graph
 from .base import MemoryCore, api
 
@@ -124,7 +124,7 @@ def sync_half_lives(core: MemoryCore) -> int:
     for store in [*(s for _, s in core.scopes.open_projects()), core.user]:
         plan = plan_sweep(core, store)
         if plan.half_lives:
-            store.apply_sweep(core.now(), {}, plan.half_lives, [])
+            store.memories.apply_sweep(core.now(), {}, plan.half_lives, [])
             n += len(plan.half_lives)
     return n
 
@@ -313,7 +313,7 @@ def reflect(
 ) -> list[str]:
     """Seed 001 §7.3 insights about the memory system itself, from counts alone."""
     insights: list[tuple[str, str, list[str]]] = []
-    total, by_type, by_status = store.count_by()
+    total, by_type, by_status = store.memories.count_by()
     for t in ("semantic", "procedural"):
         if total >= 20 and not by_type.get(t):
             insights.append(

@@ -40,10 +40,11 @@ from ..models import (
 from ..ranking import best_first
 from ..redaction import redact_text
 from ..search_index import tokenize
-from ..store import (
+from ..storage import (
     ScopeStore,
     decode_vector,
     encode_vector,
+    graph_tables,
     key_of,
     plain,
     text_array,
@@ -51,6 +52,7 @@ from ..store import (
     works_in_background,
     write_private,
 )
+from ..storage.graph_tables import EVIDENCE_MAX
 from . import entities as ex
 from .base import (
     EngramError,
@@ -79,7 +81,6 @@ NEAR_KEEP = (
 HUB_RELATIONS = 500  # an entity with this many relations has its neighbours worked out ahead (`warm_hubs`)
 SUBJECT_TYPES = ("project", "person")  # "this project" / "user": hubs that would link everything
 CONFLICT_TYPES = ("uses", "replaces", "causes", "contradicts")
-EVIDENCE_MAX = 50  # memory keys kept as a relation's evidence, newest last
 # memory keys a graph answer lists for an entity, the newest: a library named in 20,000 notes of a 100k store put
 # all of them in each answer (megabytes into the agent's context, and 93 s to gather)
 MENTIONS_SHOWN = 50
@@ -122,50 +123,6 @@ def subject_for(store: ScopeStore) -> ex.Extracted:
 
 
 # ── writing ──────────────────────────────────────────────────
-_WRITE = """
-LET $pre_rels = (SELECT id, evidence, invalid_at FROM $pre_ids);
--- $touching: the conflict-prone relations at either end of a checked entity, from the graph mirror
--- (`_conflict_relations`). No IF around the SELECT: an IF block (3.2.4) hands back a one-row result as the row
--- itself, not a list.
-LET $pre_live = (SELECT id, in, out, relation_type, evidence, out.category AS category, out.name AS out_name,
-                        in.name AS in_name FROM $touching
-                 WHERE invalid_at IS NONE AND relation_type IN $conflict_types);
-FOR $w IN $ep_writes {
-  IF $w.op = 'open' { CREATE $w.id CONTENT $w.c RETURN NONE; }
-  ELSE IF $w.op = 'end' { UPDATE $w.id SET ended_at = ended_at ?? $w.t, end_reason = end_reason ?? $w.r RETURN NONE; }
-  ELSE { UPDATE $w.id SET ended_at = $w.t, end_reason = 'task_completion' RETURN NONE; };
-};
-FOR $e IN $set_ep { UPDATE $e.mem SET episode_id = $e.ep RETURN NONE; };
-FOR $e IN $eps { UPDATE $e.id SET memory_count += $e.n, last_at = $now RETURN NONE; };
-IF array::len($ents) > 0 {
-  -- Only `+=` sees the stored value inside ON DUPLICATE KEY UPDATE (3.2.4), hence the clamp after.
-  INSERT INTO entity array::map($ents, |$e| $e + {first_seen: $now, last_seen: $now, updated_at: $now})
-    ON DUPLICATE KEY UPDATE mention_count += 1, last_seen = $now, updated_at = $now,
-    confidence += 0.02 RETURN NONE;
-  UPDATE $ent_ids SET confidence = 1.0 WHERE confidence > 1.0 RETURN NONE;
-};
--- A memory written without its entity list (promoted, or older than schema 011): the list now.
-FOR $m IN $set_ents { UPDATE $m.id SET entities = $m.e RETURN NONE; };
-FOR $r IN $rels {
-  LET $cur = (SELECT VALUE evidence FROM ONLY $r.id);
-  IF $cur != NONE {
-    IF $r.ev = NONE OR $r.ev NOT IN $cur {
-      UPDATE $r.id SET weight = math::min([1.0, weight + $inc]), confidence = math::min([1.0, confidence + 0.05]),
-        evidence = IF $r.ev = NONE THEN $cur ELSE array::slice(array::append($cur, $r.ev), -EVIDENCE_MAX) END,
-        invalid_at = NONE, updated_at = $now RETURN NONE;
-    };
-  } ELSE {
-    RELATE ($r.src)->($r.id)->($r.dst) CONTENT $r.fields + {valid_from: $now, updated_at: $now}
-      RETURN NONE;
-  };
-};
--- Names and categories only when contradiction candidates are wanted (each is a fetch of the entity).
-RETURN {pre_rels: $pre_rels, pre_live: $pre_live,
-        post: IF array::len($check) > 0 {
-          (SELECT id, in, out, weight, invalid_at, relation_type, out.category AS category, out.name AS out_name,
-                  in.name AS in_name FROM $rel_ids)
-        } ELSE { (SELECT id, in, out, weight, invalid_at, relation_type FROM $rel_ids) }};
-""".replace("EVIDENCE_MAX", str(EVIDENCE_MAX))
 
 
 def _entity_row(
@@ -364,11 +321,7 @@ def write_extractions(
         ],
         "rels": [{**r, "fields": _unstamped(r["fields"])} for p in plans for r in p.rel_rows],
     }
-    # The memory fields it writes are the episode (of a memory written without it), which the mirror takes
-    # below, and the entity list, which no row mirror holds: the rows stay held.
-    got = store.q(_WRITE, params, memory_rows=())[-1] or {}
-    for ep in params["set_ep"]:
-        store.mirror_fields(key_of(ep["mem"]), episode_id=ep["ep"])
+    got = graph_tables.write_chunk(store, params)
     post = {key_of(r["id"]): plain(r) for r in got.get("post") or []}
     g = state(core).of(store).graph
     if g is not None:
@@ -1318,43 +1271,10 @@ def merge_similar_entities(core: MemoryCore, store: ScopeStore, *, dry_run: bool
                     old = key_of(group[j]["id"])
                     with g.lock:
                         naming = sorted(g.mentioned_by.get(old, ()))
-                    _merge_entity(store, old, key_of(group[i]["id"]), naming)
+                    graph_tables.merge_entity(store, old, key_of(group[i]["id"]), naming)
     if merged and not dry_run:
         invalidate_names(core, store)
     return merged
-
-
-def _merge_entity(store: ScopeStore, old: str, new: str, naming: Sequence[str]) -> None:
-    """Point the old entity's mentions (the entity lists of ``naming``, the memories naming it) and relations at the
-    survivor, then delete it (maintenance only)."""
-    o, n = rid("entity", old), rid("entity", new)
-    edges = store.q1("SELECT * FROM array::distinct($o<->relates_to)", {"o": o}) or []
-    store.q("LET $x = array::distinct($o<->relates_to); DELETE $x RETURN NONE;", {"o": o})
-    if naming:
-        store.q(
-            "UPDATE $m SET entities = array::distinct(entities.map(|$e| IF $e = $o THEN $n ELSE $e END)) "
-            "WHERE entities CONTAINS $o RETURN NONE",
-            {"m": [rid("memory", k) for k in naming], "o": o, "n": n},
-        )
-    for e in edges:
-        a = n if key_of(e["in"]) == old else e["in"]
-        b = n if key_of(e["out"]) == old else e["out"]
-        if key_of(a) == key_of(b):
-            continue
-        fields = {
-            k: e[k]
-            for k in ("relation_type", "weight", "confidence", "evidence", "valid_from", "source")
-            if e.get(k) is not None
-        }
-        if e.get("invalid_at") is not None:
-            fields["invalid_at"] = e["invalid_at"]
-        store.q("RELATE $a->relates_to->$b CONTENT $f RETURN NONE", {"a": a, "b": b, "f": fields})
-    store.q(
-        "LET $c = (SELECT VALUE mention_count FROM ONLY $o) ?? 0; "
-        "UPDATE $n SET mention_count += $c, confidence = math::min([1.0, confidence + 0.05]), "
-        "last_seen = $now RETURN NONE; DELETE $o;",
-        {"o": o, "n": n, "now": store.clock.now()},
-    )
 
 
 def prune_graph(
@@ -1383,12 +1303,7 @@ def prune_graph(
             g = mirror(core, store)
             with g.lock:
                 naming = sorted({m for w in weak for m in g.mentioned_by.get(key_of(w), ())})
-            # Edges by the graph keys of their ends (schema 008), bound by LET: DELETE refuses the walk in place.
-            store.q(
-                "LET $x = array::distinct($w<->relates_to); DELETE $x RETURN NONE; "
-                "UPDATE $m SET entities = array::complement(entities, $w) RETURN NONE; DELETE $w;",
-                {"w": weak, "m": [rid("memory", k) for k in naming]},
-            )
+            graph_tables.delete_entities(store, weak, naming)
             invalidate_names(core, store)
         if stale:
             store.q("UPDATE $s SET invalid_at = $n RETURN NONE", {"s": stale, "n": now or core.now()})

@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from ..models import AggregateInput, AggregateItem, Partition, PeekResult, PeekSample
 from ..search_index import tokenize
-from ..store import ScopeStore, content_hash
+from ..storage import ScopeStore, content_hash
 from ..vocabulary import ScopeOrAll
 from .base import MemoryCore, api
 
@@ -50,7 +50,7 @@ def memory_peek(
     hi: datetime | None = None
     pool: list[tuple[ScopeStore, str]] = []
     for store in stores:
-        total, _t, statuses = store.count_by()
+        total, _t, statuses = store.memories.count_by()
         by_status.update(statuses)
         by_scope[store.scope.value] += total
         for k, lt in store.light.items():

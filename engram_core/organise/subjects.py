@@ -25,7 +25,7 @@ from functools import lru_cache
 
 from ..core import MemoryCore
 from ..search_index import STOPWORDS_EN, tokenize
-from ..store import ScopeStore
+from ..storage import ScopeStore
 from . import entities as ex
 from .base import state
 

@@ -39,7 +39,7 @@ from ..models import MemoryRecord, Scope, SyncChannel, SyncReport, SyncState
 from ..promotion import drop_fingerprint
 from ..redaction import redact_value
 from ..scopes import ADOPTED_INTO
-from ..store import ScopeStore, content_hash, key_of
+from ..storage import ScopeStore, content_hash, key_of
 from .gitrepo import BRANCH, GitError, Offline, Repo, prune_bare
 
 log = logging.getLogger("engram.sync")
@@ -239,11 +239,11 @@ def _changes(core: MemoryCore, state: State, report: SyncReport) -> Iterator[dic
             {"kind": ident.kind, "source": ident.source, "name": Path(ident.root).name} if ident else None
         )
         state.progress(f"looking for changes in {name}")
-        marks = {f"{name}/{key}": _mark(mark) for key, mark in store.change_marks().items()}
+        marks = {f"{name}/{key}": _mark(mark) for key, mark in store.memories.change_marks().items()}
         todo = [slot.partition("/")[2] for slot, mark in marks.items() if state.seen.get(slot) != mark]
         for start in range(0, len(todo), FETCH_BATCH):
             state.progress(f"reading {name}: {start:,} of {len(todo):,} changed memories")
-            for row in store.export_rows_of(todo[start : start + FETCH_BATCH]):
+            for row in store.memories.export_rows_of(todo[start : start + FETCH_BATCH]):
                 yield from _change(row, name, project, model, marks, optout, state, report)
 
 
@@ -409,15 +409,15 @@ def _with_history(meta: dict[str, Any], losers: list[dict[str, Any]]) -> dict[st
 
 def _erase(core: MemoryCore, store: ScopeStore, key: str, reason: str) -> None:
     """The local copy of a memory erased (or withdrawn) elsewhere: erased here the way `forget --erase` does."""
-    words = store.unique_words(key)
+    words = store.mirror.unique_words(key)
     light = store.light.get(key)
-    store.forget_memory(key, reason)
+    store.erase_memory(key, reason)
     if light is not None:
         drop_fingerprint(core, store, light.content_hash)
     store.conn.erased = True
     for log_store in core.scopes.open_stores():
         if log_store.scope != Scope.session:
-            log_store.scrub_retrieval_log([key], words)
+            log_store.retrieval_log.scrub([key], words)
 
 
 def _target(core: MemoryCore, name: str) -> ScopeStore:
@@ -452,7 +452,7 @@ def _prepared(
 
 
 def _restore(core: MemoryCore, store: ScopeStore, rec: dict[str, Any], local: dict[str, Any] | None) -> None:
-    store.restore_row(*_prepared(core, store, rec, local))
+    store.memories.restore_row(*_prepared(core, store, rec, local))
 
 
 RESTORE_BATCH = 250  # new memories written per request
@@ -480,7 +480,7 @@ def _apply(core: MemoryCore, state: State, files: list[Path], report: SyncReport
             locals_ = store.get_many([key for key, _ in chunk])
             for key, rec in chunk:
                 _apply_one(core, state, store, name, key, rec, locals_.get(key), batch, report)
-            store.restore_rows(batch)
+            store.memories.restore_rows(batch)
             batch.clear()
             done += len(chunk)
     for path in files:

@@ -2,9 +2,9 @@
 
 Fetching ten rows cost a query per scope whose answer the SDK decodes field by field in pure Python (~330 µs a
 row, and the query waited for the bookkeeping drain's lock). Recall now reads them from here. The store keeps it
-in step at one place per kind of change (`ScopeStore`): a write path that reads its row back puts it
-(`put`); any other write statement drops the rows its parameters name, or every row when its text names the
-memory table (`touched`); a console write or a redaction pass reloads the mirror, which empties it. A row not
+in step at one place per kind of change (storage methods, mirror.py): a write path that reads its row back puts
+it (`put`), one that knows the new values patches it (`patch`), any other drops the rows it changed (`drop`); a
+console write or a redaction pass reloads the mirror, which empties it. A row not
 held (dropped, or never read: an open without a snapshot) is read again by the next recall that returns it,
 and `fill` reads the missing ones in bulk (the daemon runs it in the background).
 
@@ -15,15 +15,14 @@ recall first needs one (kept in the snapshot's blob until then): most are never 
 from __future__ import annotations
 
 import json
-import re
-import threading
 from collections.abc import Iterable, Mapping
 from datetime import datetime
+from threading import Thread
 from typing import Any
 
-from surrealdb import RecordID
+from .locks import ROW_MIRROR, OrderedLock
 
-# The fields held per memory: what a recall returns (store.MEMORY_FIELDS) without the id, which is the key, and
+# The fields held per memory: what a recall returns (values.MEMORY_FIELDS) without the id, which is the key, and
 # the computed strength, which `MemoryCore.to_memory` computes for the moment of the answer.
 FIELDS = (
     "content",
@@ -54,29 +53,7 @@ FIELDS = (
     "metadata",
 )
 _DATETIMES = ("invalid_at", "created_at", "updated_at", "last_accessed_at")
-_MEMORY_WORD = re.compile(r"\bmemory\b", re.IGNORECASE)
-# Statements that may change rows already there; a statement with none of these only adds rows (CREATE, INSERT
-# without ON DUPLICATE, RELATE) and leaves every held row as it is.
-_CHANGES = re.compile(r"\b(?:UPDATE|UPSERT|DELETE|REMOVE|ALTER|DEFINE|REBUILD|DUPLICATE)\b", re.IGNORECASE)
 _DT = "$engram_dt"  # how a datetime is tagged in the snapshot's JSON (metadata may hold datetimes anywhere)
-
-
-def memory_keys(value: Any, out: set[str]) -> None:
-    """The keys of the memory records named anywhere in a statement's parameters."""
-    if isinstance(value, RecordID):
-        if value.table_name == "memory":
-            out.add(str(value.id))
-    elif isinstance(value, str):
-        if value.startswith("memory:"):
-            out.add(value.split(":", 1)[1])
-    elif isinstance(value, Mapping):
-        for v in value.values():
-            memory_keys(v, out)
-    elif isinstance(value, list | tuple):
-        if value and isinstance(value[0], float):
-            return  # an embedding
-        for v in value:
-            memory_keys(v, out)
 
 
 def _json_default(value: Any) -> Any:
@@ -104,7 +81,7 @@ class RowMirror:
     """key → the memory's row (packed, or its snapshot JSON). Every method is safe from any thread."""
 
     def __init__(self) -> None:
-        self.lock = threading.RLock()
+        self.lock = OrderedLock(ROW_MIRROR, "RowMirror.lock")
         self._rows: dict[str, tuple[Any, ...] | str] = {}
         # Rows as the snapshot saved them and no recall has asked for yet: each row's JSON text lies between two
         # offsets of one shared UTF-8 blob (`_at`: key → its position). Making 100,000 of them Python strings at
@@ -113,7 +90,7 @@ class RowMirror:
         self._offsets: list[int] = []
         self._at: dict[str, int] = {}
         self.filling = False  # a background `fill` runs
-        self.filler: threading.Thread | None = None  # the last one started
+        self.filler: Thread | None = None  # the last one started
 
     def __len__(self) -> int:
         return len(self._rows) + len(self._at)
@@ -148,7 +125,7 @@ class RowMirror:
         return held
 
     def put(self, key: str, row: Mapping[str, Any]) -> None:
-        """Hold a plain row (store.plain) read back after a write; a row missing a field is dropped instead."""
+        """Hold a plain row (values.plain) read back after a write; a row missing a field is dropped instead."""
         with self.lock:
             self._at.pop(key, None)
             if all(f in row for f in FIELDS):
@@ -172,18 +149,6 @@ class RowMirror:
             for k in keys:
                 self._rows.pop(k, None)
                 self._at.pop(k, None)
-
-    def touched(self, sql: str, params: Mapping[str, Any] | None) -> None:
-        """A write statement ran (or is about to): the rows it may change leave the mirror."""
-        if not self._rows and not self._at:
-            return
-        if _MEMORY_WORD.search(sql) and _CHANGES.search(sql):  # `UPDATE memory WHERE …`: any row may change
-            self.clear()
-            return
-        keys: set[str] = set()
-        memory_keys(params or {}, keys)
-        if keys:
-            self.drop(keys)
 
     def get(self, key: str) -> dict[str, Any] | None:
         """The row as `ScopeStore.get_many` returns it (a fresh dict), or None when not held."""
@@ -241,7 +206,7 @@ def from_json_row(values: list[Any]) -> dict[str, Any] | None:
 
 
 def _parse_dt(text: str) -> datetime:
-    # The engine writes nanoseconds; Python keeps microseconds (as store.plain does for the SDK's datetimes).
+    # The engine writes nanoseconds; Python keeps microseconds (as values.plain does for the SDK's datetimes).
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
