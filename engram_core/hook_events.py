@@ -153,7 +153,7 @@ def _already_stored(core: MemoryCore, eid: str, scope: str, project: str | None,
 
 
 class LightWork:
-    """Seed 001 §9: a light step after a turn or a session (the sweep, then consolidation while the budget
+    """A light step after a turn or a session (the sweep, then consolidation while the budget
     lasts); heavier work stays in the periodic sweep. At most once per LIGHT_WORK_MIN_INTERVAL_S per project,
     unless forced (a session that ended)."""
 

@@ -20,7 +20,7 @@ from .stored_redaction import redact_store
 RETRIEVAL_LOG_KEEP = 5000  # newest retrieval_log rows kept per store (pruned when the store is compacted)
 
 
-# The sweep runs in slices (seed 001 §9 runs it every 10 minutes in the daemon): each slice holds the request lock
+# The sweep runs in slices (the daemon runs it every 10 minutes): each slice holds the request lock
 # about this long, and is taken only when no request waits for it (request_lock.py), so a recall issued during a
 # sweep waits for one slice at most. At 50,000 memories the sweep in one piece held every client for 9.75 s.
 SWEEP_SLICE_S = 0.05
@@ -207,7 +207,7 @@ def plan_sweep(
 
 
 def _mark_abandoned_sessions(core: MemoryCore) -> int:
-    """Seed 002 §3c: a session registered as active whose session store is gone (the process died before
+    """A session registered as active whose session store is gone (the process died before
     its promotion pass and the store was lost) is marked abandoned; nothing of it can be promoted."""
     live = {s.key for s in core.scopes.live_sessions()} | set(core.scopes.session_dbs_on_disk())
     n = 0

@@ -1,4 +1,4 @@
-"""Hebbian associations between memories (seed 003): recalled or used together → +0.1 (capped at 1),
+"""Hebbian associations between memories: recalled or used together → +0.1 (capped at 1),
 −0.01 a day without co-activation, pruned below a threshold (synaptic homeostasis). Recall can spread one
 step along strong edges. Also the per-session working memory limit (7 ± 2; the weakest spill to episodic)."""
 

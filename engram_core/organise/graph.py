@@ -63,10 +63,10 @@ from .base import (
 )
 
 log = logging.getLogger(__name__)
-ENTITY_COSINE = 0.88  # seed 001 §5.1: same scope and type, cosine above this → the same entity
+ENTITY_COSINE = 0.88  # same scope and type, cosine above this → the same entity
 TYPED_WEIGHT = 0.5
 CO_MENTION_WEIGHT = 0.3
-STRENGTHEN = 0.1  # seed 001 §5.2: weight +0.1, confidence +0.05 per new piece of evidence
+STRENGTHEN = 0.1  # weight +0.1, confidence +0.05 per new piece of evidence
 TRAVERSE_MIN_WEIGHT = 0.2
 # Bounds that keep a recall's graph step small however popular an entity is (a library named in 500 notes):
 # the strongest neighbours only, and an entity's most recent mentions only. The fusion takes 100 at most.
@@ -1270,7 +1270,7 @@ def state_relation(
 
 # ── maintenance ──────────────────────────────────────────────
 def merge_similar_entities(core: MemoryCore, store: ScopeStore, *, dry_run: bool = False) -> int:
-    """Seed 001 §5.1 by embedding: same scope and type, cosine > 0.88 → one entity. Runs in maintenance, not
+    """Entity resolution by embedding: same scope and type, cosine > 0.88 → one entity. Runs in maintenance, not
     on the write path, because embedding each new name would cost ~15 ms per store."""
     missing = store.q1("SELECT id, name, description FROM entity WHERE embedding = NONE LIMIT 2000") or []
     if missing:
@@ -1356,7 +1356,7 @@ def _merge_entity(store: ScopeStore, old: str, new: str, naming: Sequence[str]) 
 def prune_graph(
     core: MemoryCore, store: ScopeStore, *, now: datetime | None = None, dry_run: bool = False
 ) -> tuple[int, int]:
-    """Seed 001 §5.4: delete weak entities (confidence < 0.3, < 2 mentions, unseen 30 days) with their edges;
+    """Graph pruning: delete weak entities (confidence < 0.3, < 2 mentions, unseen 30 days) with their edges;
     invalidate stale edges (confidence < 0.2, older than 30 days). Returns (entities pruned, edges invalidated)."""
     cutoff = (now or core.now()) - timedelta(days=30)
     weak = (
