@@ -1,7 +1,7 @@
 """Comments and docstrings say what a design point is, not where it sits in a design document.
 
 The design documents ("seed 000" … "seed 004") are not in the repository, so a reference such as
-"seed 002 §5" tells a reader nothing. The design points worth keeping are written out in docs/.
+"seed 002 §5" tells a reader nothing. The design points worth keeping are written out in docs/, which must not cite them either.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SCANNED = ("engram_core", "engram_tui", "hooks")
-SUFFIXES = {".py", ".surql", ".tcss", ".json"}
+SCANNED = ("engram_core", "engram_tui", "hooks", "docs")
+SUFFIXES = {".py", ".surql", ".tcss", ".json", ".md"}
 SEED_REF = re.compile(r"\bseeds?\s*#?0\d\d\b", re.IGNORECASE)
 
 # Files another change is rewriting; their references go with that rewrite. This list may only shrink.
@@ -48,6 +48,7 @@ def test_scan_covers_the_code() -> None:
     assert "engram_core/service.py" in names
     assert "engram_tui/app.py" in names
     assert "hooks/engram_hook.py" in names
+    assert "docs/memory-model.md" in names
     assert any(n.endswith(".surql") for n in names)
 
 
