@@ -22,7 +22,7 @@ RETRIEVAL_LOG_KEEP = 5000  # newest retrieval_log rows kept per store (pruned wh
 
 # The sweep runs in slices (the daemon runs it every 10 minutes): each slice holds the request lock
 # about this long, and is taken only when no request waits for it (request_lock.py), so a recall issued during a
-# sweep waits for one slice at most. At 50,000 memories the sweep in one piece held every client for 9.75 s.
+# sweep waits for one slice at most (the sweep in one piece held every client for seconds: docs/benchmarks.md).
 SWEEP_SLICE_S = 0.05
 SWEEP_FIRST_SLICE = 32  # memories in a store's first slice; the next ones are sized from how long it took
 SWEEP_SLICE_MAX = 2000
@@ -296,11 +296,11 @@ def _compact_one(
         report.stopped.append(str(conn.path))
         return
     # The cold-start snapshot holds text too: after an erasure it is rewritten from the mirror (else it is
-    # still valid, the copy keeps the change count it is checked against, and taking it costs ~0.4 s at
-    # 5,000 memories under the lock).
+    # still valid, the copy keeps the change count it is checked against, and taking it costs time under the
+    # lock).
     snapshots = [s for s in stores if erased and s.snapshot_path is not None and s.snapshot_path.exists()]
     for store in snapshots:  # the bookkeeping held during the copy, written a piece at a time off the lock:
-        store.drain_due(0.0)  # taking the snapshot applies it first (1.4 s at 5,000 memories, under the lock)
+        store.drain_due(0.0)  # else taking the snapshot would apply it, all at once, under the lock
     with core.api_lock.background():
         writes = [store.capture_snapshot() for store in snapshots]
     for write in writes:  # encoding and writing it needs no lock

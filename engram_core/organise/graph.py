@@ -80,8 +80,8 @@ HUB_RELATIONS = 500  # an entity with this many relations has its neighbours wor
 SUBJECT_TYPES = ("project", "person")  # "this project" / "user": hubs that would link everything
 CONFLICT_TYPES = ("uses", "replaces", "causes", "contradicts")
 EVIDENCE_MAX = 50  # memory keys kept as a relation's evidence, newest last
-# memory keys a graph answer lists for an entity, the newest: a library named in 20,000 notes of a 100k store put
-# all of them in each answer (megabytes into the agent's context, and 93 s to gather)
+# memory keys a graph answer lists for an entity, the newest: a library named in thousands of notes would put
+# all of them in each answer (megabytes into the agent's context, and minutes to gather)
 MENTIONS_SHOWN = 50
 
 
@@ -332,7 +332,7 @@ def write_extractions(
     writing the memories one by one would have returned), sorted by id."""
     rel_ids = list(dict.fromkeys(r["id"] for p in plans for r in p.rel_rows))
     # One instant for the chunk's stamps (the rows are written by one statement), sent once: a datetime per row
-    # field was most of the parameters' encoding time.
+    # field would be most of the parameters' encoding time.
     now = plans[-1].now if plans and plans[-1].now else core.now()
     eps: dict[str, dict[str, Any]] = {}
     for p in plans:
@@ -598,13 +598,9 @@ def _load_mirror(store: ScopeStore) -> GraphMirror:
     return g
 
 
-# 2: keys written once and referred to by position (version 1 repeated every entity and memory key wherever it
-# appeared: 0.57 against ~0.3 KB a memory).
-# 3: numpy arrays in an .npz (the keys one newline-joined text each, the positions int32): parsing version 2's
-# JSON (19 MB at 100,000 memories, 277,000 relations) was ~0.75 s of the first recall after a start.
-# 4: which relations are of a conflict-prone type (`r_conflict`), for an import's relation checks.
-# 5: the co-mentions derived from the memories' entity lists (schema 011), one per pair of entities: a version 4 file
-# holds them as the edges they were, one per pair and order, and is ignored (the graph is read from the store once).
+# The graph snapshot's format: numpy arrays in an .npz, keys written once and referred to by int32 position, the
+# conflict-prone relations flagged, co-mentions one per pair of entities. A file of another version is ignored and
+# the graph read from the store once (the versions' history: docs/storage.md, "The graph snapshot").
 GRAPH_SNAPSHOT_VERSION = 5
 
 
@@ -667,7 +663,7 @@ def _save_snapshot(core: MemoryCore, store: ScopeStore) -> None:
             "r_conflict": np.array([k in conflict for k in rkeys], dtype=np.bool_),
         }
     write_private(path, lambda fh: np.savez(fh, **arrays))
-    old = store.side_snapshot_path("graph")  # version 2's JSON, no longer read
+    old = store.side_snapshot_path("graph")  # the JSON format of version 2, not read
     if old is not None:
         old.unlink(missing_ok=True)
 
@@ -894,8 +890,8 @@ def graph_ranker(
         if seeds:
             found = traverse(core, store, seeds)
             scored += zip(found, found.values(), itertools.repeat(store, len(found)), strict=True)
-    # Best first (a popular entity names a thousand memories or more: with a sort key built in Python per memory
-    # this ranker took 5-8 ms for a third of the queries at 15k), filtered only until GRAPH_LIST_MAX are kept.
+    # Best first without a sort key built in Python per memory (a popular entity names a thousand memories or
+    # more), filtered only until GRAPH_LIST_MAX are kept.
     best_first(scored)
     out: list[tuple[str, float]] = []
     for k, score, store in scored:
