@@ -396,7 +396,7 @@ def _conflict_relations(core: MemoryCore, store: ScopeStore, check: Sequence[str
     """The live relations of a conflict-prone type at either end of these entities, from the graph mirror. The
     database reaches them only through every relation of each entity (graph keys, then each edge's row for its
     type): a library named in thousands of memories has thousands of co-mention relations, and fetching them for
-    every import chunk that checks it took ~150 ms at 50,000 memories and grew with the store."""
+    every import chunk that checks it grows with the store."""
     if not check:
         return []
     g = mirror(core, store)
@@ -762,8 +762,8 @@ def mirror(core: MemoryCore, store: ScopeStore) -> GraphMirror:
 
 def warm_hubs(g: GraphMirror, before_each: Callable[[], object] | None = None) -> int:
     """Work out the traversal neighbours of every hub (HUB_RELATIONS relations or more) ahead of the recalls
-    that name one: a hub's first traversal walks all its relations (up to 15,760 at 100k memories, 20-40 ms; the
-    graph ranker's p90 was 17-20 ms in the daemon). One hub at a time under the lock, each after
+    that name one: a hub's first traversal walks all its relations (thousands in a large store), which would
+    double a recall's graph step. One hub at a time under the lock, each after
     ``before_each`` (the daemon: once no recall runs, so the first recall after a start, which built the
     mirror, does not share the GIL with this). Returns how many."""
     with g.lock:
