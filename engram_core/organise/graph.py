@@ -4,8 +4,8 @@ evidence, mentions from memories, pruning, and graph traversal as a recall signa
 What is stored (schema 011): entity rows, the typed relations and the ones the agent states (`relates_to` edges), and
 on each memory row the entities its text names (`memory.entities`, in order of first appearance). Two entities a
 memory names together are linked (`related_to`, a co-mention) without a row of their own: the link is derived from
-the memories' entity lists, in the graph mirror and in what the graph tools show (`co_mention_core`). Stored as
-edges, co-mentions were 97 % of the relations and, with the mention edges, 4.4 KB of every memory on disk."""
+the memories' entity lists, in the graph mirror and in what the graph tools show (`co_mention_core`): stored as
+edges they would be most of the relations and most of a memory's size on disk (docs/storage.md, schema 011)."""
 
 from __future__ import annotations
 
@@ -101,8 +101,8 @@ CO_PREFIX = "co_"  # a co-mention's key: derived, never a row (a stored relation
 
 def co_key(a: str, b: str) -> str:
     """The key of the co-mention link from ``a`` to ``b`` (a memory names ``a`` first). A pair named in both orders
-    has two links, as it had two stored relations before schema 011: recall's graph step takes the stronger, and
-    its scores stay what they were (a link counting both orders reordered LoCoMo's answers: docs/benchmarks.md)."""
+    has two links: recall's graph step takes the stronger (a link counting both orders reordered LoCoMo's
+    answers: docs/benchmarks.md)."""
     return CO_PREFIX + short_hash("co", a, b)
 
 
