@@ -479,7 +479,7 @@ class GraphMirror:
         self.pending: dict[str, list[str]] = {}
         # entity key → its first NEAR_KEEP traversal neighbours (other entity, 0.5 × weight), strongest first: a
         # popular entity has thousands of relations, and recall would otherwise walk them all for every query
-        # naming it (kept whole, the 96 such entities of the 100k set held 258,000 neighbours).
+        # naming it (kept whole, a large store's hubs would hold hundreds of thousands of neighbours).
         # Any change to entities or relations empties it (mentions do not enter it).
         self._near: dict[str, list[tuple[str, float]]] = {}
 
