@@ -1,7 +1,8 @@
 """Comments and docstrings say what a design point is, not where it sits in a design document.
 
 The design documents ("seed 000" … "seed 004") are not in the repository, so a reference such as
-"seed 002 §5" tells a reader nothing. The design points worth keeping are written out in docs/, which must not cite them either.
+"seed 002 §5" tells a reader nothing. The design points worth keeping are written out in docs/, which must not
+cite them either.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SCANNED = ("engram_core", "engram_tui", "hooks", "docs")
+SCANNED = ("engram_core", "engram_tui", "hooks", "docs", "tests")
 SUFFIXES = {".py", ".surql", ".tcss", ".json", ".md"}
 SEED_REF = re.compile(r"\bseeds?\s*#?0\d\d\b", re.IGNORECASE)
 
@@ -24,7 +25,8 @@ PENDING = {
 
 
 def _scanned_files() -> list[Path]:
-    return sorted(p for d in SCANNED for p in (ROOT / d).rglob("*") if p.is_file() and p.suffix in SUFFIXES)
+    files = (p for d in SCANNED for p in (ROOT / d).rglob("*") if p.is_file() and p.suffix in SUFFIXES)
+    return sorted(p for p in files if p != Path(__file__).resolve() and "__pycache__" not in p.parts)
 
 
 def _seed_references() -> dict[str, list[str]]:
@@ -49,6 +51,7 @@ def test_scan_covers_the_code() -> None:
     assert "engram_tui/app.py" in names
     assert "hooks/engram_hook.py" in names
     assert "docs/memory-model.md" in names
+    assert "tests/test_scoring.py" in names
     assert any(n.endswith(".surql") for n in names)
 
 
