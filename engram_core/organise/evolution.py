@@ -311,7 +311,8 @@ def rollback_evolution(core: MemoryCore, steps: int = 1) -> list[Rollback]:
 def reflect(
     core: MemoryCore, store: ScopeStore, *, dry_run: bool = False, evolution: EvolutionReport | None = None
 ) -> list[str]:
-    """Insights about the memory system itself (e.g. no procedural memories, a growing archive), from counts alone."""
+    """Insights about the memory system itself (a missing memory type, episodes to consolidate, hub entities,
+    decay anomalies), from counts alone."""
     insights: list[tuple[str, str, list[str]]] = []
     total, by_type, by_status = store.count_by()
     for t in ("semantic", "procedural"):
