@@ -1,8 +1,8 @@
 """A faster encoder for the requests Engram sends the embedded engine, byte for byte the SDK's own.
 
 The SDK encodes every request with a general pure-Python CBOR encoder: on an import with the organise layer on,
-encoding the graph writes' parameters (entities, mentions, relations: ~480 values a memory) took as long as the
-engine took to write them (4.0 of 12.7 s for 640 memories). This encoder handles the types Engram sends (dict,
+encoding the graph writes' parameters (entities, mentions, relations: hundreds of values a memory) takes about as
+long as the engine takes to write them (docs/benchmarks.md). This encoder handles the types Engram sends (dict,
 list, tuple, str, int, float, bool, None, bytes, datetime, RecordID) with one dispatch per value and produces the
 same bytes (tests/test_cbor_encode.py compares them); a message holding anything else, or an integer outside
 SurrealDB's signed 64-bit range, is encoded by the SDK as before (its errors included).

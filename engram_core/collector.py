@@ -2,12 +2,11 @@
 
 Loading a mirror makes hundreds of thousands of long-lived objects (rows, sets, dictionaries) in one go. Each
 allocation burst triggers a collection, and the older generations' collections walk the whole growing heap again,
-none of which can free anything: at 100,000 memories that was half of the project store's opening (2.5 -> 1.2 s)
-and a third of the graph mirror's. Reference counting still frees everything as usual meanwhile.
+none of which can free anything: most of a large store's opening time went there (docs/benchmarks.md has the
+figures). Reference counting still frees everything as usual meanwhile.
 
 A build also frees much of what it made (decoded snapshots, query answers), and glibc keeps those pages mapped:
-when the last build ends they go back to the system (heap.py). Measured at 100,000 memories with the arena cap:
-daemon RSS after the recalls and MCP calls 955 -> 924 MB, after the first recall 892 -> 831 MB.
+when the last build ends they go back to the system (heap.py).
 """
 
 from __future__ import annotations

@@ -179,7 +179,7 @@ class Settings(BaseModel):
     scope_weight_profile: str = "evolved"
     scope_weights: dict[str, float] | None = None
     half_lives_days: dict[str, float] | None = None
-    # Caps (seed 000 §1: ~10,000 a project, ~5,000 for the user); past one, the sweep archives the weakest.
+    # Caps per scope; past one, the sweep archives the weakest.
     max_memories_project: int = Field(10_000, ge=1)
     max_memories_user: int = Field(5_000, ge=1)
 

@@ -131,7 +131,7 @@ _VECTOR_FN = re.compile(r"\bvector::|<\|[^|]*\|>", re.I)  # a vector function or
 _EMBEDDING = re.compile(r"\bembedding\b", re.I)
 SOFT_DELETE = (
     "memories are never deleted by a query: Engram archives or forgets them, keeping their history, so "
-    "that `engram restore` can bring one back (seed 001 §10). Archive with UPDATE memory:… SET status = "
+    "that `engram restore` can bring one back. Archive with UPDATE memory:… SET status = "
     "'archived' (or `engram forget ID`); clear one for good with `engram forget ID --erase`."
 )
 

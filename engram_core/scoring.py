@@ -10,7 +10,7 @@ import math
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 
-# Seed 000 §2/§6.2. working ~1 h, episodic 1 d, semantic 7 d, procedural 30 d.
+# Half-lives in days: working ~1 h, episodic 1 d, semantic 7 d, procedural 30 d.
 DEFAULT_HALF_LIVES: dict[str, float] = {
     "working": 0.042,
     "episodic": 1.0,
@@ -35,7 +35,7 @@ IMPORTANCE_WEIGHTS = {
 }
 
 
-# Importance moves with the composite's signals (seed 000 §6.1; seed 001 §3.4 recomputes it on access): an
+# Importance moves with the composite's signals and is recomputed on access: an
 # access adds what it adds to the composite (frequency ×0.20 up to 10 accesses, relevance +0.05 ×0.20), and
 # each verdict moves it by FEEDBACK_STEP (helpful +, not helpful -), within [IMPORTANCE_FLOOR, 1]. Strength is
 # importance × decay, so a lower importance ranks lower and reaches the archive threshold sooner.
@@ -125,7 +125,7 @@ def composite_importance(
     user_feedback: float,
     memory_type: str,
 ) -> float:
-    """Seed 000 §6.1: six weighted signals plus a type bonus, capped at 1."""
+    """Importance: six weighted signals plus a type bonus, capped at 1."""
     signals = {
         "recency": math.exp(-0.1 * max(0.0, days_since_update)),
         "frequency": min(1.0, access_count / 10.0),

@@ -44,8 +44,8 @@ ERROR_TAG = "error"
 FILE_TAG = "file-change"
 
 # Why these numbers (docs/claude-code.md "How learned memories get their importance"): an instruction the user
-# gave in so many words is the strongest signal a session has (seed 000 treats importance >= 0.85 as "explicitly
-# important"); a verified fix is nearly as strong; a fix that was only a re-run may be flakiness; a summary is
+# gave in so many words is the strongest signal a session has (importance >= 0.85 means "explicitly
+# important": it promotes to the project at once); a verified fix is nearly as strong; a fix that was only a re-run may be flakiness; a summary is
 # an episode, useful for a few sessions and then archived by decay (it stays listed as a recent session).
 IMPORTANCE = {"instruction": 0.9, "fix": 0.8, "rerun": 0.5, "summary": 0.6, "agent_summary": 0.7}
 SIMILAR_COMMAND = 0.5  # token Jaccard between two commands of the same program

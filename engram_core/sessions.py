@@ -52,7 +52,7 @@ def list_sessions(core: MemoryCore) -> list[SessionInfo]:
 
 @api
 def end_session(core: MemoryCore, session: str, reason: str = "ended") -> PromotionReport:
-    """Promotion pass (seed 000 §5), then the session database is dropped."""
+    """Promotion pass (what the session marked, used or rated high goes up a scope), then the session database is dropped."""
     sess = core.scopes.session(session, create=False)
     assert sess is not None
     reason = redact_text(reason)
@@ -70,14 +70,14 @@ def end_session(core: MemoryCore, session: str, reason: str = "ended") -> Promot
                 {"st": status, "r": reason, "n": len(report.promoted) + len(report.merged), "k": sess.key},
             )
         report.dropped = len(sess.store.light)
-        # The evolution schedule (seed 001 §9) counts sessions that ended, once each, here.
+        # The self-tuning schedule (docs/memory-model.md) counts sessions that ended, once each, here.
         lifecycle.count_session_end(pstore if pstore is not None else core.user)
         core.scopes.drop_session(sess)
     return report
 
 
 def recover_stale_sessions(core: MemoryCore, older_than_hours: float | None = None) -> int:
-    """Seed 002 §3c: sessions that never ended (crash, killed terminal) get their promotion pass."""
+    """Sessions that never ended (crash, killed terminal) get their promotion pass."""
     cutoff = core.now() - timedelta(hours=older_than_hours or core.settings.session_stale_hours)
     n = 0
     for sess in core.scopes.live_sessions():

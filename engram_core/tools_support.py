@@ -61,7 +61,7 @@ def engram_explore(
     project: str | None = None,
     session: str | None = None,
 ) -> ExploreResult:
-    """Progressive manifest (seed 004 Phase 3): 0 counts per scope, 1 tables and row counts,
+    """Progressive manifest, one level of detail at a time: 0 counts per scope, 1 tables and row counts,
     2 one table's schema and indexes, 3 sample rows of one table."""
     stores = core.scopes.stores(scope, project, session)
     scopes: list[ExploredStore] = []

@@ -493,10 +493,10 @@ def forget(
     erase: bool = False,
     confirm: bool = False,
 ) -> Memory:
-    """Forget = archive (seed 002 `/forget`: a soft delete). The memory leaves recall and injection but keeps
+    """Forget = archive, a soft delete. The memory leaves recall and injection but keeps
     its content, so `set_status … active` brings it back. ``erase`` (with ``confirm``) is the separate, final
     act: the skeleton stays for history; content, search text, hash, embedding, tags, source and metadata are
-    cleared (seed 000 §4 `forgotten`; docs/security.md says what the engine's files keep)."""
+    cleared (docs/security.md says what the engine's files keep)."""
     store, key = core.scopes.locate(memory_id, project, session)
     reason = redact_text(reason)
     if erase and not confirm:

@@ -156,7 +156,7 @@ def test_consolidated_memories_are_archived_once_decayed(
 
 
 def test_decay_auto_queue_edges(svc: EngramService, clock: FrozenClock, proj: str) -> None:
-    """Seed 000 §8: age > 30 d, last access > 14 d, importance < 0.3 → consolidation queue ('decay')."""
+    """The decay auto-queue: age > 30 d, last access > 14 d, importance < 0.3 → consolidation queue ('decay')."""
     low = svc.store(
         MemoryIn(
             content="Deploy with make ship from the infra folder", memory_type="procedural", importance=0.29
@@ -345,10 +345,10 @@ def test_user_feedback_can_be_set(svc: EngramService, proj: str) -> None:
         MemoryPatch(user_feedback=1.5)
 
 
-# ── cross-scope dedup (seed 002 §6c) ──
+# ── cross-scope dedup ──
 def test_dedup_keeps_the_higher_scope_unless_twice_as_strong(svc: EngramService, proj: str) -> None:
     sess = svc.start_session(project=proj, claude_session_id="c-dedup").session_key
-    # 0.8: below 0.85, where a session memory would go to the project at once (seed 002 §5)
+    # 0.8: below 0.85, where a session memory would go to the project at once
     text = "The payments service owns the refunds table"
     svc.store(MemoryIn(content=text, scope="session", importance=0.8, tags=["payments"]), session=sess)
     svc.store(MemoryIn(content=text, scope="project", importance=0.5, tags=["db"]), project=proj)

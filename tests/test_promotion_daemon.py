@@ -1,6 +1,6 @@
 """Promotion in normal daemon use (issue #29 item 3): project → user judged over every registered project, not only
 the ones open in the daemon (the user store's project_fingerprint table), and session → project at once at
-importance ≥ 0.85 (seed 002 §5), so a parallel session sees it. Real daemons, the CLI and the MCP client."""
+importance ≥ 0.85, so a parallel session sees it. Real daemons, the CLI and the MCP client."""
 
 from __future__ import annotations
 

@@ -70,7 +70,7 @@ def test_strength_is_importance_at_access_and_halves_per_effective_half_life() -
     t0 = datetime(2026, 1, 1, tzinfo=UTC)
     assert memory_strength(0.8, 7.0, 0, t0, t0) == pytest.approx(0.8)
     assert memory_strength(0.8, 7.0, 0, t0, t0 + timedelta(days=7)) == pytest.approx(0.4)
-    # Ten accesses: effective half-life 7 × (1 + 10 × 0.2) = 21 days (seed 000 §6.2).
+    # Ten accesses: effective half-life 7 × (1 + 10 × 0.2) = 21 days.
     assert effective_half_life(7.0, 10) == pytest.approx(21.0)
     assert memory_strength(0.8, 7.0, 10, t0, t0 + timedelta(days=21)) == pytest.approx(0.4)
     # The seed's table rounds loosely (its README says so); the formula is normative.

@@ -1033,7 +1033,7 @@ SubParser = argparse.ArgumentParser | _NotBuilt
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The whole parser, or with ``command`` one that builds only that command's sub-parser: building all 23
-    with their ~130 options took ~15 ms of every `engram recall` (a third of the CLI's own cost). An unknown
+    with their options is a third of the CLI's own cost, paid by every `engram recall`. An unknown
     ``command`` gets the whole parser, so that its error lists every command."""
     p = _Parser(
         prog="engram",

@@ -4,7 +4,7 @@ Everything else (CLI, TUI, MCP servers, hooks) is a client speaking :mod:`engram
 ``$ENGRAM_HOME/engram.sock``. Why one owner: an embedded SurrealDB store can be opened by one process only,
 and the embedding model costs seconds and hundreds of MB to load (docs/daemon.md).
 
-Durability, measured rather than assumed: a surrealkv write that has returned survives ``kill -9`` of the
+Durability (docs/daemon.md): a surrealkv write that has returned survives ``kill -9`` of the
 process (the engine has handed it to the kernel), so synchronous API calls need no journal of ours. Hook events
 are different: the daemon acknowledges them *before* applying them (a hook must not wait for an embedding), so
 they go through :class:`Journal` (append + fsync, then apply, then mark done) and are replayed on start.
@@ -60,8 +60,8 @@ SPOOL_DIR = "spool"
 SPOOL_REJECTED = "rejected"  # spool entries that cannot be ingested, moved aside once
 KEEP_DONE_IDS = 50_000
 SPOOL_POLL_S = 2.0
-# A new session's database (~0.1-0.4 s of work that holds the GIL for stretches) is created when its first other
-# event arrives or after this delay, not while Claude Code waits on its MCP server's `initialize` (m_hook_session_start).
+# A new session's database (work that holds the GIL for stretches) is created when its first other event arrives
+# or after this delay, not while Claude Code waits on its MCP server's `initialize`.
 SESSION_REGISTER_DELAY_S = 2.0
 # Socket bounds (see _Handler).
 MAX_CONNECTIONS = 64
@@ -77,8 +77,8 @@ PARKED_RETRY_S = 300.0
 COMPACT_CHECK_S = 10.0
 COMPACT_IDLE_S = 2.0
 COMPACT_FORCE_S = 120.0
-# Except during a bulk write: an import is never idle, so the forced rule compacted the growing store every 120 s
-# (13 times, 927 s of a 2,240 s import of 50,000), and `engram import` compacts what it grew at its end anyway.
+# Except during a bulk write: an import is never idle, so the forced rule would compact the growing store again and
+# again, and `engram import` compacts what it grew at its end anyway (docs/daemon.md, "Compaction").
 BULK_WRITES = frozenset({"import_lines", "restore_memories"})
 BULK_QUIET_S = 60.0
 # The MCP server is built in the background once no request has run for WARM_MCP_QUIET_S (at most
@@ -238,8 +238,8 @@ class Daemon:
         self.started = time.time()
         self.last_activity = time.monotonic()
         self.last_request = time.monotonic()
-        # Requests being answered now: a store is not compacted while one runs (an import chunk lasts seconds; the
-        # idle rule counted from its start compacted between chunks, 13 times in a 3,000-memory import).
+        # Requests being answered now: a store is not compacted while one runs (an import chunk lasts seconds, and
+        # an idle rule counted from its start would compact between chunks).
         self.requests_running = 0
         self.bulk_running = 0
         self.last_bulk_write = -BULK_QUIET_S
@@ -362,9 +362,8 @@ class Daemon:
         os.replace(tmp, path)
 
     def _warm(self) -> None:
-        # The model first: it loads mostly outside the GIL, beside the first request's store opening (the first
-        # recall otherwise waited for it). Built before it, the MCP server's imports held the GIL for ~1-2 s
-        # while that first recall ran.
+        # The model first: it loads mostly outside the GIL, beside the first request's store opening, so the
+        # first recall does not wait for it. The MCP server comes after: its imports hold the GIL.
         embedder = self.service.embedder
         self.model_state = "loading"
         try:
@@ -372,9 +371,9 @@ class Daemon:
             self.model_state = "ready" if ok_ else f"unavailable ({getattr(embedder, 'name', '?')})"
         except Exception as exc:
             self.model_state = f"error: {exc}"
-        # The MCP SDK too (~0.8 s to import), so that a bridge's `initialize` is answered at once; but only once
-        # no request has run for a moment: its imports hold the GIL, and beside the first recall (which opens the
-        # project store and its mirrors) they made that recall wait. A bridge that comes first builds it itself.
+        # The MCP SDK too, so that a bridge's `initialize` is answered at once; but only once no request has run
+        # for a moment, since its imports hold the GIL and would slow the first recall (which opens the project
+        # store and its mirrors). A bridge that comes first builds it itself.
         deadline = time.monotonic() + WARM_MCP_WITHIN_S
         while time.monotonic() < deadline and not self.stop_event.is_set():
             with self._running_lock:
@@ -681,8 +680,8 @@ class Daemon:
     ) -> dict[str, Any]:
         """Return the context to inject (session_context.py) and register the session.
 
-        Registering creates the session's database (~0.1 s on a quiet machine, 0.5 s on a loaded one), which the
-        context does not need: it is journaled now and queued when the session's next event arrives (or after
+        Registering creates the session's database (docs/daemon.md, "Why its timings are what they are"), which
+        the context does not need: it is journaled now and queued when the session's next event arrives (or after
         SESSION_REGISTER_DELAY_S), ahead of that event. Right after SessionStart, Claude Code waits for its MCP
         server's `initialize`, which that work would slow (it holds the GIL for stretches); the first prompt
         comes after that. An MCP server that joins first starts the session itself; starting is idempotent."""
@@ -810,7 +809,7 @@ class Daemon:
             delay = PARKED_RETRY_S
             with self._inflight_cv:
                 if eid not in self.parked:
-                    self._inflight -= 1  # a flush no longer waits for it; status shows it instead
+                    self._inflight -= 1  # a flush does not wait for a parked event; status shows it
                     log.error(
                         "hook event %s parked after %d attempts (kept in the journal, retried every %.0f s "
                         "and at the next start): %s",
@@ -923,7 +922,7 @@ class Daemon:
 
     def _reject_spool(self, path: Path, why: str) -> None:
         """An entry the spool cannot ingest goes to spool/rejected/ once, with the reason in the log and in
-        `engram status`; it is never retried (it was polled, and logged, every few seconds forever)."""
+        `engram status`; it is never retried (else it would be polled, and logged, every few seconds forever)."""
         name = path.name.removeprefix("ingesting-")
         dest = ensure_private_child(self.spool_dir, SPOOL_REJECTED) / name
         if os.path.lexists(dest):
@@ -1040,7 +1039,7 @@ class Daemon:
 class _Server(socketserver.ThreadingUnixStreamServer):
     daemon_threads = True
     allow_reuse_address = True
-    # socketserver's default listen backlog is 5: eight clients connecting at once got EAGAIN.
+    # socketserver's default listen backlog is 5: a handful of clients connecting at once would get EAGAIN.
     request_queue_size = 128
     daemon_ref: Daemon
 
@@ -1263,8 +1262,8 @@ def serve(home: Path, idle_timeout_s: float | None = None, verbose: bool = False
 
 def _leave(code: int) -> None:
     """End the process without interpreter finalization: the engine's asynchronous binding may abort the process
-    there (SIGABRT from its runtime threads, about one run in five even after every store was closed: measured
-    with a bare script, 0 of 40 with os._exit). Everything is closed and journaled by now; flush what is buffered."""
+    there (SIGABRT from its runtime threads, even after every store was closed; docs/daemon.md has the figures).
+    Everything is closed and journaled by now; flush what is buffered."""
     logging.shutdown()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):

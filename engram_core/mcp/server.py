@@ -452,7 +452,7 @@ def build_server() -> Any:
     ) -> Any:
         return t.call_in_context("evolve_memory_system", dry_run=dry_run, lookback_days=lookback_days)
 
-    # ── review: the consolidation queue, contradictions, the graph, episodes (seed 002; the agent decides) ──
+    # ── review: the consolidation queue, contradictions, the graph, episodes (the agent decides) ──
     @mcp.tool(
         description="List the consolidation queue: groups of related or duplicate memories with a proposed "
         "merged memory each (extractive unless an agent summary was given), highest priority first. Review "

@@ -102,7 +102,7 @@ class MemoryPatch(BaseModel):
     memory_type: MemoryType | None = None
     pinned: bool | None = None
     metadata: dict[str, Any] | None = None
-    # The user's own verdict (seed 000 §6.1, weight 0.10 of quality): 1.0 helpful, 0.5 partly, 0.0 not helpful.
+    # The user's own verdict (weight 0.10 of importance): 1.0 helpful, 0.5 partly, 0.0 not helpful.
     user_feedback: float | None = Field(None, ge=0.0, le=1.0)
 
     @field_validator("content")

@@ -1,4 +1,4 @@
-"""Hebbian associations between memories (seed 003): recalled or used together → +0.1 (capped at 1),
+"""Hebbian associations between memories: recalled or used together → +0.1 (capped at 1),
 −0.01 a day without co-activation, pruned below a threshold (synaptic homeostasis). Recall can spread one
 step along strong edges. Also the per-session working memory limit (7 ± 2; the weakest spill to episodic)."""
 
@@ -37,7 +37,7 @@ def adjacency(core: MemoryCore, store: ScopeStore) -> dict[str, dict[str, float]
     if st.adjacency is None:
         adj: dict[str, dict[str, float]] = {}
         # One JSON text parsed by the C json module: as rows, every edge's two record ids went through the SDK's
-        # pure-Python CBOR decoder (~0.3 s of the first recall after a start at 15,000 memories).
+        # pure-Python CBOR decoder, slowing the first recall after a start.
         text = store.q1(ADJACENCY_QUERY)
         with paused_collector():
             for a, b, w in json.loads(text) if text else []:

@@ -6,7 +6,7 @@ full consolidation every 5 sessions), episodic_to_semantic (>= 3 related episode
 Proposals are extractive by default — the strongest statement, union of tags, summed access, max
 importance, sources linked — because no LLM is available; the agent may replace the text with a summary
 (`propose_consolidation_summary`). Items below the auto-approval risk are applied without review; the rest
-wait for the TUI or the agent. Candidates are visited in replay priority order (seed 003): importance,
+wait for the TUI or the agent. Candidates are visited in replay priority order: importance,
 recency and association strength.
 """
 
@@ -786,7 +786,7 @@ def reflect_and_consolidate(
     budget_s: float | None = None,
     level: Literal["auto", "light", "full", "reflection"] = "auto",
 ) -> ReflectionReport:
-    """The session-end pass (seed 001 §9). `auto` follows the count of sessions that ended (end_session counts
+    """The session-end pass of the self-tuning schedule (docs/memory-model.md). `auto` follows the count of sessions that ended (end_session counts
     them): light every time, full consolidation + graph pruning once per 5 ended sessions, strategy analysis +
     self-reflection once per 20. The budget follows the heaviest level (30 s / 2 min / 5 min) unless given.
     `dry_run` reports what would be queued and changes nothing (not even which levels ran)."""

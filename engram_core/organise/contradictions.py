@@ -2,7 +2,7 @@
 (unrelated facts invalidating each other is a known failure of other memory systems).
 
 Three detectors:
-- relation pairs of seed 001 §5.3 (`uses X` vs `Y replaces X`; `causes` vs `contradicts` on the same pair);
+- relation pairs that cannot both hold (`uses X` vs `Y replaces X`; `causes` vs `contradicts` on the same pair);
 - functional relations: one subject `uses` two different things of a one-per-project category (two test
   frameworks, two package managers…);
 - memories close in topic (cosine ≥ 0.80) that differ in a value (number, version, name) or in negation.

@@ -1,4 +1,4 @@
-"""Episodes (seed 003, for a coding agent): a session's memories are cut at boundaries (explicit, a long
+"""Episodes, for a coding agent: a session's memories are cut at boundaries (explicit, a long
 time gap, a completed task, a shift of topic measured on embeddings), and recall inside a session finds
 memories from other episodes a little harder (cross-boundary penalty, default 0.7: "cross-boundary
 retrieval impaired by ~30 %").

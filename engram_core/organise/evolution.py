@@ -1,4 +1,4 @@
-"""Self-tuning (seed 004 Phase 5, seed 001 §6-9): the memory system reads its own retrieval log and
+"""Self-tuning: the memory system reads its own retrieval log and
 feedback, proposes bounded parameter changes, and keeps an append-only history.
 
 Rails that hold over time, not just per cycle:
@@ -13,10 +13,10 @@ Rails that hold over time, not just per cycle:
 - `dry_run` changes nothing; settings written by a person (engram.local.md / ENGRAM_*) always win;
   `evolution_history` refuses updates and deletes in the engine itself; `rollback_evolution` undoes the
   newest applied changes (and is itself recorded).
-Retrieval strategy weights per query type (seed 001 §6.3) are not evolved: nothing in recall would read them,
+Retrieval strategy weights per query type are not evolved: nothing in recall would read them,
 so Engram reports per-strategy usefulness and changes no strategy weight.
 
-Schedule (seed 001 §9), keyed on the number of sessions that ended in the project (end_session counts them):
+Schedule, keyed on the number of sessions that ended in the project (end_session counts them):
 the after-turn pass after every session end (30 s budget), full consolidation and graph pruning once every 5 ended
 sessions (2 min), strategy analysis and self-reflection once every 20 (5 min). Calling the pass again without
 another session ending runs the light level only.
@@ -311,7 +311,8 @@ def rollback_evolution(core: MemoryCore, steps: int = 1) -> list[Rollback]:
 def reflect(
     core: MemoryCore, store: ScopeStore, *, dry_run: bool = False, evolution: EvolutionReport | None = None
 ) -> list[str]:
-    """Seed 001 §7.3 insights about the memory system itself, from counts alone."""
+    """Insights about the memory system itself (a missing memory type, episodes to consolidate, hub entities,
+    decay anomalies), from counts alone."""
     insights: list[tuple[str, str, list[str]]] = []
     total, by_type, by_status = store.memories.count_by()
     for t in ("semantic", "procedural"):

@@ -4,8 +4,8 @@ evidence, mentions from memories, pruning, and graph traversal as a recall signa
 What is stored (schema 011): entity rows, the typed relations and the ones the agent states (`relates_to` edges), and
 on each memory row the entities its text names (`memory.entities`, in order of first appearance). Two entities a
 memory names together are linked (`related_to`, a co-mention) without a row of their own: the link is derived from
-the memories' entity lists, in the graph mirror and in what the graph tools show (`co_mention_core`). Stored as
-edges, co-mentions were 97 % of the relations and, with the mention edges, 4.4 KB of every memory on disk."""
+the memories' entity lists, in the graph mirror and in what the graph tools show (`co_mention_core`): stored as
+edges they would be most of the relations and most of a memory's size on disk (docs/storage.md, schema 011)."""
 
 from __future__ import annotations
 
@@ -65,10 +65,10 @@ from .base import (
 )
 
 log = logging.getLogger(__name__)
-ENTITY_COSINE = 0.88  # seed 001 §5.1: same scope and type, cosine above this → the same entity
+ENTITY_COSINE = 0.88  # same scope and type, cosine above this → the same entity
 TYPED_WEIGHT = 0.5
 CO_MENTION_WEIGHT = 0.3
-STRENGTHEN = 0.1  # seed 001 §5.2: weight +0.1, confidence +0.05 per new piece of evidence
+STRENGTHEN = 0.1  # weight +0.1, confidence +0.05 per new piece of evidence
 TRAVERSE_MIN_WEIGHT = 0.2
 # Bounds that keep a recall's graph step small however popular an entity is (a library named in 500 notes):
 # the strongest neighbours only, and an entity's most recent mentions only. The fusion takes 100 at most.
@@ -81,8 +81,8 @@ NEAR_KEEP = (
 HUB_RELATIONS = 500  # an entity with this many relations has its neighbours worked out ahead (`warm_hubs`)
 SUBJECT_TYPES = ("project", "person")  # "this project" / "user": hubs that would link everything
 CONFLICT_TYPES = ("uses", "replaces", "causes", "contradicts")
-# memory keys a graph answer lists for an entity, the newest: a library named in 20,000 notes of a 100k store put
-# all of them in each answer (megabytes into the agent's context, and 93 s to gather)
+# memory keys a graph answer lists for an entity, the newest: a library named in thousands of notes would put
+# all of them in each answer (megabytes into the agent's context, and minutes to gather)
 MENTIONS_SHOWN = 50
 
 
@@ -102,8 +102,8 @@ CO_PREFIX = "co_"  # a co-mention's key: derived, never a row (a stored relation
 
 def co_key(a: str, b: str) -> str:
     """The key of the co-mention link from ``a`` to ``b`` (a memory names ``a`` first). A pair named in both orders
-    has two links, as it had two stored relations before schema 011: recall's graph step takes the stronger, and
-    its scores stay what they were (a link counting both orders reordered LoCoMo's answers: docs/benchmarks.md)."""
+    has two links: recall's graph step takes the stronger (a link counting both orders reordered LoCoMo's
+    answers: docs/benchmarks.md)."""
     return CO_PREFIX + short_hash("co", a, b)
 
 
@@ -289,7 +289,7 @@ def write_extractions(
     writing the memories one by one would have returned), sorted by id."""
     rel_ids = list(dict.fromkeys(r["id"] for p in plans for r in p.rel_rows))
     # One instant for the chunk's stamps (the rows are written by one statement), sent once: a datetime per row
-    # field was most of the parameters' encoding time.
+    # field would be most of the parameters' encoding time.
     now = plans[-1].now if plans and plans[-1].now else core.now()
     eps: dict[str, dict[str, Any]] = {}
     for p in plans:
@@ -349,7 +349,7 @@ def _conflict_relations(core: MemoryCore, store: ScopeStore, check: Sequence[str
     """The live relations of a conflict-prone type at either end of these entities, from the graph mirror. The
     database reaches them only through every relation of each entity (graph keys, then each edge's row for its
     type): a library named in thousands of memories has thousands of co-mention relations, and fetching them for
-    every import chunk that checks it took ~150 ms at 50,000 memories and grew with the store."""
+    every import chunk that checks it grows with the store."""
     if not check:
         return []
     g = mirror(core, store)
@@ -432,7 +432,7 @@ class GraphMirror:
         self.pending: dict[str, list[str]] = {}
         # entity key → its first NEAR_KEEP traversal neighbours (other entity, 0.5 × weight), strongest first: a
         # popular entity has thousands of relations, and recall would otherwise walk them all for every query
-        # naming it (kept whole, the 96 such entities of the 100k set held 258,000 neighbours).
+        # naming it (kept whole, a large store's hubs would hold hundreds of thousands of neighbours).
         # Any change to entities or relations empties it (mentions do not enter it).
         self._near: dict[str, list[tuple[str, float]]] = {}
 
@@ -551,13 +551,9 @@ def _load_mirror(store: ScopeStore) -> GraphMirror:
     return g
 
 
-# 2: keys written once and referred to by position (version 1 repeated every entity and memory key wherever it
-# appeared: 0.57 against ~0.3 KB a memory).
-# 3: numpy arrays in an .npz (the keys one newline-joined text each, the positions int32): parsing version 2's
-# JSON (19 MB at 100,000 memories, 277,000 relations) was ~0.75 s of the first recall after a start.
-# 4: which relations are of a conflict-prone type (`r_conflict`), for an import's relation checks.
-# 5: the co-mentions derived from the memories' entity lists (schema 011), one per pair of entities: a version 4 file
-# holds them as the edges they were, one per pair and order, and is ignored (the graph is read from the store once).
+# The graph snapshot's format: numpy arrays in an .npz, keys written once and referred to by int32 position, the
+# conflict-prone relations flagged, co-mentions one per pair of entities. A file of another version is ignored and
+# the graph read from the store once (the versions' history: docs/storage.md, "The graph snapshot").
 GRAPH_SNAPSHOT_VERSION = 5
 
 
@@ -620,7 +616,7 @@ def _save_snapshot(core: MemoryCore, store: ScopeStore) -> None:
             "r_conflict": np.array([k in conflict for k in rkeys], dtype=np.bool_),
         }
     write_private(path, lambda fh: np.savez(fh, **cast(dict[str, Any], arrays)))
-    old = store.side_snapshot_path("graph")  # version 2's JSON, no longer read
+    old = store.side_snapshot_path("graph")  # the JSON format of version 2, not read
     if old is not None:
         old.unlink(missing_ok=True)
 
@@ -720,8 +716,8 @@ def mirror(core: MemoryCore, store: ScopeStore) -> GraphMirror:
 
 def warm_hubs(g: GraphMirror, before_each: Callable[[], object] | None = None) -> int:
     """Work out the traversal neighbours of every hub (HUB_RELATIONS relations or more) ahead of the recalls
-    that name one: a hub's first traversal walks all its relations (up to 15,760 at 100k memories, 20-40 ms; the
-    graph ranker's p90 was 17-20 ms in the daemon). One hub at a time under the lock, each after
+    that name one: a hub's first traversal walks all its relations (thousands in a large store), which would
+    double a recall's graph step. One hub at a time under the lock, each after
     ``before_each`` (the daemon: once no recall runs, so the first recall after a start, which built the
     mirror, does not share the GIL with this). Returns how many."""
     with g.lock:
@@ -848,8 +844,8 @@ def graph_ranker(
         if seeds:
             found = traverse(core, store, seeds)
             scored += zip(found, found.values(), itertools.repeat(store, len(found)), strict=True)
-    # Best first (a popular entity names a thousand memories or more: with a sort key built in Python per memory
-    # this ranker took 5-8 ms for a third of the queries at 15k), filtered only until GRAPH_LIST_MAX are kept.
+    # Best first without a sort key built in Python per memory (a popular entity names a thousand memories or
+    # more), filtered only until GRAPH_LIST_MAX are kept.
     best_first(scored)
     out: list[tuple[str, float]] = []
     for k, score, store in scored:
@@ -1227,7 +1223,7 @@ def state_relation(
 
 # ── maintenance ──────────────────────────────────────────────
 def merge_similar_entities(core: MemoryCore, store: ScopeStore, *, dry_run: bool = False) -> int:
-    """Seed 001 §5.1 by embedding: same scope and type, cosine > 0.88 → one entity. Runs in maintenance, not
+    """Entity resolution by embedding: same scope and type, cosine > 0.88 → one entity. Runs in maintenance, not
     on the write path, because embedding each new name would cost ~15 ms per store."""
     missing = store.q1("SELECT id, name, description FROM entity WHERE embedding = NONE LIMIT 2000") or []
     if missing:
@@ -1280,7 +1276,7 @@ def merge_similar_entities(core: MemoryCore, store: ScopeStore, *, dry_run: bool
 def prune_graph(
     core: MemoryCore, store: ScopeStore, *, now: datetime | None = None, dry_run: bool = False
 ) -> tuple[int, int]:
-    """Seed 001 §5.4: delete weak entities (confidence < 0.3, < 2 mentions, unseen 30 days) with their edges;
+    """Graph pruning: delete weak entities (confidence < 0.3, < 2 mentions, unseen 30 days) with their edges;
     invalidate stale edges (confidence < 0.2, older than 30 days). Returns (entities pruned, edges invalidated)."""
     cutoff = (now or core.now()) - timedelta(days=30)
     weak = (

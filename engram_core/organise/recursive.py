@@ -1,4 +1,4 @@
-"""Recursive memory processing (seed 004 Phase 4): look at a large store without loading it (peek), cut it
+"""Recursive memory processing: look at a large store without loading it (peek), cut it
 into chunks to query one by one (partition), and fuse the per-chunk answers (aggregate, RRF k = 60)."""
 
 from __future__ import annotations

@@ -86,8 +86,8 @@ def request(req_id: int, method: str, params: dict[str, Any] | None = None) -> b
 def ok(req_id: Any, result: Any) -> bytes:
     dump_json = getattr(result, "model_dump_json", None)
     if callable(dump_json):
-        # A model (a recall's answer, say) in pydantic's own encoder, 4x sooner than json over model_dump: a recall
-        # of ten memories 0.21 -> 0.05 ms. The same JSON values; only the envelope is written here.
+        # A model (a recall's answer, say) in pydantic's own encoder, several times sooner than json over
+        # model_dump (docs/benchmarks.md). The same JSON values; only the envelope is written here.
         head = encode({"v": PROTOCOL_VERSION, "id": req_id, "ok": True, "result": None})
         body: str = dump_json()
         return head[: -len(b"null}\n")] + body.encode("utf-8") + b"}\n"

@@ -198,7 +198,7 @@ class ConsolidationScreen(ReloadingScreen):
         it = self.items[iid]
         self.current = it
         now = self.engram.now()
-        # One scrollable list, however big the cluster (72 sources were 72 cards too narrow to read).
+        # One scrollable list, however big the cluster (one card per source grows too narrow to read when there are dozens).
         sources = list(it.sources)
         box = self.query_one("#consolidation-sources", VerticalScroll)
         box.border_title = f"Source memories ({len(sources)})"
