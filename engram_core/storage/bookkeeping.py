@@ -353,7 +353,8 @@ class BookkeepingQueue:
         groups: dict[int, list[str]] = {}
         for key, (n, _) in access.items():
             groups.setdefault(n, []).append(key)
-        sql, params = [], {}
+        sql: list[str] = []
+        params: dict[str, Any] = {}
         for i, (n, keys) in enumerate(groups.items()):
             # One timestamp per group: the latest access among them (they are at most a moment apart).
             # Importance first (SET sees the values before this access): it gains what the access adds to the

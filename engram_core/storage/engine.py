@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from uuid import UUID
 
 from surrealdb import AsyncSurreal, Surreal
@@ -79,19 +79,19 @@ class _EngineThread:
         return _Pending(self, sql, dict(params or {}))
 
     def query_raw(self, sql: str, session_id: UUID | None = None) -> dict[str, Any]:
-        return self._wait(self._db.query_raw(sql, session_id=session_id))
+        return cast(dict[str, Any], self._wait(cast(Any, self._db).query_raw(sql, session_id=session_id)))
 
     def use(self, ns: str, db: str) -> None:
         self._wait(self._db.use(ns, db))
 
     def signin(self, credentials: dict[str, Any], session_id: UUID | None = None) -> Any:
-        return self._wait(self._db.signin(credentials, session_id=session_id))
+        return self._wait(cast(Any, self._db).signin(credentials, session_id=session_id))
 
     def attach(self) -> UUID:
-        return self._wait(AsyncWsSurrealConnection.attach(self._db))
+        return cast(UUID, self._wait(AsyncWsSurrealConnection.attach(cast(Any, self._db))))
 
     def detach(self, session: UUID) -> None:
-        self._wait(AsyncWsSurrealConnection.detach(self._db, session))
+        self._wait(AsyncWsSurrealConnection.detach(cast(Any, self._db), session))
 
     def close(self) -> None:
         try:
@@ -203,7 +203,7 @@ class Connection:
         # path, including those with no redaction of their own (graph evidence, episode reasons, registries).
         # The service redacts first where it must know what it replaced (content, its hash, the store message);
         # here that text is already clean and redaction is idempotent.
-        params = redact_value(dict(params or {}))  # type: ignore[assignment]
+        params = redact_value(dict(params or {}))
         with self.lock:
             try:
                 if self._current != (ns, db):
@@ -212,7 +212,7 @@ class Connection:
                     self._current = (ns, db)
                 if MAY_WRITE.search(sql):
                     self.writes += 1
-                return self._db.query(sql, dict(params or {})).execute()
+                return cast(list[Any], self._db.query(sql, dict(params or {})).execute())
             except Exception as exc:
                 translated = io_error(exc, self.url)
                 if translated is None:
@@ -276,7 +276,7 @@ class Connection:
         if error is not None or "result" not in response:
             message = error.get("message") if isinstance(error, dict) else str(error)
             raise EngineRefused(message or "the engine gave no result")
-        return response["result"]
+        return cast(list[dict[str, Any]], response["result"])
 
     # ── compaction ───────────────────────────────────────────
     # compaction.py says why and how; the copy runs here because it swaps this connection's engine.

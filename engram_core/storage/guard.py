@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 _checking = os.environ.get("ENGRAM_RAW_WRITE_GUARD") == "1"
 COUNTER = "RETURN (SELECT VALUE n FROM ONLY mirror_meta:memory)"
@@ -60,4 +60,4 @@ def run_checked(db: Any, sql: str, params: Mapping[str, Any] | None) -> list[Any
             f"a raw query wrote the memory table of {db.namespace}/{db.database} (use a storage method, which "
             f"keeps the mirrors in step): {' '.join(sql.split())[:200]}"
         )
-    return got
+    return cast(list[Any], got)

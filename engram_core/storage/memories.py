@@ -50,7 +50,8 @@ class MemoryTable:
         self.db.mirror.put(
             {**rows[0], "embedding": content.get("embedding"), "search_text": fields.get("search_text")}
         )
-        return plain(rows[0])
+        out: dict[str, Any] = plain(rows[0])
+        return out
 
     def insert(self, rows: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
         """New memories (key, fields) in one statement, nothing read back (an import's chunk). The mirror takes

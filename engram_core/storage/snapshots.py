@@ -275,7 +275,7 @@ class Snapshots:
             order = list(m.light)
             keys, mat = m.index.embeddings(order)
             # The times stay datetimes (immutable) until the writing: formatting them is half of this loop.
-            light = [
+            light: list[list[Any]] = [
                 [
                     k,
                     lt.memory_type,
@@ -298,7 +298,9 @@ class Snapshots:
             row_texts = [m.rows.snapshot_text(row[0]) or "" for row in light]
             postings = m.index.export_postings([row[0] for row in light])
             projection = m.index.projection()
-            extra = {} if projection is None else {"c_basis": projection[0], "c_basis_at": projection[1]}
+            extra: dict[str, Any] = (
+                {} if projection is None else {"c_basis": projection[0], "c_basis_at": projection[1]}
+            )
         for name, write in list(self.writers.items()):
             try:
                 write()

@@ -67,7 +67,8 @@ class ScopeStore(Database):
         rows = self.write1(
             "CREATE $t CONTENT $f", {"t": record(key or self.new_id(), table), "f": dict(fields)}
         )
-        return plain(rows[0])
+        out: dict[str, Any] = plain(rows[0])
+        return out
 
     def drop_database(self) -> None:
         """Remove this scope database entirely (sessions, after their promotion pass)."""

@@ -129,7 +129,7 @@ def key_of(value: Any) -> str:
 def plain(value: Any) -> Any:
     """SDK values → JSON-friendly Python (record ids as 'table:key', datetimes as aware datetimes)."""
     if isinstance(value, RecordID):
-        return f"{value.table_name}:{value.id}"
+        return f"{value.table_name}:{str(value.id)}"
     if isinstance(value, datetime):
         return datetime(
             value.year,
