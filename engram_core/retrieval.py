@@ -108,8 +108,8 @@ def rank(
     context: dict[str, Any] | None = None,
 ) -> list[Candidate]:
     """One fusion over all scopes: BM25 and cosine lists are merged across scopes by raw score, fused once,
-    then each candidate is boosted by its scope weight, its memory strength and ``boosters``: (factor, the
-    largest factor it gives) pairs."""
+    then each candidate is boosted by its scope weight, its memory strength, the query's cues (a memory spoken
+    by someone the query names: ranking.cue_factor) and ``boosters``: (factor, the largest factor it gives) pairs."""
     pool = max(ranking.DEFAULT_FUSION.pool, limit * 3)
     where: dict[str, ScopeStore] = {}
     bm_all: list[tuple[str, float]] = []
@@ -143,6 +143,8 @@ def rank(
     ceiling = max(scope_boost.values(), default=1.0) * max(1.0, 1.0 - strength_weight) * (1.0 + 1e-9)
     for _, most in boosters:
         ceiling *= max(0.0, most)
+    cues = ranking.query_cues(query)
+    ceiling *= cues.most
     boosts: dict[str, float] = {}
     strengths: dict[str, float] = {}
     ctx = context or {}
@@ -157,6 +159,8 @@ def rank(
         boost = scope_boost[id(store)] * ((1.0 - strength_weight) + strength_weight * min(1.0, strength))
         for booster, most in boosters:
             boost *= max(0.0, min(most, booster(key, store, lt, ctx)))
+        if cues.names:
+            boost *= ranking.cue_factor(cues, lt.content)
         boosts[key] = boost
         return fused * boost
 

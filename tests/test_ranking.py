@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from engram_core import ranking
+from engram_core.models import MemoryIn
 from engram_core.ranking import DEFAULT_FUSION, contextual_text, fuse, fused_scores, minmax
+from engram_core.service import EngramService
 
 
 def test_contextual_text_puts_memory_first_and_keeps_recent_context() -> None:
@@ -98,3 +101,38 @@ def test_fused_scores_are_fuses_scores_unordered() -> None:
         scores = fused_scores(bm, vec, method=method)  # type: ignore[arg-type]
         assert scores == dict(fuse(bm, vec, method=method))  # type: ignore[arg-type]
         assert set(scores) == {"a", "b", "c", "d"}
+
+
+def test_query_cues_name_the_people_a_question_is_about() -> None:
+    cues = ranking.query_cues("The day Caroline told Mel about the Pride parade?")
+    assert cues.names == {"caroline", "mel", "pride"}  # a capitalised stopword is not a name
+    assert ranking.cue_factor(cues, "Caroline: I went to the parade") == pytest.approx(
+        1 + ranking.SPEAKER_BOOST
+    )
+    assert ranking.cue_factor(cues, "Melanie: Caroline went to the parade") == 1.0  # named, not the speaker
+    assert ranking.cue_factor(cues, "went to the parade, Caroline: yes") == 1.0  # the speaker leads the text
+    assert ranking.cue_factor(ranking.query_cues("what did she say?"), "Caroline: hi") == 1.0
+    assert ranking.query_cues("what did she say?").most == 1.0
+
+
+def test_a_memory_spoken_by_the_person_asked_about_ranks_first(
+    env: tuple[EngramService, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The other speaker's turn says more of the question's words; the named person's own statement wins only
+    through the speaker cue (with the cue off, the order flips: the test sees the signal, not the wording)."""
+    svc, p = env
+    svc.store_many(
+        [
+            MemoryIn(content="John: Tim, your fantasy novel sounds great, Tim! How is the novel going?"),
+            MemoryIn(content="Tim: I am in the middle of a fantasy novel, a bit nerve-wracking."),
+        ],
+        project=p,
+    )
+
+    def order() -> list[str]:
+        res = svc.recall("What novel is Tim writing?", project=p, strengthen=False, log=False)
+        return [h.memory.content.split(":", 1)[0] for h in res.hits]
+
+    assert order()[:2] == ["Tim", "John"]
+    monkeypatch.setattr(ranking, "SPEAKER_BOOST", 0.0)
+    assert order()[:2] == ["John", "Tim"]
