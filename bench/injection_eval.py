@@ -428,10 +428,13 @@ def run(seed: int, sessions: int, noise: int) -> dict[str, Any]:
             home, proj = tmp / p.name / "home", tmp / p.name / p.name
             proj.mkdir(parents=True)
             os.chmod(tmp / p.name, 0o700)
+            # Each session is stored at its own time, as the hooks would have stored it; the new session opens at
+            # `end`, so what was written weeks ago has decayed as it would have.
+            clock = FrozenClock(START)
             old_home = os.environ.get("ENGRAM_HOME")
             os.environ["ENGRAM_HOME"] = str(home)
             try:
-                svc = EngramService(home, clock=FrozenClock(end), ids=SequentialIds(START))
+                svc = EngramService(home, clock=clock, ids=SequentialIds(START))
             finally:
                 if old_home is None:
                     os.environ.pop("ENGRAM_HOME", None)
@@ -442,6 +445,7 @@ def run(seed: int, sessions: int, noise: int) -> dict[str, Any]:
                 for s in range(sessions):
                     when = START + timedelta(days=2 * s)
                     batch = [m for ss, m in p.memories if ss == s]
+                    clock.advance(seconds=(when + timedelta(minutes=len(batch)) - clock.now()).total_seconds())
                     for i, m in enumerate(batch):
                         m.created_at = when + timedelta(minutes=i)
                         m.metadata = {"episode_id": f"{p.name}-session-{s + 1}"}
@@ -449,6 +453,7 @@ def run(seed: int, sessions: int, noise: int) -> dict[str, Any]:
                     stored += [
                         (m.created_at, f"- [{m.memory_type.value}] {m.content}", m.content) for m in batch
                     ]
+                clock.advance(seconds=(end - clock.now()).total_seconds())
                 needs = p.needs
                 prompts = [n.prompt for n in needs]
 

@@ -30,6 +30,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -83,6 +84,14 @@ def turn_content(turn: dict[str, Any]) -> str:
     if turn.get("blip_caption"):
         content += f" [shares a photo: {turn['blip_caption']}]"
     return content
+
+
+def session_time(text: str) -> datetime | None:
+    """A LoCoMo session date ("1:56 pm on 8 May, 2023") as a UTC time; None when it does not parse."""
+    try:
+        return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
+    except ValueError:
+        return None
 
 
 def load(path: Path) -> list[Conversation]:
@@ -278,6 +287,7 @@ class EngramConfig:
     mode: str = "hybrid"  # "hybrid" | "bm25" | "vector"
     # Query cues after fusion (ranking.cue_factor), as retrieval.rank applies them.
     speaker_boost: float = ranking.SPEAKER_BOOST
+    date_boost: float = ranking.DATE_BOOST
 
 
 def _doc_texts(conv: Conversation, cfg: EngramConfig, with_context: bool) -> list[str]:
@@ -312,6 +322,7 @@ def engram_builder(enc: Encoder, cfg: EngramConfig) -> Builder:
             idx.upsert(d, bm_texts[i], mat[i])
         f = cfg.fusion
         content = {t.dia_id: t.content for t in conv.turns}
+        written = {t.dia_id: session_time(t.date) for t in conv.turns}
 
         def retrieve(q: Question, qi: int) -> list[str]:
             if cfg.mode == "bm25":
@@ -327,9 +338,11 @@ def engram_builder(enc: Encoder, cfg: EngramConfig) -> Builder:
                 w_vec=f.w_vec,
                 alpha=f.alpha,
             )
-            cues = ranking.query_cues(q.text, speaker_boost=cfg.speaker_boost)
-            if cues.names:
-                fused = ranking.best_first([(d, s * ranking.cue_factor(cues, content[d])) for d, s in fused])
+            cues = ranking.query_cues(q.text, speaker_boost=cfg.speaker_boost, date_boost=cfg.date_boost)
+            if cues.active:
+                fused = ranking.best_first(
+                    [(d, s * ranking.cue_factor(cues, content[d], written[d])) for d, s in fused]
+                )
             return [d for d, _ in fused[:DEPTH]]
 
         return retrieve
@@ -397,8 +410,11 @@ def cv_candidates() -> dict[str, EngramConfig]:
     """The shipped configuration and each ranking signal added on top of it, for the per-half verdicts."""
     r = dataclasses.replace
     out = {"chosen": CHOSEN, "chosen - speaker cue": r(CHOSEN, speaker_boost=0.0)}
+    out["chosen - date cue"] = r(CHOSEN, date_boost=0.0)
     for sb in (0.1, 0.15, 0.4):
         out[f"chosen, speaker boost {sb}"] = r(CHOSEN, speaker_boost=sb)
+    for db in (0.3, 0.5, 2.0):
+        out[f"chosen, date boost {db}"] = r(CHOSEN, date_boost=db)
     return out
 
 
@@ -561,6 +577,9 @@ class ServiceEngine:
                 content=t.content,
                 memory_type="episodic",
                 scope="project",
+                # The time the turn was said, as importing a history gives it: what a query naming a date
+                # is anchored to (ranking.cue_factor).
+                created_at=session_time(t.date),
                 metadata={
                     "dia_id": t.dia_id,
                     "session_date": t.date,

@@ -159,8 +159,8 @@ def rank(
         boost = scope_boost[id(store)] * ((1.0 - strength_weight) + strength_weight * min(1.0, strength))
         for booster, most in boosters:
             boost *= max(0.0, min(most, booster(key, store, lt, ctx)))
-        if cues.names:
-            boost *= ranking.cue_factor(cues, lt.content)
+        if cues.active:
+            boost *= ranking.cue_factor(cues, lt.content, lt.created_at)
         boosts[key] = boost
         return fused * boost
 

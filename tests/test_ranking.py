@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, date, datetime
+
 import pytest
 
 from engram_core import ranking
@@ -136,3 +138,59 @@ def test_a_memory_spoken_by_the_person_asked_about_ranks_first(
     assert order()[:2] == ["Tim", "John"]
     monkeypatch.setattr(ranking, "SPEAKER_BOOST", 0.0)
     assert order()[:2] == ["John", "Tim"]
+
+
+def test_query_periods_read_days_months_and_bare_months() -> None:
+    assert ranking.query_periods("What dish did Nate make on 9 November, 2022?") == (
+        (date(2022, 11, 9), 11, date(2022, 11, 9)),
+    )
+    assert ranking.query_periods("What did Caroline paint on October 13, 2023?") == (
+        (date(2023, 10, 13), 10, date(2023, 10, 13)),
+    )
+    assert ranking.query_periods("What was John doing in August 2023?") == (
+        (date(2023, 8, 1), 8, date(2023, 8, 31)),
+    )
+    assert ranking.query_periods("When did Melanie go camping in July?") == ((None, 7, None),)
+    assert ranking.query_periods("May I see the deploy notes?") == ()
+    cues = ranking.query_cues("What did Nate cook on 9 November, 2022?")
+    boost = 1 + ranking.DATE_BOOST
+    assert ranking.cue_factor(cues, "cooked", datetime(2022, 11, 9, 13, tzinfo=UTC)) == pytest.approx(boost)
+    # A week after the day still counts (the memory tells of it afterwards); a month later does not.
+    assert ranking.cue_factor(cues, "cooked", datetime(2022, 11, 15, tzinfo=UTC)) == pytest.approx(boost)
+    assert ranking.cue_factor(cues, "cooked", datetime(2022, 12, 10, tzinfo=UTC)) == 1.0
+    assert ranking.cue_factor(cues, "cooked", None) == 1.0
+    july = ranking.query_cues("what happened in July?")
+    assert ranking.cue_factor(july, "x", date(2021, 7, 30)) == pytest.approx(boost)
+    assert ranking.cue_factor(july, "x", date(2021, 8, 5)) == pytest.approx(boost)  # within the week after
+    assert ranking.cue_factor(july, "x", date(2021, 6, 30)) == 1.0
+
+
+def test_a_memory_written_in_the_period_a_query_names_ranks_first(
+    env: tuple[EngramService, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two memories of the same trip; the one written in the month the question names wins through the date cue
+    (with the cue off the other, closer in wording, is first)."""
+    svc, p = env
+    svc.store_many(
+        [
+            MemoryIn(
+                content="we had a road trip along the coast, a great road trip with the kids",
+                created_at=datetime(2024, 3, 2, 10, tzinfo=UTC),
+            ),
+            MemoryIn(
+                content="the trip along the coast was lovely",
+                created_at=datetime(2024, 8, 20, 10, tzinfo=UTC),
+            ),
+        ],
+        project=p,
+    )
+
+    def order() -> list[str]:
+        res = svc.recall(
+            "Where did we go on a road trip in August 2024?", project=p, strengthen=False, log=False
+        )
+        return [h.memory.content.split(" ", 2)[1] for h in res.hits]
+
+    assert order()[:2] == ["trip", "had"]
+    monkeypatch.setattr(ranking, "DATE_BOOST", 0.0)
+    assert order()[:2] == ["had", "trip"]
