@@ -445,7 +445,9 @@ def run(seed: int, sessions: int, noise: int) -> dict[str, Any]:
                 for s in range(sessions):
                     when = START + timedelta(days=2 * s)
                     batch = [m for ss, m in p.memories if ss == s]
-                    clock.advance(seconds=(when + timedelta(minutes=len(batch)) - clock.now()).total_seconds())
+                    clock.advance(
+                        seconds=(when + timedelta(minutes=len(batch)) - clock.now()).total_seconds()
+                    )
                     for i, m in enumerate(batch):
                         m.created_at = when + timedelta(minutes=i)
                         m.metadata = {"episode_id": f"{p.name}-session-{s + 1}"}
@@ -531,8 +533,8 @@ def run(seed: int, sessions: int, noise: int) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seed", type=int, default=7)
-    ap.add_argument("--sessions", type=int, default=10)
-    ap.add_argument("--noise", type=int, default=25, help="passing notes and evidence per session")
+    ap.add_argument("--sessions", type=int, default=30, help="past sessions per project, two days apart")
+    ap.add_argument("--noise", type=int, default=30, help="passing notes and evidence per session")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
     report = run(args.seed, args.sessions, args.noise)

@@ -186,6 +186,15 @@ def _combine(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     for m in a:
         if m.startswith(("recall@", "ndcg@")):
             out[m] = _weighted([a, b], m)
+    out["by_category"] = {
+        cat: {"n": a["by_category"].get(cat, {}).get("n", 0) + b["by_category"].get(cat, {}).get("n", 0)}
+        | {
+            m: _weighted([x["by_category"][cat] for x in (a, b) if cat in x["by_category"]], m)
+            for m in a["by_category"].get(cat, b["by_category"].get(cat, {}))
+            if m != "n"
+        }
+        for cat in sorted({*a["by_category"], *b["by_category"]})
+    }
     out["per_conversation_recall@10"] = {
         **a.get("per_conversation_recall@10", {}),
         **b.get("per_conversation_recall@10", {}),
@@ -472,8 +481,9 @@ def cv_check(
     convs: Sequence[Conversation], enc: Encoder, candidates: dict[str, EngramConfig]
 ) -> dict[str, Any]:
     """Two-fold cross-validation over conversations: pick the best grid point on one half, report it on the other,
-    both ways. `candidates` (the shipped configuration and each new signal on top of it) are reported on both
-    halves as they are: a signal is kept only when it beats the shipped configuration on each half."""
+    both ways. `candidates` (the shipped configuration, it without each signal, and other weights) are reported
+    on both halves as they are, with their difference to the shipped one: a signal is kept only when removing it
+    loses on each half, a weight changed only when the change wins on each half."""
     first, second = cv_halves(convs)
     if not first or not second:
         raise SystemExit("--cv needs conversations on both sides of conv-35")
@@ -508,7 +518,10 @@ def cv_check(
         for name, row in per_half.items():
             if name != "chosen":
                 deltas = [round(x - y, 4) for x, y in zip(row["recall@10"], base["recall@10"], strict=True)]
-                verdicts[name] = {"delta_recall@10": deltas, "helps_both_halves": all(d > 0 for d in deltas)}
+                verdicts[name] = {
+                    "delta_recall@10": deltas,
+                    "better_on_both_halves": all(d > 0 for d in deltas),
+                }
     return {
         "halves": [[c.sample_id for c in first], [c.sample_id for c in second]],
         "grid_size": len(grid),
