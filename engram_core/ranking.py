@@ -235,7 +235,12 @@ class QueryCues:
 def query_cues(
     query: str, *, speaker_boost: float | None = None, date_boost: float | None = None
 ) -> QueryCues:
-    names = frozenset(w for m in _NAME.findall(query) if (w := m.lower()) not in STOPWORDS_EN and w.isalpha())
+    # "Caroline's" names Caroline.
+    names = frozenset(
+        w
+        for m in _NAME.findall(query)
+        if (w := m.lower().removesuffix("'s")) not in STOPWORDS_EN and w.isalpha()
+    )
     return QueryCues(
         names,
         SPEAKER_BOOST if speaker_boost is None else speaker_boost,
