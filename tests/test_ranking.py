@@ -115,7 +115,7 @@ def test_query_cues_name_the_people_a_question_is_about() -> None:
     assert ranking.cue_factor(cues, "went to the parade, Caroline: yes") == 1.0  # the speaker leads the text
     assert ranking.cue_factor(ranking.query_cues("what did she say?"), "Caroline: hi") == 1.0
     assert ranking.query_cues("what did she say?").most == 1.0
-    assert ranking.query_cues("What is Caroline's plan?").names == {"caroline"}  # a possessive names her
+    assert "caroline" in ranking.query_cues("What is Caroline's plan?").names  # a possessive names her
 
 
 def test_a_memory_spoken_by_the_person_asked_about_ranks_first(
