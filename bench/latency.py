@@ -31,6 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from engram_core import ranking  # noqa: E402
 from engram_core.embeddings import LocalEmbedder  # noqa: E402
 from engram_core.models import MemoryIn  # noqa: E402
 from engram_core.service import EngramService  # noqa: E402
@@ -292,6 +293,21 @@ def main() -> None:
             svc.recall(q + " again", project=p, session=sess, limit=10)
             b2b.append((time.perf_counter() - t0) * 1000)
         result["engram_recall_back_to_back"] = summary(b2b)
+        # The query cues (ranking.query_cues: a named speaker, a named date) on and off, alternating query by
+        # query in this run, on queries that carry both cues, so each candidate scored is checked.
+        svc.flush()
+        real_cues, no_cues = ranking.query_cues, (lambda query, **_: ranking.QueryCues(frozenset()))
+        cued: dict[str, list[float]] = {"on": [], "off": []}
+        for i, q in enumerate(qs):
+            for mode in ("on", "off") if i % 2 else ("off", "on"):
+                ranking.query_cues = real_cues if mode == "on" else no_cues  # type: ignore[assignment]
+                time.sleep(args.gap_ms / 1000)
+                t0 = time.perf_counter()
+                svc.recall(f"{q} Alice in March 2026 ({mode})", project=p, session=sess, limit=10)
+                cued[mode].append((time.perf_counter() - t0) * 1000)
+        ranking.query_cues = real_cues  # type: ignore[assignment]
+        result["engram_recall_query_cues_on"] = summary(cued["on"])
+        result["engram_recall_query_cues_off"] = summary(cued["off"])
         svc.flush()
         t0 = time.perf_counter()
         for q in qs:

@@ -8,6 +8,8 @@ data or the model shows up in both. Turn and question embeddings are cached unde
     python bench/locomo.py                       # baselines + Engram's chosen configuration
     python bench/locomo.py --ablation            # also every idea in the ablation table
     python bench/locomo.py --holdout conv-43     # also report tune-on-4 / test-on-1
+    python bench/locomo.py --cv                  # two halves: tune the grid on one, report on the other, both ways
+    python bench/locomo.py --cv --engine service --deterministic   # the same, plus the service per half
     python bench/locomo.py --engine service      # also Engram's figures through EngramService.recall
     python bench/locomo.py --engine service --deterministic   # the same, the same answers every run (A/B)
 """
@@ -28,6 +30,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from engram_core import ranking  # noqa: E402
 from engram_core.ranking import FusionConfig, contextual_text, fuse  # noqa: E402
 from engram_core.search_index import SearchIndex  # noqa: E402
 
@@ -80,6 +84,14 @@ def turn_content(turn: dict[str, Any]) -> str:
     if turn.get("blip_caption"):
         content += f" [shares a photo: {turn['blip_caption']}]"
     return content
+
+
+def session_time(text: str) -> datetime | None:
+    """A LoCoMo session date ("1:56 pm on 8 May, 2023") as a UTC time; None when it does not parse."""
+    try:
+        return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
+    except ValueError:
+        return None
 
 
 def load(path: Path) -> list[Conversation]:
@@ -168,6 +180,28 @@ Retriever = Callable[[Question, int], list[str]]
 Builder = Callable[[Conversation], Retriever]
 
 
+def _combine(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """Two evaluations of disjoint question sets as one: each mean weighted by its question count."""
+    out: dict[str, Any] = {"n": a["n"] + b["n"]}
+    for m in a:
+        if m.startswith(("recall@", "ndcg@")):
+            out[m] = _weighted([a, b], m)
+    out["by_category"] = {
+        cat: {"n": a["by_category"].get(cat, {}).get("n", 0) + b["by_category"].get(cat, {}).get("n", 0)}
+        | {
+            m: _weighted([x["by_category"][cat] for x in (a, b) if cat in x["by_category"]], m)
+            for m in a["by_category"].get(cat, b["by_category"].get(cat, {}))
+            if m != "n"
+        }
+        for cat in sorted({*a["by_category"], *b["by_category"]})
+    }
+    out["per_conversation_recall@10"] = {
+        **a.get("per_conversation_recall@10", {}),
+        **b.get("per_conversation_recall@10", {}),
+    }
+    return out
+
+
 def evaluate(convs: Sequence[Conversation], builder: Builder) -> dict[str, Any]:
     rows: list[tuple[int, dict[str, float]]] = []
     per_conv: dict[str, float] = {}
@@ -185,8 +219,7 @@ def evaluate(convs: Sequence[Conversation], builder: Builder) -> dict[str, Any]:
             sum(r["recall@10"] for _, r in conv_rows) / max(1, len(conv_rows)), 4
         )
     result = aggregate(rows)
-    if len(convs) > 1:
-        result["per_conversation_recall@10"] = per_conv
+    result["per_conversation_recall@10"] = per_conv
     result["query_ms_p50_excl_embedding"] = round(float(np.median(latencies)), 3)
     return result
 
@@ -261,6 +294,9 @@ class EngramConfig:
     context_for_bm25: bool = True
     date_in_text: bool = False
     mode: str = "hybrid"  # "hybrid" | "bm25" | "vector"
+    # Query cues after fusion (ranking.cue_factor), as retrieval.rank applies them.
+    speaker_boost: float = ranking.SPEAKER_BOOST
+    date_boost: float = ranking.DATE_BOOST
 
 
 def _doc_texts(conv: Conversation, cfg: EngramConfig, with_context: bool) -> list[str]:
@@ -294,6 +330,8 @@ def engram_builder(enc: Encoder, cfg: EngramConfig) -> Builder:
         for i, d in enumerate(ids):
             idx.upsert(d, bm_texts[i], mat[i])
         f = cfg.fusion
+        content = {t.dia_id: t.content for t in conv.turns}
+        written = {t.dia_id: session_time(t.date) for t in conv.turns}
 
         def retrieve(q: Question, qi: int) -> list[str]:
             if cfg.mode == "bm25":
@@ -308,9 +346,13 @@ def engram_builder(enc: Encoder, cfg: EngramConfig) -> Builder:
                 w_bm25=f.w_bm25,
                 w_vec=f.w_vec,
                 alpha=f.alpha,
-                limit=DEPTH,
             )
-            return [d for d, _ in fused]
+            cues = ranking.query_cues(q.text, speaker_boost=cfg.speaker_boost, date_boost=cfg.date_boost)
+            if cues.active:
+                fused = ranking.best_first(
+                    [(d, s * ranking.cue_factor(cues, content[d], written[d])) for d, s in fused]
+                )
+            return [d for d, _ in fused[:DEPTH]]
 
         return retrieve
 
@@ -373,6 +415,18 @@ def ablation_configs() -> dict[str, EngramConfig]:
     return out
 
 
+def cv_candidates() -> dict[str, EngramConfig]:
+    """The shipped configuration and each ranking signal added on top of it, for the per-half verdicts."""
+    r = dataclasses.replace
+    out = {"chosen": CHOSEN, "chosen - speaker cue": r(CHOSEN, speaker_boost=0.0)}
+    out["chosen - date cue"] = r(CHOSEN, date_boost=0.0)
+    for sb in (0.1, 0.15, 0.4):
+        out[f"chosen, speaker boost {sb}"] = r(CHOSEN, speaker_boost=sb)
+    for db in (0.3, 0.5, 2.0):
+        out[f"chosen, date boost {db}"] = r(CHOSEN, date_boost=db)
+    return out
+
+
 def tuning_grid() -> dict[str, EngramConfig]:
     """The space the chosen configuration was picked from, for the tune-on-4 / report-on-1 check."""
     r = dataclasses.replace
@@ -407,6 +461,76 @@ def holdout_check(convs: Sequence[Conversation], enc: Encoder, holdout: str) -> 
         "chosen_on_holdout": evaluate(held, engram_builder(enc, CHOSEN)),
         "rrf_baseline_on_holdout": evaluate(held, rrf_baseline_builder(enc)),
         "top5_on_tune_4": [[n, s] for s, n, _ in scored[:5]],
+    }
+
+
+def cv_halves(convs: Sequence[Conversation]) -> tuple[list[Conversation], list[Conversation]]:
+    """The two halves of the development set by conversation number (conv-26…35 against conv-36…43): whole
+    conversations, so nothing of a test half's speakers or topics is seen while tuning."""
+    first = [c for c in convs if int(c.sample_id.rsplit("-", 1)[-1]) <= 35]
+    second = [c for c in convs if int(c.sample_id.rsplit("-", 1)[-1]) > 35]
+    return first, second
+
+
+def _weighted(results: Sequence[dict[str, Any]], metric: str = "recall@10") -> float:
+    n = sum(r["n"] for r in results)
+    return round(sum(r[metric] * r["n"] for r in results) / max(1, n), 4)
+
+
+def cv_check(
+    convs: Sequence[Conversation], enc: Encoder, candidates: dict[str, EngramConfig]
+) -> dict[str, Any]:
+    """Two-fold cross-validation over conversations: pick the best grid point on one half, report it on the other,
+    both ways. `candidates` (the shipped configuration, it without each signal, and other weights) are reported
+    on both halves as they are, with their difference to the shipped one: a signal is kept only when removing it
+    loses on each half, a weight changed only when the change wins on each half."""
+    first, second = cv_halves(convs)
+    if not first or not second:
+        raise SystemExit("--cv needs conversations on both sides of conv-35")
+    grid = tuning_grid()
+    folds = []
+    for tune, test in ((first, second), (second, first)):
+        scored = sorted(
+            (
+                (evaluate(tune, engram_builder(enc, cfg))["recall@10"], name, cfg)
+                for name, cfg in grid.items()
+            ),
+            key=lambda t: (-t[0], t[1]),
+        )
+        best_r10, best_name, best_cfg = scored[0]
+        folds.append(
+            {
+                "tune": [c.sample_id for c in tune],
+                "test": [c.sample_id for c in test],
+                "picked_on_tune": best_name,
+                "picked_tune_recall@10": best_r10,
+                "picked_on_test": evaluate(test, engram_builder(enc, best_cfg)),
+                "top5_on_tune": [[n, s] for s, n, _ in scored[:5]],
+            }
+        )
+    per_half: dict[str, dict[str, Any]] = {}
+    for name, cfg in candidates.items():
+        a, b = evaluate(first, engram_builder(enc, cfg)), evaluate(second, engram_builder(enc, cfg))
+        per_half[name] = {"first_half": a, "second_half": b, "recall@10": [a["recall@10"], b["recall@10"]]}
+    base = per_half.get("chosen")
+    verdicts = {}
+    if base:
+        for name, row in per_half.items():
+            if name != "chosen":
+                deltas = [round(x - y, 4) for x, y in zip(row["recall@10"], base["recall@10"], strict=True)]
+                verdicts[name] = {
+                    "delta_recall@10": deltas,
+                    "better_on_both_halves": all(d > 0 for d in deltas),
+                }
+    return {
+        "halves": [[c.sample_id for c in first], [c.sample_id for c in second]],
+        "grid_size": len(grid),
+        "folds": folds,
+        "cross_validated_recall@10 (grid pick, each half scored by the other's pick)": _weighted(
+            [f["picked_on_test"] for f in folds]
+        ),
+        "candidates_per_half": per_half,
+        "signal_verdicts": verdicts,
     }
 
 
@@ -466,6 +590,9 @@ class ServiceEngine:
                 content=t.content,
                 memory_type="episodic",
                 scope="project",
+                # The time the turn was said, as importing a history gives it: what a query naming a date
+                # is anchored to (ranking.cue_factor).
+                created_at=session_time(t.date),
                 metadata={
                     "dia_id": t.dia_id,
                     "session_date": t.date,
@@ -503,6 +630,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument(
         "--holdout", help="tune the grid on the other four conversations and report the pick on this one"
     )
+    ap.add_argument(
+        "--cv",
+        action="store_true",
+        help="two-fold cross-validation over the halves conv-26…35 / conv-36…43: tune on one, report the other",
+    )
     ap.add_argument("--out", type=Path, help="also write the JSON here")
     ap.add_argument(
         "--deterministic",
@@ -536,14 +668,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     if args.holdout and not any(c.sample_id == args.holdout for c in convs):
         ap.error(f"no conversation {args.holdout}")
+    halves = cv_halves(convs) if args.cv else None
     try:
         for name, builder in methods.items():
-            entry: dict[str, Any] = {"all": evaluate(convs, builder)}
+            if halves:
+                # Each half on its own (the same builds as one run over all, split): the per-half figures.
+                a, b = evaluate(halves[0], builder), evaluate(halves[1], builder)
+                entry = {"all": _combine(a, b), "first_half": a, "second_half": b}
+                report["methods"][name] = entry
+                print(
+                    f"{name:60s} r@10={entry['all']['recall@10']:.4f} halves={a['recall@10']:.4f}/{b['recall@10']:.4f}",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                continue
+            entry = {"all": evaluate(convs, builder)}
             report["methods"][name] = entry
             print(f"{name:60s} r@10={entry['all']['recall@10']:.4f}", file=sys.stderr, flush=True)
     finally:
         if service is not None:
             service.close()
+    if args.cv:
+        report["cv"] = cv_check(convs, enc, cv_candidates())
     if args.holdout:
         report["holdout_check"] = holdout_check(convs, enc, args.holdout)
     text = json.dumps(report, indent=2)

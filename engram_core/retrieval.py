@@ -108,8 +108,9 @@ def rank(
     context: dict[str, Any] | None = None,
 ) -> list[Candidate]:
     """One fusion over all scopes: BM25 and cosine lists are merged across scopes by raw score, fused once,
-    then each candidate is boosted by its scope weight, its memory strength and ``boosters``: (factor, the
-    largest factor it gives) pairs."""
+    multiplied by the query's cues (ranking.cue_factor: a memory spoken by someone the query names, or written in
+    a period it names), then each candidate is boosted by its scope weight, its memory strength and ``boosters``:
+    (factor, the largest factor it gives) pairs."""
     pool = max(ranking.DEFAULT_FUSION.pool, limit * 3)
     where: dict[str, ScopeStore] = {}
     bm_all: list[tuple[str, float]] = []
@@ -136,6 +137,15 @@ def rank(
     for lst in extra_lists:
         for i, (k, _) in enumerate(lst):
             fused_map[k] = fused_map.get(k, 0.0) + 1.0 / (ranking.DEFAULT_FUSION.k_rrf + i + 1)
+    # The query's cues go into the fused score of every candidate up front (a regex and a date test each): folded
+    # into the ceiling below instead, their largest factor (×2.5) let hundreds more candidates be scored.
+    cues = ranking.query_cues(query)
+    if cues.active:
+        for k, f in fused_map.items():
+            lt = where[k].light[k]
+            factor = ranking.cue_factor(cues, lt.content, lt.created_at)
+            if factor != 1.0:
+                fused_map[k] = f * factor
     # A candidate's boost is at most `ceiling` (strength's factor is at most 1; each booster's at most its
     # `most`), so once a scored candidate beats every fused score left times that, nothing after can pass it:
     # of the ~350 candidates of a recall at 15k, only those that could still reach the answer are scored. The

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import UTC, date, datetime
+
 import pytest
 
+from engram_core import ranking
+from engram_core.models import MemoryIn
 from engram_core.ranking import DEFAULT_FUSION, contextual_text, fuse, fused_scores, minmax
+from engram_core.service import EngramService
 
 
 def test_contextual_text_puts_memory_first_and_keeps_recent_context() -> None:
@@ -98,3 +103,95 @@ def test_fused_scores_are_fuses_scores_unordered() -> None:
         scores = fused_scores(bm, vec, method=method)  # type: ignore[arg-type]
         assert scores == dict(fuse(bm, vec, method=method))  # type: ignore[arg-type]
         assert set(scores) == {"a", "b", "c", "d"}
+
+
+def test_query_cues_name_the_people_a_question_is_about() -> None:
+    cues = ranking.query_cues("The day Caroline told Mel about the Pride parade?")
+    assert cues.names == {"caroline", "mel", "pride"}  # a capitalised stopword is not a name
+    assert ranking.cue_factor(cues, "Caroline: I went to the parade") == pytest.approx(
+        1 + ranking.SPEAKER_BOOST
+    )
+    assert ranking.cue_factor(cues, "Melanie: Caroline went to the parade") == 1.0  # named, not the speaker
+    assert ranking.cue_factor(cues, "went to the parade, Caroline: yes") == 1.0  # the speaker leads the text
+    assert ranking.cue_factor(ranking.query_cues("what did she say?"), "Caroline: hi") == 1.0
+    assert ranking.query_cues("what did she say?").most == 1.0
+    assert "caroline" in ranking.query_cues("What is Caroline's plan?").names  # a possessive names her
+
+
+def test_a_memory_spoken_by_the_person_asked_about_ranks_first(
+    env: tuple[EngramService, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The other speaker's turn says more of the question's words; the named person's own statement wins only
+    through the speaker cue (with the cue off, the order flips: the test sees the signal, not the wording)."""
+    svc, p = env
+    svc.store_many(
+        [
+            MemoryIn(content="John: Tim, your fantasy novel sounds great, Tim! How is the novel going?"),
+            MemoryIn(content="Tim: I am in the middle of a fantasy novel, a bit nerve-wracking."),
+        ],
+        project=p,
+    )
+
+    def order() -> list[str]:
+        res = svc.recall("What novel is Tim writing?", project=p, strengthen=False, log=False)
+        return [h.memory.content.split(":", 1)[0] for h in res.hits]
+
+    assert order()[:2] == ["Tim", "John"]
+    monkeypatch.setattr(ranking, "SPEAKER_BOOST", 0.0)
+    assert order()[:2] == ["John", "Tim"]
+
+
+def test_query_periods_read_days_months_and_bare_months() -> None:
+    assert ranking.query_periods("What dish did Nate make on 9 November, 2022?") == (
+        (date(2022, 11, 9), 11, date(2022, 11, 9)),
+    )
+    assert ranking.query_periods("What did Caroline paint on October 13, 2023?") == (
+        (date(2023, 10, 13), 10, date(2023, 10, 13)),
+    )
+    assert ranking.query_periods("What was John doing in August 2023?") == (
+        (date(2023, 8, 1), 8, date(2023, 8, 31)),
+    )
+    assert ranking.query_periods("When did Melanie go camping in July?") == ((None, 7, None),)
+    assert ranking.query_periods("May I see the deploy notes?") == ()
+    cues = ranking.query_cues("What did Nate cook on 9 November, 2022?")
+    boost = 1 + ranking.DATE_BOOST
+    assert ranking.cue_factor(cues, "cooked", datetime(2022, 11, 9, 13, tzinfo=UTC)) == pytest.approx(boost)
+    # A week after the day still counts (the memory tells of it afterwards); a month later does not.
+    assert ranking.cue_factor(cues, "cooked", datetime(2022, 11, 15, tzinfo=UTC)) == pytest.approx(boost)
+    assert ranking.cue_factor(cues, "cooked", datetime(2022, 12, 10, tzinfo=UTC)) == 1.0
+    assert ranking.cue_factor(cues, "cooked", None) == 1.0
+    july = ranking.query_cues("what happened in July?")
+    assert ranking.cue_factor(july, "x", date(2021, 7, 30)) == pytest.approx(boost)
+    assert ranking.cue_factor(july, "x", date(2021, 8, 5)) == pytest.approx(boost)  # within the week after
+    assert ranking.cue_factor(july, "x", date(2021, 6, 30)) == 1.0
+
+
+def test_a_memory_written_in_the_period_a_query_names_ranks_first(
+    env: tuple[EngramService, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two memories of the same trip; the one written in the month the question names wins through the date cue
+    (with the cue off the other, closer in wording, is first)."""
+    svc, p = env
+    svc.store_many(
+        [
+            MemoryIn(
+                content="we had a road trip along the coast, a great road trip with the kids",
+                created_at=datetime(2024, 3, 2, 10, tzinfo=UTC),
+            ),
+            MemoryIn(
+                content="the trip along the coast was lovely",
+                created_at=datetime(2024, 8, 20, 10, tzinfo=UTC),
+            ),
+        ],
+        project=p,
+    )
+
+    def order() -> list[str]:
+        res = svc.recall(
+            "Where did we go on a road trip in August 2024?", project=p, strengthen=False, log=False
+        )
+        return [h.memory.content.split(" ", 2)[1] for h in res.hits]
+
+    assert order()[:2] == ["trip", "had"]
+    monkeypatch.setattr(ranking, "DATE_BOOST", 0.0)
+    assert order()[:2] == ["had", "trip"]
