@@ -110,7 +110,7 @@ def _recall(
         if row is None:
             continue
         memory = core.to_memory(row, c.store)
-        if c.also_in:  # seed 002 §6c: the copy kept carries the tags of the copies folded into it
+        if c.also_in:  # the copy kept carries the tags of the copies folded into it
             memory.tags = list(dict.fromkeys([*memory.tags, *c.tags]))
         hits.append(
             RecallHit(
@@ -215,7 +215,7 @@ def mark_retrieval_useful(
             continue
         s.memories.apply_feedback(key, delta, step, IMPORTANCE_FLOOR)  # the mirror ranks by it at once
         if was_useful and s.scope == Scope.session:
-            promotion.promote_if_important(core, s, key)  # seed 002 §5: at 0.85 it goes to the project now
+            promotion.promote_if_important(core, s, key)  # importance 0.85 or more: up to the project now
     return FeedbackResult(
         log_id=key_of(row["id"]),
         updated=True,

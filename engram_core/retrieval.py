@@ -1,4 +1,4 @@
-"""Cross-scope hybrid recall (seed 002 §6): per scope BM25 + vectors fused by the ranking module,
+"""Cross-scope hybrid recall: per scope BM25 + vectors fused by the ranking module,
 weighted by scope and memory strength, merged and deduplicated across scopes.
 
 Pure over the stores' in-process mirrors: no database round trip until the winners are fetched.
@@ -18,7 +18,7 @@ from . import ranking
 from .scoring import memory_strength
 from .storage import Light, ScopeStore
 
-# Seed 004's evolution_state default, then seed 002's named profiles.
+# The default the evolution starts from, then the named profiles a user may choose.
 EVOLVED_DEFAULT = {"session": 1.5, "project": 1.0, "user": 0.7}
 SCOPE_PROFILES: dict[str, dict[str, float]] = {
     "default": {"session": 0.50, "project": 0.35, "user": 0.15},
@@ -213,11 +213,11 @@ def _find(stores: Sequence[ScopeStore], key: str, where: dict[str, ScopeStore]) 
 
 
 SCOPE_RANK = {"session": 1, "project": 2, "user": 3}
-LOWER_WINS_AT = 2.0  # seed 002 §6c: a lower scope's copy wins only when at least twice as strong
+LOWER_WINS_AT = 2.0  # a lower scope's copy wins only when at least twice as strong
 
 
 def keeps_first(a: Candidate, b: Candidate) -> bool:
-    """Seed 002 §6c fn::dedup_winner: the same memory in two scopes keeps the higher scope's copy unless the
+    """The same memory in two scopes keeps the higher scope's copy unless the
     lower one is at least twice as strong; within one scope, the stronger."""
     ra, rb = SCOPE_RANK[a.scope], SCOPE_RANK[b.scope]
     if ra == rb:

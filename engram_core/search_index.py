@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 import Stemmer
@@ -47,7 +48,8 @@ def _scan_rows(matrix: np.ndarray, rows: np.ndarray | None, vec: np.ndarray, *, 
     """``matrix[rows] @ vec`` (``rows`` None: every row); with ``split``, the two halves on two threads."""
     n = matrix.shape[0] if rows is None else len(rows)
     if not split or n < 2 or _CORES < 2:
-        return (matrix if rows is None else matrix[rows]) @ vec
+        out: np.ndarray = (matrix if rows is None else matrix[rows]) @ vec
+        return out
     out = np.empty(n, dtype=np.float32)
     half = n // 2
 
@@ -499,7 +501,7 @@ class SearchIndex:
     def _slots_of(self, term: str) -> list[int]:
         span = self._base.get(term)
         if span is not None:
-            return self._base_slots[span[0] : span[1]].tolist()
+            return cast(list[int], self._base_slots[span[0] : span[1]].tolist())
         return list(self._postings.get(term, {}))
 
     def embeddings(self, doc_ids: Sequence[str]) -> tuple[list[str], np.ndarray]:
@@ -521,7 +523,8 @@ class SearchIndex:
             slot = self._slot_of.get(doc_id)
             if slot is None or not self._has_vec[slot]:
                 return None
-            return self._vecs[slot].copy()
+            vec: np.ndarray = self._vecs[slot].copy()
+            return vec
 
     def cosine(self, a_id: str, b_vec: np.ndarray | Sequence[float]) -> float | None:
         """Cosine between a stored document and any vector; None if the document has no embedding."""

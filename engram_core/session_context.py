@@ -2,7 +2,7 @@
 
 In order, within the token budget: the memory protocol (memory_protocol.py), the last few session summaries,
 the user's standing instructions, fixes and procedures, then the strongest other project and user memories
-(strength × scope weight; near-dead ones, below the archive threshold, left out: seed 004 Fix 2). Raw session
+(strength × scope weight; near-dead ones, below the archive threshold, left out). Raw session
 evidence (per-edit captures, failed commands) is never listed one per line: the summaries carry it.
 """
 

@@ -19,3 +19,11 @@ def test_ruff_checks_pass() -> None:
 def test_ruff_format_is_clean() -> None:
     result = ruff("format", "--check", ".")
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_mypy_is_clean() -> None:
+    """The type checker, strict on the core ([tool.mypy] in pyproject.toml)."""
+    result = subprocess.run(
+        [sys.executable, "-m", "mypy", "--no-error-summary"], cwd=ROOT, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
