@@ -22,9 +22,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from engram_core.embeddings import LocalEmbedder  # noqa: E402
 from engram_core.models import MemoryIn  # noqa: E402
-from engram_core.search_index import rrf  # noqa: E402
+from engram_core.retrieval.embeddings import LocalEmbedder  # noqa: E402
+from engram_core.retrieval.search_index import rrf  # noqa: E402
 from engram_core.service import EngramService  # noqa: E402
 
 KS = (1, 3, 5, 10)

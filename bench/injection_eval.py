@@ -46,16 +46,20 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from engram_core.hook_events import PROMPT_LINE_CHARS, PROMPT_RECALL_HEADER, PROMPT_RECALL_HITS  # noqa: E402
-from engram_core.models import MemoryIn, MemoryType, Scope  # noqa: E402
-from engram_core.scoring import estimate_tokens  # noqa: E402
-from engram_core.session_learning import (  # noqa: E402
+from engram_core.integrations.claude_code.hook_events import (  # noqa: E402
+    PROMPT_LINE_CHARS,
+    PROMPT_RECALL_HEADER,
+    PROMPT_RECALL_HITS,
+)
+from engram_core.integrations.claude_code.session_learning import (  # noqa: E402
     COMMAND_TAG,
     FILE_TAG,
     FIX_TAG,
     INSTRUCTION_TAG,
     SUMMARY_TAG,
 )
+from engram_core.memory.scoring import estimate_tokens  # noqa: E402
+from engram_core.models import MemoryIn, MemoryType, Scope  # noqa: E402
 
 INJECTION_BUDGET = 2000
 PROMPT_BUDGET = 400

@@ -210,7 +210,7 @@ def main() -> None:
     ap.add_argument("--sessions-per-day", type=int, default=2)
     ap.add_argument("--seed", type=int, default=7)
     args = ap.parse_args()
-    from engram_core.embeddings import LocalEmbedder
+    from engram_core.retrieval.embeddings import LocalEmbedder
 
     with tempfile.TemporaryDirectory() as tmp:
         proj = Path(tmp) / "proj"

@@ -43,9 +43,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from engram_core import ranking  # noqa: E402
-from engram_core.ranking import FusionConfig, contextual_text, fuse  # noqa: E402
-from engram_core.search_index import SearchIndex  # noqa: E402
+from engram_core.retrieval import ranking  # noqa: E402
+from engram_core.retrieval.ranking import FusionConfig, contextual_text, fuse  # noqa: E402
+from engram_core.retrieval.search_index import SearchIndex  # noqa: E402
 
 DEFAULT_DATA = Path("/work/shared/bench/locomo-dev.json")
 CACHE_DIR = Path(__file__).resolve().parent / ".cache"
@@ -262,7 +262,7 @@ def minilm_builder(enc: Encoder, depth: int = DEPTH) -> Builder:
 
 
 def rrf_baseline_builder(enc: Encoder) -> Builder:
-    from engram_core.search_index import rrf
+    from engram_core.retrieval.search_index import rrf
 
     def build(conv: Conversation) -> Retriever:
         # Top-100 of each side: that is what reproduces the README's 0.561 (top-25 each gives 0.62, see

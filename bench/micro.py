@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from engram_core.redaction import redact  # noqa: E402
-from engram_core.search_index import SearchIndex  # noqa: E402
+from engram_core.retrieval.search_index import SearchIndex  # noqa: E402
 
 
 def timings(fn: Callable[[], object], runs: int = 50) -> dict[str, float]:

@@ -16,8 +16,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from engram_core.embeddings import LocalEmbedder
 from engram_core.models import MemoryIn
+from engram_core.retrieval.embeddings import LocalEmbedder
 from engram_core.service import EngramService
 
 TEMPLATES = [

@@ -890,7 +890,7 @@ def b_embedding(d: Path) -> dict[str, Any]:
     this model (checked at fp32: cosine >= 0.9999999 against `engram export`'s embeddings; a new home's model is
     int8, which embeds one text a run: the same vector whatever the batch). They are computed here rather
     than exported because `engram export` of a 15k store fails (its answer exceeds the socket's line limit)."""
-    from engram_core.embeddings import LocalEmbedder
+    from engram_core.retrieval.embeddings import LocalEmbedder
 
     tx = json.loads((d / "texts.json").read_text(encoding="utf-8"))
     texts, queries = tx["texts"], json.loads((d / "queries.json").read_text(encoding="utf-8"))

@@ -33,14 +33,14 @@ sys.path.insert(0, str(ROOT / "bench"))
 import realpath_text  # noqa: E402
 
 from engram_core import core as core_mod  # noqa: E402
-from engram_core import recall as recall_mod  # noqa: E402
-from engram_core import retrieval  # noqa: E402
 from engram_core.ids import ulid  # noqa: E402
 from engram_core.models import MemoryIn  # noqa: E402
 from engram_core.organise import entities as ex  # noqa: E402
 from engram_core.organise import graph  # noqa: E402
 from engram_core.organise.base import state  # noqa: E402
-from engram_core.search_index import SearchIndex  # noqa: E402
+from engram_core.retrieval import hybrid  # noqa: E402
+from engram_core.retrieval import recall as recall_mod  # noqa: E402
+from engram_core.retrieval.search_index import SearchIndex  # noqa: E402
 from engram_core.service import EngramService  # noqa: E402
 from engram_core.storage import Light, ScopeStore, content_hash  # noqa: E402
 from engram_core.storage.row_mirror import FIELDS  # noqa: E402
@@ -179,7 +179,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "recall_scale.jsonl")
     args = ap.parse_args()
     recall_mod.try_embed = timed("embed", recall_mod.try_embed)
-    retrieval.rank = timed("fusion", retrieval.rank)
+    hybrid.rank = timed("fusion", hybrid.rank)
     ScopeStore.get_many = timed("rows", ScopeStore.get_many)  # type: ignore[method-assign]
     core_mod.MemoryCore.to_memory = timed("to_memory", core_mod.MemoryCore.to_memory)  # type: ignore[method-assign]
     result: dict[str, Any] = {"label": args.label, "load_at_start": os.getloadavg(), "sizes": {}}

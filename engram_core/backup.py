@@ -10,11 +10,11 @@ from pydantic import ValidationError
 
 from .api import EngramError, api, short_error
 from .core import MemoryCore
+from .memory.writing import FUTURE_SKEW, future_error
 from .models import ImportError_, MemoryRecord, RestoreReport, Scope
 from .redaction import redact_value
 from .storage import ScopeStore, StoreError, content_hash, key_of
 from .vocabulary import ScopeOrAll
-from .writing import FUTURE_SKEW, future_error
 
 
 def _export_stores(core: MemoryCore, scope: str, project: str | None) -> list[ScopeStore]:

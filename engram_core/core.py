@@ -17,7 +17,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict, Unpack
 
-from . import retrieval, vector_model
 from .api import EngramError
 from .clock import Clock
 from .config import (
@@ -30,13 +29,14 @@ from .config import (
     settings_layers,
     user_settings_file,
 )
-from .embeddings import Embedder, make_embedder
 from .ids import IdSource, ulid
+from .memory.scoring import DEFAULT_HALF_LIVES, composite_importance, days_between, memory_strength
 from .models import Memory, Scope
 from .paths import engram_home
 from .request_lock import RequestLock
+from .retrieval import hybrid, vector_model
+from .retrieval.embeddings import Embedder, make_embedder
 from .scopes import Scopes
-from .scoring import DEFAULT_HALF_LIVES, composite_importance, days_between, memory_strength
 from .storage import Connection, ScopeStore, StoreError, key_of
 from .storage.bookkeeping import ACCESS_AFTER_S, LOG_AFTER_S, Bookkeeper
 from .storage.locks import SCOPES, OrderedLock
@@ -93,7 +93,7 @@ class AfterRecall(Protocol):
     """Runs after a recall has been answered, with the ranked candidates behind its hits."""
 
     def __call__(
-        self, core: MemoryCore, result: RecallResult, winners: Sequence[retrieval.Candidate], /
+        self, core: MemoryCore, result: RecallResult, winners: Sequence[hybrid.Candidate], /
     ) -> None: ...
 
 
@@ -106,7 +106,7 @@ class Ranker(Protocol):
         stores: Sequence[ScopeStore],
         query: str,
         qvec: np.ndarray | None,
-        filters: retrieval.Filters,
+        filters: hybrid.Filters,
         /,
     ) -> list[tuple[str, float]]: ...
 
@@ -317,19 +317,19 @@ class MemoryCore:
         settings = self.settings_for(project)
         if settings.scope_weights:
             return {
-                **retrieval.EVOLVED_DEFAULT,
-                **self.param("scope_weights", retrieval.EVOLVED_DEFAULT),
+                **hybrid.EVOLVED_DEFAULT,
+                **self.param("scope_weights", hybrid.EVOLVED_DEFAULT),
                 **settings.scope_weights,
             }
         name = profile or settings.scope_weight_profile
         if name == "evolved":
-            return {**retrieval.EVOLVED_DEFAULT, **self.param("scope_weights", retrieval.EVOLVED_DEFAULT)}
-        if name not in retrieval.SCOPE_PROFILES:
+            return {**hybrid.EVOLVED_DEFAULT, **self.param("scope_weights", hybrid.EVOLVED_DEFAULT)}
+        if name not in hybrid.SCOPE_PROFILES:
             raise EngramError(
                 f"unknown scope-weight profile {name!r}; choose one of "
-                f"{', '.join(['evolved', *retrieval.SCOPE_PROFILES])}"
+                f"{', '.join(['evolved', *hybrid.SCOPE_PROFILES])}"
             )
-        return dict(retrieval.SCOPE_PROFILES[name])
+        return dict(hybrid.SCOPE_PROFILES[name])
 
     # ── rows as memories ─────────────────────────────────────
     def to_memory(self, row: dict[str, Any], store: ScopeStore) -> Memory:

@@ -11,27 +11,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Unpack
 
-from . import (
-    backup,
-    console,
-    health,
-    injection,
-    listing,
-    maintenance,
-    organise,
-    projects,
-    promotion,
-    recall,
-    sessions,
-    settings_report,
-    sync,
-    tools_support,
-    writing,
-)
+from . import backup, console, health, organise, projects, settings_report, sync, tools_support
 from .api import API_METHODS, UNLOCKED_API, EngramError, NotFound, api, call_api, serve
 from .api import revision as _revision
 from .core import CoreOptions, MemoryCore
-from .embeddings import EmbeddingError
+from .memory import listing, maintenance, promotion, sessions, writing
 from .organise import (
     associations,
     consolidation,
@@ -42,6 +26,8 @@ from .organise import (
     recursive,
     relations,
 )
+from .retrieval import injection, recall
+from .retrieval.embeddings import EmbeddingError
 from .storage import StoreError
 
 

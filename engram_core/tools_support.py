@@ -14,11 +14,11 @@ from pydantic import Field
 from .api import API_METHODS, EngramError, api
 from .console import run_query
 from .core import MemoryCore
+from .memory.writing import update
 from .models import ExploredStore, ExploreResult, MemoryPatch, MemoryType, SkillMatch, SkillRecall, SkillRun
-from .recall import recall
+from .retrieval.recall import recall
 from .storage import ScopeStore, plain, vector_size
 from .vocabulary import SCOPES, ScopeOrAll
-from .writing import update
 
 ExploreScope = ScopeOrAll
 SKILL_TAG = "surql-skill"

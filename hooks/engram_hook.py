@@ -14,7 +14,7 @@ What the events mean (docs/claude-code.md): Claude Code reports a failed Bash co
 (``error``, no ``tool_response``); ``PostToolUse`` is a success whatever its output says (stderr is merged into
 stdout there and no exit code is given). A success is only sent to the daemon while the session has a failure
 on record (a marker file), so that the daemon can turn "failed, then fixed" into one lesson
-(``engram_core/session_learning.py``).
+(``engram_core/integrations/claude_code/session_learning.py``).
 
 Problems go to ``$ENGRAM_HOME/hooks.log``, one line each: ``YYYY-MM-DDTHH:MM:SS <Event> <reason>: <detail>``
 (local time; ``engram doctor`` shows the last one).

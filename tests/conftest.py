@@ -19,7 +19,7 @@ os.environ["ENGRAM_RAW_WRITE_GUARD"] = "1"
 @pytest.fixture(scope="session")
 def embedder():  # noqa: ANN201 - LocalEmbedder, imported lazily so collection stays fast
     """The real all-MiniLM-L6-v2, loaded once for the whole run (import ~5 s, then ~15 ms a text)."""
-    from engram_core.embeddings import LocalEmbedder
+    from engram_core.retrieval.embeddings import LocalEmbedder
 
     emb = LocalEmbedder()
     emb.embed(["warm up"])

@@ -92,7 +92,7 @@ def test_weak_edges_do_not_spread(env: tuple[EngramService, str]) -> None:
     store = svc.project_store(p)
     assert store is not None
     qv = svc.embedder.embed(["deploy checklist"])[0]
-    from engram_core.retrieval import Filters
+    from engram_core.retrieval.hybrid import Filters
 
     assert (
         assoc.spread_ranker(svc, [store], "deploy checklist", qv, Filters(statuses={"created", "active"}))

@@ -105,7 +105,7 @@ def test_recalls_write_nothing_until_the_compaction_writes_their_log_into_the_fr
     """Issue #13 (store size within 10 % over a long run): a log row costs ~1.3 KB of the engine's files wherever
     it is written and the engine never reclaims it, so recalls hold their rows and the daemon's compaction
     writes them into the compacted copy; the store's files do not grow with recalls in between."""
-    from engram_core import maintenance
+    from engram_core.memory import maintenance
 
     p = str(project_dir)
     seed(service, p)
@@ -131,7 +131,7 @@ def test_a_few_held_log_rows_do_not_make_a_store_due(
 ) -> None:
     """Compacting copies the whole store: a few minutes of ordinary use (a few log rows) is written in place by
     the bookkeeping thread instead, never worth a compaction of its own."""
-    from engram_core import maintenance
+    from engram_core.memory import maintenance
 
     p = str(project_dir)
     seed(service, p)
@@ -236,7 +236,7 @@ def test_a_script_that_never_closes_still_writes_its_queue(tmp_path: Path, embed
     svc.close()
     script = (
         "import sys\n"
-        "from engram_core.embeddings import NoEmbedder\n"
+        "from engram_core.retrieval.embeddings import NoEmbedder\n"
         "from engram_core.service import EngramService\n"
         "svc = EngramService(sys.argv[1], embedder=NoEmbedder(), recover_sessions=False)\n"
         "svc.bookkeeper.idle_s = svc.bookkeeper.max_wait_s = 60.0\n"

@@ -290,7 +290,7 @@ def test_client_module_stays_light() -> None:
 def test_status_answers_while_model_loads(tmp_path: Path, embedder, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
     """The model file is a FIFO the test holds shut: the loader blocks opening it (a real barrier, not a race
     against a fast load), and status must answer "loading" meanwhile; once the bytes flow, "ready"."""
-    from engram_core.embeddings import onnx_model_path
+    from engram_core.retrieval.embeddings import onnx_model_path
     from engram_core.wire.client import RemoteService
 
     real = onnx_model_path()  # the `embedder` fixture loaded (and if need be exported) the real model

@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engram_core.embeddings import LocalEmbedder
 from engram_core.organise.contradictions import classify_pair
+from engram_core.retrieval.embeddings import LocalEmbedder
 
 DUPLICATES: list[tuple[str, str]] = [
     ("The Postgres database listens on port 5432", "Postgres listens on port 5432"),

@@ -13,9 +13,9 @@ from pathlib import Path
 from support import REPO_ROOT
 
 from engram_core.clock import FrozenClock
-from engram_core.embeddings import NoEmbedder
 from engram_core.ids import SequentialIds, is_ulid, ulid
 from engram_core.models import MemoryIn
+from engram_core.retrieval.embeddings import NoEmbedder
 from engram_core.service import EngramService
 
 T0 = datetime(2025, 6, 2, 9, 30, tzinfo=UTC)

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from engram_core.embeddings import NoEmbedder
 from engram_core.models import MemoryIn
+from engram_core.retrieval.embeddings import NoEmbedder
 from engram_core.service import EngramService
 from engram_core.storage import StoreError
 

@@ -761,7 +761,7 @@ def test_a_failed_model_export_leaves_no_temp_file_and_is_not_retried_at_every_s
 ) -> None:  # noqa: ANN001
     import torch
 
-    from engram_core import embeddings
+    from engram_core.retrieval import embeddings
 
     monkeypatch.setenv("ENGRAM_MODEL_CACHE", str(tmp_path / "models"))
     calls = []
@@ -785,7 +785,7 @@ def test_a_failed_model_export_leaves_no_temp_file_and_is_not_retried_at_every_s
 
 def test_compaction_keeps_only_the_newest_retrieval_log_rows(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
     """retrieval_log is the one table that grows with recalls alone: compaction keeps its newest rows only."""
-    from engram_core import maintenance
+    from engram_core.memory import maintenance
     from engram_core.models import MemoryIn
     from engram_core.service import EngramService
 

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from engram_core.config import load_settings
-from engram_core.embeddings import ApiEmbedder, EmbeddingError, make_embedder, normalise
 from engram_core.models import MemoryIn
+from engram_core.retrieval.embeddings import ApiEmbedder, EmbeddingError, make_embedder, normalise
 from engram_core.service import EngramService
 
 
@@ -143,7 +143,7 @@ def test_local_model_is_real_and_normalised(embedder) -> None:  # noqa: ANN001
 def test_onnx_backend_gives_the_same_vectors_as_sentence_transformers(embedder) -> None:  # noqa: ANN001
     """The ONNX backend at fp32 (onnxruntime on the exported model) must be the same model, not an approximation
     (int8 is a model of its own: tests/test_vector_model.py)."""
-    from engram_core.embeddings import LocalEmbedder
+    from engram_core.retrieval.embeddings import LocalEmbedder
 
     texts = [
         "hello world",
@@ -161,7 +161,7 @@ def test_onnx_backend_gives_the_same_vectors_as_sentence_transformers(embedder) 
 
 
 def test_unknown_backend_is_refused() -> None:
-    from engram_core.embeddings import LocalEmbedder
+    from engram_core.retrieval.embeddings import LocalEmbedder
 
     with pytest.raises(EmbeddingError, match="backend"):
         LocalEmbedder("tpu")

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from engram_core.embeddings import LocalEmbedder
 from engram_core.models import MemoryIn
 from engram_core.organise import episodes
+from engram_core.retrieval.embeddings import LocalEmbedder
 from engram_core.service import EngramService
 
 

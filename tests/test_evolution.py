@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from engram_core.config import Settings
-from engram_core.embeddings import NoEmbedder
 from engram_core.organise import consolidation, evolution
+from engram_core.retrieval.embeddings import NoEmbedder
 from engram_core.service import EngramService
 
 

@@ -12,7 +12,7 @@ from support import DaemonProc, new_project
 from test_cli import engram, ok_json
 from test_mcp import payload, server
 
-from engram_core.scoring import ARCHIVE_BELOW, access_gain
+from engram_core.memory.scoring import ARCHIVE_BELOW, access_gain
 
 
 def _final(hits: list[dict], mid: str) -> float:

@@ -82,7 +82,7 @@ def test_the_daemon_runs_on_two_arenas_and_reports_them(daemon: DaemonProc, tmp_
 def test_a_sweep_hands_the_rows_it_read_back(
     service, project_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:  # noqa: ANN001
-    import engram_core.maintenance as maintenance
+    import engram_core.memory.maintenance as maintenance
 
     service.store(
         memory={"content": "the sweep reads every row of the open stores"}, project=str(project_dir)

@@ -883,7 +883,7 @@ def test_no_interpreter_found_is_logged_with_a_reason(tmp_path: Path) -> None:
 
 # ── pieces ───────────────────────────────────────────────────────────────────
 def test_instructions_are_told_apart_from_chatter() -> None:
-    from engram_core.session_learning import instructions_in
+    from engram_core.integrations.claude_code.session_learning import instructions_in
 
     prompt = (
         "Fix the login bug. Always run `ruff` before committing! never push to main; "
@@ -902,11 +902,11 @@ def test_instructions_are_told_apart_from_chatter() -> None:
 
 
 def test_the_skill_is_the_injected_protocol() -> None:
-    from engram_core.memory_protocol import PROTOCOL, SKILL_PATH, skill_markdown
+    from engram_core.integrations.claude_code.memory_protocol import PROTOCOL, SKILL_PATH, skill_markdown
 
     assert (
         SKILL_PATH.read_text(encoding="utf-8") == skill_markdown()
-    )  # else: python -m engram_core.memory_protocol --write
+    )  # else: python -m engram_core.integrations.claude_code.memory_protocol --write
     assert skill_markdown().endswith(PROTOCOL)
     for tool in ("recall_memories", "store_memory", "session_summary", "forget_memory"):
         assert f"`mcp__plugin_engram_engram__{tool}`" in PROTOCOL
@@ -1079,7 +1079,7 @@ def test_terminal_colours_and_control_characters_are_cleaned_from_failures(tmp_p
 def test_an_unfixed_failure_keeps_a_bounded_number_of_later_commands(
     daemon: DaemonProc, env: dict, tmp_path: Path
 ) -> None:
-    from engram_core.session_learning import MAX_EVIDENCE_COMMANDS
+    from engram_core.integrations.claude_code.session_learning import MAX_EVIDENCE_COMMANDS
 
     proj = new_project(tmp_path, "unfixed")
     sid = "sess-unfixed"

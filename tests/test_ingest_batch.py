@@ -14,12 +14,12 @@ import pytest
 from engram_core import storage as store_mod
 from engram_core.clock import FrozenClock
 from engram_core.ids import SequentialIds
+from engram_core.memory.writing import IMPORT_CHUNK
 from engram_core.models import MemoryIn
 from engram_core.organise import contradictions as cx
-from engram_core.search_index import SearchIndex
+from engram_core.retrieval.search_index import SearchIndex
 from engram_core.service import EngramService
 from engram_core.storage import plain
-from engram_core.writing import IMPORT_CHUNK
 
 T0 = datetime(2025, 6, 2, 9, 30, tzinfo=UTC)
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from engram_core import lifecycle
 from engram_core.clock import FrozenClock
 from engram_core.config import Settings
+from engram_core.memory import lifecycle
 from engram_core.models import MemoryIn, MemoryPatch, Status
 from engram_core.organise import evolution
 from engram_core.service import EngramError, EngramService

@@ -114,7 +114,7 @@ def test_unchanged_store_opens_from_the_snapshot_alone(
         return real(self, ns, db, sql, params)
 
     monkeypatch.setattr(Connection, "run", spy)
-    import engram_core.search_index as si
+    import engram_core.retrieval.search_index as si
 
     tokenised: list[str] = []
     real_tokenize = si.tokenize
@@ -197,7 +197,7 @@ def test_the_two_stage_scans_basis_comes_back_from_the_snapshot(
 ) -> None:
     """A large index computes the two-stage scan's basis (an SVD: 0.36 s at 100k) at its first query; the snapshot
     keeps it, so after a start the slots are only projected on it, and the vector search answers the same."""
-    import engram_core.search_index as si
+    import engram_core.retrieval.search_index as si
 
     monkeypatch.setattr(si.SearchIndex, "COARSE_MIN_DOCS", 20)
     monkeypatch.setattr(si.SearchIndex, "COARSE_CANDIDATES", 10)

@@ -10,7 +10,7 @@ from pathlib import Path
 from support import DaemonProc, new_project
 from test_cli import engram, ok_json
 
-from engram_core.retrieval import SCOPE_PROFILES
+from engram_core.retrieval.hybrid import SCOPE_PROFILES
 
 FRONTMATTER = """---
 scope_weights: {session: 0.1, project: 0.1, user: 3.0}

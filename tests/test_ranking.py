@@ -6,9 +6,9 @@ from datetime import UTC, date, datetime
 
 import pytest
 
-from engram_core import ranking
 from engram_core.models import MemoryIn
-from engram_core.ranking import DEFAULT_FUSION, contextual_text, fuse, fused_scores, minmax
+from engram_core.retrieval import ranking
+from engram_core.retrieval.ranking import DEFAULT_FUSION, contextual_text, fuse, fused_scores, minmax
 from engram_core.service import EngramService
 
 
@@ -83,7 +83,7 @@ def test_best_first_orders_as_a_score_then_key_sort() -> None:
     for the graph ranker's (key, score, store) triples."""
     import random
 
-    from engram_core.ranking import best_first
+    from engram_core.retrieval.ranking import best_first
 
     rng = random.Random(7)
     for _ in range(200):

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from engram_core.embeddings import NoEmbedder
 from engram_core.models import AggregateInput, MemoryIn
 from engram_core.organise import recursive as rc
+from engram_core.retrieval.embeddings import NoEmbedder
 from engram_core.service import EngramService
 
 

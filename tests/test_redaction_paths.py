@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from support import DaemonProc
 
-from engram_core.embeddings import NoEmbedder
 from engram_core.models import MemoryIn, MemoryPatch
+from engram_core.retrieval.embeddings import NoEmbedder
 from engram_core.service import EngramService, call_api
 from engram_core.wire.client import RemoteEngramError
 

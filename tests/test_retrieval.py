@@ -1,4 +1,4 @@
-"""The fusion over the scopes (retrieval.rank) on a real store and the real model: the candidates scored only while
+"""The fusion over the scopes (hybrid.rank) on a real store and the real model: the candidates scored only while
 they could still reach the answer give the order a sort of every candidate gives."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from datetime import datetime
 
 import pytest
 
-from engram_core import ranking, retrieval
 from engram_core.core import Boost
+from engram_core.memory.scoring import memory_strength
 from engram_core.models import MemoryIn
-from engram_core.scoring import memory_strength
+from engram_core.retrieval import hybrid, ranking
 from engram_core.service import EngramService
 from engram_core.storage import Light, ScopeStore
 
@@ -59,7 +59,7 @@ def _brute_force(
     now: datetime,
 ) -> list[tuple[str, float]]:
     """Every candidate scored, then sorted: what rank gave before it scored only the ones that could win."""
-    filters = retrieval.Filters(statuses={"created", "active"})
+    filters = hybrid.Filters(statuses={"created", "active"})
     qvec = svc.embedder.embed([query])[0]
     weights = svc.scope_weights(None)
     pool = max(100, limit * 3)
@@ -84,7 +84,7 @@ def _brute_force(
             lt.importance, lt.half_life_days, lt.access_count, lt.last_accessed_at, now
         )
         boost = (weights.get(where[key].scope.value, 1.0) / top) ** 0.5 * (
-            (1.0 - retrieval.STRENGTH_WEIGHT) + retrieval.STRENGTH_WEIGHT * min(1.0, strength)
+            (1.0 - hybrid.STRENGTH_WEIGHT) + hybrid.STRENGTH_WEIGHT * min(1.0, strength)
         )
         boost *= boosts.get(key, 1.0)
         out.append((key, f * boost))
@@ -107,13 +107,13 @@ def test_rank_scores_few_candidates_and_orders_as_scoring_all(
     query = "the deploy cache broke after the auth token change"
     qvec = svc.embedder.embed([query])[0]
     now = svc.now()
-    got = retrieval.rank(
+    got = hybrid.rank(
         stores,
         query,
         qvec,
         limit=10,
         weights=svc.scope_weights(None),
-        filters=retrieval.Filters(statuses={"created", "active"}),
+        filters=hybrid.Filters(statuses={"created", "active"}),
         now=now,
         boosters=[(booster, most)],
     )
@@ -131,13 +131,13 @@ def test_a_factor_above_its_most_is_cut_to_it(filled: tuple[EngramService, str, 
     args = {
         "limit": 5,
         "weights": svc.scope_weights(None),
-        "filters": retrieval.Filters(statuses={"active", "created"}),
+        "filters": hybrid.Filters(statuses={"active", "created"}),
         "now": svc.now(),
     }
-    plain = retrieval.rank(stores, query, qvec, **args)  # type: ignore[arg-type]
+    plain = hybrid.rank(stores, query, qvec, **args)  # type: ignore[arg-type]
     # A booster claiming at most 1.0 that gives 50 to one memory: cut to 1.0, the order is the plain one.
     target = plain[-1].key
-    over = retrieval.rank(
+    over = hybrid.rank(
         stores, query, qvec, boosters=[(lambda k, *_: 50.0 if k == target else 1.0, 1.0)], **args
     )  # type: ignore[arg-type]
     assert [c.key for c in over] == [c.key for c in plain]
@@ -156,9 +156,9 @@ def test_first_admitted_skips_unknown_and_filtered(
     light = stores[0].light
     keys = sorted(light)
     ranked = [("nope", 9.0), *[(k, 1.0 - i / 1000) for i, k in enumerate(keys)]]
-    only_a = retrieval.Filters(statuses={"created", "active"}, tags={"a"})
+    only_a = hybrid.Filters(statuses={"created", "active"}, tags={"a"})
     got = only_a.first_admitted(ranked, light, 5)
     assert len(got) == 5 and all("a" in light[k].tags for k, _ in got)
     assert got == [(k, s) for k, s in ranked if k in light and "a" in light[k].tags][:5]
-    assert retrieval.Filters(statuses={"archived"}).first_admitted(ranked, light, 5) == []
-    assert retrieval.Filters(statuses={"created", "active"}).first_admitted(ranked, light, 0) == []
+    assert hybrid.Filters(statuses={"archived"}).first_admitted(ranked, light, 5) == []
+    assert hybrid.Filters(statuses={"created", "active"}).first_admitted(ranked, light, 0) == []

@@ -8,8 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from engram_core.models import Scope
-from engram_core.scoring import (
+from engram_core.memory.scoring import (
     DEFAULT_HALF_LIVES,
     composite_importance,
     crossing_time,
@@ -17,6 +16,7 @@ from engram_core.scoring import (
     memory_strength,
     strength_curve,
 )
+from engram_core.models import Scope
 from engram_core.storage import Connection, ScopeStore, record
 
 

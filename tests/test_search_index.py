@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from engram_core.search_index import SearchIndex, rrf, tokenize
+from engram_core.retrieval.search_index import SearchIndex, rrf, tokenize
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -252,7 +252,7 @@ def test_the_vector_scan_runs_on_one_blas_thread() -> None:
     cosine scan over 10,000 vectors took 18 ms instead of 1.4 ms (bench/blas_threads.py). Importing engram_core
     limits it to one thread before numpy loads."""
     code = (
-        "import engram_core.search_index, threadpoolctl; "
+        "import engram_core.retrieval.search_index, threadpoolctl; "
         "print(sorted({p['num_threads'] for p in threadpoolctl.threadpool_info() if p['user_api'] == 'blas'}))"
     )
     env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
@@ -266,7 +266,7 @@ def test_postings_saved_and_loaded_score_like_tokenising_and_stay_so_through_wri
     """A store opens its BM25 index from the postings saved in its snapshot instead of tokenising every text.
     That index must score exactly like one built from the texts, also after writes replace and remove documents
     loaded that way (their terms then come from their text), and must refuse postings of another analyser."""
-    import engram_core.search_index as si
+    import engram_core.retrieval.search_index as si
 
     docs = {
         **DOCS,
@@ -377,7 +377,7 @@ def test_large_index_scans_in_two_stages_and_keeps_the_projection_in_step() -> N
 def test_a_large_scan_runs_in_two_halves_with_the_same_products(monkeypatch: pytest.MonkeyPatch) -> None:
     """A full scan from SPLIT_MIN_ROWS rows and the two-stage scan hand their second half to the helper thread (at
     100k memories in the daemon: recall p50 31.8 -> 26.4 ms); the products are those of one call."""
-    from engram_core import search_index as si
+    from engram_core.retrieval import search_index as si
 
     submitted: list[int] = []
     real = si._helper_thread

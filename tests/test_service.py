@@ -104,7 +104,7 @@ def test_projects_are_isolated(service: EngramService, tmp_path: Path) -> None:
 
 
 def test_bm25_only_when_no_embedding_provider(engram_home: Path, project_dir: Path) -> None:
-    from engram_core.embeddings import NoEmbedder
+    from engram_core.retrieval.embeddings import NoEmbedder
 
     with EngramService(engram_home, embedder=NoEmbedder()) as svc:
         svc.store(mem("Gradle builds need JAVA_HOME set to JDK 17"), project=str(project_dir))

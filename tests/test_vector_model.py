@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engram_core import vector_model
-from engram_core.embeddings import LocalEmbedder, local_model_id
 from engram_core.models import EntityIn, MemoryIn
+from engram_core.retrieval import vector_model
+from engram_core.retrieval.embeddings import LocalEmbedder, local_model_id
 from engram_core.service import EngramService
 from engram_core.storage import decode_vector, encode_vector
 
@@ -135,7 +135,7 @@ def vector_model_record(key: str):  # noqa: ANN201 - a RecordID
 
 
 def test_a_bad_precision_is_refused() -> None:
-    from engram_core.embeddings import EmbeddingError
+    from engram_core.retrieval.embeddings import EmbeddingError
 
     with pytest.raises(EmbeddingError, match="precision"):
         LocalEmbedder(precision="int4")

@@ -312,7 +312,7 @@ class Daemon:
         return fd
 
     def start(self) -> None:
-        from .. import hook_events
+        from ..integrations.claude_code import hook_events
         from ..service import EngramService
 
         t0 = time.perf_counter()
@@ -634,7 +634,7 @@ class Daemon:
 
     def m_hook_event(self, event: dict[str, Any] | None = None, **_: Any) -> dict[str, Any]:
         event = redact_value(event)  # whole, before an error message can quote it
-        from .. import hook_events
+        from ..integrations.claude_code import hook_events
 
         hook_events.check(
             event
@@ -685,7 +685,7 @@ class Daemon:
         SESSION_REGISTER_DELAY_S), ahead of that event. Right after SessionStart, Claude Code waits for its MCP
         server's `initialize`, which that work would slow (it holds the GIL for stretches); the first prompt
         comes after that. An MCP server that joins first starts the session itself; starting is idempotent."""
-        from .. import hook_events
+        from ..integrations.claude_code import hook_events
 
         answer = hook_events.session_start_context(self.service, session_id, cwd, budget)
         if session_id:
@@ -700,7 +700,7 @@ class Daemon:
         self, prompt: str = "", session_id: str | None = None, cwd: str | None = None, **_: Any
     ) -> dict[str, Any]:
         """UserPromptSubmit recall (hook_events.prompt_context): off unless prompt_recall is set."""
-        from .. import hook_events
+        from ..integrations.claude_code import hook_events
 
         return hook_events.prompt_context(self.service, prompt, session_id, cwd)
 
@@ -855,7 +855,7 @@ class Daemon:
 
     def apply_event(self, eid: str, event: dict[str, Any]) -> None:
         """Apply one event (hook_events.apply says what it means); the after-turn pass it asks for runs aside."""
-        from .. import hook_events
+        from ..integrations.claude_code import hook_events
 
         svc = self.service
         if svc is None:
@@ -872,7 +872,7 @@ class Daemon:
     # ── spool: events hooks could not deliver ────────────────
     def ingest_spool(self) -> int:
         """Rename-then-process each published spool file; event ids already journaled are skipped."""
-        from .. import hook_events
+        from ..integrations.claude_code import hook_events
 
         n = 0
         for path in sorted(self.spool_dir.glob("*.jsonl")):

@@ -11,9 +11,9 @@ from datetime import datetime
 from typing import Any
 
 from ..collector import paused_collector
+from ..memory.scoring import memory_strength
 from ..models import Association
-from ..ranking import best_first
-from ..scoring import memory_strength
+from ..retrieval.ranking import best_first
 from ..storage import ScopeStore, graph_tables
 from .base import MemoryCore, api, rid, short_hash, state
 

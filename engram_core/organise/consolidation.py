@@ -17,6 +17,9 @@ import time
 from collections.abc import Iterable
 from typing import Any, Literal
 
+from ..memory.promotion import promote
+from ..memory.scoring import days_between, memory_strength
+from ..memory.writing import write_into
 from ..models import (
     BulkOutcome,
     ConsolidationCounts,
@@ -28,11 +31,8 @@ from ..models import (
     Proposal,
     ReflectionReport,
 )
-from ..promotion import promote
 from ..redaction import redact_text
-from ..scoring import days_between, memory_strength
 from ..storage import ScopeStore, key_of, plain
-from ..writing import write_into
 from . import associations, contradictions, evolution, graph
 from . import subjects as sj
 from .base import EngramError, MemoryCore, NotFound, api, rid, short_hash, to_memory

@@ -20,6 +20,7 @@ from typing import Any, Literal, cast
 
 import numpy as np
 
+from ..memory.writing import write_into
 from ..models import (
     BulkOutcome,
     Contradiction,
@@ -28,9 +29,8 @@ from ..models import (
     MemoryIn,
     MemoryType,
 )
-from ..search_index import tokenize
+from ..retrieval.search_index import tokenize
 from ..storage import ScopeStore, key_of, plain
-from ..writing import write_into
 from . import entities as ex
 from . import subjects as sj
 from .base import (

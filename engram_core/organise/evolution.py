@@ -29,11 +29,12 @@ from typing import Literal
 
 from surrealdb import RecordID
 
-from .. import lifecycle, retrieval
 from ..api import EngramError
-from ..maintenance import plan_sweep
+from ..memory import lifecycle
+from ..memory.maintenance import plan_sweep
+from ..memory.scoring import DEFAULT_HALF_LIVES
 from ..models import EvolutionChange, EvolutionReport, ParamProposal, RetrievalLogEntry, Rollback, UsageStat
-from ..scoring import DEFAULT_HALF_LIVES
+from ..retrieval import hybrid
 from ..storage import ScopeStore, key_of, plain
 from . import graph
 from .base import MemoryCore, api
@@ -102,7 +103,7 @@ def _bump(counts: dict[str, list[int]], key: str, useful: bool) -> None:
 
 
 def evolved_scope_weights(core: MemoryCore) -> dict[str, float]:
-    return {**retrieval.EVOLVED_DEFAULT, **core.param("scope_weights", retrieval.EVOLVED_DEFAULT)}
+    return {**hybrid.EVOLVED_DEFAULT, **core.param("scope_weights", hybrid.EVOLVED_DEFAULT)}
 
 
 def evolved_half_lives(core: MemoryCore) -> dict[str, float]:
@@ -191,7 +192,7 @@ def evolve_memory_system(
         if s.judged < MIN_JUDGED or s.key not in cur_w:
             continue
         delta = max(-SCOPE_STEP, min(SCOPE_STEP, (s.rate - overall) * 0.5))
-        target = round(_clamp(cur_w[s.key] + delta, retrieval.EVOLVED_DEFAULT[s.key], SCOPE_WEIGHT_RANGE), 4)
+        target = round(_clamp(cur_w[s.key] + delta, hybrid.EVOLVED_DEFAULT[s.key], SCOPE_WEIGHT_RANGE), 4)
         if abs(target - cur_w[s.key]) >= 0.01:
             new_w[s.key] = target
             why.append(f"{s.key} useful {s.rate:.0%} vs {overall:.0%} overall")

@@ -26,7 +26,6 @@ import numpy as np
 from surrealdb import RecordID
 
 from ..collector import paused_collector
-from ..embeddings import try_embed
 from ..entity_order import in_text_order
 from ..models import (
     AddEntitiesResult,
@@ -37,9 +36,10 @@ from ..models import (
     RelateResult,
     RelationType,
 )
-from ..ranking import best_first
 from ..redaction import redact_text
-from ..search_index import tokenize
+from ..retrieval.embeddings import try_embed
+from ..retrieval.ranking import best_first
+from ..retrieval.search_index import tokenize
 from ..storage import (
     ScopeStore,
     decode_vector,

@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from ..models import AggregateInput, AggregateItem, Partition, PeekResult, PeekSample
-from ..search_index import tokenize
+from ..retrieval.search_index import tokenize
 from ..storage import ScopeStore, content_hash
 from ..vocabulary import ScopeOrAll
 from .base import MemoryCore, api

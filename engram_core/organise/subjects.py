@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from ..core import MemoryCore
-from ..search_index import STOPWORDS_EN, tokenize
+from ..retrieval.search_index import STOPWORDS_EN, tokenize
 from ..storage import ScopeStore
 from . import entities as ex
 from .base import state

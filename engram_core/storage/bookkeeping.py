@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
 from typing import Any
 
-from ..scoring import ACCESS_RELEVANCE_STEP, IMPORTANCE_WEIGHTS
+from ..memory.scoring import ACCESS_RELEVANCE_STEP, IMPORTANCE_WEIGHTS
 from .engine import Connection
 from .locks import OrderedLock
 from .mirror import MemoryMirror

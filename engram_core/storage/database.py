@@ -14,7 +14,7 @@ from typing import Any
 from ..clock import Clock
 from ..ids import IdSource, ulid
 from ..models import Scope
-from ..search_index import SearchIndex
+from ..retrieval.search_index import SearchIndex
 from . import guard
 from .bookkeeping import BookkeepingQueue
 from .engine import Connection

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from ..search_index import SearchIndex
+from ..retrieval.search_index import SearchIndex
 from .locks import MIRROR, OrderedLock
 from .row_mirror import FIELDS as ROW_FIELDS
 from .row_mirror import RowMirror

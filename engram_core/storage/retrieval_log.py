@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..search_index import tokenize
+from ..retrieval.search_index import tokenize
 from .database import Database
 from .values import FORGOTTEN, record
 

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..collector import paused_collector
-from ..search_index import Postings, SearchIndex
+from ..retrieval.search_index import Postings, SearchIndex
 from .database import Database
 from .engine import works_in_background
 from .locks import SNAPSHOT_WRITE, OrderedLock

@@ -15,7 +15,7 @@ from typing import Any, BinaryIO
 import numpy as np
 from surrealdb import RecordID
 
-from ..search_index import UNIT_TOLERANCE
+from ..retrieval.search_index import UNIT_TOLERANCE
 
 QUERY_DIR = Path(__file__).parent.parent / "queries"
 MEMORY_TABLE = "memory"

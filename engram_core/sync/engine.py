@@ -32,12 +32,12 @@ from pydantic import ValidationError
 from ..api import EngramError
 from ..config import ensure_private_child, ensure_private_dir, restrict_tree
 from ..core import MemoryCore
-from ..embeddings import try_embed
 from ..identity import ProjectIdentity, identity_of
 from ..ids import ulid
+from ..memory.promotion import drop_fingerprint
 from ..models import MemoryRecord, Scope, SyncChannel, SyncReport, SyncState
-from ..promotion import drop_fingerprint
 from ..redaction import redact_value
+from ..retrieval.embeddings import try_embed
 from ..scopes import ADOPTED_INTO
 from ..storage import ScopeStore, content_hash, key_of
 from .gitrepo import BRANCH, GitError, Offline, Repo, prune_bare

@@ -12,7 +12,7 @@ from textual.content import Content
 from textual.widgets import Header, Static
 from textual_plotext import PlotextPlot
 
-from engram_core.scoring import THRESHOLDS, crossing_time, effective_half_life, memory_strength
+from engram_core.memory.scoring import THRESHOLDS, crossing_time, effective_half_life, memory_strength
 
 from ..fmt import age, exempt_from_decay, short, stamp
 from ..layout import NARROW_COLUMNS

@@ -6,15 +6,15 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from ..api import api
+from ..core import MemoryCore
+from ..heap import release_freed_memory
+from ..models import CompactedStore, CompactReport, MaintenanceReport, Scope
+from ..storage import CompactionOvertaken, CompactionStopped, Connection, ScopeStore, key_of
+from ..storage.bookkeeping import LOG_COMPACT_S
 from . import lifecycle, scoring
-from .api import api
-from .core import MemoryCore
-from .heap import release_freed_memory
-from .models import CompactedStore, CompactReport, MaintenanceReport, Scope
 from .promotion import promote_project_to_user
 from .sessions import recover_stale_sessions
-from .storage import CompactionOvertaken, CompactionStopped, Connection, ScopeStore, key_of
-from .storage.bookkeeping import LOG_COMPACT_S
 from .stored_redaction import redact_store
 
 RETRIEVAL_LOG_KEEP = 5000  # newest retrieval_log rows kept per store (pruned when the store is compacted)

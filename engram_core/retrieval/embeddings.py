@@ -27,7 +27,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from .config import Settings
+from ..config import Settings
 
 DIM = 384
 

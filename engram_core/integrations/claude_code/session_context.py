@@ -11,9 +11,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from ...memory.scoring import ARCHIVE_BELOW, estimate_tokens, memory_strength
+from ...models import InjectionItem, InjectionPreview, MemoryType
 from .memory_protocol import PROTOCOL
-from .models import InjectionItem, InjectionPreview, MemoryType
-from .scoring import ARCHIVE_BELOW, estimate_tokens, memory_strength
 from .session_learning import (
     COMMAND_TAG,
     ERROR_TAG,
@@ -25,8 +25,8 @@ from .session_learning import (
 )
 
 if TYPE_CHECKING:
-    from .core import MemoryCore
-    from .storage import Light, ScopeStore
+    from ...core import MemoryCore
+    from ...storage import Light, ScopeStore
 
 HEADER = "# Engram memory (strongest first; ids work with get_memory/forget_memory)\n"
 RECENT_SESSIONS = 3

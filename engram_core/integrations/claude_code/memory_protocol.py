@@ -1,6 +1,6 @@
 """The memory protocol an agent is given: ONE text, injected at SessionStart and shipped as the plugin skill.
 
-``skills/engram-memory/SKILL.md`` is generated from :data:`PROTOCOL` (``python -m engram_core.memory_protocol
+``skills/engram-memory/SKILL.md`` is generated from :data:`PROTOCOL` (``python -m engram_core.integrations.claude_code.memory_protocol
 --write``); tests/test_hooks.py fails when the two drift apart. The tool names are the ones Claude Code gives a
 plugin's MCP tools: ``mcp__plugin_<plugin>_<server>__<tool>``.
 """
@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 TOOL_PREFIX = "mcp__plugin_engram_engram__"
-SKILL_PATH = Path(__file__).resolve().parent.parent / "skills" / "engram-memory" / "SKILL.md"
+SKILL_PATH = Path(__file__).resolve().parents[3] / "skills" / "engram-memory" / "SKILL.md"
 SKILL_DESCRIPTION = (
     "How to use Engram, this project's persistent memory: when to recall, what to store, "
     "how to write the session summary, and why recalled memory must be checked against the code."

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from typing import Any, Literal
 
-from engram_core.search_index import STOPWORDS_EN, rrf
+from engram_core.retrieval.search_index import STOPWORDS_EN, rrf
 
 __all__ = [
     "FusionConfig",

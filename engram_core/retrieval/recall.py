@@ -1,4 +1,4 @@
-"""Recall: hybrid search across the scopes a caller can see (retrieval.py fuses the lists), the hits
+"""Recall: hybrid search across the scopes a caller can see (hybrid.py fuses the lists), the hits
 strengthened and logged; and the feedback an agent gives on a recall it made."""
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from . import promotion, retrieval
-from .api import EngramError, NotFound, api
-from .core import MemoryCore
-from .embeddings import try_embed
-from .models import (
+from ..api import EngramError, NotFound, api
+from ..core import MemoryCore
+from ..memory import promotion
+from ..memory.scoring import FEEDBACK_STEP, IMPORTANCE_FLOOR
+from ..models import (
     DEFAULT_RECALL_STATUSES,
     FeedbackResult,
     MemoryType,
@@ -23,10 +23,11 @@ from .models import (
     Scope,
     Status,
 )
-from .redaction import redact_text
-from .scoring import FEEDBACK_STEP, IMPORTANCE_FLOOR
-from .storage import ScopeStore, key_of, record
-from .vocabulary import ScopeOrAll
+from ..redaction import redact_text
+from ..storage import ScopeStore, key_of, record
+from ..vocabulary import ScopeOrAll
+from . import hybrid
+from .embeddings import try_embed
 
 
 @api
@@ -77,14 +78,14 @@ def _recall(
         qvec = vecs[0] if vecs is not None else None
     else:
         degraded = f"no embedding provider ({core.embedder.name}): BM25 only"
-    filters = retrieval.Filters(
+    filters = hybrid.Filters(
         statuses={s.value for s in (statuses or DEFAULT_RECALL_STATUSES)},
         types={t.value for t in types} if types else None,
         tags={t.lower() for t in tags} if tags else None,
     )
     extra = [ranker(core, stores, query, qvec, filters) for ranker in core.extensions.rankers]
     boosters = [(functools.partial(b.booster, core), b.most) for b in core.extensions.boosters]
-    winners = retrieval.rank(
+    winners = hybrid.rank(
         stores,
         query,
         qvec,

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from . import lifecycle, session_context
-from .api import api
-from .core import MemoryCore
-from .models import InjectionPreview
-from .storage import ScopeStore
+from ..api import api
+from ..core import MemoryCore
+from ..integrations.claude_code import session_context
+from ..memory import lifecycle
+from ..models import InjectionPreview
+from ..storage import ScopeStore
 
 
 @api

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from . import lifecycle, session_learning
-from .api import api
-from .core import MemoryCore
-from .identity import identity_of
-from .models import Memory, PromotionReport, SessionInfo
+from ..api import api
+from ..core import MemoryCore
+from ..identity import identity_of
+from ..integrations.claude_code import session_learning
+from ..models import Memory, PromotionReport, SessionInfo
+from ..redaction import redact_text
+from ..scopes import Session
+from . import lifecycle
 from .promotion import promote_session
-from .redaction import redact_text
-from .scopes import Session
 
 
 def resume(core: MemoryCore, recover: bool = True) -> None:

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .embeddings import try_embed
-from .redaction import redact_value
-from .storage import ScopeStore, content_hash, encode_vector, key_of
+from ..redaction import redact_value
+from ..retrieval.embeddings import try_embed
+from ..storage import ScopeStore, content_hash, encode_vector, key_of
 
 # Fields never rewritten: identity, graph edges, vectors, and the engine's computed strength.
 _KEEP = frozenset({"id", "in", "out", "embedding", "memory_strength"})

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..api import EngramError, NotFound, api
+from ..core import MemoryCore
+from ..models import PromotionReport, Scope
+from ..scopes import Session
+from ..storage import ScopeStore, record
+from ..vocabulary import PromotionTarget
 from . import lifecycle
-from .api import EngramError, NotFound, api
-from .core import MemoryCore
-from .models import PromotionReport, Scope
-from .scopes import Session
-from .storage import ScopeStore, record
-from .vocabulary import PromotionTarget
 
 PROMOTE_COSINE = 0.9
 USER_PROMOTE_COSINE = 0.85

@@ -20,20 +20,20 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ...api import EngramError
+from ...config import find_project_root
+from ...core import MemoryCore
+from ...memory.maintenance import maintain
+from ...memory.scoring import estimate_tokens
+from ...memory.sessions import end_session, start_session
+from ...memory.writing import store
+from ...models import MemoryIn
+from ...organise.consolidation import reflect_and_consolidate
+from ...paths import ConfigError
+from ...redaction import redact_text
+from ...retrieval.injection import injection_context, note_injected
+from ...retrieval.recall import recall
 from . import session_learning
-from .api import EngramError
-from .config import find_project_root
-from .core import MemoryCore
-from .injection import injection_context, note_injected
-from .maintenance import maintain
-from .models import MemoryIn
-from .organise.consolidation import reflect_and_consolidate
-from .paths import ConfigError
-from .recall import recall
-from .redaction import redact_text
-from .scoring import estimate_tokens
-from .sessions import end_session, start_session
-from .writing import store
 
 log = logging.getLogger(__name__)
 

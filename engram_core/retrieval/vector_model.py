@@ -15,8 +15,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from ..storage import ScopeStore, encode_vector, key_of
 from .embeddings import Embedder, EmbeddingError, local_model_id
-from .storage import ScopeStore, encode_vector, key_of
 
 log = logging.getLogger("engram.vector_model")
 

@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
+from ..memory.scoring import memory_strength
+from ..storage import Light, ScopeStore
 from . import ranking
-from .scoring import memory_strength
-from .storage import Light, ScopeStore
 
 # The default the evolution starts from, then the named profiles a user may choose.
 EVOLVED_DEFAULT = {"session": 1.5, "project": 1.0, "user": 0.7}

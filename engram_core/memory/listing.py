@@ -6,12 +6,12 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from .api import NotFound, api
-from .core import MemoryCore
-from .models import Memory, MemoryPage, MemoryType, ProjectInfo, Scope, ScopeCounts, Stats, Status
+from ..api import NotFound, api
+from ..core import MemoryCore
+from ..models import Memory, MemoryPage, MemoryType, ProjectInfo, Scope, ScopeCounts, Stats, Status
+from ..storage import ScopeStore, key_of
+from ..vocabulary import ScopeName
 from .scoring import memory_strength
-from .storage import ScopeStore, key_of
-from .vocabulary import ScopeName
 
 
 @api

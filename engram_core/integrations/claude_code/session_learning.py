@@ -24,15 +24,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import writing
-from .api import EngramError
-from .core import MemoryCore
-from .models import Memory, MemoryIn, MemoryPatch, PromotionReport
-from .redaction import redact_text
-from .scopes import Session
+from ...api import EngramError
+from ...core import MemoryCore
+from ...memory import writing
+from ...models import Memory, MemoryIn, MemoryPatch, PromotionReport
+from ...redaction import redact_text
+from ...scopes import Session
 
 if TYPE_CHECKING:
-    from .storage import ScopeStore
+    from ...storage import ScopeStore
 
 FIX_TAG = "fix"
 INSTRUCTION_TAG = "user-instruction"

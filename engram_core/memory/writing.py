@@ -16,15 +16,16 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import ValidationError
 
-from . import lifecycle, promotion, ranking
-from .api import EngramError, NotFound, api, short_error
-from .core import MemoryCore
-from .embeddings import try_embed
-from .models import ImportError_, ImportReport, Memory, MemoryIn, MemoryPatch, Scope, Status, StoreResult
-from .redaction import redact, redact_text, redact_value
-from .scopes import Session
+from ..api import EngramError, NotFound, api, short_error
+from ..core import MemoryCore
+from ..models import ImportError_, ImportReport, Memory, MemoryIn, MemoryPatch, Scope, Status, StoreResult
+from ..redaction import redact, redact_text, redact_value
+from ..retrieval import ranking
+from ..retrieval.embeddings import try_embed
+from ..scopes import Session
+from ..storage import ScopeStore, content_hash
+from . import lifecycle, promotion
 from .scoring import importance_after_verdict
-from .storage import ScopeStore, content_hash
 
 FUTURE_SKEW = timedelta(
     minutes=5

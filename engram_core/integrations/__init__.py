@@ -1,0 +1,1 @@
+"""What Engram knows of the agents it serves."""

@@ -1,0 +1,1 @@
+"""How a query finds memories: the search mirror, fusion, ranking, recall and injection."""
