@@ -42,7 +42,7 @@ from engram_core.retrieval import hybrid  # noqa: E402
 from engram_core.retrieval import recall as recall_mod  # noqa: E402
 from engram_core.retrieval.search_index import SearchIndex  # noqa: E402
 from engram_core.service import EngramService  # noqa: E402
-from engram_core.storage import Light, ScopeStore, content_hash  # noqa: E402
+from engram_core.storage import MemorySummary, ScopeStore, content_hash  # noqa: E402
 from engram_core.storage.row_mirror import FIELDS  # noqa: E402
 
 TIMES: dict[str, float] = {}
@@ -78,12 +78,12 @@ def fill(svc: EngramService, store: ScopeStore, n: int, seed: int) -> dict[str, 
     adj: dict[str, dict[str, float]] = {}
     with store.mirror_lock:
         store.mirror.index = index
-        store.light.clear()
+        store.summaries.clear()
         store.rows.clear()
         for i, (key, m) in enumerate(zip(keys, mems, strict=True)):
             at = start + timedelta(seconds=i * 50)
             episode = f"ep_{i // 12}"
-            light = Light(
+            light = MemorySummary(
                 memory_type=str(m["memory_type"]),
                 tags=list(m["tags"]),
                 importance=float(m["importance"]),
@@ -98,7 +98,7 @@ def fill(svc: EngramService, store: ScopeStore, n: int, seed: int) -> dict[str, 
                 content_hash=content_hash(str(m["content"])),
                 content=str(m["content"]),
             )
-            store.light[key] = light
+            store.summaries[key] = light
             row = {f: getattr(light, f, None) for f in FIELDS}
             row.update(
                 scope="project",

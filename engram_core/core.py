@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from .models import RecallResult
-    from .storage import Light
+    from .storage import MemorySummary
 
 _UNSET = object()  # a cached "no such parameter"
 
@@ -115,7 +115,7 @@ class Booster(Protocol):
     """A factor on a candidate's final score (1.0 leaves it as it is)."""
 
     def __call__(
-        self, core: MemoryCore, key: str, store: ScopeStore, light: Light, context: dict[str, Any], /
+        self, core: MemoryCore, key: str, store: ScopeStore, light: MemorySummary, context: dict[str, Any], /
     ) -> float: ...
 
 

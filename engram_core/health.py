@@ -22,7 +22,7 @@ def health(core: MemoryCore) -> HealthReport:
             HealthCheck(
                 name=f"store {store.scope.value}/{store.database}",
                 ok=version == latest,
-                detail=f"schema v{version}, {len(store.light)} searchable memories",
+                detail=f"schema v{version}, {len(store.summaries)} searchable memories",
                 fix=None if version == latest else "restart the daemon so migrations run (engram stop)",
             )
         )

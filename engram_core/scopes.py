@@ -460,7 +460,7 @@ class Scopes:
         # A caller that names neither (an in-process tool such as the TUI's own service) searches what is open.
         stores = self.stores("all", project, session) if (project or session) else self.open_stores()
         for store in stores:
-            if key in store.light or store.get(key) is not None:
+            if key in store.summaries or store.get(key) is not None:
                 return store, key
         where = "this project, its session or user scope" if (project or session) else "any open store"
         raise NotFound(f"no memory with id {key!r} in {where} (check `engram recall` for ids)")

@@ -50,11 +50,11 @@ def test_recall_answers_before_the_write_and_the_next_query_sees_it(
     hit = next(h for h in res.hits if h.memory.id == key)
     assert hit.memory.access_count == 1  # the answer already counts this access (from the mirror)
     assert raw_row(store, key)["access_count"] == 0 and raw_log_count(store) == 0  # not written yet
-    assert store.light[key].access_count == 1
+    assert store.summaries[key].access_count == 1
     # Any query on the store applies the queue first: read your writes.
     after = service.get(key, project=p)
     assert after.access_count == 1 and after.status == Status.active  # the database event ran too
-    assert store.light[key].status == "active"  # the event's status change reached the mirror
+    assert store.summaries[key].status == "active"  # the event's status change reached the mirror
     # The log row waits for a query that reads the table (or the compaction); such a query sees it.
     assert raw_log_count(store) == 0
     rows = service.run_query("SELECT id FROM retrieval_log", project=p).statements[0].rows

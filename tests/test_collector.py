@@ -62,7 +62,7 @@ def test_opening_a_store_from_its_snapshot_runs_no_collection(tmp_path: Path) ->
         store.reload_mirror()
     finally:
         gc.callbacks.remove(seen)
-    assert len(store.light) == 300
+    assert len(store.summaries) == 300
     assert threading.current_thread().name not in runs  # without the pause: several generation-0 runs
 
 

@@ -39,7 +39,7 @@ def test_disk_full_gives_a_clear_error_and_keeps_every_acknowledged_write(small_
             acked.append(svc.store(MemoryIn(content=f"note {i} " + "x" * 2000), project=str(proj)).memory.id)
     assert len(acked) > 10
     # The mirror did not take the refused write either.
-    assert len(svc.project_store(str(proj)).light) == len(acked)
+    assert len(svc.project_store(str(proj)).summaries) == len(acked)
     svc.close()
     subprocess.run(["mount", "-o", "remount,size=30m", str(small_disk)], check=True)
     with EngramService(home, embedder=NoEmbedder()) as again:  # opens cleanly once space is back

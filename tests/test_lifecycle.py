@@ -116,12 +116,12 @@ def test_sweep_updates_the_mirror_in_place(
     assert store is not None
     monkeypatch.setattr(store, "reload_mirror", lambda: pytest.fail("the sweep rebuilt the mirror"))
     service.maintain(project=p)
-    kept = {k: lt.status for k, lt in store.light.items()}
+    kept = {k: lt.status for k, lt in store.summaries.items()}
     assert kept[ids[0]] == "active" and kept[ids[1]] == "archived" and ids[2] not in kept
     assert ids[2] not in store.index
     monkeypatch.undo()
     store.reload_mirror()
-    assert kept == {k: lt.status for k, lt in store.light.items()}
+    assert kept == {k: lt.status for k, lt in store.summaries.items()}
 
 
 def test_retrieval_revives_an_archived_memory(service: EngramService, project_dir: Path) -> None:

@@ -83,7 +83,7 @@ def test_an_out_of_date_snapshot_reads_every_vector_as_bytes(
     for k, v in vecs.items():
         if k != "k1":
             assert np.array_equal(store.index.embedding(k), v)
-    assert store.index.embedding("k3") is None and "k3" in store.light
+    assert store.index.embedding("k3") is None and "k3" in store.summaries
 
     # A damaged snapshot costs only speed.
     store.snapshot_path.write_bytes(b"not a snapshot")
@@ -102,7 +102,7 @@ def test_unchanged_store_opens_from_the_snapshot_alone(
     store = ScopeStore(conn, Scope.project, "p")
     _fill(store, 6)
     before = {
-        k: (lt.status, lt.access_count, lt.content, lt.last_accessed_at) for k, lt in store.light.items()
+        k: (lt.status, lt.access_count, lt.content, lt.last_accessed_at) for k, lt in store.summaries.items()
     }
     bm25 = store.index.bm25("note 4", 3)
     store.save_snapshot()
@@ -125,7 +125,7 @@ def test_unchanged_store_opens_from_the_snapshot_alone(
     assert not [s for s in sent if "FROM memory" in s], sent
     assert tokenised == [], "the BM25 postings come from the snapshot too"
     assert {
-        k: (lt.status, lt.access_count, lt.content, lt.last_accessed_at) for k, lt in store.light.items()
+        k: (lt.status, lt.access_count, lt.content, lt.last_accessed_at) for k, lt in store.summaries.items()
     } == before
     assert store.index.bm25("note 4", 3) == bm25
     monkeypatch.setattr(si, "tokenize", real_tokenize)
@@ -135,7 +135,7 @@ def test_unchanged_store_opens_from_the_snapshot_alone(
     )  # a console write, not through the store
     store.reload_mirror()
     assert any("FROM memory" in s for s in sent)
-    assert store.light["k2"].access_count == 5
+    assert store.summaries["k2"].access_count == 5
     conn.close()
 
 
@@ -181,8 +181,8 @@ def test_the_vectors_come_back_from_the_snapshot_in_their_places(tmp_path: Path,
     with np.load(store.snapshot_path) as z:
         assert z["vecs"].dtype == np.float16  # as the store keeps them: half the bytes of float32
     store.reload_mirror()
-    assert set(store.light) == {f"k{i}" for i in range(n)}
-    for key in store.light:
+    assert set(store.summaries) == {f"k{i}" for i in range(n)}
+    for key in store.summaries:
         if key in vecs:
             assert np.array_equal(store.index.embedding(key), vecs[key]), key
         else:

@@ -14,7 +14,7 @@ from engram_core.memory.scoring import memory_strength
 from engram_core.models import MemoryIn
 from engram_core.retrieval import hybrid, ranking
 from engram_core.service import EngramService
-from engram_core.storage import Light, ScopeStore
+from engram_core.storage import MemorySummary, ScopeStore
 
 TOPICS = [
     "deploy",
@@ -47,7 +47,7 @@ def filled(env: tuple[EngramService, str]) -> Iterator[tuple[EngramService, str,
 
 def _factors(stores: list[ScopeStore], seed: int, most: float) -> dict[str, float]:
     rng = random.Random(seed)
-    return {k: rng.uniform(0.0, most) for s in stores for k in sorted(s.light)}
+    return {k: rng.uniform(0.0, most) for s in stores for k in sorted(s.summaries)}
 
 
 def _brute_force(
@@ -69,8 +69,12 @@ def _brute_force(
     for store in stores:
         bm = store.index.bm25(query, pool * 2)
         vec = store.index.vector(qvec, pool * 2)
-        bm_all += [(k, s) for k, s in bm if k in store.light and filters.admits(store.light[k])][:pool]
-        vec_all += [(k, s) for k, s in vec if k in store.light and filters.admits(store.light[k])][:pool]
+        bm_all += [(k, s) for k, s in bm if k in store.summaries and filters.admits(store.summaries[k])][
+            :pool
+        ]
+        vec_all += [(k, s) for k, s in vec if k in store.summaries and filters.admits(store.summaries[k])][
+            :pool
+        ]
         for k, _ in [*bm, *vec]:
             where[k] = store
     ranking.best_first(bm_all)
@@ -79,7 +83,7 @@ def _brute_force(
     top = max(weights.get(s.scope.value, 1.0) for s in stores)
     out = []
     for key, f in fused.items():
-        lt = where[key].light[key]
+        lt = where[key].summaries[key]
         strength = memory_strength(
             lt.importance, lt.half_life_days, lt.access_count, lt.last_accessed_at, now
         )
@@ -100,7 +104,7 @@ def test_rank_scores_few_candidates_and_orders_as_scoring_all(
     factors = _factors(stores, seed, most)
     asked: list[str] = []
 
-    def booster(key: str, store: ScopeStore, light: Light, context: dict[str, object]) -> float:
+    def booster(key: str, store: ScopeStore, light: MemorySummary, context: dict[str, object]) -> float:
         asked.append(key)
         return factors[key]
 
@@ -153,7 +157,7 @@ def test_first_admitted_skips_unknown_and_filtered(
     filled: tuple[EngramService, str, list[ScopeStore]],
 ) -> None:
     _svc, _p, stores = filled
-    light = stores[0].light
+    light = stores[0].summaries
     keys = sorted(light)
     ranked = [("nope", 9.0), *[(k, 1.0 - i / 1000) for i, k in enumerate(keys)]]
     only_a = hybrid.Filters(statuses={"created", "active"}, tags={"a"})

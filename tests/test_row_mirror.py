@@ -34,7 +34,7 @@ def assert_in_step(service: EngramService, store: ScopeStore, p: str) -> int:
     """Every row the mirror holds equals a fresh read of the store, and so does what recall returns."""
     service.flush()
     held = 0
-    for key in list(store.light):
+    for key in list(store.summaries):
         row = store.rows.get(key)
         if row is None:
             continue

@@ -121,7 +121,7 @@ def test_a_store_written_by_another_model_is_reembedded_on_open(
             assert np.array_equal(np.stack(list(got.values())), np.stack(want))
             assert len(got) >= 1
         # The mirror recall ranks by was reloaded with the new vectors.
-        key = next(k for k, lt in store.light.items() if lt is not None)
+        key = next(k for k, lt in store.summaries.items() if lt is not None)
         row = store.q1("SELECT VALUE embedding FROM ONLY $id", {"id": vector_model_record(key)})
         assert np.allclose(store.index.embedding(key), decode_vector(row))
         hits = svc.recall("who likes pytest fixtures", project=str(project_dir)).hits

@@ -96,7 +96,7 @@ def _list_from_mirror(
 
     entries: list[tuple[Any, str, dict[str, Any] | None]] = []
     with store.mirror_lock:
-        for key, lt in store.light.items():
+        for key, lt in store.summaries.items():
             if (
                 (memory_type and lt.memory_type != memory_type.value)
                 or (status and lt.status != status.value)
@@ -178,7 +178,7 @@ def list_projects(core: MemoryCore) -> list[ProjectInfo]:
                 project_db=r["project_db"],
                 project_path=r["project_path"],
                 project_name=r["project_name"],
-                memory_count=len(store.light) if store else None,
+                memory_count=len(store.summaries) if store else None,
                 open=store is not None,
                 last_seen_at=r.get("last_seen_at"),
             )

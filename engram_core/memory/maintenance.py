@@ -128,7 +128,7 @@ def _apply_in_slices(
 def _unchanged(store: ScopeStore, row: lifecycle.Row) -> bool:
     """The memory is still what the sweep planned from (the mirror holds every field the rules read but the
     archive time, which only an archive or a restore changes, and those change the status too)."""
-    lt = store.light.get(row.key)
+    lt = store.summaries.get(row.key)
     return lt is not None and (
         lt.memory_type,
         lt.status,

@@ -57,7 +57,7 @@ def drop_fingerprint(core: MemoryCore, store: ScopeStore, fp: str) -> None:
     if (
         store.scope == Scope.project
         and fp
-        and not any(lt.content_hash == fp and lt.status != "forgotten" for lt in store.light.values())
+        and not any(lt.content_hash == fp and lt.status != "forgotten" for lt in store.summaries.values())
     ):
         core.user.q("DELETE $id", {"id": record(_fingerprint_key(store.database, fp), "project_fingerprint")})
 
@@ -71,7 +71,11 @@ def fingerprint_existing(core: MemoryCore, store: ScopeStore) -> bool:
     note_fingerprints(
         core,
         store,
-        [(lt.memory_type, lt.content_hash) for lt in list(store.light.values()) if lt.status != "forgotten"],
+        [
+            (lt.memory_type, lt.content_hash)
+            for lt in list(store.summaries.values())
+            if lt.status != "forgotten"
+        ],
     )
     core.user.q("UPDATE project_registry SET fingerprinted = true WHERE project_db = $db", {"db": db})
     return True
@@ -104,7 +108,7 @@ def copy_up(
     dup = target.find_by_hash(row["content_hash"])
     if dup is None and emb is not None:
         near = target.index.vector(np.asarray(emb, dtype=np.float32), 1)
-        if near and near[0][1] > threshold and target.light.get(near[0][0]) is not None:
+        if near and near[0][1] > threshold and target.summaries.get(near[0][0]) is not None:
             dup = near[0][0]
     if dup is not None:
         variants = {}
@@ -190,7 +194,7 @@ def promote_session(core: MemoryCore, sess: Session) -> PromotionReport:
     report = PromotionReport(session_key=sess.key)
     target = core.project_store(sess.project_root) or core.user
     thresholds = core.param("promotion_thresholds", {"importance": 0.5, "access_count": 2})
-    for key, light in list(sess.store.light.items()):
+    for key, light in list(sess.store.summaries.items()):
         row = sess.store.get(key)
         if row is None:
             continue
@@ -260,7 +264,7 @@ def promote_if_important(core: MemoryCore, store: ScopeStore, key: str) -> str |
     it. Returns the project copy's ``project:KEY``, or None."""
     if store.scope != Scope.session:
         return None
-    light = store.light.get(key)
+    light = store.summaries.get(key)
     if (
         light is None
         or light.memory_type == "working"
@@ -292,7 +296,7 @@ def promote_project_to_user(core: MemoryCore, store: ScopeStore) -> int:
     others = [s for _root, s in core.scopes.open_projects() if s is not store]
     candidates = [
         (key, light)
-        for key, light in list(store.light.items())
+        for key, light in list(store.summaries.items())
         if light.memory_type in USER_TYPES
         and light.importance >= 0.7
         and light.access_count >= 5

@@ -70,7 +70,7 @@ def end_session(core: MemoryCore, session: str, reason: str = "ended") -> Promot
                 "memories_promoted = $n WHERE session_key = $k",
                 {"st": status, "r": reason, "n": len(report.promoted) + len(report.merged), "k": sess.key},
             )
-        report.dropped = len(sess.store.light)
+        report.dropped = len(sess.store.summaries)
         # The self-tuning schedule (docs/memory-model.md) counts sessions that ended, once each, here.
         lifecycle.count_session_end(pstore if pstore is not None else core.user)
         core.scopes.drop_session(sess)

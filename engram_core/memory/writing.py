@@ -507,7 +507,7 @@ def forget(
         )
     if erase:
         words = store.mirror.unique_words(key)
-        light = store.light.get(key)
+        light = store.summaries.get(key)
         row = store.erase_memory(key, reason)
         if light is not None:
             promotion.drop_fingerprint(core, store, light.content_hash)

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..core import Boost, MemoryCore
-from ..storage import Light, ScopeStore
+from ..storage import MemorySummary, ScopeStore
 from . import associations, consolidation, contradictions, episodes, graph, subjects
 from .base import state
 
@@ -69,7 +69,7 @@ def after_store(core: MemoryCore, store: ScopeStore, items: Sequence[tuple[str, 
         )
         vecs.append(vec)
         if ep is not None:
-            lt = store.light.get(key)
+            lt = store.summaries.get(key)
             if lt is not None:
                 lt.episode_id = ep  # the mirror row was read before the episode was known
     vocab = subjects.vocabulary(core, store, exclude={k for k, _ in items})
@@ -121,7 +121,7 @@ def after_store(core: MemoryCore, store: ScopeStore, items: Sequence[tuple[str, 
 
 
 def consolidated_booster(
-    core: MemoryCore, key: str, store: ScopeStore, light: Light, context: dict[str, Any]
+    core: MemoryCore, key: str, store: ScopeStore, light: MemorySummary, context: dict[str, Any]
 ) -> float:
     return CONSOLIDATED_DISCOUNT if light.status == "consolidated" else 1.0
 

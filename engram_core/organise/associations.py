@@ -150,7 +150,7 @@ def spread_ranker(
             for other, w in adj.get(k, {}).items():
                 if w < SPREAD_MIN_WEIGHT or other in seed_keys:
                     continue
-                lt = store.light.get(other)
+                lt = store.summaries.get(other)
                 if lt is None or not filters.admits(lt):
                     continue
                 out[other] = max(out.get(other, 0.0), w / (1 + rank))
@@ -191,7 +191,7 @@ def memory_associations(
     out = []
     for other, w in sorted(adj.items(), key=lambda t: -t[1]):
         if w >= min_weight:
-            lt = store.light.get(other)
+            lt = store.summaries.get(other)
             out.append(Association(id=other, weight=round(w, 4), content=lt.content if lt else None))
     return out
 
@@ -211,7 +211,7 @@ def enforce_working_capacity(
     cap = working_capacity(core)
     working = [
         (k, lt)
-        for k, lt in store.light.items()
+        for k, lt in store.summaries.items()
         if lt.memory_type == "working" and lt.status in ("created", "active") and k not in later
     ]
     if len(working) <= cap:

@@ -67,7 +67,7 @@ def risk_for(reason: str, n_sources: int, agent_summary: bool = False) -> float:
 
 
 def replay_priority(core: MemoryCore, store: ScopeStore, key: str) -> float:
-    lt = store.light.get(key)
+    lt = store.summaries.get(key)
     if lt is None:
         return 0.0
     recency = 0.5 ** (max(0.0, days_between(lt.last_accessed_at, core.now())) / 7.0)
@@ -248,7 +248,7 @@ def _live_keys(store: ScopeStore, types: Iterable[str] | None = None) -> list[st
     ts = set(types) if types else None
     return [
         k
-        for k, lt in store.light.items()
+        for k, lt in store.summaries.items()
         if lt.status in LIVE and (ts is None or lt.memory_type in ts) and lt.memory_type != "working"
     ]
 
@@ -269,17 +269,17 @@ def find_pairs(core: MemoryCore, store: ScopeStore, *, deadline: float, dry_run:
         vec = store.index.embedding(k)
         if vec is None:
             continue
-        a = store.light[k]
+        a = store.summaries[k]
         for other, cos in store.index.vector(vec, 6):
             pair = frozenset((k, other))
             if (
                 other == k
                 or cos < contradictions.CANDIDATE_COSINE
                 or pair in done
-                or other not in store.light
+                or other not in store.summaries
             ):
                 continue
-            b = store.light[other]
+            b = store.summaries[other]
             if b.status not in LIVE or b.memory_type == "working":
                 continue
             done.add(pair)
@@ -301,7 +301,7 @@ def find_episodic_topics(core: MemoryCore, store: ScopeStore, *, dry_run: bool) 
         return 0
     topics: dict[str, set[str]] = {}
     for k in eps:
-        for t in store.light[k].tags:
+        for t in store.summaries[k].tags:
             topics.setdefault(f"tag:{t}", set()).add(k)
     rows = (
         store.q1(
@@ -344,7 +344,7 @@ def find_promotions(core: MemoryCore, store: ScopeStore, *, dry_run: bool) -> in
     if store.scope.value != "project":
         return 0
     n = 0
-    for k, lt in store.light.items():
+    for k, lt in store.summaries.items():
         if (
             lt.memory_type in ("semantic", "procedural")
             and lt.importance >= 0.7
@@ -366,10 +366,10 @@ def find_scheduled(core: MemoryCore, store: ScopeStore, *, dry_run: bool) -> int
     now = core.now()
     for r in rows:
         ep = key_of(r["id"])
-        members = [k for k, lt in store.light.items() if lt.episode_id == ep and lt.status in LIVE]
+        members = [k for k, lt in store.summaries.items() if lt.episode_id == ep and lt.status in LIVE]
         if len(members) < 2:
             continue
-        lts = [store.light[k] for k in members]
+        lts = [store.summaries[k] for k in members]
         if any(lt.memory_type != "episodic" for lt in lts):
             continue
         if (

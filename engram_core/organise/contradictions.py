@@ -345,7 +345,7 @@ def settle_strong(core: MemoryCore, store: ScopeStore, cands: list[Candidate], q
 
 def _live_evidence(store: ScopeStore, evidence: list[str], exclude: str | None) -> str | None:
     for k in reversed(evidence or []):
-        if k != exclude and k in store.light:
+        if k != exclude and k in store.summaries:
             return k
     return None
 
@@ -415,7 +415,7 @@ def _same_subject(core: MemoryCore, store: ScopeStore, a: str, b: str) -> bool:
     Jest" and "the docs site uses Mocha" both read as "this project uses …", and "use `uv run pytest`" reads
     as using uv: the texts must be about one topic (cosine ≥ RELATION_COSINE) and not name two different
     subjects for their relations to conflict."""
-    la, lb = store.light.get(a), store.light.get(b)
+    la, lb = store.summaries.get(a), store.summaries.get(b)
     if la is None or lb is None:
         return True
     va, vb = store.index.embedding(a), store.index.embedding(b)
@@ -486,7 +486,7 @@ def check_near(
     for other, cos in near:
         if other == key or cos < CANDIDATE_COSINE or other in gone:
             continue
-        lt = store.light.get(other)
+        lt = store.summaries.get(other)
         if lt is None or lt.status in ("archived",) or lt.memory_type == "working":
             continue
         swaps = [(x, y) for x, y in sj.changed_slots(content, lt.content) or [] if x and y]

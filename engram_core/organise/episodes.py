@@ -17,7 +17,7 @@ import numpy as np
 
 from ..models import EpisodeInfo
 from ..redaction import redact_text
-from ..storage import Light, ScopeStore, key_of, plain
+from ..storage import MemorySummary, ScopeStore, key_of, plain
 from .base import EngramError, MemoryCore, OrganiseState, Stream, api, as_dt, rid, state
 
 TIME_GAP = timedelta(minutes=30)
@@ -146,7 +146,7 @@ def current_episodes(core: MemoryCore, stores: list[ScopeStore], session_key: st
 
 
 def boundary_booster(
-    core: MemoryCore, key: str, store: ScopeStore, light: Light, context: dict[str, Any]
+    core: MemoryCore, key: str, store: ScopeStore, light: MemorySummary, context: dict[str, Any]
 ) -> float:
     """Inside a session, memories of another episode get the cross-boundary penalty."""
     session = context.get("session")

@@ -322,7 +322,7 @@ def reflect(
                 ("memory_gap", f"no {t} memories among {total}: nothing lasting is being learnt", [])
             )
     tag_ep: dict[str, list[str]] = {}
-    for k, lt in store.light.items():
+    for k, lt in store.summaries.items():
         if lt.memory_type == "episodic":
             for tag in lt.tags:
                 tag_ep.setdefault(tag, []).append(k)

@@ -849,7 +849,7 @@ def graph_ranker(
     best_first(scored)
     out: list[tuple[str, float]] = []
     for k, score, store in scored:
-        lt = store.light.get(k)
+        lt = store.summaries.get(k)
         if lt is not None and filters.admits(lt):
             out.append((k, score))
             if len(out) >= GRAPH_LIST_MAX:
@@ -939,7 +939,7 @@ def _co_mention_rows(
             core = co_mention_core(lists.get(m, []), types)
             if a in core and b in core and core.index(a) < core.index(b):
                 both.append(m)
-        first = store.light.get(both[0]) if both else None
+        first = store.summaries.get(both[0]) if both else None
         rows.append(
             {
                 "id": rid("relates_to", k),
@@ -1189,7 +1189,7 @@ def state_relation(
     if evidence:
         ev = (
             key_of(evidence)
-            if key_of(evidence) in store.light or store.get(key_of(evidence))
+            if key_of(evidence) in store.summaries or store.get(key_of(evidence))
             else redact_text(evidence)[:500]
         )
     rel = ex.ExtractedRelation(src, relation_type, dst, confidence)
@@ -1217,7 +1217,7 @@ def state_relation(
     names = {src_key: src.name, dst_key: dst.name}
     result = RelateResult(relation=_relations([got], names, store.scope.value)[0], strengthened=existed)
     return StatedRelation(
-        result=result, relation=rel, evidence_key=ev if ev in store.light else None, live=live
+        result=result, relation=rel, evidence_key=ev if ev in store.summaries else None, live=live
     )
 
 

@@ -18,7 +18,7 @@ ScopeName = ScopeOrAll
 
 
 def _sample(store: ScopeStore, key: str) -> PeekSample:
-    lt = store.light[key]
+    lt = store.summaries[key]
     return PeekSample(
         id=key,
         scope=store.scope.value,
@@ -53,7 +53,7 @@ def memory_peek(
         total, _t, statuses = store.memories.count_by()
         by_status.update(statuses)
         by_scope[store.scope.value] += total
-        for k, lt in store.light.items():
+        for k, lt in store.summaries.items():
             by_type[lt.memory_type] += 1
             tags.update(lt.tags)
             lo = lt.created_at if lo is None or lt.created_at < lo else lo
@@ -63,12 +63,12 @@ def memory_peek(
     if focus and focus.strip():
         hits = [(s, k, sc) for s in stores for k, sc in s.index.bm25(focus, sample_n)]
         hits.sort(key=lambda t: -t[2])
-        samples = [_sample(s, k) for s, k, _ in hits[:sample_n] if k in s.light]
+        samples = [_sample(s, k) for s, k, _ in hits[:sample_n] if k in s.summaries]
     else:
         # Round-robin over types, each type's memories spread evenly over time.
         groups: dict[str, list[tuple[ScopeStore, str]]] = {}
-        for s, k in sorted(pool, key=lambda t: t[0].light[t[1]].created_at):
-            groups.setdefault(s.light[k].memory_type, []).append((s, k))
+        for s, k in sorted(pool, key=lambda t: t[0].summaries[t[1]].created_at):
+            groups.setdefault(s.summaries[k].memory_type, []).append((s, k))
         picks: dict[str, list[tuple[ScopeStore, str]]] = {}
         for t, items in groups.items():
             n = min(len(items), sample_n)
@@ -111,7 +111,7 @@ def memory_partition(
     Dates partition by month; a memory with several tags counts in each."""
     acc: dict[str, list[Any]] = {}
     for store in core.scopes.stores(scope, project, session):
-        for _k, lt in store.light.items():
+        for _k, lt in store.summaries.items():
             if partition_by == "tag":
                 keys = lt.tags or ["(untagged)"]
             elif partition_by == "date":

@@ -351,7 +351,7 @@ def vocabulary(core: MemoryCore, store: ScopeStore, *, exclude: Collection[str] 
     ss = state(core).of(store)
     if ss.vocab is None:
         vocab = Vocabulary()
-        vocab.learn(lt.content for k, lt in list(store.light.items()) if k not in exclude)
+        vocab.learn(lt.content for k, lt in list(store.summaries.items()) if k not in exclude)
         ss.vocab = vocab
     out: Vocabulary = ss.vocab
     return out

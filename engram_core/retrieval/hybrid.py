@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..memory.scoring import memory_strength
-from ..storage import Light, ScopeStore
+from ..storage import MemorySummary, ScopeStore
 from . import ranking
 
 # The default the evolution starts from, then the named profiles a user may choose.
@@ -40,7 +40,7 @@ class Filters:
     types: set[str] | None = None
     tags: set[str] | None = None
 
-    def admits(self, light: Light) -> bool:
+    def admits(self, light: MemorySummary) -> bool:
         if light.status not in self.statuses:
             return False
         if self.types and light.memory_type not in self.types:
@@ -48,7 +48,7 @@ class Filters:
         return not (self.tags and not self.tags.intersection(light.tags))
 
     def first_admitted(
-        self, ranked: Iterable[tuple[str, float]], light: Mapping[str, Light], n: int
+        self, ranked: Iterable[tuple[str, float]], light: Mapping[str, MemorySummary], n: int
     ) -> list[tuple[str, float]]:
         """The first ``n`` of a ranked list whose memory is in ``light`` and admitted."""
         out: list[tuple[str, float]] = []
@@ -69,7 +69,7 @@ class Filters:
 class Candidate:
     store: ScopeStore
     key: str
-    light: Light
+    light: MemorySummary  # the memory's summary in its store's mirror
     bm25: float | None
     bm25_rank: int | None
     vector: float | None
@@ -116,7 +116,7 @@ def rank(
     bm_all: list[tuple[str, float]] = []
     vec_all: list[tuple[str, float]] = []
     for store in stores:
-        light = store.light
+        light = store.summaries
         bm = store.index.bm25(query, pool * 2)
         vec = store.index.vector(qvec, pool * 2) if qvec is not None else []
         # The first `pool` admitted of each list (the filter stops there: half of a list is never looked at).
@@ -131,7 +131,7 @@ def rank(
     top_weight = max((weights.get(s.scope.value, 1.0) for s in stores), default=1.0)
     # Extra ranked lists (graph traversal, associations…) join the fusion by reciprocal rank too.
     extra_lists = [[(k, sc) for k, sc in lst if k in where or _find(stores, k, where)] for lst in extra]
-    extra_lists = [[(k, sc) for k, sc in lst if filters.admits(where[k].light[k])] for lst in extra_lists]
+    extra_lists = [[(k, sc) for k, sc in lst if filters.admits(where[k].summaries[k])] for lst in extra_lists]
     scope_boost = {id(s): _weight_boost(weights.get(s.scope.value, 1.0), top_weight) for s in stores}
     fused_map = ranking.fused_scores(bm_all, vec_all)
     for lst in extra_lists:
@@ -142,7 +142,7 @@ def rank(
     cues = ranking.query_cues(query)
     if cues.active:
         for k, f in fused_map.items():
-            lt = where[k].light[k]
+            lt = where[k].summaries[k]
             factor = ranking.cue_factor(cues, lt.content, lt.created_at)
             if factor != 1.0:
                 fused_map[k] = f * factor
@@ -159,7 +159,7 @@ def rank(
 
     def scored(key: str, fused: float) -> float:
         store = where[key]
-        lt = store.light[key]
+        lt = store.summaries[key]
         strength = memory_strength(
             lt.importance, lt.half_life_days, lt.access_count, lt.last_accessed_at, now
         )
@@ -190,7 +190,7 @@ def rank(
             yield Candidate(
                 store=store,
                 key=key,
-                light=store.light[key],
+                light=store.summaries[key],
                 bm25=b[1] if b else None,
                 bm25_rank=b[0] if b else None,
                 vector=v[1] if v else None,
@@ -206,7 +206,7 @@ def rank(
 
 def _find(stores: Sequence[ScopeStore], key: str, where: dict[str, ScopeStore]) -> bool:
     for store in stores:
-        if key in store.light:
+        if key in store.summaries:
             where[key] = store
             return True
     return False

@@ -40,7 +40,7 @@ def note_injected(core: MemoryCore, ids: list[str], project: str | None = None) 
         for store in candidates:
             if scope and scope != store.scope.value:
                 continue
-            light = store.light.get(key)
+            light = store.summaries.get(key)
             if light is not None:
                 per_store.setdefault(id(store), (store, {}))[1][key] = lifecycle.injected_last_use(
                     light.last_accessed_at, now

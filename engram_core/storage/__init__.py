@@ -9,7 +9,7 @@ Below every other part of the core: it imports no API, service, organise or fron
     database.py      one scope's database: the query path (`q`) and the state its parts share
     store.py         `ScopeStore`, the parts put together
     memories.py      the memory table: create, read, update, erase, the sweep, export and restore
-    mirror.py        the memory mirror (light rows, search index, hash index) and row_mirror.py (the full rows)
+    mirror.py        the memory mirror (memory summaries, search index, hash index) and row_mirror.py (the full rows)
     snapshots.py     the mirror loaded from its snapshot or the database, and saved beside the store
     bookkeeping.py   what a recall owes the database, written after the answer, and the thread that writes it
     retrieval_log.py the recall log
@@ -20,7 +20,7 @@ Below every other part of the core: it imports no API, service, organise or fron
 """
 
 from .engine import Connection, use_engine_thread, works_in_background
-from .mirror import Light
+from .mirror import MemorySummary
 from .schema import SCHEMA_DIR, VECTOR_BYTES_SCHEMA, migrations
 from .store import MIRRORED_TABLES, ScopeStore
 from .values import (
@@ -55,7 +55,7 @@ __all__ = [
     "CompactionStopped",
     "Connection",
     "EngineRefused",
-    "Light",
+    "MemorySummary",
     "ScopeStore",
     "StoreError",
     "content_hash",

@@ -214,7 +214,7 @@ class BookkeepingQueue:
         m = self.mirror
         with m.lock:
             for key in keys:
-                light = m.light.get(key)
+                light = m.summaries.get(key)
                 if light is not None:
                     light.access_count += 1
                     light.last_accessed_at = when
@@ -378,7 +378,7 @@ class BookkeepingQueue:
         with m.lock:
             for row in rows or []:
                 key = key_of(row["id"])
-                light = m.light.get(key)
+                light = m.summaries.get(key)
                 if light is None:
                     continue
                 m.rows.put(key, plain(row))

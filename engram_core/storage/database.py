@@ -44,7 +44,7 @@ class Database:
         self.namespace = scope.value
         self.database = database
         self.mirror = MemoryMirror(dim)
-        self.light = self.mirror.light
+        self.summaries = self.mirror.summaries
         self.rows = self.mirror.rows
         self.mirror_lock = self.mirror.lock
         self.drain_lock = OrderedLock(DRAIN, "ScopeStore.drain_lock")

@@ -10,7 +10,7 @@ rank while holding one of a higher rank can deadlock against a thread that takes
     SCOPES           Scopes.lock (`MemoryCore.lock`): which stores are open
     DRAIN            ScopeStore.drain_lock: pending bookkeeping applied (held by every `q`, which reads what it wrote)
     CONNECTION       Connection.lock: the engine's one session and its `USE` state
-    MIRROR           ScopeStore.mirror_lock: the memory mirror (light rows, search index, hash index)
+    MIRROR           ScopeStore.mirror_lock: the memory mirror (memory summaries, search index, hash index)
     ROW_MIRROR       RowMirror.lock: the full rows recall returns
     SNAPSHOT_WRITE   a store's vector snapshot file being written
 

@@ -95,13 +95,13 @@ class MemoryTable:
                 for r in got or []:
                     row = plain(r)
                     key = key_of(r["id"])
-                    if key in self.db.light:
+                    if key in self.db.summaries:
                         self.db.rows.put(key, row)
                     out[key] = row
             self.snapshots.fill_rows_later()
         with self.db.mirror.lock:
             for key, row in out.items():
-                light = self.db.light.get(key)
+                light = self.db.summaries.get(key)
                 if light is not None:
                     row.update(
                         access_count=light.access_count,
@@ -374,13 +374,13 @@ class MemoryTable:
         )  # status, its history, half-life: read again when asked
         with self.db.mirror.lock:
             for key, value in half_lives.items():
-                if key in self.db.light:
-                    self.db.light[key].half_life_days = value
+                if key in self.db.summaries:
+                    self.db.summaries[key].half_life_days = value
             for key, (status, _why) in moves.items():
                 if status in ("forgotten", "superseded"):
                     self.db.mirror.forget(key)
-                elif key in self.db.light:
-                    self.db.light[key].status = status
+                elif key in self.db.summaries:
+                    self.db.summaries[key].status = status
         return int(result[-1] or 0)
 
     def status_counts(self) -> dict[str, int]:
@@ -423,7 +423,7 @@ class MemoryTable:
         counted. The mirror takes it at once; the database write is queued like recall's bookkeeping."""
         with self.db.mirror.lock:
             for key, at in last_use.items():
-                light = self.db.light.get(key)
+                light = self.db.summaries.get(key)
                 if light is not None:
                     light.last_accessed_at = at
         self.db.bookkeeping.defer(

@@ -1,6 +1,6 @@
 """A store's memory mirror: what recall filters, scores and returns without a database round trip.
 
-Three parts, all of the memories that are neither forgotten nor superseded: the light rows (`Light`), the search
+Three parts, all of the memories that are neither forgotten nor superseded: the memory summaries (`MemorySummary`), the search
 index (search_index.py: BM25 postings and the vector matrix) with a content-hash index for exact duplicates, and
 the full rows (row_mirror.py). The database stays the source of truth. Nothing here reads statements: every
 storage method that writes the memory table tells the mirror what it changed (`put`, `patch`, `forget`,
@@ -25,7 +25,7 @@ GONE = ("forgotten", "superseded")
 
 
 @dataclass
-class Light:
+class MemorySummary:
     """What recall needs to filter and score a memory without a database round trip."""
 
     memory_type: str
@@ -45,11 +45,11 @@ class Light:
 
 
 class MemoryMirror:
-    """Light rows, search index, hash index and full rows of one store's memories."""
+    """Memory summaries, search index, hash index and full rows of one store's memories."""
 
     def __init__(self, dim: int) -> None:
         self.index = SearchIndex(dim)
-        self.light: dict[str, Light] = {}
+        self.summaries: dict[str, MemorySummary] = {}
         self.by_hash: dict[str, str] = {}  # content_hash → key, for O(1) exact-duplicate checks
         # Held by every change to the mirror; a caller reading ``light`` whole holds it too.
         self.lock = OrderedLock(MIRROR, "ScopeStore.mirror_lock")
@@ -63,7 +63,7 @@ class MemoryMirror:
         """Empty, as a store with no memories."""
         with self.lock:
             self.index = SearchIndex(self.dim)
-            self.light.clear()
+            self.summaries.clear()
             self.by_hash.clear()
             self.rows.clear()
 
@@ -75,13 +75,13 @@ class MemoryMirror:
             if status in GONE:
                 self.forget(key)
                 return
-            old = self.light.get(key)
+            old = self.summaries.get(key)
             if old is not None and self.by_hash.get(old.content_hash) == key:
                 del self.by_hash[old.content_hash]
             self.index.upsert(
                 key, row.get("search_text") or row.get("content", ""), decode_vector(row.get("embedding"))
             )
-            self.light[key] = Light(
+            self.summaries[key] = MemorySummary(
                 memory_type=row["memory_type"],
                 tags=list(row.get("tags") or []),
                 importance=float(row["importance"]),
@@ -100,13 +100,13 @@ class MemoryMirror:
                 self.by_hash.setdefault(row["content_hash"], key)
             full = all(
                 f in row for f in ROW_FIELDS
-            )  # read back whole after a write, not a light row read at open
+            )  # read back whole after a write, not a memory summary read at open
             self.rows.put(key, {f: plain(row[f]) for f in ROW_FIELDS} if full else {})
 
     def forget(self, key: str) -> None:
         with self.lock:
             self.rows.drop([key])
-            light = self.light.pop(key, None)
+            light = self.summaries.pop(key, None)
             self.index.remove(key)
             if light is not None and self.by_hash.get(light.content_hash) == key:
                 del self.by_hash[light.content_hash]
@@ -114,7 +114,7 @@ class MemoryMirror:
     def patch(self, key: str, changes: Mapping[str, Any]) -> None:
         """A write changed these fields of a memory to exactly these values."""
         with self.lock:
-            light = self.light.get(key)
+            light = self.summaries.get(key)
             if light is not None:
                 for name, value in changes.items():
                     if hasattr(light, name):
@@ -133,7 +133,7 @@ class MemoryMirror:
         """The words (index terms) of this memory that no other memory of this store holds. Read before it is
         erased: the recall queries that hold one of them quote this memory, not the others."""
         with self.lock:
-            light = self.light.get(key)
+            light = self.summaries.get(key)
             text = self.index.text(key) or (light.content if light is not None else "")
             return self.index.unique_terms(key, text) if text else set()
 
@@ -142,7 +142,7 @@ class MemoryMirror:
         t: dict[str, int] = {}
         s: dict[str, int] = {}
         with self.lock:
-            for lt in self.light.values():
+            for lt in self.summaries.values():
                 t[lt.memory_type] = t.get(lt.memory_type, 0) + 1
                 s[lt.status] = s.get(lt.status, 0) + 1
         return t, s
@@ -163,5 +163,5 @@ class MemoryMirror:
                     "created_at": lt.created_at,
                     "last_accessed_at": lt.last_accessed_at,
                 }
-                for key, lt in self.light.items()
+                for key, lt in self.summaries.items()
             ]

@@ -24,14 +24,14 @@ from ..retrieval.search_index import Postings, SearchIndex
 from .database import Database
 from .engine import works_in_background
 from .locks import SNAPSHOT_WRITE, OrderedLock
-from .mirror import Light
+from .mirror import MemorySummary
 from .row_mirror import FILL_QUERY, from_json_row
 from .values import MEMORY_FIELDS, VECTOR_DTYPE, key_of, plain, record, text_array, text_lines, write_private
 
 log = logging.getLogger(__name__)
 # 3: no per-vector sums (version 2 validated each vector against the database's sum of its floats; a vector is
 # now read back as one bytes value, cheap enough to read them all when the snapshot is out of date).
-# 4: the light rows zlib-compressed, an indexed text equal to the content not written twice (~0.8 KB a memory).
+# 4: the memory summaries zlib-compressed, an indexed text equal to the content not written twice (~0.8 KB a memory).
 # 5: the full rows (row_mirror.py) in a blob of their own, held undecoded until a recall asks for one.
 # 6: the vectors in half precision, as the store keeps them (encode_vector): 769 B a memory instead of 1,536.
 SNAPSHOT_VERSION = 6
@@ -99,7 +99,7 @@ class Snapshots:
         )
         with m.lock:
             m.index = SearchIndex(m.dim)
-            m.light.clear()
+            m.summaries.clear()
             m.by_hash.clear()
             m.rows.clear()
             for row in rows:
@@ -114,7 +114,7 @@ class Snapshots:
         db = self.db
         m = db.mirror
         with m.lock:
-            todo = m.rows.missing(m.light)
+            todo = m.rows.missing(m.summaries)
         for i in range(0, len(todo), chunk):
             keys = m.rows.missing(todo[i : i + chunk])  # a write may have put some meanwhile
             if not keys:
@@ -129,7 +129,7 @@ class Snapshots:
                     row = from_json_row(json.loads(line))
                     if row is None:  # metadata that may hold datetimes: read the ordinary way
                         again.append(json.loads(line)[0])
-                    elif row["key"] in m.light:
+                    elif row["key"] in m.summaries:
                         m.rows.put(row.pop("key"), row)
                 if again:
                     got = db.conn.run(
@@ -139,7 +139,7 @@ class Snapshots:
                         {"ids": [record(k) for k in again]},
                     )[-1]
                     for r in got or []:
-                        if key_of(r["id"]) in m.light:
+                        if key_of(r["id"]) in m.summaries:
                             m.rows.put(key_of(r["id"]), plain(r))
         return len(todo)
 
@@ -150,7 +150,7 @@ class Snapshots:
         if not works_in_background() or m.rows.filling:
             return
         with m.lock:
-            if len(m.rows) >= len(m.light):
+            if len(m.rows) >= len(m.summaries):
                 return
             m.rows.filling = True
 
@@ -200,7 +200,7 @@ class Snapshots:
             log.warning("mirror snapshot %s unreadable, reading the store: %s", path, exc)
             return False
         order = [row[0] for row in light]
-        if keys == order:  # every memory has a vector: the rows are already in the light rows' order
+        if keys == order:  # every memory has a vector: the rows are already in the memory summaries' order
             full, has = mat, np.ones(len(order), dtype=bool)
         else:
             vec_at = {k: i for i, k in enumerate(keys)}
@@ -215,7 +215,7 @@ class Snapshots:
         )
         with m.lock:
             m.index = index
-            m.light.clear()
+            m.summaries.clear()
             m.by_hash.clear()
             # The full rows (row_mirror.py), decoded when a recall first needs one.
             m.rows.load_snapshot(order, row_blob, row_offsets)
@@ -236,7 +236,7 @@ class Snapshots:
                 content,
                 _text,
             ) in light:
-                m.light[key] = Light(
+                m.summaries[key] = MemorySummary(
                     memory_type=mtype,
                     tags=tags,
                     importance=imp,
@@ -256,7 +256,7 @@ class Snapshots:
         return True
 
     def save(self) -> None:
-        """Write the mirror (vectors, light rows, BM25 postings) with the generation it matches."""
+        """Write the mirror (vectors, memory summaries, BM25 postings) with the generation it matches."""
         write = self.capture()
         if write is not None:
             write()
@@ -272,7 +272,7 @@ class Snapshots:
             return None
         gen = db.generation()  # applies pending bookkeeping first: the mirror then matches this generation
         with m.lock:
-            order = list(m.light)
+            order = list(m.summaries)
             keys, mat = m.index.embeddings(order)
             # The times stay datetimes (immutable) until the writing: formatting them is half of this loop.
             light: list[list[Any]] = [
@@ -293,7 +293,7 @@ class Snapshots:
                     lt.content,
                     None if t == lt.content else t,
                 ]
-                for (k, lt), t in zip(m.light.items(), m.index.texts(order), strict=True)
+                for (k, lt), t in zip(m.summaries.items(), m.index.texts(order), strict=True)
             ]
             row_texts = [m.rows.snapshot_text(row[0]) or "" for row in light]
             postings = m.index.export_postings([row[0] for row in light])

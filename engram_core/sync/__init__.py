@@ -43,7 +43,7 @@ def sync_status(core: MemoryCore, project: str | None = None) -> SyncOverview:
         else [s for _, s in core.scopes.open_projects()]
     )
     for store in stores:
-        shared += sum(1 for lt in store.light.values() if engine.SHARED_TAG in lt.tags)
+        shared += sum(1 for lt in store.summaries.values() if engine.SHARED_TAG in lt.tags)
     return SyncOverview(channels=channels, shared=shared)
 
 
@@ -81,7 +81,7 @@ def share_class(core: MemoryCore, memory_type: MemoryType, project: str, shared:
     store = core.project_store(project)
     assert store is not None
     changed = 0
-    for key, lt in list(store.light.items()):
+    for key, lt in list(store.summaries.items()):
         if lt.memory_type != memory_type.value or (engine.SHARED_TAG in lt.tags) == shared:
             continue
         if lt.status in ("forgotten", "superseded", "archived"):

@@ -410,7 +410,7 @@ def _with_history(meta: dict[str, Any], losers: list[dict[str, Any]]) -> dict[st
 def _erase(core: MemoryCore, store: ScopeStore, key: str, reason: str) -> None:
     """The local copy of a memory erased (or withdrawn) elsewhere: erased here the way `forget --erase` does."""
     words = store.mirror.unique_words(key)
-    light = store.light.get(key)
+    light = store.summaries.get(key)
     store.erase_memory(key, reason)
     if light is not None:
         drop_fingerprint(core, store, light.content_hash)

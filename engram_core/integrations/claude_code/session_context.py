@@ -26,7 +26,7 @@ from .session_learning import (
 
 if TYPE_CHECKING:
     from ...core import MemoryCore
-    from ...storage import Light, ScopeStore
+    from ...storage import MemorySummary, ScopeStore
 
 HEADER = "# Engram memory (strongest first; ids work with get_memory/forget_memory)\n"
 RECENT_SESSIONS = 3
@@ -38,7 +38,7 @@ PROJECT_SHARE = 0.7  # of what is left for the strongest memories, when the user
 MAX_LINE_CHARS = 600
 
 
-def _line(lt: Light, key: str, prefix: str | None = None) -> str:
+def _line(lt: MemorySummary, key: str, prefix: str | None = None) -> str:
     return f"- {prefix or f'[{lt.memory_type}]'} {' '.join(lt.content.split())[:MAX_LINE_CHARS]} (id {key})"
 
 
@@ -48,12 +48,12 @@ def build(core: MemoryCore, stores: list[ScopeStore], budget: int, now: datetime
         None, next((core.project_root_of(s) for s in stores if s.scope.value == "project"), None)
     )
     candidates: list[
-        tuple[float, float, str, Light, ScopeStore]
+        tuple[float, float, str, MemorySummary, ScopeStore]
     ] = []  # (weighted, strength, key, light, store)
-    summaries: list[tuple[datetime, str, Light, ScopeStore]] = []
+    summaries: list[tuple[datetime, str, MemorySummary, ScopeStore]] = []
     for store in stores:
         weight = weights.get(store.scope.value, 1.0)
-        for key, lt in store.light.items():
+        for key, lt in store.summaries.items():
             tags = set(lt.tags)
             if SUMMARY_TAG in tags:
                 # Listed by date: a summary decays like any episode, yet stays "the last session".
@@ -71,7 +71,7 @@ def build(core: MemoryCore, stores: list[ScopeStore], budget: int, now: datetime
     candidates.sort(key=lambda c: (-c[0], c[2]))
     summaries.sort(key=lambda s: (s[0], s[1]), reverse=True)
 
-    sections: dict[str, list[tuple[str, str, Light, ScopeStore, float]]] = {
+    sections: dict[str, list[tuple[str, str, MemorySummary, ScopeStore, float]]] = {
         "Recent sessions": [
             (_line(lt, k, created.date().isoformat() + ":"), k, lt, st, 0.0)
             for created, k, lt, st in summaries[:RECENT_SESSIONS]

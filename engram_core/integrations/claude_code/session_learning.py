@@ -124,7 +124,7 @@ def _short(text: str, n: int) -> str:
 
 def _session_rows(sess: Session, tag: str) -> list[dict[str, Any]]:
     """Full rows of the session's memories with this tag, oldest first."""
-    keys = [k for k, lt in sess.store.light.items() if tag in lt.tags and lt.status != "forgotten"]
+    keys = [k for k, lt in sess.store.summaries.items() if tag in lt.tags and lt.status != "forgotten"]
     rows = [{**r, "key": k} for k, r in sess.store.get_many(keys).items()]
     return sorted(rows, key=lambda r: (r["created_at"], r["key"]))
 
@@ -234,7 +234,7 @@ def on_prompt(core: MemoryCore, prompt: str, project: str | None, session: str) 
     prompt = redact_text(prompt)  # whole, before any cut
     if not prompt.strip():
         return []
-    if not any(GOAL_TAG in lt.tags for lt in sess.store.light.values()):
+    if not any(GOAL_TAG in lt.tags for lt in sess.store.summaries.values()):
         writing.store(
             core,
             MemoryIn(
@@ -275,7 +275,7 @@ def on_prompt(core: MemoryCore, prompt: str, project: str | None, session: str) 
 def _summaries_of(store: ScopeStore, session_key: str, *, agent: bool | None = None) -> list[str]:
     keys = [
         k
-        for k, lt in store.light.items()
+        for k, lt in store.summaries.items()
         if SUMMARY_TAG in lt.tags
         and lt.status != "forgotten"
         and (agent is None or (AGENT_TAG in lt.tags) == agent)
@@ -337,7 +337,7 @@ def collect(core: MemoryCore, sess: Session) -> Evidence:
     if pstore is not None:
         keys = [
             k
-            for k, lt in pstore.light.items()
+            for k, lt in pstore.summaries.items()
             if lt.created_at >= sess.started_at and (FIX_TAG in lt.tags or INSTRUCTION_TAG in lt.tags)
         ]
         rows = pstore.get_many(keys)
