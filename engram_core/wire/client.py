@@ -305,13 +305,13 @@ class RemoteService:
 
     # the daemon's own methods, named so that editors and readers find them (typed like the rest)
     def status(self) -> DaemonStatus:
-        return cast(DaemonStatus, self.invoke("status"))
+        return cast("DaemonStatus", self.invoke("status"))
 
     def shutdown(self) -> ShutdownAck:
-        return cast(ShutdownAck, self.invoke("shutdown"))
+        return cast("ShutdownAck", self.invoke("shutdown"))
 
     def flush(self, timeout_s: float = 30.0) -> FlushReport:
-        return cast(FlushReport, self.invoke("flush", timeout_s=timeout_s))
+        return cast("FlushReport", self.invoke("flush", timeout_s=timeout_s))
 
 
 def connect(
