@@ -524,3 +524,19 @@ def test_forged_team_records_touch_nothing_private(world: World) -> None:
     assert shown["content"] == "B's own: the Tapir budget is private" and shown["status"] != "forgotten"
     p = engram(w.b, "show", "01J0000000000000000000FAKE", cwd=w.clone_b, ok=False)
     assert p.returncode != 0
+
+
+def test_hostile_text_arrives_exactly_as_stored(world: World) -> None:
+    """Markup, backslashes, emoji, control and Unicode line-break characters (U+2028) and a secret: what machine A
+    stored (the secret already redacted) is what machine B holds after a sync, byte for byte."""
+    w = world
+    text = (
+        "rich [bold]markup[/] and [/] alone, C:\\Users\\dev\\n not a newline, emoji 🚀🧪, bell \x07 escape \x1b[31m, "
+        f"line\u2028separator and\u2029paragraph, token {SECRET} in the hostile sync note"
+    )
+    mid = engram(w.a, "store", text, cwd=w.clone_a)["memory"]["id"]
+    stored = engram(w.a, "show", mid, cwd=w.clone_a)["content"]
+    assert SECRET not in stored and "\u2028" in stored and "[/]" in stored  # redacted, the rest kept
+    sync_both(w)
+    assert engram(w.b, "show", mid, cwd=w.clone_b)["content"] == stored
+    assert SECRET.encode() not in objects(w.remote)

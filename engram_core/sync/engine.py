@@ -367,7 +367,10 @@ def _winners(files: list[Path], report: SyncReport) -> dict[tuple[str, str], dic
     """The newest incoming record of each memory (several machines may have sent one)."""
     best: dict[tuple[str, str], dict[str, Any]] = {}
     for path in files:
-        for line in path.read_text(encoding="utf-8").splitlines():
+        # "\n" only: str.splitlines() also breaks at U+2028, U+2029 and other characters a memory may hold.
+        for line in path.read_text(encoding="utf-8").split("\n"):
+            if not line.strip():
+                continue
             try:
                 rec = json.loads(line)
                 slot = (str(rec["store"]), str(rec["id"]))
