@@ -48,3 +48,23 @@ async def test_shows_identity_sync_state_and_shares_and_unshares(
         await pilot.press("escape")
         await settle(pilot)
         assert not isinstance(app.screen, SyncScreen)
+
+
+async def test_hostile_shared_text_at_80x24(demo_service: Any, demo_env: DemoEnv) -> None:
+    """A shared memory full of markup, [/], backslashes, emoji and U+2028 is shown as text (no markup error,
+    nothing interpreted), on the smallest terminal."""
+    from engram_core.models import MemoryIn
+
+    hostile = "rich [bold]x[/] and [/] alone \\[not] C:\\dir\\ 🚀 line\u2028break [link=http://x]y[/link]"
+    mem = demo_service.store(MemoryIn(content=hostile), project=demo_env.project).memory
+    demo_service.share_memory(mem.id, project=demo_env.project)
+    app = make_app(demo_service, demo_env)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        app.open_sync()
+        await settle(pilot)
+        assert isinstance(app.screen, SyncScreen)
+        table = app.screen.query_one("#sync-shared", DataTable)
+        cells = [str(table.get_cell(mem.id, "content"))]
+        assert any("[bold]x[/]" in c and "[/] alone" in c for c in cells), cells
+        assert "\u2028" not in cells[0]  # a line break is shown, not laid out
