@@ -6,6 +6,8 @@ import pytest
 
 from engram_core.models import MemoryIn
 from engram_core.organise import contradictions as cx
+from engram_core.organise import entities as ex
+from engram_core.organise import subjects as sj
 from engram_core.service import EngramService
 
 
@@ -185,3 +187,96 @@ def test_a_relation_pair_needs_one_purpose(env: tuple[EngramService, str]) -> No
     assert frozenset((uses, same)) in found or any(
         {c.a.id, c.b.id} == {uses, same} for c in cx.list_contradictions(svc, project=p, status="all")
     )
+
+
+def test_an_event_that_mentions_a_tool_does_not_supersede_a_fact(env: tuple[EngramService, str]) -> None:
+    """A newer episode contradicts a fact only when it names the value it replaced: a fix that mentions the
+    run of ruff says nothing of which linter the webhooks module uses; a migration done today does."""
+    svc, p = env
+
+    def episode(text: str) -> str:
+        return svc.store(MemoryIn(content=text, memory_type="episodic"), project=p).memory.id
+
+    fact = put(svc, p, "We switched from httpx to eslint for the upload pipeline in the webhooks module.")
+    fix = episode(
+        "Fixed NotFoundError in backend/webhooks/tokens.js: resolve_path() ran ruff on every retry "
+        "when the upload pipeline in the webhooks module gave up."
+    )
+    fact2 = put(svc, p, "The billing module runs its tests with jest.")
+    moved = episode("Migrated the billing module's tests from jest to vitest today.")
+    found = {ids for _, ids in pairs(svc, p)} | {
+        frozenset((c.a.id, c.b.id)) for c in cx.list_contradictions(svc, project=p, status="all")
+    }
+    assert frozenset((fact, fix)) not in found
+    assert frozenset((fact2, moved)) in found
+
+
+def test_a_tool_named_as_the_owner_of_a_part_is_not_the_subjects_value() -> None:
+    """ "Check the eslint dashboards" names eslint's dashboards, not the tool the batch size uses; the same
+    text with the tool stated as what is used still conflicts."""
+    vocab = sj.Vocabulary(components={"gateway"})
+    switch = "We switched from ruff to sentry for the batch size in the gateway module."
+    config = (
+        "Config for the batch size lives in src/gateway/consumer.py; the default of 12 was chosen for retries. "
+        "Do not lower it without checking the eslint dashboards."
+    )
+    assert cx.judge(switch, config, 0.8, vocab).cls == "distinct"
+    assert sj.read(config, vocab).owners == {"eslint"}
+    uses = "The gateway module uses eslint for the batch size; the default of 12 was chosen for retries."
+    assert cx.judge(switch, uses, 0.8, vocab).cls == "update"
+
+
+def test_opposites_in_two_asides_are_not_a_contradiction() -> None:
+    """ "Checked with the team before merging" and "after the outage last sprint" are asides of one rule; the
+    same rule said once with "before" and once with "after" the migration is a contradiction."""
+    rule = "On every project, keep the rate limiter behind a feature flag until it has run a week in staging"
+    a = f"{rule}; Maria insists on it so that local runs match production. Checked with the team before merging."
+    b = f"{rule}; Maria insists on it after the outage last sprint."
+    assert cx.judge(a, b, 0.9).cls != "update"
+    c = "Run the database migrations before deploying the billing api to staging."
+    d = "Run the database migrations after deploying the billing api to staging."
+    assert cx.judge(c, d, 0.9).cls == "update"
+
+
+def test_services_beside_the_code_are_values() -> None:
+    """Brokers, search engines and observability tools are values a statement holds: a stale sentry lock file
+    and a stale postgres lock file are two different causes, not one statement twice."""
+    a = "Running `uv sync` failed on the billing service. The cause was a stale sentry lock file; deleting it fixed it."
+    b = "Running `uv sync` failed on the billing service. The cause was a stale kafka lock file; deleting it fixed it."
+    for name in ("kafka", "sentry", "rabbitmq", "elasticsearch", "prometheus"):
+        hit = ex.gazetteer_hit(name)
+        assert hit is not None and hit.entity_type == "library", name
+    assert cx.judge(a, b, 0.93).cls == "distinct"
+
+
+def test_a_part_of_a_named_subject_is_not_the_component_of_that_name() -> None:
+    """ "Ml-models runs its tooling under Python 3.10" is about ml-models' tooling, not the repository called
+    tooling; the same statement about the tooling repository itself still conflicts."""
+    vocab = sj.Vocabulary(components={"tooling", "ml-models"})
+    repo = "The interpreter for the tooling repo is Python 3.12."
+    assert cx.judge(repo, "Ml-models runs its tooling under Python 3.10.", 0.7, vocab).cls == "distinct"
+    assert cx.judge(repo, "The tooling repo now runs on Python 3.13.", 0.8, vocab).cls == "update"
+
+
+def test_a_module_named_only_inside_a_path_is_not_the_subject() -> None:
+    """ "The scheduler service uses sqlalchemy … SearchIndexer in web/src/admin/store.go wraps it" is about the
+    scheduler, though its path passes through admin; a path inside the module a statement names is that module."""
+    vocab = sj.Vocabulary(components={"admin", "scheduler", "billing"})
+    change = "We switched from sqlalchemy to kubectl for the cache warming in the admin module."
+    other = (
+        "The scheduler service uses sqlalchemy for the cache warming. SearchIndexer in web/src/admin/store.go "
+        "wraps it so callers never import sqlalchemy directly."
+    )
+    assert cx.judge(other, change, 0.7, vocab).cls == "distinct"
+    old = "Tests in src/billing/test_invoice.py run with jest."
+    new = "The billing module now runs its tests with vitest instead of jest."
+    assert cx.judge(old, new, 0.7, vocab).cls == "update"
+
+
+def test_two_purposes_with_one_word_in_common_are_two_purposes() -> None:
+    assert sj.other_purposes("Uses mypy for the build cache.", "Uses zod for the cache warming.") is not None
+    assert (
+        sj.other_purposes("Uses x for the timezone handling.", "Uses y for the session handling.") is not None
+    )
+    assert sj.other_purposes("Uses redis for the rate limiter.", "Uses memcached for rate limiting.") is None
+    assert sj.other_purposes("Uses kafka for the dead letter queue.", "Uses sqs for the queue.") is None

@@ -55,6 +55,9 @@ NEGATION_COSINE = 0.85
 CHANGE_COSINE = 0.6  # a newer statement naming the old value it replaced: enough to compare without a subject
 ATTRIBUTE_COSINE = 0.75  # at or above, two statements of one subject are taken to be about one attribute
 ATTRIBUTE_OVERLAP = 0.3  # or when this share of what they say of it (`subjects.same_attribute`) is shared
+CLAUSE_OVERLAP = (
+    0.5  # two clauses holding opposites share this much of their other words: one clause said twice
+)
 STRONG_CONFIDENCE = 0.95  # the newer names the value it replaced: resolved without asking (undoable)
 
 PairClass = Literal["duplicate", "update", "distinct"]
@@ -93,6 +96,7 @@ _ANTONYMS = [
 _ANT = {a: b for a, b in _ANTONYMS} | {b: a for a, b in _ANTONYMS}
 
 
+_CLAUSE = re.compile(r"[.!?;]\s+|,\s+(?:and|but)\s+")
 _LOCATED = re.compile(
     r"\b(?:lives?|living|stored|kept|located|sits?|defined|configured|moved)\s+(?:in|at|under|to)\s", re.I
 )
@@ -195,7 +199,13 @@ def judge(old: str, new: str, cosine: float, vocab: sj.Vocabulary | None = None)
         return Verdict("update", f"{cmp.why_subject}; one states it, the other negates it", kind="negation")
     wa, wb = _words(old), _words(new)
     for w in wa - wb:
-        if _ANT.get(w) in wb - wa and close and cosine >= ATTRIBUTE_COSINE and overlap >= TOPIC_OVERLAP:
+        if (
+            _ANT.get(w) in wb - wa
+            and close
+            and cosine >= ATTRIBUTE_COSINE
+            and overlap >= TOPIC_OVERLAP
+            and _opposed_in_one_clause(old, new, w, _ANT[w])
+        ):
             return Verdict("update", f"{cmp.why_subject}; opposites: {w} vs {_ANT[w]}")
     same_values = so.values == sn.values or (so.values <= sn.values or sn.values <= so.values)
     if not same_values:
@@ -214,6 +224,21 @@ def judge(old: str, new: str, cosine: float, vocab: sj.Vocabulary | None = None)
         vals = ", ".join(sorted(so.values)[:3])
         return Verdict("duplicate", f"{cmp.why_subject}, same value ({vals}), cosine {cosine:.2f}")
     return Verdict("distinct", f"cosine {cosine:.2f}: related but not the same statement")
+
+
+def _clause_with(text: str, word: str) -> set[str]:
+    for clause in _CLAUSE.split(text):
+        words = _words(clause)
+        if word in words:
+            return words
+    return set()
+
+
+def _opposed_in_one_clause(old: str, new: str, w: str, opposite: str) -> bool:
+    """Opposites say opposite things only in one clause said twice ("run it before the migration" / "after the
+    migration"), not when one sits in an aside ("checked before merging") and the other in another."""
+    a, b = _clause_with(old, w) - {w}, _clause_with(new, opposite) - {opposite}
+    return bool(a and b) and len(a & b) / len(a | b) >= CLAUSE_OVERLAP
 
 
 def classify_pair(a: str, b: str, cosine: float, vocab: sj.Vocabulary | None = None) -> tuple[PairClass, str]:
@@ -477,8 +502,9 @@ def check_near(
     suggesting the newer statement, by ``created_at``), and every neighbour that says the same thing.
 
     An episode is never the older side: it records something that happened ("fixed a bug in auth with
-    graphql"), which a later change ("we switched from graphql") does not make untrue; a fact or a procedure
-    can be contradicted, by either."""
+    graphql"), which a later change ("we switched from graphql") does not make untrue. As the newer side it
+    contradicts a fact or a procedure only when it names the value it replaced ("migrated auth from jest to
+    vitest today"): an event that merely mentions a tool says nothing of what is in use."""
     out = NearFindings([], [])
     updates: list[tuple[Candidate, set[str]]] = []
     # This memory's value in a slot -> the values its same-subject neighbours of one shape put there.
@@ -498,8 +524,11 @@ def check_near(
                 others_at.setdefault(x, set()).add(y)
         if v.cls == "update":
             older_type = lt.memory_type if new_is_newer else memory_type
+            newer_type = memory_type if new_is_newer else lt.memory_type
             if older_type == "episodic":
                 continue  # what happened stays true: a later change supersedes facts and procedures only
+            if newer_type == "episodic" and not v.strong:
+                continue  # an event mentions what it touched; only one that names what it replaced is a change
             candidate = Candidate(
                 v.kind,
                 other,

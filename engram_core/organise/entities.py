@@ -52,6 +52,13 @@ _add(
     "tool",
     None,
 )
+# Services a project runs beside its code: brokers, search engines, object stores, observability, local fakes.
+_add(
+    "kafka rabbitmq nats pulsar activemq elasticsearch opensearch meilisearch typesense solr minio "
+    "sentry datadog prometheus grafana jaeger opentelemetry localstack mailhog wiremock zustand redux mobx pinia",
+    "library",
+    None,
+)
 
 # Categories a project normally has one of: two different values of one is a change, not a second fact.
 FUNCTIONAL = frozenset(

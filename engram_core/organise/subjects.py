@@ -369,6 +369,7 @@ class Statement:
     negated: bool
     versions: frozenset[tuple[str, str]] = frozenset()
     after_marker: frozenset[str] = frozenset()  # words soon after "no longer", "instead of", "from"…
+    owners: frozenset[str] = frozenset()  # values named only as the owner of a part ("the sentry dashboards")
 
 
 @dataclass(frozen=True)
@@ -377,7 +378,7 @@ class _Parts:
 
     heads: frozenset[str]
     mid_names: frozenset[str]
-    words: frozenset[str]  # lower-case words, for the vocabulary's components
+    words: frozenset[str]  # lower-case words outside paths, for the vocabulary's components
     capitals: frozenset[str]  # capitalised words anywhere, for the vocabulary's names
     idents: frozenset[str]  # paths, references, code names
     numbers: frozenset[str]
@@ -389,6 +390,20 @@ class _Parts:
     new_spans: tuple[str, ...]
     negated: bool
     after_marker: frozenset[str] = frozenset()
+    owners: frozenset[str] = frozenset()  # tools named only as the owner of something else
+    possessed: frozenset[str] = frozenset()  # words after "its"/"their": a part of the subject named before
+
+
+# A tool named before one of its parts ("the sentry dashboards", "the redis connection", "a stale poetry lock
+# file") says something of that part, not which tool the subject uses.
+_OWNED = re.compile(
+    r"\s+(?:dashboards?|connections?|clients?|calls?|errors?|exceptions?|lock ?files?|lockfiles?|logs?|docs|"
+    r"volumes?|containers?|credentials|console)\b",
+    re.I,
+)
+
+
+_POSSESSED = re.compile(r"\b(?:its|their)\s+([a-z][\w-]*)", re.I)
 
 
 # Tool names that are also everyday words in lower case ("go out through", "make sure", "just run").
@@ -527,12 +542,13 @@ def _parts(text: str) -> _Parts:
     # URLs and cloud regions are values of what they configure, never subjects.
     numbers |= {m.group(0).rstrip(".,;:").lower() for m in ex.URL.finditer(text)}
     numbers |= {m.group(0).lower() for m in _REGION.finditer(text)}
-    tools = set()
+    tools: set[str] = set()
+    owning: set[str] = set()
     for m in ex.WORD.finditer(text):
         word = m.group(0).rstrip(".")
         hit = ex.gazetteer_hit(word)
         if hit is not None and hit.entity_type in ("library", "tool") and word not in _ENGLISH_TOOLS:
-            tools.add(hit.key)
+            (owning if _OWNED.match(text, m.start() + len(word)) else tools).add(hit.key)
     branches = set()
     if re.search(
         r"\b(?:branch|branches|target|against|rebase|merge into|merge to|push to|deploy from)\b", text, re.I
@@ -562,7 +578,8 @@ def _parts(text: str) -> _Parts:
     return _Parts(
         frozenset(heads),
         frozenset(mid),
-        frozenset(re.findall(r"[a-z][\w-]*", text.lower())),
+        # A folder inside a path ("web/src/admin/store.go") is the path's, not a component named on its own.
+        frozenset(re.findall(r"[a-z][\w-]*", ex.PATH.sub(" ", ex.URL.sub(" ", text)).lower())),
         frozenset(capitals),
         frozenset(idents),
         frozenset(numbers),
@@ -574,6 +591,8 @@ def _parts(text: str) -> _Parts:
         new_spans=new_spans,
         negated=bool(_NEG.search(text)),
         after_marker=frozenset(after),
+        owners=frozenset(owning - tools),
+        possessed=frozenset(m.group(1).lower() for m in _POSSESSED.finditer(text)),
     )
 
 
@@ -584,13 +603,17 @@ def read(text: str, vocab: Vocabulary | None = None) -> Statement:
     values = (
         set(p.numbers)
         | set(p.tools)
+        | set(p.owners)
         | set(p.branches)
         | names
         | {w for w in p.new_spans if w not in STOPWORDS_EN and w not in p.heads}
     )
     subjects = set(p.heads) | set(p.idents)
     if vocab is not None:
-        subjects |= {w for w in p.words if w in vocab.components}
+        # "Ml-models runs its tooling": the tooling of the subject named, not the component called tooling.
+        named = {w for w in p.words if w in vocab.components}
+        owner_named = bool(p.heads or named - p.possessed)
+        subjects |= {w for w in named if not (owner_named and w in p.possessed)}
     subjects -= values
     old: set[str] = set()
     for span in p.old_spans:
@@ -607,6 +630,7 @@ def read(text: str, vocab: Vocabulary | None = None) -> Statement:
         p.negated,
         p.versions,
         p.after_marker,
+        p.owners,
     )
 
 
@@ -667,12 +691,14 @@ def compare(old: Statement, new: Statement) -> Comparison:
         old_named |= {v for v in old.values & new.values & new.after_marker if _kinds([v]) & fresh}
     new_vals = new.values - old_named
     only_old, only_new = old.values - new_vals, new_vals - old.values
-    ka, kb = _kinds(only_old), _kinds(only_new)
+    # A value named only as the owner of a part differs without saying anything else of the subject.
+    stated_old, stated_new = only_old - old.owners, only_new - new.owners
+    ka, kb = _kinds(stated_old), _kinds(stated_new)
     kinds = ka & kb
     cats_a, cats_b = ka & ex.FUNCTIONAL, kb & ex.FUNCTIONAL
     if cats_a and cats_b and not cats_a & cats_b:
         kinds = set()  # a package manager and a test framework: two attributes, not one changed
-    conflict = bool(only_old and only_new and kinds)
+    conflict = bool(stated_old and stated_new and kinds)
     names_old = bool(conflict and new.changes and only_old & old_named)
     # Two versions of one named thing (Python 3.10 / Python 3.12) are one attribute whatever else is said.
     va, vb = dict(old.versions), dict(new.versions)
@@ -689,6 +715,9 @@ def compare(old: Statement, new: Statement) -> Comparison:
     )
 
 
+_COMPONENT = re.compile(r"[a-z][a-z0-9-]*")
+
+
 def _same_component(a: frozenset[str], b: frozenset[str]) -> bool:
     """A path and the module it sits in (src/billing/x.py and billing) are one subject, not two."""
 
@@ -697,9 +726,13 @@ def _same_component(a: frozenset[str], b: frozenset[str]) -> bool:
             x == y or ("/" in y and x in y.split("/")) or ("/" in y and x in y.rsplit("/", 1)[-1].split("."))
         )
 
-    return all(any(within(x, y) or within(y, x) for y in b) for x in a) or all(
-        any(within(x, y) or within(y, x) for x in a) for y in b
-    )
+    def covered(xs: frozenset[str], ys: frozenset[str]) -> bool:
+        # A component either side names must sit in the other's paths or names; a path or code name one side
+        # adds is a detail. "The scheduler service … in web/src/admin/store.go" is not the admin module.
+        return all(any(within(x, y) or within(y, x) for y in ys) for x in xs if _COMPONENT.fullmatch(x))
+
+    matched = any(within(x, y) or within(y, x) for x in a for y in b)
+    return matched and covered(a, b) and covered(b, a)
 
 
 def _kinds(values: Iterable[str]) -> set[str]:
@@ -962,15 +995,27 @@ def purposes(text: str) -> frozenset[str]:
     return frozenset(p for p in found if p not in _NOT_PURPOSES)
 
 
+def _one_purpose(p: str, q: str) -> bool:
+    """One thing named twice: the same head noun (by its stem: "limiter", "limiting") and no two different
+    modifiers ("the dead letter queue" and "the queue" are one; "timezone handling" and "session handling", or
+    "cache warming" and "build cache", are two)."""
+    *mp, hp = [w for w in p.split() if w not in STOPWORDS_EN] or [p]
+    *mq, hq = [w for w in q.split() if w not in STOPWORDS_EN] or [q]
+    if hp[:5] != hq[:5]:
+        return False
+    return not mp or not mq or bool(set(mp) & set(mq))
+
+
 def other_purposes(old_text: str, new_text: str) -> tuple[str, str] | None:
-    """The two purposes, when each statement names what its thing is for and they share no word ("for the rate
-    limiter" and "for the token refresh"): two attributes of one subject, not one value changed."""
+    """The two purposes, when each statement names what its thing is for and no purpose of one is a purpose of
+    the other ("for the rate limiter" and "for the token refresh"): two attributes of one subject, not one value
+    changed."""
     pa, pb = purposes(old_text), purposes(new_text)
     if not pa or not pb:
         return None
-    wa = {w for p in pa for w in p.split() if w not in STOPWORDS_EN}
-    wb = {w for p in pb for w in p.split() if w not in STOPWORDS_EN}
-    return None if wa & wb else (sorted(pa)[0], sorted(pb)[0])
+    if any(_one_purpose(p, q) for p in pa for q in pb):
+        return None
+    return sorted(pa)[0], sorted(pb)[0]
 
 
 def same_attribute(old_text: str, new_text: str, old: Statement, new: Statement) -> float:
