@@ -8,6 +8,7 @@ from engram_core.models import MemoryIn
 from engram_core.organise import contradictions as cx
 from engram_core.organise import entities as ex
 from engram_core.organise import subjects as sj
+from engram_core.organise import verdicts as vd
 from engram_core.service import EngramService
 
 
@@ -220,10 +221,10 @@ def test_a_tool_named_as_the_owner_of_a_part_is_not_the_subjects_value() -> None
         "Config for the batch size lives in src/gateway/consumer.py; the default of 12 was chosen for retries. "
         "Do not lower it without checking the eslint dashboards."
     )
-    assert cx.judge(switch, config, 0.8, vocab).cls == "distinct"
+    assert vd.judge(switch, config, 0.8, vocab).cls == "distinct"
     assert sj.read(config, vocab).owners == {"eslint"}
     uses = "The gateway module uses eslint for the batch size; the default of 12 was chosen for retries."
-    assert cx.judge(switch, uses, 0.8, vocab).cls == "update"
+    assert vd.judge(switch, uses, 0.8, vocab).cls == "update"
 
 
 def test_opposites_in_two_asides_are_not_a_contradiction() -> None:
@@ -232,10 +233,10 @@ def test_opposites_in_two_asides_are_not_a_contradiction() -> None:
     rule = "On every project, keep the rate limiter behind a feature flag until it has run a week in staging"
     a = f"{rule}; Maria insists on it so that local runs match production. Checked with the team before merging."
     b = f"{rule}; Maria insists on it after the outage last sprint."
-    assert cx.judge(a, b, 0.9).cls != "update"
+    assert vd.judge(a, b, 0.9).cls != "update"
     c = "Run the database migrations before deploying the billing api to staging."
     d = "Run the database migrations after deploying the billing api to staging."
-    assert cx.judge(c, d, 0.9).cls == "update"
+    assert vd.judge(c, d, 0.9).cls == "update"
 
 
 def test_services_beside_the_code_are_values() -> None:
@@ -246,7 +247,7 @@ def test_services_beside_the_code_are_values() -> None:
     for name in ("kafka", "sentry", "rabbitmq", "elasticsearch", "prometheus"):
         hit = ex.gazetteer_hit(name)
         assert hit is not None and hit.entity_type == "library", name
-    assert cx.judge(a, b, 0.93).cls == "distinct"
+    assert vd.judge(a, b, 0.93).cls == "distinct"
 
 
 def test_a_part_of_a_named_subject_is_not_the_component_of_that_name() -> None:
@@ -254,8 +255,8 @@ def test_a_part_of_a_named_subject_is_not_the_component_of_that_name() -> None:
     tooling; the same statement about the tooling repository itself still conflicts."""
     vocab = sj.Vocabulary(components={"tooling", "ml-models"})
     repo = "The interpreter for the tooling repo is Python 3.12."
-    assert cx.judge(repo, "Ml-models runs its tooling under Python 3.10.", 0.7, vocab).cls == "distinct"
-    assert cx.judge(repo, "The tooling repo now runs on Python 3.13.", 0.8, vocab).cls == "update"
+    assert vd.judge(repo, "Ml-models runs its tooling under Python 3.10.", 0.7, vocab).cls == "distinct"
+    assert vd.judge(repo, "The tooling repo now runs on Python 3.13.", 0.8, vocab).cls == "update"
 
 
 def test_a_module_named_only_inside_a_path_is_not_the_subject() -> None:
@@ -267,10 +268,10 @@ def test_a_module_named_only_inside_a_path_is_not_the_subject() -> None:
         "The scheduler service uses sqlalchemy for the cache warming. SearchIndexer in web/src/admin/store.go "
         "wraps it so callers never import sqlalchemy directly."
     )
-    assert cx.judge(other, change, 0.7, vocab).cls == "distinct"
+    assert vd.judge(other, change, 0.7, vocab).cls == "distinct"
     old = "Tests in src/billing/test_invoice.py run with jest."
     new = "The billing module now runs its tests with vitest instead of jest."
-    assert cx.judge(old, new, 0.7, vocab).cls == "update"
+    assert vd.judge(old, new, 0.7, vocab).cls == "update"
 
 
 def test_two_purposes_with_one_word_in_common_are_two_purposes() -> None:
@@ -280,3 +281,80 @@ def test_two_purposes_with_one_word_in_common_are_two_purposes() -> None:
     )
     assert sj.other_purposes("Uses redis for the rate limiter.", "Uses memcached for rate limiting.") is None
     assert sj.other_purposes("Uses kafka for the dead letter queue.", "Uses sqs for the queue.") is None
+
+
+def test_an_event_whose_cause_was_a_tool_does_not_supersede_its_choice(
+    env: tuple[EngramService, str],
+) -> None:
+    """ "The cause was a stale zod lock file" has a word that can mark a change ("was") before a value the fact
+    states, but says nothing replaced it: the fact stays live, no supersession is settled or proposed."""
+    svc, p = env
+    fact = put(
+        svc,
+        p,
+        "We switched from redis to zod for the rate limiter in the gateway module because the old one leaked "
+        "connections under load.",
+    )
+    event = svc.store(
+        MemoryIn(
+            content="Running `ruff check .` failed with ValidationError in the rate limiter of the gateway "
+            "module. The cause was a stale zod lock file; deleting it and rerunning fixed it.",
+            memory_type="episodic",
+        ),
+        project=p,
+    ).memory.id
+    every = {frozenset((c.a.id, c.b.id)) for c in cx.list_contradictions(svc, project=p, status="all")}
+    assert frozenset((fact, event)) not in every
+
+
+def test_a_procedure_for_deploying_is_not_superseded_by_a_change_for_another_purpose() -> None:
+    """ "Before deploying scheduler, run kubectl …" is for deploying; "switched from kubectl to ruff for the token
+    refresh" changes what the token refresh uses."""
+    vocab = sj.Vocabulary(components={"scheduler"})
+    deploy = "Before deploying scheduler, run `kubectl rollout restart deploy/api` and `make migrate`."
+    change = "We switched from kubectl to ruff for the token refresh in the scheduler module."
+    assert sj.purposes(deploy) == {"deploying"}
+    assert vd.judge(deploy, change, 0.7, vocab).cls == "distinct"
+    same = "Before deploying scheduler, run `helm upgrade scheduler` instead of kubectl."
+    assert vd.judge(deploy, same, 0.8, vocab).cls == "update"
+
+
+def test_two_ports_of_one_service_are_one_attribute_however_said() -> None:
+    """ "It answers at 127.0.0.1:6367" and "the container publishes port 5405" give one service two ports: a
+    change; the same forms about two services stay apart."""
+    vocab = sj.Vocabulary(components={"thumbnails", "billing"})
+    a = "If you need to hit the thumbnails service by hand, it answers at 127.0.0.1:6367."
+    assert vd.judge(a, "The thumbnails container publishes port 5405.", 0.6, vocab).cls == "update"
+    assert vd.judge(a, "The billing container publishes port 5405.", 0.6, vocab).cls == "distinct"
+
+
+def test_one_shape_with_one_value_swapped_is_not_a_duplicate() -> None:
+    """ "A stale nginx lock file" and "a stale alembic lock file" are two causes, though the command both ran
+    names alembic; the same note with another reason appended is the same statement."""
+    run = "Running `alembic upgrade head` failed with ValueError on the worker service."
+    a = f"{run} The cause was a stale nginx lock file; deleting it and rerunning fixed it."
+    b = f"{run} The cause was a stale alembic lock file; deleting it and rerunning fixed it."
+    assert vd.judge(a, b, 0.88).cls == "distinct"
+    assert vd.judge(a, a + " This took most of the afternoon to track down.", 0.95).cls == "duplicate"
+
+
+def test_an_event_and_a_fact_with_the_same_values_are_not_duplicates(env: tuple[EngramService, str]) -> None:
+    """A failed run whose cause was a stale jest lock file and the change to jest for the error budget name the
+    same tools of one module; one is an event and one a fact, so no merge is proposed."""
+    svc, p = env
+    fact = put(
+        svc,
+        p,
+        "We switched from terraform to jest for the error budget in the api module because the docs recommend "
+        "it for this workload.",
+    )
+    event = svc.store(
+        MemoryIn(
+            content="Running `terraform plan` failed with KeyError on the api service. The cause was a stale "
+            "jest lock file; deleting it and rerunning fixed it.",
+            memory_type="episodic",
+        ),
+        project=p,
+    ).memory.id
+    proposed = [{m.id for m in item.sources} for item in svc.list_consolidations(project=p, status="all")]
+    assert not any({fact, event} <= ids for ids in proposed), proposed

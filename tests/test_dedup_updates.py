@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engram_core.organise.contradictions import classify_pair
+from engram_core.organise.verdicts import classify_pair
 from engram_core.retrieval.embeddings import LocalEmbedder
 
 DUPLICATES: list[tuple[str, str]] = [

@@ -15,7 +15,7 @@ from pathlib import Path
 from support import DaemonProc, new_project
 
 from engram_core.organise import subjects as sj
-from engram_core.organise.contradictions import judge
+from engram_core.organise.verdicts import judge
 
 
 def engram(daemon: DaemonProc, *args: str, cwd: Path) -> dict:

@@ -24,9 +24,7 @@ MAX_METHODS = 30
 LONG_ELSEWHERE = {
     "redaction.py",
     "organise/graph.py",
-    "organise/subjects.py",
     "organise/consolidation.py",
-    "organise/contradictions.py",
     "daemon/server.py",
     "cli/commands.py",
 }

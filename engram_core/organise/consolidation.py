@@ -33,7 +33,7 @@ from ..models import (
 )
 from ..redaction import redact_text
 from ..storage import ScopeStore, key_of, plain
-from . import associations, contradictions, evolution, graph
+from . import associations, contradictions, evolution, graph, verdicts
 from . import subjects as sj
 from .base import EngramError, MemoryCore, NotFound, api, rid, short_hash, to_memory
 
@@ -272,19 +272,14 @@ def find_pairs(core: MemoryCore, store: ScopeStore, *, deadline: float, dry_run:
         a = store.summaries[k]
         for other, cos in store.index.vector(vec, 6):
             pair = frozenset((k, other))
-            if (
-                other == k
-                or cos < contradictions.CANDIDATE_COSINE
-                or pair in done
-                or other not in store.summaries
-            ):
+            if other == k or cos < verdicts.CANDIDATE_COSINE or pair in done or other not in store.summaries:
                 continue
             b = store.summaries[other]
             if b.status not in LIVE or b.memory_type == "working":
                 continue
             done.add(pair)
             old, new = (a, b) if a.created_at <= b.created_at else (b, a)
-            v = contradictions.judge(old.content, new.content, cos, vocab)
+            v = verdicts.judge(old.content, new.content, cos, vocab)
             if v.cls == "duplicate":
                 pairs.append((k, other, cos, v.why))
     if dry_run:

@@ -28,273 +28,23 @@ from ..retrieval.search_index import STOPWORDS_EN, tokenize
 from ..storage import ScopeStore
 from . import entities as ex
 from .base import state
+from .words import (
+    ABBREVIATIONS,
+    ENGLISH_TOOLS,
+    GENERIC_HEADS,
+    HEAD_NOUNS,
+    NAME_BEFORE,
+    NOT_COMPONENTS,
+    NOT_NAMES,
+    STARTERS,
+    WEAK_HEADS,
+)
 
-HEAD_NOUNS = (
-    "service",
-    "services",
-    "module",
-    "package",
-    "app",
-    "application",
-    "repo",
-    "repository",
-    "project",
-    "frontend",
-    "backend",
-    "api",
-    "worker",
-    "cluster",
-    "team",
-    "component",
-    "job",
-    "pipeline",
-    "endpoint",
-    "handlers",
-    "codebase",
-    "site",
-    "ui",
-    "microservice",
-    "daemon",
-    "library",
-    "crate",
-    "plugin",
-    "bot",
-    "image",
-    "stack",
-    "monorepo",
-    "server",
-)
-# Head nouns that say what sort of thing a component is, not which (a "frontend" repo may be named frontend).
-GENERIC_HEADS = frozenset(
-    {
-        "service",
-        "services",
-        "module",
-        "package",
-        "app",
-        "application",
-        "repo",
-        "repository",
-        "project",
-        "component",
-        "library",
-        "codebase",
-        "site",
-        "image",
-        "stack",
-        "job",
-        "pipeline",
-        "endpoint",
-        "handlers",
-        "team",
-        "cluster",
-        "daemon",
-        "plugin",
-        "crate",
-        "bot",
-        "server",
-        "microservice",
-        "ui",
-    }
-)
-# Words before a head noun that name no particular component.
-_NOT_NAMES = STOPWORDS_EN | {
-    "same",
-    "new",
-    "old",
-    "each",
-    "every",
-    "whole",
-    "local",
-    "shared",
-    "other",
-    "our",
-    "your",
-    "its",
-    "their",
-    "one",
-    "own",
-    "unit",
-    "integration",
-    "http",
-    "main",
-    "single",
-    "separate",
-    "entire",
-    "current",
-    "previous",
-    "next",
-    "first",
-    "last",
-    "any",
-    "that",
-    "this",
-    "these",
-    "those",
-    "which",
-    "another",
-    "public",
-    "private",
-    "internal",
-    "external",
-    "production",
-    "staging",
-    "test",
-    "tests",
-    "web-facing",
-    "python",
-    "node",
-    "go",
-    "rust",
-    "docker",
-    "default",
-    "big",
-    "small",
-    "legacy",
-    "core",
-    "upstream",
-    "downstream",
-    "remote",
-    "given",
-    "affected",
-    "whose",
-    "his",
-    "her",
-    "my",
-    "a",
-    "an",
-    "the",
-    "batch",
-    "nightly",
-    "cron",
-    "release",
-    "build",
-    "deploy",
-}
 # The head noun is looked ahead at, not consumed: in "the worker service" the name is itself a head noun.
 _HEAD = re.compile(
     r"(?<![\w/.-])([A-Za-z][\w-]*)(?:'s)?(?=\s+(?:" + "|".join(HEAD_NOUNS) + r")(?:'s)?\b)", re.I
 )
-# Nouns that follow a component's name often enough to learn it from ("the shipping tests", "billing's
-# deploys"), but that also follow ordinary words: names learned from these must not be verbs or adjectives.
-WEAK_HEADS = (
-    "tests",
-    "suite",
-    "specs",
-    "requests",
-    "deploys",
-    "releases",
-    "builds",
-    "container",
-    "records",
-    "logs",
-    "migrations",
-    "fixtures",
-    "endpoints",
-    "queue",
-    "workers",
-    "dashboards",
-    "config",
-)
 _WEAK_HEAD = re.compile(r"(?<![\w/.-])([a-z][\w-]*)(?:'s)?\s+(?:" + "|".join(WEAK_HEADS) + r")\b")
-_NOT_COMPONENTS = {
-    "newer",
-    "older",
-    "faster",
-    "slower",
-    "later",
-    "earlier",
-    "bigger",
-    "smaller",
-    "recent",
-    "latest",
-    "upcoming",
-    "previous",
-    "next",
-    "future",
-    "past",
-    "pull",
-    "merge",
-    "run",
-    "runs",
-    "write",
-    "add",
-    "fix",
-    "make",
-    "use",
-    "skip",
-    "mark",
-    "flaky",
-    "slow",
-    "failing",
-    "passing",
-    "all",
-    "more",
-    "fewer",
-    "end-to-end",
-    "e2e",
-    "smoke",
-    "regression",
-    "load",
-    "stress",
-    "our",
-    "your",
-    "their",
-    "its",
-    "the",
-    "these",
-    "those",
-    "some",
-    "many",
-    "few",
-    "old",
-    "new",
-    "hanging",
-    "broken",
-    "fast",
-    "long",
-    "short",
-    "api",
-    "http",
-    "database",
-    "db",
-    "sql",
-    "ci",
-    "nightly",
-    "daily",
-    "weekly",
-    "parallel",
-    "local",
-    "remote",
-    "pending",
-    "open",
-    "stale",
-    "dead",
-    "retry",
-    "batch",
-    "async",
-    "sync",
-    "rerun",
-    "then",
-    "and",
-    "or",
-    "when",
-    "if",
-    "before",
-    "after",
-    "with",
-    "without",
-    "for",
-    "of",
-    "in",
-    "on",
-    "at",
-    "to",
-    "from",
-    "by",
-    "about",
-    "as",
-}
 _REF = re.compile(r"(?i:(?:\bPR|\bMR|\bissue|\bticket|\bbug)?\s*#\d+\b)|\b[A-Z][A-Z0-9]+-\d+\b")
 _REGION = re.compile(r"\b[a-z]{2,}(?:-[a-z]+)+-\d+[a-z]?\b")
 _CODE = re.compile(r"\b[a-z][a-z0-9]*_[a-z0-9_]+\b|\b[A-Za-z_]\w*\(\)")
@@ -370,6 +120,7 @@ class Statement:
     versions: frozenset[tuple[str, str]] = frozenset()
     after_marker: frozenset[str] = frozenset()  # words soon after "no longer", "instead of", "from"…
     owners: frozenset[str] = frozenset()  # values named only as the owner of a part ("the sentry dashboards")
+    ports: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -392,6 +143,9 @@ class _Parts:
     after_marker: frozenset[str] = frozenset()
     owners: frozenset[str] = frozenset()  # tools named only as the owner of something else
     possessed: frozenset[str] = frozenset()  # words after "its"/"their": a part of the subject named before
+    ports: frozenset[str] = (
+        frozenset()
+    )  # numbers said to be ports ("port 8080", "127.0.0.1:8080", "exposed on 8080")
 
 
 # A tool named before one of its parts ("the sentry dashboards", "the redis connection", "a stale poetry lock
@@ -403,79 +157,14 @@ _OWNED = re.compile(
 )
 
 
+_PORT = re.compile(
+    r"\bports?\s+(\d{2,5})\b|\b(?:localhost|[\d.]{7,15}):(\d{2,5})\b|"
+    r"\b(?:exposed|listens|listening|served|answers|reachable|bound)\s+(?:on|at)\s+(?:port\s+)?(\d{4,5})\b",
+    re.I,
+)
 _POSSESSED = re.compile(r"\b(?:its|their)\s+([a-z][\w-]*)", re.I)
 
 
-# Tool names that are also everyday words in lower case ("go out through", "make sure", "just run").
-_ENGLISH_TOOLS = {
-    "go",
-    "make",
-    "just",
-    "node",
-    "flow",
-    "solid",
-    "express",
-    "rich",
-    "click",
-    "attrs",
-    "requests",
-    "black",
-    "uv",
-    "rq",
-    "remix",
-    "spring",
-    "jq",
-    "sed",
-    "grep",
-    "awk",
-    "tox",
-    "nox",
-    "ssh",
-}
-_ABBREVIATIONS = {
-    "API",
-    "CI",
-    "CD",
-    "PR",
-    "MR",
-    "SQL",
-    "HTTP",
-    "HTTPS",
-    "JSON",
-    "YAML",
-    "URL",
-    "CLI",
-    "SDK",
-    "UI",
-    "UX",
-    "DB",
-    "ID",
-    "OK",
-    "TODO",
-    "README",
-    "CPU",
-    "RAM",
-    "GPU",
-    "SSH",
-    "TLS",
-    "SSL",
-    "DNS",
-    "ENV",
-    "TCP",
-    "UDP",
-    "HTML",
-    "CSS",
-    "JWT",
-    "CSV",
-    "XML",
-    "ORM",
-    "OS",
-    "VM",
-    "IDE",
-    "FAQ",
-    "ETA",
-    "EOD",
-}
 _NEG = re.compile(
     r"\b(?:not|never|don't|doesn't|didn't|isn't|aren't|wasn't|won't|shouldn't|mustn't|cannot|"
     r"can't|no longer|avoid|disabled?)\b",
@@ -500,13 +189,13 @@ def _parts(text: str) -> _Parts:
     heads = set()
     for m in _HEAD.finditer(text):
         w = m.group(1).lower()
-        if w not in _NOT_NAMES and not w.isdigit() and ex.gazetteer_hit(w) is None:
+        if w not in NOT_NAMES and not w.isdigit() and ex.gazetteer_hit(w) is None:
             heads.add(w)
     for m in _WEAK_HEAD.finditer(text):
         w = m.group(1).lower()
         if (
-            w not in _NOT_NAMES
-            and w not in _NOT_COMPONENTS
+            w not in NOT_NAMES
+            and w not in NOT_COMPONENTS
             and w not in HEAD_NOUNS
             and not w.endswith("ed")
             and not w.isdigit()
@@ -521,7 +210,7 @@ def _parts(text: str) -> _Parts:
     capitals: set[str] = set()
     for m in _CAPITAL.finditer(text):
         w = m.group(0)
-        if len(w) < 3 or w in _ABBREVIATIONS or ex.ERROR.fullmatch(w) or ex.CAMEL.fullmatch(w):
+        if len(w) < 3 or w in ABBREVIATIONS or ex.ERROR.fullmatch(w) or ex.CAMEL.fullmatch(w):
             continue
         capitals.add(w)
         if not _SENTENCE_START.search(text[: m.start()]) and w.lower() not in STOPWORDS_EN:
@@ -547,7 +236,7 @@ def _parts(text: str) -> _Parts:
     for m in ex.WORD.finditer(text):
         word = m.group(0).rstrip(".")
         hit = ex.gazetteer_hit(word)
-        if hit is not None and hit.entity_type in ("library", "tool") and word not in _ENGLISH_TOOLS:
+        if hit is not None and hit.entity_type in ("library", "tool") and word not in ENGLISH_TOOLS:
             (owning if _OWNED.match(text, m.start() + len(word)) else tools).add(hit.key)
     branches = set()
     if re.search(
@@ -593,6 +282,7 @@ def _parts(text: str) -> _Parts:
         after_marker=frozenset(after),
         owners=frozenset(owning - tools),
         possessed=frozenset(m.group(1).lower() for m in _POSSESSED.finditer(text)),
+        ports=frozenset(next(g for g in m.groups() if g) for m in _PORT.finditer(text)),
     )
 
 
@@ -631,6 +321,7 @@ def read(text: str, vocab: Vocabulary | None = None) -> Statement:
         p.versions,
         p.after_marker,
         p.owners,
+        p.ports,
     )
 
 
@@ -703,6 +394,8 @@ def compare(old: Statement, new: Statement) -> Comparison:
     # Two versions of one named thing (Python 3.10 / Python 3.12) are one attribute whatever else is said.
     va, vb = dict(old.versions), dict(new.versions)
     versioned = any(n in vb and va[n] != vb[n] for n in va)
+    # Two ports of one subject, however each is said ("answers at 127.0.0.1:6367", "publishes port 5405").
+    ported = bool(stated_old & old.ports and stated_new & new.ports)
     return Comparison(
         same,
         why,
@@ -710,7 +403,7 @@ def compare(old: Statement, new: Statement) -> Comparison:
         frozenset(only_old),
         frozenset(only_new),
         names_old,
-        functional=bool(kinds & ex.FUNCTIONAL) or (conflict and versioned),
+        functional=bool(kinds & ex.FUNCTIONAL) or (conflict and (versioned or ported)),
         numbers="number" in kinds,
     )
 
@@ -726,13 +419,16 @@ def _same_component(a: frozenset[str], b: frozenset[str]) -> bool:
             x == y or ("/" in y and x in y.split("/")) or ("/" in y and x in y.rsplit("/", 1)[-1].split("."))
         )
 
-    def covered(xs: frozenset[str], ys: frozenset[str]) -> bool:
-        # A component either side names must sit in the other's paths or names; a path or code name one side
-        # adds is a detail. "The scheduler service … in web/src/admin/store.go" is not the admin module.
-        return all(any(within(x, y) or within(y, x) for y in ys) for x in xs if _COMPONENT.fullmatch(x))
+    def covered(xs: frozenset[str], ys: frozenset[str], names_only: bool = False) -> bool:
+        return all(
+            any(within(x, y) or within(y, x) for y in ys)
+            for x in xs
+            if not names_only or _COMPONENT.fullmatch(x)
+        )
 
-    matched = any(within(x, y) or within(y, x) for x in a for y in b)
-    return matched and covered(a, b) and covered(b, a)
+    # One side's subjects all sit in the other's, and no component either side names is left over: "the
+    # scheduler service … in web/src/admin/store.go" is not the admin module.
+    return (covered(a, b) or covered(b, a)) and covered(a, b, True) and covered(b, a, True)
 
 
 def _kinds(values: Iterable[str]) -> set[str]:
@@ -790,125 +486,9 @@ def _slot_words(text: str) -> list[str]:
     out, start = [], True
     for raw in _SLOT_WORD.findall(text):
         w = raw.strip(".,;:()'\"`")
-        out.append(w.lower() if start and w.lower() in _STARTERS else w)
+        out.append(w.lower() if start and w.lower() in STARTERS else w)
         start = raw.endswith((".", "!", "?", ":", ";"))
     return out
-
-
-# Words that open a sentence in coding notes and name nothing: function words, imperatives, common nouns.
-_STARTERS = STOPWORDS_EN | {
-    "run",
-    "running",
-    "use",
-    "using",
-    "test",
-    "tests",
-    "testing",
-    "start",
-    "stop",
-    "open",
-    "close",
-    "add",
-    "remove",
-    "fix",
-    "fixed",
-    "check",
-    "make",
-    "set",
-    "keep",
-    "install",
-    "build",
-    "builds",
-    "deploy",
-    "deploys",
-    "deploying",
-    "release",
-    "releases",
-    "point",
-    "remember",
-    "ping",
-    "questions",
-    "heads",
-    "migrated",
-    "bumped",
-    "raised",
-    "base",
-    "locally",
-    "unit",
-    "specs",
-    "code",
-    "since",
-    "when",
-    "then",
-    "always",
-    "never",
-    "please",
-    "note",
-    "ask",
-    "asked",
-    "investigated",
-    "refactored",
-    "decided",
-    "we",
-    "i",
-    "you",
-    "they",
-    "it",
-    "our",
-    "my",
-    "your",
-    "there",
-    "here",
-    "every",
-    "each",
-    "all",
-    "some",
-    "ci",
-    "pull",
-    "write",
-    "read",
-    "avoid",
-    "prefer",
-    "do",
-    "don't",
-    "after",
-    "before",
-    "during",
-    "while",
-    "if",
-    "for",
-    "in",
-    "on",
-    "at",
-    "to",
-    "from",
-    "with",
-    "without",
-    "by",
-    "about",
-    "persistence",
-    "shipping",
-    "production",
-    "config",
-}
-
-
-_NAME_BEFORE = {
-    "of",
-    "for",
-    "in",
-    "on",
-    "from",
-    "at",
-    "the",
-    "to",
-    "about",
-    "by",
-    "your",
-    "our",
-    "my",
-    "their",
-}
 
 
 def _names_something(words: list[str], vocab: Vocabulary | None, context: bool) -> bool:
@@ -920,7 +500,7 @@ def _names_something(words: list[str], vocab: Vocabulary | None, context: bool) 
         lw = w.lower()
         if (
             i == 0
-            and before in _NAME_BEFORE
+            and before in NAME_BEFORE
             and lw not in STOPWORDS_EN
             and lw not in GENERIC_HEADS
             and not _CHANGE.fullmatch(lw)
@@ -989,10 +569,30 @@ _NOT_PURPOSES = frozenset(
 )
 
 
+# A procedure's occasion is its purpose: "before deploying billing, run …" is for deploying.
+_OCCASION = re.compile(r"\b(?:before|after|when|while)\s+([a-z]+ing)\b", re.I)
+
+
 def purposes(text: str) -> frozenset[str]:
-    """What a statement says a thing is for ("uses redis for the rate limiter": "rate limiter"), lower case."""
-    found = (m.group(1).lower() for m in _PURPOSE.finditer(text))
+    """What a statement says a thing is for ("uses redis for the rate limiter": "rate limiter"; "before
+    deploying, run …": "deploying"), lower case."""
+    found = [m.group(1).lower() for m in _PURPOSE.finditer(text)]
+    found += [m.group(1).lower() for m in _OCCASION.finditer(text)]
     return frozenset(p for p in found if p not in _NOT_PURPOSES)
+
+
+# An explicit change: a verb of changing with what it changed from or to.
+_REPLACED = re.compile(
+    r"\b(?:switched|migrated|moved|replaced|upgraded|downgraded|bumped|raised|renamed|changed|swapped)\b"
+    r"[^.;]*?\b(?:from|to|with|by|for)\b",
+    re.I,
+)
+
+
+def says_replaced(text: str) -> bool:
+    """Does the text say in so many words that something was replaced ("migrated the tests from jest to
+    vitest"), not merely use a word that can mark a change ("the cause was a stale lock file")?"""
+    return bool(_REPLACED.search(text))
 
 
 def _one_purpose(p: str, q: str) -> bool:
