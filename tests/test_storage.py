@@ -32,7 +32,7 @@ LONG_ELSEWHERE = {
 
 # Classes over the method limit that this change did not touch (issue #31: the daemon's inbox moves out; the
 # search index is being edited by the ranking work).
-LARGE_ELSEWHERE = {"Daemon", "SearchIndex"}
+LARGE_ELSEWHERE = {"Daemon"}
 
 
 def _sources() -> Iterator[tuple[str, ast.Module]]:

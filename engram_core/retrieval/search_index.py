@@ -596,7 +596,7 @@ class SearchIndex:
             scores = self._bm25_array(query)
             if scores is None:
                 return []
-            return self._top(scores, k, positive_only=True)
+            return _top(self._id_of, scores, k, positive_only=True)
 
     def vector(self, query_vec: np.ndarray | Sequence[float], k: int) -> list[tuple[str, float]]:
         """Top-k documents by cosine similarity to query_vec, best first."""
@@ -619,7 +619,7 @@ class SearchIndex:
             else:
                 scores = _scan_rows(self._vecs[: self._high], None, unit, split=self._high >= SPLIT_MIN_ROWS)
                 scores[~self._has_vec[: self._high]] = -np.inf
-                top = self._top(scores, want, positive_only=False)
+                top = _top(self._id_of, scores, want, positive_only=False)
             self._vec_memo = (memo_key, self._version, want, top)
             return top[:k]
 
@@ -652,7 +652,7 @@ class SearchIndex:
                 if i < len(skip) and skip[i]:
                     slots = [s for d in skip[i] if (s := self._slot_of.get(d)) is not None]
                     scores[row, slots] = -np.inf
-                out[i] = self._top(scores[row], k, positive_only=False)
+                out[i] = _top(self._id_of, scores[row], k, positive_only=False)
         return out
 
     def _coarse_top(self, unit: np.ndarray, want: int) -> list[tuple[str, float]]:
@@ -718,22 +718,25 @@ class SearchIndex:
         with self._lock:
             return None if self._basis is None else (self._basis.copy(), self._basis_at)
 
-    def _top(self, scores: np.ndarray, k: int, *, positive_only: bool) -> list[tuple[str, float]]:
-        n = scores.shape[0]
-        idx = np.argpartition(-scores, k - 1)[:k] if k < n else np.arange(n)
-        # Sort by score, then slot, so equal scores come out in a stable order.
-        idx = idx[np.lexsort((idx, -scores[idx]))]
-        top = scores[idx]
-        keep = top > 0.0 if positive_only else top != -math.inf
-        if not keep.all():
-            idx, top = idx[keep], top[keep]
-        id_of = self._id_of
-        # As Python lists first: indexing a list by numpy integers and float() per score cost ~0.1 ms a list.
-        return [
-            (doc_id, sc)
-            for s, sc in zip(idx.tolist(), top.tolist(), strict=True)
-            if (doc_id := id_of[s]) is not None
-        ]
+
+def _top(
+    id_of: list[str | None], scores: np.ndarray, k: int, *, positive_only: bool
+) -> list[tuple[str, float]]:
+    """The best ``k`` slots by score as (id, score), by score then slot; free slots left out."""
+    n = scores.shape[0]
+    idx = np.argpartition(-scores, k - 1)[:k] if k < n else np.arange(n)
+    # Sort by score, then slot, so equal scores come out in a stable order.
+    idx = idx[np.lexsort((idx, -scores[idx]))]
+    top = scores[idx]
+    keep = top > 0.0 if positive_only else top != -math.inf
+    if not keep.all():
+        idx, top = idx[keep], top[keep]
+    # As Python lists first: indexing a list by numpy integers and float() per score cost ~0.1 ms a list.
+    return [
+        (doc_id, sc)
+        for s, sc in zip(idx.tolist(), top.tolist(), strict=True)
+        if (doc_id := id_of[s]) is not None
+    ]
 
 
 def rrf(rankings: list[list[str]], k: int = 60, weights: list[float] | None = None) -> dict[str, float]:
