@@ -14,7 +14,7 @@ from engram_core.core import Extensions
 from engram_core.models import EntityIn, MemoryIn
 from engram_core.organise import graph, relations
 from engram_core.service import EngramService
-from engram_core.storage import key_of, text_lines
+from engram_core.storage import graph_mirror, key_of, text_lines
 
 
 def store(svc: EngramService, project: str, text: str, **kw: object) -> str:
@@ -90,7 +90,7 @@ def test_co_mentions_are_derived_from_the_memories_entity_lists(env: tuple[Engra
     svc.forget(a2, project=p, erase=True, confirm=True)
     assert links("sqlalchemy")[("src/db.py", "sqlalchemy")] == (0.3, [a])
     assert pstore.q1("SELECT VALUE entities FROM ONLY $m", {"m": RecordID("memory", a2)}) is None
-    assert graph._load_mirror(pstore).rels == graph.mirror(svc, pstore).rels
+    assert graph_mirror.load_mirror(pstore).rels == graph.mirror(svc, pstore).rels
     assert c in graph.search_knowledge_graph(svc, "celery", project=p).memory_ids
 
 
@@ -104,11 +104,13 @@ def test_the_mirror_takes_a_memory_once_even_when_read_before_its_entities() -> 
         g.add_entity(k, "library", k)
     g.add_memory("m1", ["e1", "e2"])
     g.add_memory("m1", ["e1", "e2"])
-    assert g.rels == {graph.co_key("e1", "e2"): ("e1", "e2", graph.CO_MENTION_WEIGHT)} and not g.pending
+    assert (
+        g.rels == {graph_mirror.co_key("e1", "e2"): ("e1", "e2", graph.CO_MENTION_WEIGHT)} and not g.pending
+    )
     g.add_memory("m2", ["e1", "e2"])
-    assert g.rels[graph.co_key("e1", "e2")] == ("e1", "e2", pytest.approx(0.4))
+    assert g.rels[graph_mirror.co_key("e1", "e2")] == ("e1", "e2", pytest.approx(0.4))
     g.add_memory("m3", ["e2", "e1"])  # the other order: a link of its own
-    assert g.rels[graph.co_key("e2", "e1")] == ("e2", "e1", graph.CO_MENTION_WEIGHT)
+    assert g.rels[graph_mirror.co_key("e2", "e1")] == ("e2", "e1", graph.CO_MENTION_WEIGHT)
 
 
 def test_dedup_by_embedding_cosine(env: tuple[EngramService, str]) -> None:
@@ -292,7 +294,7 @@ def test_graph_mirror_stays_in_step_with_the_store(env: tuple[EngramService, str
     assert graph.prune_graph(svc, pstore, now=svc.now() + timedelta(days=31))[1] >= 1  # ends the stale edge
     assert graph.mirror(svc, pstore) is kept, "a stale edge ending must not force a reload"
     assert any(w >= 0.6 for _a, _b, w in kept.rels.values()), "the repeated evidence strengthened an edge"
-    fresh = graph._load_mirror(pstore)
+    fresh = graph_mirror.load_mirror(pstore)
     assert _snapshot(kept) == _snapshot(fresh)
     assert any(kept.conflicting.values()), "the writes above must give conflict-prone relations to compare"
     assert {e: kept.near(e) for e in fresh.types} == {e: fresh.near(e) for e in fresh.types}
@@ -402,7 +404,7 @@ def test_a_close_rewrites_the_graph_snapshot_only_when_the_graph_changed(
         return again, pstore
 
     again, pstore = reopen()
-    path = graph._snapshot_path(pstore)
+    path = graph_mirror.snapshot_path(pstore)
     written = path.stat()
     again.recall("what does auth.py raise?", project=p)
     again.close()
@@ -426,7 +428,6 @@ def test_graph_mirror_opens_from_its_snapshot_only_while_the_graph_is_unchanged(
 ) -> None:
     """The graph mirror is saved at close and read back at the next start instead of every edge, but only while
     the graph's change counter (schema 005) still matches: a write it did not see makes it read the store."""
-    from engram_core.organise.base import state
 
     svc, p = env
     store(svc, p, "auth.py raises TokenExpiredError when the JWT expires")
@@ -450,12 +451,12 @@ def test_graph_mirror_opens_from_its_snapshot_only_while_the_graph_is_unchanged(
         sent = _record_queries(monkeypatch)
         loaded = graph.mirror(again, pstore)
         assert not [s for s in sent if "FROM relates_to" in s or "FROM mentions" in s], sent
-        assert _snapshot(loaded) == before == _snapshot(graph._load_mirror(pstore))
+        assert _snapshot(loaded) == before == _snapshot(graph_mirror.load_mirror(pstore))
         # Each key is written once and referred to by position (v1 repeated them: twice the bytes); since v3 the
         # positions are int32 arrays in an .npz, and v2's JSON file is removed when v3 is written.
         import numpy as np
 
-        path = graph._snapshot_path(pstore)
+        path = graph_mirror.snapshot_path(pstore)
         assert path.suffix == ".npz" and not v2.exists()
         with np.load(path, allow_pickle=False) as z:
             ents, mems = text_lines(z["entities"]), text_lines(z["memories"])
@@ -474,7 +475,7 @@ def test_graph_mirror_opens_from_its_snapshot_only_while_the_graph_is_unchanged(
         try:
             pstore = third.project_store(p)
             assert pstore is not None
-            assert state(third).of(pstore).graph is None
+            assert pstore.graph.mirror is None
             rels = graph.mirror(third, pstore).rels
             assert {w for k, (_a, _b, w) in rels.items() if not k.startswith(graph.CO_PREFIX)} == {0.99}
             assert {w for k, (_a, _b, w) in rels.items() if k.startswith(graph.CO_PREFIX)} == {0.3}, "derived"
@@ -489,7 +490,7 @@ def test_a_hubs_neighbours_are_kept_to_the_first_near_keep_and_traversal_still_s
     the 96 such entities of the 100k set held 258,000), and a caller asking for more gets them all, in order."""
     g = graph.GraphMirror()
     g.add_entity("hub", "library", "hub")
-    n = graph.NEAR_KEEP * 3
+    n = graph_mirror.NEAR_KEEP * 3
     for i in range(n):
         g.add_entity(f"e{i:03d}", "library", f"e{i:03d}")
         g.set_relation(f"r{i:03d}", "hub", f"e{i:03d}", 0.2 + 0.8 * ((i * 37) % n) / n, live=True)
@@ -498,9 +499,11 @@ def test_a_hubs_neighbours_are_kept_to_the_first_near_keep_and_traversal_still_s
     )
     with g.lock:
         assert g.near("hub") == full  # computed: whole
-        assert len(g._near["hub"]) == graph.NEAR_KEEP  # kept: the first NEAR_KEEP
-        assert g.near("hub")[: graph.NEAR_KEEP] == full[: graph.NEAR_KEEP]  # answered from what was kept
-        assert g.near("hub", graph.NEAR_KEEP + 10) == full  # more asked: computed again, whole
+        assert len(g._near["hub"]) == graph_mirror.NEAR_KEEP  # kept: the first NEAR_KEEP
+        assert (
+            g.near("hub")[: graph_mirror.NEAR_KEEP] == full[: graph_mirror.NEAR_KEEP]
+        )  # answered from what was kept
+        assert g.near("hub", graph_mirror.NEAR_KEEP + 10) == full  # more asked: computed again, whole
         g.set_relation("r000", "hub", "e000", 1.0, live=True)  # a change drops what was kept
         assert g.near("hub")[0] == ("e000", 0.5)
 
@@ -511,7 +514,7 @@ def test_the_daemon_works_out_the_hubs_neighbours_ahead(
     """warm_hubs fills the neighbours of every entity with HUB_RELATIONS relations or more (only those), and a
     process that works in the background (the daemon) starts it when a store's graph mirror is built."""
     g = graph.GraphMirror()
-    for hub, n in (("big", graph.HUB_RELATIONS), ("small", graph.HUB_RELATIONS - 1)):
+    for hub, n in (("big", graph_mirror.HUB_RELATIONS), ("small", graph_mirror.HUB_RELATIONS - 1)):
         g.add_entity(hub, "library", hub)
         for i in range(n):
             g.add_entity(f"{hub}{i}", "library", f"{hub}{i}")
@@ -538,10 +541,10 @@ def test_the_daemon_works_out_the_hubs_neighbours_ahead(
         return 0
 
     monkeypatch.setattr(graph, "warm_hubs", record)
-    graph.state(svc).of(store).graph = None
+    store.graph.mirror = None
     graph.mirror(svc, store)  # a script or a test: nothing in the background
     assert not warmed.is_set()
     monkeypatch.setattr(store_mod, "_fill_in_background", True)
-    graph.state(svc).of(store).graph = None
+    store.graph.mirror = None
     built = graph.mirror(svc, store)
     assert warmed.wait(10) and seen == [built]

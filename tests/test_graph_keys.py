@@ -22,7 +22,7 @@ from engram_core.organise import contradictions as cx
 from engram_core.organise import entities as ex
 from engram_core.organise import graph, relations
 from engram_core.service import EngramService
-from engram_core.storage import Connection, ScopeStore, key_of, record
+from engram_core.storage import Connection, ScopeStore, graph_mirror, key_of, record
 
 EDGE_INDEXES = {
     "relates_to": {"relates_in", "relates_out"},
@@ -174,11 +174,13 @@ def test_an_old_store_upgrades_and_its_graph_answers_the_same(
         names = {n for pair in after["co"] for n in pair}
         expected: dict[tuple[str, str], int] = {}
         for t in TEXTS:
-            core = [e.name for e in graph.named(t) if e.entity_type != "command"][: graph.CO_MENTION_MAX]
+            core = [e.name for e in graph.named(t) if e.entity_type != "command"][
+                : graph_mirror.CO_MENTION_MAX
+            ]
             for i, a in enumerate(core):
                 for b in core[i + 1 :]:
                     expected[a, b] = expected.get((a, b), 0) + 1
-        assert {pair: graph.co_weight(n) for pair, n in expected.items()} == after["co"]
+        assert {pair: graph_mirror.co_weight(n) for pair, n in expected.items()} == after["co"]
         assert "alembic" not in names, "the seventh entity of the long note is not linked"
         # Each memory's list: the entities its text names, in the order it first names them (as a new one's).
         for k, t in zip(ids, TEXTS, strict=True):

@@ -33,6 +33,7 @@ from ..models import (
 )
 from ..redaction import redact_text
 from ..storage import ScopeStore, key_of, plain
+from ..storage.graph_mirror import SUBJECT_TYPES
 from . import associations, contradictions, evolution, graph
 from . import subjects as sj
 from .base import EngramError, MemoryCore, NotFound, api, rid, short_hash, to_memory
@@ -312,7 +313,7 @@ def find_episodic_topics(core: MemoryCore, store: ScopeStore, *, dry_run: bool) 
     )
     for r in rows:
         for name, etype in zip(r.get("names") or [], r.get("types") or [], strict=False):
-            if name is not None and etype not in graph.SUBJECT_TYPES:
+            if name is not None and etype not in SUBJECT_TYPES:
                 topics.setdefault(f"entity:{name}", set()).add(key_of(r["id"]))
     n = 0
     claimed: set[str] = set()

@@ -42,7 +42,7 @@ from .base import (
     short_hash,
     to_memory,
 )
-from .graph import end_relations, entity_key, invalidate_names, relation_key
+from .graph import entity_key, relation_key
 
 TOPIC_COSINE = 0.80  # below this (and little word overlap) two memories are about different things
 TOPIC_OVERLAP = 0.6  # share of the longer memory's words the other also has
@@ -638,12 +638,7 @@ def supersede(store: ScopeStore, key: str, by: str, reason: str, when: datetime)
             "metadata": {**row.get("metadata", {}), "superseded_by": by},
         },
     )
-    ended = store.q1(
-        "UPDATE relates_to SET invalid_at = $t WHERE invalid_at IS NONE AND $k IN evidence "
-        "AND array::len(array::complement(evidence, [$k])) = 0 RETURN VALUE record::id(id)",
-        {"t": when, "k": key},
-    )
-    return [str(k) for k in ended or []]
+    return store.graph.end_relations_evidenced_only_by(key, when)
 
 
 Resolution = Literal["keep_a", "keep_b", "keep_both", "merge"]
@@ -764,8 +759,6 @@ def _resolve(
             "u": undo,
         },
     )
-    if ended:
-        end_relations(core, store, ended)
     return out
 
 
@@ -803,11 +796,7 @@ def reopen_contradiction(
         )
     relations = undo.get("relations") or []
     if relations:
-        store.q(
-            "UPDATE $ids SET invalid_at = NONE RETURN NONE",
-            {"ids": [rid("relates_to", k) for k in relations]},
-        )
-        invalidate_names(core, store)
+        store.graph.restore_relations(relations)
     store.q(
         "UPDATE $id SET status = 'open', resolution = NONE, resolved_at = NONE, merged_into = NONE, "
         "decided_by = NONE, undo = NONE",
