@@ -12,7 +12,7 @@ from surrealdb import RecordID
 from engram_core.config import Settings
 from engram_core.core import Extensions
 from engram_core.models import EntityIn, MemoryIn
-from engram_core.organise import graph, relations
+from engram_core.organise import graph, graph_api, relations
 from engram_core.service import EngramService
 from engram_core.storage import graph_mirror, key_of, text_lines
 
@@ -25,7 +25,7 @@ def test_mentions_and_dedup_by_name_and_type(env: tuple[EngramService, str]) -> 
     svc, p = env
     a = store(svc, p, "auth.py raises TokenExpiredError when the JWT expires")
     b = store(svc, p, "TokenExpiredError also shows up in the worker logs")
-    res = graph.search_knowledge_graph(svc, "TokenExpiredError", project=p)
+    res = graph_api.search_knowledge_graph(svc, "TokenExpiredError", project=p)
     ents = [e for e in res.entities if e.name == "TokenExpiredError"]
     assert len(ents) == 1, "same name and type must be one entity"
     assert ents[0].mention_count == 2 and set(ents[0].memory_ids) == {a, b}
@@ -36,13 +36,13 @@ def test_an_answer_lists_an_entitys_newest_memories_only(
 ) -> None:
     """A library named in 20,000 notes of a 100k store put all of them in every graph answer (megabytes into the
     agent's context, 93 s to gather): an entity lists its newest MENTIONS_SHOWN, mention_count says how many."""
-    monkeypatch.setattr(graph, "MENTIONS_SHOWN", 2)
+    monkeypatch.setattr(graph_api, "MENTIONS_SHOWN", 2)
     svc, p = env
     ids = [
         store(svc, p, f"pydantic validates the {what} payload")
         for what in ("login", "billing", "search", "export")
     ]
-    res = graph.search_knowledge_graph(svc, "pydantic", project=p)
+    res = graph_api.search_knowledge_graph(svc, "pydantic", project=p)
     ent = next(e for e in res.entities if e.name == "pydantic")
     assert ent.mention_count == 4 and ent.memory_ids == ids[2:]  # memory ids are ULIDs: newest last
     assert len(res.memory_ids) == len(set(res.memory_ids)) and set(ids[2:]) <= set(res.memory_ids)
@@ -70,8 +70,8 @@ def test_co_mentions_are_derived_from_the_memories_entity_lists(env: tuple[Engra
     }  # as the text names them
 
     def links(query: str) -> dict[tuple[str, str], tuple[float, list[str]]]:
-        rels = graph.search_knowledge_graph(svc, query, project=p).relations
-        assert all(r.relation_type == "related_to" and r.id.startswith(graph.CO_PREFIX) for r in rels)
+        rels = graph_api.search_knowledge_graph(svc, query, project=p).relations
+        assert all(r.relation_type == "related_to" and r.id.startswith(graph_mirror.CO_PREFIX) for r in rels)
         return {(r.source_name, r.target_name): (round(r.weight, 6), r.evidence) for r in rels}
 
     got = links("sqlalchemy")
@@ -84,14 +84,14 @@ def test_co_mentions_are_derived_from_the_memories_entity_lists(env: tuple[Engra
     assert {"src/a.py", "django"} <= linked and "alembic" not in linked, "the first six only"
     g = graph.mirror(svc, pstore)
     assert (
-        sum(k.startswith(graph.CO_PREFIX) for k in g.rels) == 3 + 1 + 15
+        sum(k.startswith(graph_mirror.CO_PREFIX) for k in g.rels) == 3 + 1 + 15
     )  # a's three (a2 names one again), b's, c's
 
     svc.forget(a2, project=p, erase=True, confirm=True)
     assert links("sqlalchemy")[("src/db.py", "sqlalchemy")] == (0.3, [a])
     assert pstore.q1("SELECT VALUE entities FROM ONLY $m", {"m": RecordID("memory", a2)}) is None
     assert graph_mirror.load_mirror(pstore).rels == graph.mirror(svc, pstore).rels
-    assert c in graph.search_knowledge_graph(svc, "celery", project=p).memory_ids
+    assert c in graph_api.search_knowledge_graph(svc, "celery", project=p).memory_ids
 
 
 def test_the_mirror_takes_a_memory_once_even_when_read_before_its_entities() -> None:
@@ -115,9 +115,11 @@ def test_the_mirror_takes_a_memory_once_even_when_read_before_its_entities() -> 
 
 def test_dedup_by_embedding_cosine(env: tuple[EngramService, str]) -> None:
     svc, p = env
-    out = graph.add_entities(svc, [EntityIn(name="user authentication", entity_type="concept")], project=p)
+    out = graph_api.add_entities(
+        svc, [EntityIn(name="user authentication", entity_type="concept")], project=p
+    )
     assert len(out.created) == 1
-    again = graph.add_entities(
+    again = graph_api.add_entities(
         svc,
         [
             EntityIn(name="User Authentication", entity_type="concept"),
@@ -129,7 +131,9 @@ def test_dedup_by_embedding_cosine(env: tuple[EngramService, str]) -> None:
     assert [e.name for e in again.merged] == ["user authentication", "user authentication"]
     assert [e.name for e in again.created] == ["database migrations"]
     # Different type: never merged, however close the name.
-    other = graph.add_entities(svc, [EntityIn(name="user authentication", entity_type="decision")], project=p)
+    other = graph_api.add_entities(
+        svc, [EntityIn(name="user authentication", entity_type="decision")], project=p
+    )
     assert len(other.created) == 1
 
 
@@ -141,7 +145,7 @@ def test_maintenance_merges_extracted_near_duplicates(env: tuple[EngramService, 
     assert pstore is not None
     merged = graph.merge_similar_entities(svc, pstore)
     assert merged >= 1
-    names = {e.name for e in graph.search_knowledge_graph(svc, "repository", project=p).entities}
+    names = {e.name for e in graph_api.search_knowledge_graph(svc, "repository", project=p).entities}
     assert len(names & {"UserRepository", "UsersRepository"}) == 1
 
 
@@ -150,13 +154,13 @@ def test_relation_strengthens_on_repeated_evidence(env: tuple[EngramService, str
     store(svc, p, "auth.py raises TokenExpiredError for stale tokens")
     r1 = [
         r
-        for r in graph.search_knowledge_graph(svc, "auth.py", project=p).relations
+        for r in graph_api.search_knowledge_graph(svc, "auth.py", project=p).relations
         if r.relation_type == "causes"
     ]
     store(svc, p, "Again today: auth.py raises TokenExpiredError after a deploy")
     r2 = [
         r
-        for r in graph.search_knowledge_graph(svc, "auth.py", project=p).relations
+        for r in graph_api.search_knowledge_graph(svc, "auth.py", project=p).relations
         if r.relation_type == "causes"
     ]
     assert len(r1) == len(r2) == 1
@@ -170,7 +174,7 @@ def test_relation_strengthens_on_repeated_evidence(env: tuple[EngramService, str
 
 def test_pruning_weak_entities_and_stale_edges(env: tuple[EngramService, str]) -> None:
     svc, p = env
-    graph.add_entities(
+    graph_api.add_entities(
         svc,
         [
             EntityIn(name="flaky idea", entity_type="concept"),
@@ -187,15 +191,16 @@ def test_pruning_weak_entities_and_stale_edges(env: tuple[EngramService, str]) -
     pruned, stale = graph.prune_graph(svc, pstore, now=later)
     assert pruned == 1
     names = {
-        e.name for e in graph.search_knowledge_graph(svc, "idea", project=p, include_invalid=True).entities
+        e.name
+        for e in graph_api.search_knowledge_graph(svc, "idea", project=p, include_invalid=True).entities
     }
     assert names == {"solid idea"}
-    graph.add_entities(svc, [EntityIn(name="other idea", entity_type="concept")], project=p)
+    graph_api.add_entities(svc, [EntityIn(name="other idea", entity_type="concept")], project=p)
     relations.relate_entities(svc, "other idea", "solid idea", "related_to", confidence=0.1, project=p)
     assert graph.prune_graph(svc, pstore, now=later) == (0, 1)
-    rels = graph.search_knowledge_graph(svc, "other idea", project=p, include_invalid=True).relations
+    rels = graph_api.search_knowledge_graph(svc, "other idea", project=p, include_invalid=True).relations
     assert rels and all(r.invalid_at is not None for r in rels)
-    assert not graph.search_knowledge_graph(svc, "other idea", project=p).relations
+    assert not graph_api.search_knowledge_graph(svc, "other idea", project=p).relations
 
 
 def test_graph_signal_surfaces_a_related_memory(env: tuple[EngramService, str]) -> None:
@@ -223,7 +228,7 @@ def test_graph_signal_surfaces_a_related_memory(env: tuple[EngramService, str]) 
 def test_memory_graph_for_detail_pane(env: tuple[EngramService, str]) -> None:
     svc, p = env
     k = store(svc, p, "We switched from Jest to Vitest in packages/web")
-    g = graph.memory_graph(svc, k, project=p)
+    g = graph_api.memory_graph(svc, k, project=p)
     assert {"jest", "vitest", "packages/web"} <= {e.name for e in g.entities}
     assert any(
         r.relation_type == "replaces" and r.source_name == "vitest" and r.target_name == "jest"
@@ -247,7 +252,7 @@ def test_a_promoted_memory_joins_the_graph_of_its_new_scope(env: tuple[EngramSer
     promoted = svc.promote(mid, "project", project=p, session=sess).promoted
     assert len(promoted) == 1
     target = promoted[0].split(":", 1)[1]
-    names = {e.name.lower() for e in graph.memory_graph(svc, target, project=p).entities}
+    names = {e.name.lower() for e in graph_api.memory_graph(svc, target, project=p).entities}
     assert {"pytest", "redis"} <= names
 
 
@@ -278,7 +283,7 @@ def test_graph_mirror_stays_in_step_with_the_store(env: tuple[EngramService, str
     warm()
     store(svc, p, "We switched from jest to vitest in packages/web; we use pytest for the API")
     warm()
-    graph.add_entities(
+    graph_api.add_entities(
         svc,
         [
             EntityIn(name="flaky idea", entity_type="concept"),
@@ -378,7 +383,7 @@ def test_organise_setting_off_leaves_the_write_and_recall_paths_plain(
         assert svc.extensions == Extensions(), "nothing registered on the core"
         k = store(svc, str(proj), "auth.py raises TokenExpiredError when the JWT expires")
         assert svc.recall("auth.py", project=str(proj)).hits[0].memory.id == k
-        assert graph.search_knowledge_graph(svc, "auth.py", project=str(proj)).entities == [], (
+        assert graph_api.search_knowledge_graph(svc, "auth.py", project=str(proj)).entities == [], (
             "no extraction ran"
         )
     finally:
@@ -477,8 +482,12 @@ def test_graph_mirror_opens_from_its_snapshot_only_while_the_graph_is_unchanged(
             assert pstore is not None
             assert pstore.graph.mirror is None
             rels = graph.mirror(third, pstore).rels
-            assert {w for k, (_a, _b, w) in rels.items() if not k.startswith(graph.CO_PREFIX)} == {0.99}
-            assert {w for k, (_a, _b, w) in rels.items() if k.startswith(graph.CO_PREFIX)} == {0.3}, "derived"
+            assert {w for k, (_a, _b, w) in rels.items() if not k.startswith(graph_mirror.CO_PREFIX)} == {
+                0.99
+            }
+            assert {w for k, (_a, _b, w) in rels.items() if k.startswith(graph_mirror.CO_PREFIX)} == {0.3}, (
+                "derived"
+            )
         finally:
             third.close()
     finally:

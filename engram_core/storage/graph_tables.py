@@ -20,7 +20,7 @@ from .values import key_of, plain, query_file
 EVIDENCE_MAX = 50  # memory keys kept as a relation's evidence, newest last
 
 # An import chunk's or a memory's episodes, entities and typed relations in one statement (organise/graph.py
-# builds the parameters: `graph.write_plans`).
+# builds the parameters: `graph.write_extractions`).
 CHUNK_WRITE = """
 LET $pre_rels = (SELECT id, evidence, invalid_at FROM $pre_ids);
 -- $touching: the conflict-prone relations at either end of a checked entity, from the graph mirror
