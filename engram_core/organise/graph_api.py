@@ -283,7 +283,7 @@ def add_entities(
     for i, e in enumerate(entities):
         x = ex.Extracted(e.name.strip(), e.entity_type)
         k = entity_key(x.key, x.entity_type)
-        existing = store.q1("SELECT * OMIT embedding FROM ONLY $id", {"id": rid("entity", k)})
+        existing = store.graph.entity(k)
         if not existing and vecs is not None:
             similar = _similar_entity(store, vecs[i], x.entity_type)
             if similar is not None:
@@ -305,7 +305,7 @@ def add_entities(
 
 
 def _get_entity(store: ScopeStore, key: str) -> GraphEntity:
-    row = plain(store.q1("SELECT * OMIT embedding FROM ONLY $id", {"id": rid("entity", key)}))
+    row = plain(store.graph.entity(key))
     return _entities([row], store.scope.value, {})[0]
 
 

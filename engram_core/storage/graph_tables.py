@@ -190,6 +190,14 @@ class GraphTables:
             for ekey, etype, nkey in entities:
                 g.add_entity(ekey, etype, nkey)
 
+    # ── reads ─────────────────────────────────────────────────
+    def entity(self, key: str) -> dict[str, Any] | None:
+        """One entity's row without its embedding (None if there is none)."""
+        row: dict[str, Any] | None = self.db.write1(
+            "SELECT * OMIT embedding FROM ONLY $id", {"id": RecordID("entity", key)}
+        )
+        return row
+
     # ── writes ────────────────────────────────────────────────
     def write_chunk(
         self,
@@ -277,6 +285,11 @@ class GraphTables:
             "UPDATE $ids SET invalid_at = NONE RETURN NONE",
             {"ids": [RecordID("relates_to", k) for k in keys]},
         )
+        self.drop()
+
+    def merge_fields(self, record: Any, changes: Mapping[str, Any]) -> None:
+        """Rewrite some fields of one graph row (re-redaction); the mirror, which holds entity names, reloads."""
+        self.db.write("UPDATE $id MERGE $changes RETURN NONE", {"id": record, "changes": dict(changes)})
         self.drop()
 
     def end_episode(self, episode: str, when: datetime, reason: str) -> list[dict[str, Any]]:
