@@ -137,7 +137,7 @@ def fill(svc: EngramService, store: ScopeStore, n: int, seed: int) -> dict[str, 
                 adj.setdefault(other, {})[key] = w
     st = state(svc).of(store)
     g.version = store.graph_version
-    st.graph = g
+    store.graph.mirror = g
     st.adjacency = adj
     return {
         "memories": n,

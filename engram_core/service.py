@@ -22,7 +22,7 @@ from .organise import (
     contradictions,
     episodes,
     evolution,
-    graph,
+    graph_api,
     recursive,
     relations,
 )
@@ -99,9 +99,9 @@ class EngramService(MemoryCore):
         return method in API_METHODS
 
     # the self-organising layer (organise/)
-    search_knowledge_graph = graph.search_knowledge_graph
-    memory_graph = graph.memory_graph
-    add_entities = graph.add_entities
+    search_knowledge_graph = graph_api.search_knowledge_graph
+    memory_graph = graph_api.memory_graph
+    add_entities = graph_api.add_entities
     relate_entities = relations.relate_entities
     list_contradictions = contradictions.list_contradictions
     resolve_contradiction = contradictions.resolve_contradiction

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from engram_core.models import MemoryIn
 from engram_core.organise import consolidation as co
+from engram_core.organise import consolidation_queue as coq
 from engram_core.service import EngramService
 
 
@@ -141,7 +142,7 @@ def test_decay_items_from_the_core_sweep_get_proposals(env: tuple[EngramService,
     )
     [item] = items(svc, p, "decay")
     assert item.proposal is not None and item.proposal.content.startswith("The staging database")
-    assert item.risk == co.SINGLE_DECAY_RISK and item.needs_review, "archiving a memory is a person's call"
+    assert item.risk == coq.SINGLE_DECAY_RISK and item.needs_review, "archiving a memory is a person's call"
     out = co.approve_consolidation(svc, item.id, project=p)
     # `consolidated` means merged into a summary that names it: a lone decayed memory is archived instead.
     assert out.memory is None and out.sources == {k: "archived"}
@@ -176,7 +177,7 @@ def test_promotion_and_merge_and_scheduled_reasons(env: tuple[EngramService, str
     assert out.message and svc.get(strong, project=p).metadata["promoted_to_user"]
     reasons = {i.reason for i in co.list_consolidations(svc, project=p, status="all")}
     assert "merge" in reasons or "duplicate" in reasons
-    assert set(co.REASONS) >= reasons
+    assert set(coq.REASONS) >= reasons
 
 
 def test_replay_priority_orders_candidates(env: tuple[EngramService, str]) -> None:
@@ -185,4 +186,4 @@ def test_replay_priority_orders_candidates(env: tuple[EngramService, str]) -> No
     lo = put(svc, p, "Minor: the logo is blue", importance=0.1)
     store = svc.project_store(p)
     assert store is not None
-    assert co.replay_priority(svc, store, hi) > co.replay_priority(svc, store, lo)
+    assert coq.replay_priority(svc, store, hi) > coq.replay_priority(svc, store, lo)

@@ -125,14 +125,14 @@ def test_merge(env: tuple[EngramService, str]) -> None:
 
 
 def test_relation_of_superseded_memory_is_invalidated(env: tuple[EngramService, str]) -> None:
-    from engram_core.organise import graph
+    from engram_core.organise import graph_api
 
     svc, p = env
     a = put(svc, p, "We use Jest as the test runner for the web app.")
     put(svc, p, "For the web app we use Vitest now.")
     c = cx.list_contradictions(svc, project=p)[0]
     cx.resolve_contradiction(svc, c.id, "keep_b" if c.a.id == a else "keep_a", project=p)
-    rels = graph.search_knowledge_graph(svc, "jest", project=p, include_invalid=True).relations
+    rels = graph_api.search_knowledge_graph(svc, "jest", project=p, include_invalid=True).relations
     uses_jest = [r for r in rels if r.relation_type == "uses" and r.target_name == "jest"]
     assert uses_jest and all(r.invalid_at is not None for r in uses_jest)
 

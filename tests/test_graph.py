@@ -12,9 +12,9 @@ from surrealdb import RecordID
 from engram_core.config import Settings
 from engram_core.core import Extensions
 from engram_core.models import EntityIn, MemoryIn
-from engram_core.organise import graph, relations
+from engram_core.organise import graph, graph_api, relations
 from engram_core.service import EngramService
-from engram_core.storage import key_of, text_lines
+from engram_core.storage import graph_mirror, key_of, text_lines
 
 
 def store(svc: EngramService, project: str, text: str, **kw: object) -> str:
@@ -25,7 +25,7 @@ def test_mentions_and_dedup_by_name_and_type(env: tuple[EngramService, str]) -> 
     svc, p = env
     a = store(svc, p, "auth.py raises TokenExpiredError when the JWT expires")
     b = store(svc, p, "TokenExpiredError also shows up in the worker logs")
-    res = graph.search_knowledge_graph(svc, "TokenExpiredError", project=p)
+    res = graph_api.search_knowledge_graph(svc, "TokenExpiredError", project=p)
     ents = [e for e in res.entities if e.name == "TokenExpiredError"]
     assert len(ents) == 1, "same name and type must be one entity"
     assert ents[0].mention_count == 2 and set(ents[0].memory_ids) == {a, b}
@@ -36,13 +36,13 @@ def test_an_answer_lists_an_entitys_newest_memories_only(
 ) -> None:
     """A library named in 20,000 notes of a 100k store put all of them in every graph answer (megabytes into the
     agent's context, 93 s to gather): an entity lists its newest MENTIONS_SHOWN, mention_count says how many."""
-    monkeypatch.setattr(graph, "MENTIONS_SHOWN", 2)
+    monkeypatch.setattr(graph_api, "MENTIONS_SHOWN", 2)
     svc, p = env
     ids = [
         store(svc, p, f"pydantic validates the {what} payload")
         for what in ("login", "billing", "search", "export")
     ]
-    res = graph.search_knowledge_graph(svc, "pydantic", project=p)
+    res = graph_api.search_knowledge_graph(svc, "pydantic", project=p)
     ent = next(e for e in res.entities if e.name == "pydantic")
     assert ent.mention_count == 4 and ent.memory_ids == ids[2:]  # memory ids are ULIDs: newest last
     assert len(res.memory_ids) == len(set(res.memory_ids)) and set(ids[2:]) <= set(res.memory_ids)
@@ -70,8 +70,8 @@ def test_co_mentions_are_derived_from_the_memories_entity_lists(env: tuple[Engra
     }  # as the text names them
 
     def links(query: str) -> dict[tuple[str, str], tuple[float, list[str]]]:
-        rels = graph.search_knowledge_graph(svc, query, project=p).relations
-        assert all(r.relation_type == "related_to" and r.id.startswith(graph.CO_PREFIX) for r in rels)
+        rels = graph_api.search_knowledge_graph(svc, query, project=p).relations
+        assert all(r.relation_type == "related_to" and r.id.startswith(graph_mirror.CO_PREFIX) for r in rels)
         return {(r.source_name, r.target_name): (round(r.weight, 6), r.evidence) for r in rels}
 
     got = links("sqlalchemy")
@@ -84,14 +84,14 @@ def test_co_mentions_are_derived_from_the_memories_entity_lists(env: tuple[Engra
     assert {"src/a.py", "django"} <= linked and "alembic" not in linked, "the first six only"
     g = graph.mirror(svc, pstore)
     assert (
-        sum(k.startswith(graph.CO_PREFIX) for k in g.rels) == 3 + 1 + 15
+        sum(k.startswith(graph_mirror.CO_PREFIX) for k in g.rels) == 3 + 1 + 15
     )  # a's three (a2 names one again), b's, c's
 
     svc.forget(a2, project=p, erase=True, confirm=True)
     assert links("sqlalchemy")[("src/db.py", "sqlalchemy")] == (0.3, [a])
     assert pstore.q1("SELECT VALUE entities FROM ONLY $m", {"m": RecordID("memory", a2)}) is None
-    assert graph._load_mirror(pstore).rels == graph.mirror(svc, pstore).rels
-    assert c in graph.search_knowledge_graph(svc, "celery", project=p).memory_ids
+    assert graph_mirror.load_mirror(pstore).rels == graph.mirror(svc, pstore).rels
+    assert c in graph_api.search_knowledge_graph(svc, "celery", project=p).memory_ids
 
 
 def test_the_mirror_takes_a_memory_once_even_when_read_before_its_entities() -> None:
@@ -104,18 +104,22 @@ def test_the_mirror_takes_a_memory_once_even_when_read_before_its_entities() -> 
         g.add_entity(k, "library", k)
     g.add_memory("m1", ["e1", "e2"])
     g.add_memory("m1", ["e1", "e2"])
-    assert g.rels == {graph.co_key("e1", "e2"): ("e1", "e2", graph.CO_MENTION_WEIGHT)} and not g.pending
+    assert (
+        g.rels == {graph_mirror.co_key("e1", "e2"): ("e1", "e2", graph.CO_MENTION_WEIGHT)} and not g.pending
+    )
     g.add_memory("m2", ["e1", "e2"])
-    assert g.rels[graph.co_key("e1", "e2")] == ("e1", "e2", pytest.approx(0.4))
+    assert g.rels[graph_mirror.co_key("e1", "e2")] == ("e1", "e2", pytest.approx(0.4))
     g.add_memory("m3", ["e2", "e1"])  # the other order: a link of its own
-    assert g.rels[graph.co_key("e2", "e1")] == ("e2", "e1", graph.CO_MENTION_WEIGHT)
+    assert g.rels[graph_mirror.co_key("e2", "e1")] == ("e2", "e1", graph.CO_MENTION_WEIGHT)
 
 
 def test_dedup_by_embedding_cosine(env: tuple[EngramService, str]) -> None:
     svc, p = env
-    out = graph.add_entities(svc, [EntityIn(name="user authentication", entity_type="concept")], project=p)
+    out = graph_api.add_entities(
+        svc, [EntityIn(name="user authentication", entity_type="concept")], project=p
+    )
     assert len(out.created) == 1
-    again = graph.add_entities(
+    again = graph_api.add_entities(
         svc,
         [
             EntityIn(name="User Authentication", entity_type="concept"),
@@ -127,7 +131,9 @@ def test_dedup_by_embedding_cosine(env: tuple[EngramService, str]) -> None:
     assert [e.name for e in again.merged] == ["user authentication", "user authentication"]
     assert [e.name for e in again.created] == ["database migrations"]
     # Different type: never merged, however close the name.
-    other = graph.add_entities(svc, [EntityIn(name="user authentication", entity_type="decision")], project=p)
+    other = graph_api.add_entities(
+        svc, [EntityIn(name="user authentication", entity_type="decision")], project=p
+    )
     assert len(other.created) == 1
 
 
@@ -139,7 +145,7 @@ def test_maintenance_merges_extracted_near_duplicates(env: tuple[EngramService, 
     assert pstore is not None
     merged = graph.merge_similar_entities(svc, pstore)
     assert merged >= 1
-    names = {e.name for e in graph.search_knowledge_graph(svc, "repository", project=p).entities}
+    names = {e.name for e in graph_api.search_knowledge_graph(svc, "repository", project=p).entities}
     assert len(names & {"UserRepository", "UsersRepository"}) == 1
 
 
@@ -148,13 +154,13 @@ def test_relation_strengthens_on_repeated_evidence(env: tuple[EngramService, str
     store(svc, p, "auth.py raises TokenExpiredError for stale tokens")
     r1 = [
         r
-        for r in graph.search_knowledge_graph(svc, "auth.py", project=p).relations
+        for r in graph_api.search_knowledge_graph(svc, "auth.py", project=p).relations
         if r.relation_type == "causes"
     ]
     store(svc, p, "Again today: auth.py raises TokenExpiredError after a deploy")
     r2 = [
         r
-        for r in graph.search_knowledge_graph(svc, "auth.py", project=p).relations
+        for r in graph_api.search_knowledge_graph(svc, "auth.py", project=p).relations
         if r.relation_type == "causes"
     ]
     assert len(r1) == len(r2) == 1
@@ -168,7 +174,7 @@ def test_relation_strengthens_on_repeated_evidence(env: tuple[EngramService, str
 
 def test_pruning_weak_entities_and_stale_edges(env: tuple[EngramService, str]) -> None:
     svc, p = env
-    graph.add_entities(
+    graph_api.add_entities(
         svc,
         [
             EntityIn(name="flaky idea", entity_type="concept"),
@@ -185,15 +191,16 @@ def test_pruning_weak_entities_and_stale_edges(env: tuple[EngramService, str]) -
     pruned, stale = graph.prune_graph(svc, pstore, now=later)
     assert pruned == 1
     names = {
-        e.name for e in graph.search_knowledge_graph(svc, "idea", project=p, include_invalid=True).entities
+        e.name
+        for e in graph_api.search_knowledge_graph(svc, "idea", project=p, include_invalid=True).entities
     }
     assert names == {"solid idea"}
-    graph.add_entities(svc, [EntityIn(name="other idea", entity_type="concept")], project=p)
+    graph_api.add_entities(svc, [EntityIn(name="other idea", entity_type="concept")], project=p)
     relations.relate_entities(svc, "other idea", "solid idea", "related_to", confidence=0.1, project=p)
     assert graph.prune_graph(svc, pstore, now=later) == (0, 1)
-    rels = graph.search_knowledge_graph(svc, "other idea", project=p, include_invalid=True).relations
+    rels = graph_api.search_knowledge_graph(svc, "other idea", project=p, include_invalid=True).relations
     assert rels and all(r.invalid_at is not None for r in rels)
-    assert not graph.search_knowledge_graph(svc, "other idea", project=p).relations
+    assert not graph_api.search_knowledge_graph(svc, "other idea", project=p).relations
 
 
 def test_graph_signal_surfaces_a_related_memory(env: tuple[EngramService, str]) -> None:
@@ -221,7 +228,7 @@ def test_graph_signal_surfaces_a_related_memory(env: tuple[EngramService, str]) 
 def test_memory_graph_for_detail_pane(env: tuple[EngramService, str]) -> None:
     svc, p = env
     k = store(svc, p, "We switched from Jest to Vitest in packages/web")
-    g = graph.memory_graph(svc, k, project=p)
+    g = graph_api.memory_graph(svc, k, project=p)
     assert {"jest", "vitest", "packages/web"} <= {e.name for e in g.entities}
     assert any(
         r.relation_type == "replaces" and r.source_name == "vitest" and r.target_name == "jest"
@@ -245,7 +252,7 @@ def test_a_promoted_memory_joins_the_graph_of_its_new_scope(env: tuple[EngramSer
     promoted = svc.promote(mid, "project", project=p, session=sess).promoted
     assert len(promoted) == 1
     target = promoted[0].split(":", 1)[1]
-    names = {e.name.lower() for e in graph.memory_graph(svc, target, project=p).entities}
+    names = {e.name.lower() for e in graph_api.memory_graph(svc, target, project=p).entities}
     assert {"pytest", "redis"} <= names
 
 
@@ -276,7 +283,7 @@ def test_graph_mirror_stays_in_step_with_the_store(env: tuple[EngramService, str
     warm()
     store(svc, p, "We switched from jest to vitest in packages/web; we use pytest for the API")
     warm()
-    graph.add_entities(
+    graph_api.add_entities(
         svc,
         [
             EntityIn(name="flaky idea", entity_type="concept"),
@@ -292,7 +299,7 @@ def test_graph_mirror_stays_in_step_with_the_store(env: tuple[EngramService, str
     assert graph.prune_graph(svc, pstore, now=svc.now() + timedelta(days=31))[1] >= 1  # ends the stale edge
     assert graph.mirror(svc, pstore) is kept, "a stale edge ending must not force a reload"
     assert any(w >= 0.6 for _a, _b, w in kept.rels.values()), "the repeated evidence strengthened an edge"
-    fresh = graph._load_mirror(pstore)
+    fresh = graph_mirror.load_mirror(pstore)
     assert _snapshot(kept) == _snapshot(fresh)
     assert any(kept.conflicting.values()), "the writes above must give conflict-prone relations to compare"
     assert {e: kept.near(e) for e in fresh.types} == {e: fresh.near(e) for e in fresh.types}
@@ -376,7 +383,7 @@ def test_organise_setting_off_leaves_the_write_and_recall_paths_plain(
         assert svc.extensions == Extensions(), "nothing registered on the core"
         k = store(svc, str(proj), "auth.py raises TokenExpiredError when the JWT expires")
         assert svc.recall("auth.py", project=str(proj)).hits[0].memory.id == k
-        assert graph.search_knowledge_graph(svc, "auth.py", project=str(proj)).entities == [], (
+        assert graph_api.search_knowledge_graph(svc, "auth.py", project=str(proj)).entities == [], (
             "no extraction ran"
         )
     finally:
@@ -402,7 +409,7 @@ def test_a_close_rewrites_the_graph_snapshot_only_when_the_graph_changed(
         return again, pstore
 
     again, pstore = reopen()
-    path = graph._snapshot_path(pstore)
+    path = graph_mirror.snapshot_path(pstore)
     written = path.stat()
     again.recall("what does auth.py raise?", project=p)
     again.close()
@@ -426,7 +433,6 @@ def test_graph_mirror_opens_from_its_snapshot_only_while_the_graph_is_unchanged(
 ) -> None:
     """The graph mirror is saved at close and read back at the next start instead of every edge, but only while
     the graph's change counter (schema 005) still matches: a write it did not see makes it read the store."""
-    from engram_core.organise.base import state
 
     svc, p = env
     store(svc, p, "auth.py raises TokenExpiredError when the JWT expires")
@@ -450,12 +456,12 @@ def test_graph_mirror_opens_from_its_snapshot_only_while_the_graph_is_unchanged(
         sent = _record_queries(monkeypatch)
         loaded = graph.mirror(again, pstore)
         assert not [s for s in sent if "FROM relates_to" in s or "FROM mentions" in s], sent
-        assert _snapshot(loaded) == before == _snapshot(graph._load_mirror(pstore))
+        assert _snapshot(loaded) == before == _snapshot(graph_mirror.load_mirror(pstore))
         # Each key is written once and referred to by position (v1 repeated them: twice the bytes); since v3 the
         # positions are int32 arrays in an .npz, and v2's JSON file is removed when v3 is written.
         import numpy as np
 
-        path = graph._snapshot_path(pstore)
+        path = graph_mirror.snapshot_path(pstore)
         assert path.suffix == ".npz" and not v2.exists()
         with np.load(path, allow_pickle=False) as z:
             ents, mems = text_lines(z["entities"]), text_lines(z["memories"])
@@ -474,10 +480,14 @@ def test_graph_mirror_opens_from_its_snapshot_only_while_the_graph_is_unchanged(
         try:
             pstore = third.project_store(p)
             assert pstore is not None
-            assert state(third).of(pstore).graph is None
+            assert pstore.graph.mirror is None
             rels = graph.mirror(third, pstore).rels
-            assert {w for k, (_a, _b, w) in rels.items() if not k.startswith(graph.CO_PREFIX)} == {0.99}
-            assert {w for k, (_a, _b, w) in rels.items() if k.startswith(graph.CO_PREFIX)} == {0.3}, "derived"
+            assert {w for k, (_a, _b, w) in rels.items() if not k.startswith(graph_mirror.CO_PREFIX)} == {
+                0.99
+            }
+            assert {w for k, (_a, _b, w) in rels.items() if k.startswith(graph_mirror.CO_PREFIX)} == {0.3}, (
+                "derived"
+            )
         finally:
             third.close()
     finally:
@@ -489,7 +499,7 @@ def test_a_hubs_neighbours_are_kept_to_the_first_near_keep_and_traversal_still_s
     the 96 such entities of the 100k set held 258,000), and a caller asking for more gets them all, in order."""
     g = graph.GraphMirror()
     g.add_entity("hub", "library", "hub")
-    n = graph.NEAR_KEEP * 3
+    n = graph_mirror.NEAR_KEEP * 3
     for i in range(n):
         g.add_entity(f"e{i:03d}", "library", f"e{i:03d}")
         g.set_relation(f"r{i:03d}", "hub", f"e{i:03d}", 0.2 + 0.8 * ((i * 37) % n) / n, live=True)
@@ -498,9 +508,11 @@ def test_a_hubs_neighbours_are_kept_to_the_first_near_keep_and_traversal_still_s
     )
     with g.lock:
         assert g.near("hub") == full  # computed: whole
-        assert len(g._near["hub"]) == graph.NEAR_KEEP  # kept: the first NEAR_KEEP
-        assert g.near("hub")[: graph.NEAR_KEEP] == full[: graph.NEAR_KEEP]  # answered from what was kept
-        assert g.near("hub", graph.NEAR_KEEP + 10) == full  # more asked: computed again, whole
+        assert len(g._near["hub"]) == graph_mirror.NEAR_KEEP  # kept: the first NEAR_KEEP
+        assert (
+            g.near("hub")[: graph_mirror.NEAR_KEEP] == full[: graph_mirror.NEAR_KEEP]
+        )  # answered from what was kept
+        assert g.near("hub", graph_mirror.NEAR_KEEP + 10) == full  # more asked: computed again, whole
         g.set_relation("r000", "hub", "e000", 1.0, live=True)  # a change drops what was kept
         assert g.near("hub")[0] == ("e000", 0.5)
 
@@ -511,7 +523,7 @@ def test_the_daemon_works_out_the_hubs_neighbours_ahead(
     """warm_hubs fills the neighbours of every entity with HUB_RELATIONS relations or more (only those), and a
     process that works in the background (the daemon) starts it when a store's graph mirror is built."""
     g = graph.GraphMirror()
-    for hub, n in (("big", graph.HUB_RELATIONS), ("small", graph.HUB_RELATIONS - 1)):
+    for hub, n in (("big", graph_mirror.HUB_RELATIONS), ("small", graph_mirror.HUB_RELATIONS - 1)):
         g.add_entity(hub, "library", hub)
         for i in range(n):
             g.add_entity(f"{hub}{i}", "library", f"{hub}{i}")
@@ -538,10 +550,10 @@ def test_the_daemon_works_out_the_hubs_neighbours_ahead(
         return 0
 
     monkeypatch.setattr(graph, "warm_hubs", record)
-    graph.state(svc).of(store).graph = None
+    store.graph.mirror = None
     graph.mirror(svc, store)  # a script or a test: nothing in the background
     assert not warmed.is_set()
     monkeypatch.setattr(store_mod, "_fill_in_background", True)
-    graph.state(svc).of(store).graph = None
+    store.graph.mirror = None
     built = graph.mirror(svc, store)
     assert warmed.wait(10) and seen == [built]

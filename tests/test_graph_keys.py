@@ -20,9 +20,9 @@ from engram_core.models import EntityIn, MemoryIn, Scope
 from engram_core.organise import associations as assoc
 from engram_core.organise import contradictions as cx
 from engram_core.organise import entities as ex
-from engram_core.organise import graph, relations
+from engram_core.organise import graph, graph_api, relations
 from engram_core.service import EngramService
-from engram_core.storage import Connection, ScopeStore, key_of, record
+from engram_core.storage import Connection, ScopeStore, graph_mirror, key_of, record
 
 EDGE_INDEXES = {
     "relates_to": {"relates_in", "relates_out"},
@@ -94,7 +94,11 @@ def _after(svc: EngramService, store: ScopeStore) -> dict[str, Any]:
     names = _names(store)
     g = graph.mirror(svc, store)
     naming = {names[e][0]: set(ms) for e, ms in g.mentioned_by.items() if ms}
-    co = {(names[a][0], names[b][0]): w for k, (a, b, w) in g.rels.items() if k.startswith(graph.CO_PREFIX)}
+    co = {
+        (names[a][0], names[b][0]): w
+        for k, (a, b, w) in g.rels.items()
+        if k.startswith(graph_mirror.CO_PREFIX)
+    }
     return {"naming": naming, "stored": _stored(store, names), "co": co}
 
 
@@ -115,7 +119,7 @@ def test_an_old_store_upgrades_and_its_graph_answers_the_same(
     (proj / ".git").mkdir(parents=True)
     p = str(proj)
     real = store_mod.migrations()
-    lean_row, lean_entity = graph._relation_row, graph._entity_row
+    lean_row, lean_entity = graph.relation_row, graph.entity_row
 
     def old_entity(
         e: Any, now: Any, source: str = "extracted", description: str | None = None
@@ -129,8 +133,8 @@ def test_an_old_store_upgrades_and_its_graph_answers_the_same(
 
     with monkeypatch.context() as old:  # the store as Engram wrote it before schema 008
         old.setattr(store_mod, "migrations", lambda: [m for m in real if m[0] < 8])
-        old.setattr(graph, "_relation_row", old_row)
-        old.setattr(graph, "_entity_row", old_entity)
+        old.setattr(graph, "relation_row", old_row)
+        old.setattr(graph, "entity_row", old_entity)
         # The memories' rows by this code (the organise layer off: no entity list), their graph as it was written.
         with _service(tmp_path, embedder, organise=False) as svc:
             ids = [svc.store(MemoryIn(content=t), project=p).memory.id for t in TEXTS]
@@ -174,18 +178,20 @@ def test_an_old_store_upgrades_and_its_graph_answers_the_same(
         names = {n for pair in after["co"] for n in pair}
         expected: dict[tuple[str, str], int] = {}
         for t in TEXTS:
-            core = [e.name for e in graph.named(t) if e.entity_type != "command"][: graph.CO_MENTION_MAX]
+            core = [e.name for e in graph.named(t) if e.entity_type != "command"][
+                : graph_mirror.CO_MENTION_MAX
+            ]
             for i, a in enumerate(core):
                 for b in core[i + 1 :]:
                     expected[a, b] = expected.get((a, b), 0) + 1
-        assert {pair: graph.co_weight(n) for pair, n in expected.items()} == after["co"]
+        assert {pair: graph_mirror.co_weight(n) for pair, n in expected.items()} == after["co"]
         assert "alembic" not in names, "the seventh entity of the long note is not linked"
         # Each memory's list: the entities its text names, in the order it first names them (as a new one's).
         for k, t in zip(ids, TEXTS, strict=True):
             listed = store.q1("SELECT VALUE entities.name FROM ONLY $m", {"m": record(k)})
             assert listed == [e.name for e in graph.named(t)]
             assert sorted(listed) == sorted(e.name for e in ex.extract_entities(t))
-        detail = graph.memory_graph(svc, ids[0], project=p)
+        detail = graph_api.memory_graph(svc, ids[0], project=p)
         assert {e.name for e in detail.entities} == {"auth.py", "TokenExpiredError"}
         assert {(r.source_name, r.relation_type, r.target_name) for r in detail.relations} >= {
             ("auth.py", "causes", "TokenExpiredError"),
@@ -219,10 +225,10 @@ def test_an_old_store_upgrades_and_its_graph_answers_the_same(
         # Erasing a memory removes the entities only it mentioned, their edges, and its co-activation edges.
         assert {a.id for a in assoc.memory_associations(svc, ids[0], project=p)} == {ids[1], ids[3]}
         svc.forget(ids[3], project=p, erase=True, confirm=True)
-        assert graph.search_knowledge_graph(svc, "Zebramark7731", project=p).entities == []
+        assert graph_api.search_knowledge_graph(svc, "Zebramark7731", project=p).entities == []
         edges = store.q1("SELECT VALUE [record::id(in), record::id(out)] FROM associated_with") or []
         assert sorted(map(sorted, edges)) == [sorted(ids[:2])]
-        pytest_entity = graph.search_knowledge_graph(svc, "pytest", project=p).entities
+        pytest_entity = graph_api.search_knowledge_graph(svc, "pytest", project=p).entities
         assert pytest_entity == [], "pytest was mentioned by the erased memory only"
         assert store.q1("SELECT VALUE entities FROM ONLY $m", {"m": record(ids[3])}) is None
         after_erase = _after(svc, store)
@@ -351,12 +357,12 @@ def test_an_entity_named_again_with_a_description_takes_it(env: tuple[EngramServ
     agent gives later, and keeps it when named again without."""
     svc, p = env
     svc.store(MemoryIn(content="deploy.sh pushes the image with the AWS CLI"), project=p)
-    assert graph.add_entities(svc, [EntityIn(name="deploy.sh", entity_type="file")], project=p).merged
-    got = graph.add_entities(
+    assert graph_api.add_entities(svc, [EntityIn(name="deploy.sh", entity_type="file")], project=p).merged
+    got = graph_api.add_entities(
         svc,
         [EntityIn(name="deploy.sh", entity_type="file", description="the deploy script [prod] \\ 🚀")],
         project=p,
     )
     assert [e.description for e in got.merged] == ["the deploy script [prod] \\ 🚀"]
-    again = graph.add_entities(svc, [EntityIn(name="deploy.sh", entity_type="file")], project=p)
+    again = graph_api.add_entities(svc, [EntityIn(name="deploy.sh", entity_type="file")], project=p)
     assert [e.description for e in again.merged] == ["the deploy script [prod] \\ 🚀"]

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..redaction import redact_value
 from ..retrieval.embeddings import try_embed
-from ..storage import ScopeStore, content_hash, encode_vector, key_of
+from ..storage import GRAPH_TABLES, ScopeStore, content_hash, encode_vector, key_of
 
 # Fields never rewritten: identity, graph edges, vectors, and the engine's computed strength.
 _KEEP = frozenset({"id", "in", "out", "embedding", "memory_strength"})
@@ -42,6 +42,8 @@ def redact_store(store: ScopeStore, embedder: Any, *, dry_run: bool = False) -> 
                     changes["embedding"] = encode_vector(vecs[0])
             if table == "memory":
                 store.memories.merge_fields(key_of(row["id"]), changes)
+            elif table in GRAPH_TABLES:
+                store.graph.merge_fields(row["id"], changes)
             else:
                 store.q("UPDATE $id MERGE $changes RETURN NONE", {"id": row["id"], "changes": changes})
         if n:

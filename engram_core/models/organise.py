@@ -89,7 +89,7 @@ class GraphEntity(BaseModel):
     mention_count: int = 0
     confidence: float = 0.7
     scope: str
-    # The newest memories naming it (at most graph.MENTIONS_SHOWN), oldest first; mention_count has how many do.
+    # The newest memories naming it (at most graph_api.MENTIONS_SHOWN), oldest first; mention_count has how many do.
     memory_ids: list[str] = Field(default_factory=list)
 
 

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..core import Boost, MemoryCore
 from ..storage import MemorySummary, ScopeStore
-from . import associations, consolidation, contradictions, episodes, graph, subjects
+from . import associations, consolidation_queue, contradictions, episodes, graph, subjects
 from .base import state
 
 __all__ = ["register"]
@@ -117,7 +117,7 @@ def after_store(core: MemoryCore, store: ScopeStore, items: Sequence[tuple[str, 
     queued = contradictions.queue(store, found)
     contradictions.settle_strong(core, store, found, queued)
     if duplicates:
-        consolidation.propose_duplicates(core, store, duplicates)
+        consolidation_queue.propose_duplicates(core, store, duplicates)
 
 
 def consolidated_booster(

@@ -115,17 +115,9 @@ def decay(
             or []
         )
         return sum(1 for w in rows if w < prune_below)
-    res = store.q(
-        """
-      UPDATE associated_with SET weight = math::max([0.0, weight - $pd * math::max([0.0,
-          duration::secs($now - decayed_at) / 86400.0])]), decayed_at = $now RETURN NONE;
-      LET $gone = (SELECT VALUE id FROM associated_with WHERE weight < $min);
-      DELETE $gone;
-      RETURN array::len($gone);""",
-        {"pd": per_day, "now": now, "min": prune_below},
-    )
+    pruned = store.graph.decay_associations(per_day, now, prune_below)
     state(core).of(store).adjacency = None
-    return int(res[-1] or 0)
+    return pruned
 
 
 _spread = threading.local()

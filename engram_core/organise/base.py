@@ -48,7 +48,6 @@ class Stream:
 
 @dataclass
 class StoreState:
-    graph: Any = None  # graph.GraphMirror, loaded on first use
     adjacency: dict[str, dict[str, float]] | None = None  # memory key → {memory key: association weight}
     streams: dict[str, Stream] = field(default_factory=dict)
     new_episode: dict[str, str] = field(default_factory=dict)  # memory key → episode given before its write

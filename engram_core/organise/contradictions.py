@@ -40,8 +40,8 @@ from .base import (
     short_hash,
     to_memory,
 )
-from .graph import end_relations, entity_key, invalidate_names, relation_key
-from .verdicts import CANDIDATE_COSINE, judge
+from .graph import entity_key, relation_key
+from .verdicts import CANDIDATE_COSINE, DUPLICATE_COSINE, judge
 
 # ── queueing ─────────────────────────────────────────────────
 NEAR_MAX_PER_MEMORY = (
@@ -339,7 +339,8 @@ def check_near(
         elif (
             v.cls == "duplicate"
             and lt.status in ("created", "active")
-            and (memory_type is None or lt.memory_type == memory_type)  # an event and a fact are never one
+            # An event and a fact are one statement only when nearly the same text, not by shared values.
+            and (memory_type is None or lt.memory_type == memory_type or cos >= DUPLICATE_COSINE)
         ):
             out.duplicates.append((other, cos, v.why))
     # One shape said of one subject with many values in one slot is a template used in many contexts (a command
@@ -467,12 +468,7 @@ def supersede(store: ScopeStore, key: str, by: str, reason: str, when: datetime)
             "metadata": {**row.get("metadata", {}), "superseded_by": by},
         },
     )
-    ended = store.q1(
-        "UPDATE relates_to SET invalid_at = $t WHERE invalid_at IS NONE AND $k IN evidence "
-        "AND array::len(array::complement(evidence, [$k])) = 0 RETURN VALUE record::id(id)",
-        {"t": when, "k": key},
-    )
-    return [str(k) for k in ended or []]
+    return store.graph.end_relations_evidenced_only_by(key, when)
 
 
 Resolution = Literal["keep_a", "keep_b", "keep_both", "merge"]
@@ -593,8 +589,6 @@ def _resolve(
             "u": undo,
         },
     )
-    if ended:
-        end_relations(core, store, ended)
     return out
 
 
@@ -632,11 +626,7 @@ def reopen_contradiction(
         )
     relations = undo.get("relations") or []
     if relations:
-        store.q(
-            "UPDATE $ids SET invalid_at = NONE RETURN NONE",
-            {"ids": [rid("relates_to", k) for k in relations]},
-        )
-        invalidate_names(core, store)
+        store.graph.restore_relations(relations)
     store.q(
         "UPDATE $id SET status = 'open', resolution = NONE, resolved_at = NONE, merged_into = NONE, "
         "decided_by = NONE, undo = NONE",

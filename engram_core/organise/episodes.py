@@ -207,10 +207,7 @@ def end_episode(
             s = _stream(st, store, name)
             if s.episode_id is None:
                 continue
-            rows = store.q1(
-                "UPDATE $id SET ended_at = $t, end_reason = $r",
-                {"id": rid("episode", s.episode_id), "t": now, "r": redact_text(reason)[:300]},
-            )
+            rows = store.graph.end_episode(s.episode_id, now, redact_text(reason)[:300])
             s.pending = ("explicit", reason)
             if rows:
                 closed.append(_info(rows[0]))

@@ -36,6 +36,7 @@ from ..memory.scoring import DEFAULT_HALF_LIVES
 from ..models import EvolutionChange, EvolutionReport, ParamProposal, RetrievalLogEntry, Rollback, UsageStat
 from ..retrieval import hybrid
 from ..storage import ScopeStore, key_of, plain
+from ..storage.graph_mirror import SUBJECT_TYPES
 from . import graph
 from .base import MemoryCore, api
 
@@ -341,7 +342,7 @@ def reflect(
         degree = {
             e: len(rels)
             for e, rels in g.touching.items()
-            if len(rels) > 20 and g.types.get(e) not in graph.SUBJECT_TYPES
+            if len(rels) > 20 and g.types.get(e) not in SUBJECT_TYPES
         }
     names = (
         dict(

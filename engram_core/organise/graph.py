@@ -9,15 +9,12 @@ edges they would be most of the relations and most of a memory's size on disk (d
 
 from __future__ import annotations
 
-import functools
-import heapq
 import itertools
-import json
 import logging
 import math
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, cast
@@ -25,18 +22,7 @@ from typing import Any, cast
 import numpy as np
 from surrealdb import RecordID
 
-from ..collector import paused_collector
 from ..entity_order import in_text_order
-from ..models import (
-    AddEntitiesResult,
-    EntityIn,
-    GraphEntity,
-    GraphRelation,
-    GraphResult,
-    RelateResult,
-    RelationType,
-)
-from ..redaction import redact_text
 from ..retrieval.embeddings import try_embed
 from ..retrieval.ranking import best_first
 from ..retrieval.search_index import tokenize
@@ -44,46 +30,34 @@ from ..storage import (
     ScopeStore,
     decode_vector,
     encode_vector,
-    graph_tables,
     key_of,
     plain,
-    text_array,
-    text_lines,
     works_in_background,
-    write_private,
+)
+from ..storage.graph_mirror import (
+    CO_MENTION_WEIGHT,
+    CONFLICT_TYPES,
+    STRENGTHEN,
+    SUBJECT_TYPES,
+    GraphMirror,
+    warm_hubs,
 )
 from ..storage.graph_tables import EVIDENCE_MAX
 from . import entities as ex
 from .base import (
-    EngramError,
     MemoryCore,
-    api,
-    as_dt,
     rid,
     short_hash,
-    state,
 )
 
 log = logging.getLogger(__name__)
 ENTITY_COSINE = 0.88  # same scope and type, cosine above this → the same entity
 TYPED_WEIGHT = 0.5
-CO_MENTION_WEIGHT = 0.3
-STRENGTHEN = 0.1  # weight +0.1, confidence +0.05 per new piece of evidence
-TRAVERSE_MIN_WEIGHT = 0.2
 # Bounds that keep a recall's graph step small however popular an entity is (a library named in 500 notes):
 # the strongest neighbours only, and an entity's most recent mentions only. The fusion takes 100 at most.
 TRAVERSE_MAX_NEIGHBOURS = 12
 TRAVERSE_MAX_MENTIONS = 150
 GRAPH_LIST_MAX = 100  # how many graph-found memories join the fusion
-NEAR_KEEP = (
-    64  # neighbours kept per entity for traversal (which takes TRAVERSE_MAX_NEIGHBOURS beside the seeds)
-)
-HUB_RELATIONS = 500  # an entity with this many relations has its neighbours worked out ahead (`warm_hubs`)
-SUBJECT_TYPES = ("project", "person")  # "this project" / "user": hubs that would link everything
-CONFLICT_TYPES = ("uses", "replaces", "causes", "contradicts")
-# memory keys a graph answer lists for an entity, the newest: a library named in thousands of notes would put
-# all of them in each answer (megabytes into the agent's context, and minutes to gather)
-MENTIONS_SHOWN = 50
 
 
 def entity_key(name_key: str, entity_type: str) -> str:
@@ -94,30 +68,6 @@ def relation_key(src: str, relation_type: str, dst: str) -> str:
     return short_hash("rel", src, relation_type, dst)
 
 
-CO_MENTION_MAX = (
-    6  # a memory links its first six entities that are not commands: a long note makes no clique of dozens
-)
-CO_PREFIX = "co_"  # a co-mention's key: derived, never a row (a stored relation's key is a bare hash)
-
-
-def co_key(a: str, b: str) -> str:
-    """The key of the co-mention link from ``a`` to ``b`` (a memory names ``a`` first). A pair named in both orders
-    has two links: recall's graph step takes the stronger (a link counting both orders reordered LoCoMo's
-    answers: docs/benchmarks.md)."""
-    return CO_PREFIX + short_hash("co", a, b)
-
-
-def co_weight(n: int) -> float:
-    """A co-mention's weight when ``n`` memories name both: as a stored relation strengthens (+0.1 a memory)."""
-    return min(1.0, CO_MENTION_WEIGHT + STRENGTHEN * (n - 1))
-
-
-def co_mention_core(ekeys: Sequence[str], types: dict[str, str]) -> list[str]:
-    """The entities of one memory (its list, in order) that it links to each other: the first CO_MENTION_MAX that
-    are known entities and not commands."""
-    return [k for k in dict.fromkeys(ekeys) if types.get(k, "command") != "command"][:CO_MENTION_MAX]
-
-
 def subject_for(store: ScopeStore) -> ex.Extracted:
     return ex.SUBJECT_USER if store.scope.value == "user" else ex.SUBJECT_PROJECT
 
@@ -125,7 +75,7 @@ def subject_for(store: ScopeStore) -> ex.Extracted:
 # ── writing ──────────────────────────────────────────────────
 
 
-def _entity_row(
+def entity_row(
     e: ex.Extracted, now: datetime, source: str = "extracted", description: str | None = None
 ) -> dict[str, Any]:
     # Lean (schema 010): no scope (the store's own), no created_at (first_seen is that instant), a source only when
@@ -149,7 +99,7 @@ def _entity_row(
     return row
 
 
-def _relation_row(
+def relation_row(
     r: ex.ExtractedRelation, memory_key: str | None, now: datetime, source: str = "extracted"
 ) -> dict[str, Any]:
     src = entity_key(r.source.key, r.source.entity_type)
@@ -238,8 +188,8 @@ def plan_extraction(
         key=key,
         mentioned=ents,
         rels=rels,
-        ent_rows=[_entity_row(e, now) for e in all_ents.values()],
-        rel_rows=[_relation_row(r, key, now) for r in rels],
+        ent_rows=[entity_row(e, now) for e in all_ents.values()],
+        rel_rows=[relation_row(r, key, now) for r in rels],
         check=sorted(check),
         episode=episode_id,
         episode_on_row=episode_on_row,
@@ -321,25 +271,16 @@ def write_extractions(
         ],
         "rels": [{**r, "fields": _unstamped(r["fields"])} for p in plans for r in p.rel_rows],
     }
-    got = graph_tables.write_chunk(store, params)
-    post = {key_of(r["id"]): plain(r) for r in got.get("post") or []}
-    g = state(core).of(store).graph
-    if g is not None:
-        with g.lock:
-            for p in plans:
-                for ent in p.entities:
-                    g.add_entity(entity_key(ent.key, ent.entity_type), ent.entity_type, ent.key)
-                if p.key is not None:
-                    g.add_memory(p.key, [entity_key(e.key, e.entity_type) for e in p.mentioned])
-            for k, r in post.items():
-                g.set_relation(
-                    k,
-                    key_of(r["in"]),
-                    key_of(r["out"]),
-                    float(r["weight"]),
-                    r.get("invalid_at") is None,
-                    conflict=r.get("relation_type") in CONFLICT_TYPES,
-                )
+    got, post = store.graph.write_chunk(
+        params,
+        [(entity_key(e.key, e.entity_type), e.entity_type, e.key) for p in plans for e in p.entities],
+        [
+            (p.key, [entity_key(e.key, e.entity_type) for e in p.mentioned])
+            for p in plans
+            if p.key is not None
+        ],
+        CONFLICT_TYPES,
+    )
     if not check:
         return [[] for _ in plans]
     return _live_after_each(plans, got, post)
@@ -409,370 +350,19 @@ def _live_after_each(
     return out
 
 
-class GraphMirror:
-    """The graph as recall reads it, in memory: entity names and types, which memories mention each entity,
-    and the live relations with their weights: the stored ones and the co-mentions derived from the memories'
-    entity lists (`add_memory`). Loaded once per store from three compact strings (the SDK's CBOR decoder would
-    otherwise decode every row field by field) and kept in step by every write here; maintenance that rewrites
-    the graph wholesale (merging, pruning, erasing) drops it for a reload."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.names: dict[str, set[str]] = {}  # name_key (and file basename) → entity keys
-        self.types: dict[str, str] = {}  # entity key → entity_type
-        self.mentioned_by: dict[str, dict[str, None]] = {}  # entity key → memory keys, oldest first
-        self.rels: dict[str, tuple[str, str, float]] = {}  # live relation key → (in, out, weight)
-        self.touching: dict[str, set[str]] = {}  # entity key → live relation keys at either end
-        # entity key → the live relations at either end of a conflict-prone type (CONFLICT_TYPES): a few of an
-        # entity's relations, where `touching` holds thousands for a popular one (its co-mentions)
-        self.conflicting: dict[str, set[str]] = {}
-        self.version = 0  # the store's graph_version this was loaded at
-        # memory key → its entity list, for a memory read from the store before all its entities were (a new
-        # memory's row is written before its entities): its co-mentions wait for `add_memory`
-        self.pending: dict[str, list[str]] = {}
-        # entity key → its first NEAR_KEEP traversal neighbours (other entity, 0.5 × weight), strongest first: a
-        # popular entity has thousands of relations, and recall would otherwise walk them all for every query
-        # naming it (kept whole, a large store's hubs would hold hundreds of thousands of neighbours).
-        # Any change to entities or relations empties it (mentions do not enter it).
-        self._near: dict[str, list[tuple[str, float]]] = {}
-
-    def add_entity(self, ekey: str, etype: str, nkey: str) -> None:
-        if self.types.get(ekey) != etype:
-            self._near.clear()
-        self.types[ekey] = etype
-        _index_name(self.names, nkey, ekey, etype)
-
-    def near(self, ekey: str, wanted: int = NEAR_KEEP) -> list[tuple[str, float]]:
-        """One hop from ``ekey`` along live relations of weight >= TRAVERSE_MIN_WEIGHT that touch no subject
-        hub: (other entity, 0.5 × weight), best first; at least the first ``wanted`` of them (all when there are
-        fewer). Caller holds the lock."""
-        got = self._near.get(ekey)
-        if got is not None and (len(got) < NEAR_KEEP or wanted <= NEAR_KEEP):  # whole, or long enough
-            return got
-        best: dict[str, float] = {}
-        for rkey in self.touching.get(ekey, ()):
-            a, b, w = self.rels[rkey]
-            if (
-                w < TRAVERSE_MIN_WEIGHT
-                or self.types.get(a) in SUBJECT_TYPES
-                or self.types.get(b) in SUBJECT_TYPES
-            ):
-                continue
-            other = b if a == ekey else a
-            best[other] = max(best.get(other, 0.0), 0.5 * w)
-        found = best_first(list(best.items()))
-        self._near[ekey] = found[:NEAR_KEEP]
-        return found
-
-    def add_memory(self, memory: str, ekeys: Sequence[str]) -> None:
-        """A memory's entity list (in order; its entities already added): its mentions, and a co-mention from each
-        entity of its `co_mention_core` to each it names after it, strengthened by each further memory naming
-        them in that order. A memory already taken changes nothing (its list is written once)."""
-        if not ekeys or (memory in self.mentioned_by.get(ekeys[0], ()) and memory not in self.pending):
-            return
-        self.pending.pop(memory, None)
-        for ekey in ekeys:
-            self.mentioned_by.setdefault(ekey, {})[memory] = None
-        core = co_mention_core(ekeys, self.types)
-        for i, a in enumerate(core):
-            for b in core[i + 1 :]:
-                k = co_key(a, b)
-                cur = self.rels.get(k)
-                weight = CO_MENTION_WEIGHT if cur is None else min(1.0, cur[2] + STRENGTHEN)
-                self.set_relation(k, a, b, weight, True)
-
-    def set_relation(
-        self, rkey: str, a: str, b: str, weight: float, live: bool, *, conflict: bool = False
-    ) -> None:
-        """A relation written (``live``) or ended; ``conflict``: its type is conflict-prone (a relation's type is
-        part of its key, so a later write of it may leave this out)."""
-        self._near.pop(a, None)
-        self._near.pop(b, None)
-        if not live:
-            self.rels.pop(rkey, None)
-            for end in (a, b):
-                self.touching.get(end, set()).discard(rkey)
-                self.conflicting.get(end, set()).discard(rkey)
-            return
-        self.rels[rkey] = (a, b, weight)
-        self.touching.setdefault(a, set()).add(rkey)
-        self.touching.setdefault(b, set()).add(rkey)
-        if conflict:
-            self.conflicting.setdefault(a, set()).add(rkey)
-            self.conflicting.setdefault(b, set()).add(rkey)
-
-
-_LOAD = """RETURN {
-  e: array::join((SELECT VALUE record::id(id) + ' ' + entity_type + ' ' + name_key FROM entity), '\n'),
-  m: array::join((SELECT VALUE record::id(id) + ' ' + array::join(entities.map(|$e| record::id($e)), ' ')
-                  FROM memory WHERE array::len(entities ?? []) > 0), '\n'),
-  r: array::join((SELECT VALUE record::id(id) + ' ' + record::id(in) + ' ' + record::id(out) + ' ' + <string>weight
-                  + ' ' + relation_type FROM relates_to WHERE invalid_at IS NONE), '\n')
-};"""
-
-
-def _load_mirror(store: ScopeStore) -> GraphMirror:
-    g = GraphMirror()
-    g.version = store.graph_version
-    got = store.q1(_LOAD) or {}
-    for line in (got.get("e") or "").split("\n"):
-        parts = line.split(" ", 2)
-        if len(parts) == 3:
-            g.add_entity(parts[0], parts[1], parts[2])
-    # Sorted by memory id (a ULID), so "oldest first" holds after a reload too, and traversal keeps the newest
-    # TRAVERSE_MAX_MENTIONS of a busy entity. The co-mentions are counted first and set once each.
-    pairs: dict[tuple[str, str], int] = {}
-    for line in sorted((got.get("m") or "").split("\n")):
-        memory, *ekeys = line.split(" ")
-        if not ekeys:
-            continue
-        for ekey in ekeys:
-            g.mentioned_by.setdefault(ekey, {})[memory] = None
-        if any(k not in g.types for k in ekeys):
-            g.pending[memory] = ekeys
-            continue
-        core = co_mention_core(ekeys, g.types)
-        for i, a in enumerate(core):
-            for b in core[i + 1 :]:
-                pairs[a, b] = pairs.get((a, b), 0) + 1
-    for (a, b), n in pairs.items():
-        g.set_relation(co_key(a, b), a, b, co_weight(n), True)
-    for line in (got.get("r") or "").split("\n"):
-        parts = line.split(" ")
-        if len(parts) == 5:
-            g.set_relation(
-                parts[0],
-                parts[1],
-                parts[2],
-                float(parts[3].rstrip("f")),
-                True,
-                conflict=parts[4] in CONFLICT_TYPES,
-            )
-    return g
-
-
-# The graph snapshot's format: numpy arrays in an .npz, keys written once and referred to by int32 position, the
-# conflict-prone relations flagged, co-mentions one per pair of entities. A file of another version is ignored and
-# the graph read from the store once (the versions' history: docs/storage.md, "The graph snapshot").
-GRAPH_SNAPSHOT_VERSION = 5
-
-
-def _snapshot_path(store: ScopeStore) -> Any:
-    return store.side_snapshot_path("graph", "npz")
-
-
-def _save_snapshot(core: MemoryCore, store: ScopeStore) -> None:
-    """Write the graph mirror beside the store (at close, with the vector snapshot), tagged with the graph's
-    change count: the next start reads it instead of every edge while the count still matches."""
-    g = state(core).of(store).graph
-    path = _snapshot_path(store)
-    if g is None or path is None or g.version != store.graph_version:
-        return  # dropped for a reload (merge, prune, erasure): the old file no longer matches the count
-    gen = store.graph_generation()
-    if _written_at(path) == gen:
-        return  # the file already holds this graph (nothing changed it since it was read or written)
-    with g.lock:
-        ents = sorted(
-            set(g.types)
-            | set(g.mentioned_by)
-            | {e for a, b, _w in g.rels.values() for e in (a, b)}
-            | {e for v in g.names.values() for e in v}
-        )
-        at = {e: i for i, e in enumerate(ents)}
-        kinds = sorted(set(g.types.values()))
-        kind_at = {k: i for i, k in enumerate(kinds)}
-        mems = sorted({m for ms in g.mentioned_by.values() for m in ms})
-        mem_at = {m: i for i, m in enumerate(mems)}
-        rkeys = list(g.rels)
-        conflict = {k for ks in g.conflicting.values() for k in ks}
-        if any("\n" in k for k in itertools.chain(ents, mems, rkeys)):
-            log.warning("graph snapshot of %s not written: a key holds a newline", store.database)
-            return  # derived ids never do; the next start reads the store
-        mentioned = list(g.mentioned_by.items())
-        arrays = {
-            "version": np.array(GRAPH_SNAPSHOT_VERSION),
-            "generation": text_array([gen]),
-            # the entity names (free text) and kinds stay JSON: small, and a name may hold any character
-            "meta": text_array(
-                [
-                    json.dumps(
-                        {"kinds": kinds, "names": list(g.names)}, ensure_ascii=False, separators=(",", ":")
-                    )
-                ]
-            ),
-            "n_end": np.cumsum([len(v) for v in g.names.values()], dtype=np.int64),
-            "n_entity": np.array([at[e] for v in g.names.values() for e in sorted(v)], dtype=np.int32),
-            "entities": text_array(ents),
-            "types": np.array([kind_at[g.types[e]] if e in g.types else -1 for e in ents], dtype=np.int32),
-            "memories": text_array(mems),
-            # each entity's mentions oldest first, as the mirror holds them: entity, then its memories' run
-            "m_entity": np.array([at[e] for e, _ms in mentioned], dtype=np.int32),
-            "m_end": np.cumsum([len(ms) for _e, ms in mentioned], dtype=np.int64),
-            "m_memory": np.array([mem_at[m] for _e, ms in mentioned for m in ms], dtype=np.int32),
-            "r_keys": text_array(rkeys),
-            "r_a": np.array([at[g.rels[k][0]] for k in rkeys], dtype=np.int32),
-            "r_b": np.array([at[g.rels[k][1]] for k in rkeys], dtype=np.int32),
-            "r_w": np.array([g.rels[k][2] for k in rkeys], dtype=np.float64),
-            "r_conflict": np.array([k in conflict for k in rkeys], dtype=np.bool_),
-        }
-    write_private(path, lambda fh: np.savez(fh, **cast(dict[str, Any], arrays)))
-    old = store.side_snapshot_path("graph")  # the JSON format of version 2, not read
-    if old is not None:
-        old.unlink(missing_ok=True)
-
-
-def _begins(ends: list[int]) -> list[int]:
-    """Where each run starts, given where each ends (runs laid end to end from 0)."""
-    return [0, *ends[:-1]] if ends else []
-
-
-def _touching(ents: list[str], rkeys: list[str], ra: np.ndarray, rb: np.ndarray) -> dict[str, set[str]]:
-    """What set_relation builds for these relations (entity -> relation keys at either end), by grouping the
-    ends sorted: a set per entity from one slice instead of two dictionary updates per relation."""
-    if not len(rkeys):
-        return {}
-    ends = np.concatenate([ra, rb])
-    order = np.argsort(ends, kind="stable")
-    ends = ends[order]
-    starts = np.flatnonzero(np.r_[True, ends[1:] != ends[:-1]])
-    stops = [*starts[1:].tolist(), len(ends)]
-    keys = np.array(rkeys, dtype=object)[order % len(rkeys)].tolist()
-    return {
-        ents[e]: set(keys[a:b]) for e, a, b in zip(ends[starts].tolist(), starts.tolist(), stops, strict=True)
-    }
-
-
-def _written_at(path: Any) -> str | None:
-    """The graph generation the snapshot at ``path`` was written at (None: absent, unreadable, an older version)."""
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            if int(z["version"]) != GRAPH_SNAPSHOT_VERSION:
-                return None
-            gens = text_lines(z["generation"])
-            return gens[0] if len(gens) == 1 else None
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-
-
-def _read_snapshot(store: ScopeStore) -> GraphMirror | None:
-    path = _snapshot_path(store)
-    if path is None or not path.is_file():
-        return None
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            if int(z["version"]) != GRAPH_SNAPSHOT_VERSION or text_lines(z["generation"]) != [
-                store.graph_generation()
-            ]:
-                return None
-            meta = json.loads(z["meta"].tobytes().decode())
-            ents, mems, rkeys = text_lines(z["entities"]), text_lines(z["memories"]), text_lines(z["r_keys"])
-            types, m_entity, m_end, m_memory, n_end, n_entity = (
-                z[k].tolist() for k in ("types", "m_entity", "m_end", "m_memory", "n_end", "n_entity")
-            )
-            ra, rb, r_w, r_conflict = z["r_a"], z["r_b"], z["r_w"].tolist(), z["r_conflict"]
-        kinds = meta["kinds"]
-        g = GraphMirror()
-        g.version = store.graph_version
-        g.types = {e: kinds[t] for e, t in zip(ents, types, strict=True) if t >= 0}
-        named = [ents[i] for i in n_entity]
-        g.names = {
-            n: set(named[b:end]) for n, b, end in zip(meta["names"], _begins(n_end), n_end, strict=True)
-        }
-        mentions = [mems[i] for i in m_memory]
-        g.mentioned_by = {
-            ents[e]: dict.fromkeys(mentions[b:end])
-            for e, b, end in zip(m_entity, _begins(m_end), m_end, strict=True)
-        }
-        a_keys, b_keys = [ents[i] for i in ra.tolist()], [ents[i] for i in rb.tolist()]
-        g.rels = dict(zip(rkeys, zip(a_keys, b_keys, r_w, strict=True), strict=True))
-        g.touching = _touching(ents, rkeys, ra, rb)
-        g.conflicting = _touching(
-            ents,
-            [k for k, c in zip(rkeys, r_conflict.tolist(), strict=True) if c],
-            ra[r_conflict],
-            rb[r_conflict],
-        )
-        return g
-    except (OSError, ValueError, KeyError, TypeError, IndexError) as exc:
-        log.warning("graph snapshot %s unreadable, reading the store: %s", path, exc)
-        return None
-
-
 def mirror(core: MemoryCore, store: ScopeStore) -> GraphMirror:
-    st = state(core).of(store)
-    g: GraphMirror | None = st.graph
-    if g is None or g.version != store.graph_version:  # an erasure changed the graph under us
-        with paused_collector():
-            g = None if st.graph is not None else _read_snapshot(store)
-            g = st.graph = g or _load_mirror(store)
-        assert g is not None
-        store.snapshot_writers.setdefault("graph", functools.partial(_save_snapshot, core, store))
-        if works_in_background():
-            threading.Thread(
-                target=warm_hubs, args=(g, core.bookkeeper.wait_idle), name="engram-graph-warm", daemon=True
-            ).start()
+    """The store's graph mirror, loaded on first use; a mirror loaded now has its hubs' neighbours worked out in
+    the background (`warm_hubs`)."""
+    g, loaded = store.graph.load()
+    if loaded and works_in_background():
+        threading.Thread(
+            target=warm_hubs, args=(g, core.bookkeeper.wait_idle), name="engram-graph-warm", daemon=True
+        ).start()
     return g
-
-
-def warm_hubs(g: GraphMirror, before_each: Callable[[], object] | None = None) -> int:
-    """Work out the traversal neighbours of every hub (HUB_RELATIONS relations or more) ahead of the recalls
-    that name one: a hub's first traversal walks all its relations (thousands in a large store), which would
-    double a recall's graph step. One hub at a time under the lock, each after
-    ``before_each`` (the daemon: once no recall runs, so the first recall after a start, which built the
-    mirror, does not share the GIL with this). Returns how many."""
-    with g.lock:
-        hubs = sorted(
-            (e for e, rels in g.touching.items() if len(rels) >= HUB_RELATIONS),
-            key=lambda e: -len(g.touching[e]),
-        )
-    done = 0
-    for ekey in hubs:
-        if before_each is not None:
-            before_each()
-        with g.lock:
-            if ekey not in g._near:
-                g.near(ekey)
-                done += 1
-    return done
-
-
-def _remember(core: MemoryCore, store: ScopeStore, ents: Sequence[ex.Extracted]) -> None:
-    """Entities a write put in the database join the mirror (if loaded: otherwise the load will see them)."""
-    g = state(core).of(store).graph
-    if g is None:
-        return
-    with g.lock:
-        for e in ents:
-            g.add_entity(entity_key(e.key, e.entity_type), e.entity_type, e.key)
-
-
-def _index_name(names: dict[str, set[str]], nkey: str, ekey: str, etype: str) -> None:
-    if etype in SUBJECT_TYPES:
-        return
-    names.setdefault(nkey, set()).add(ekey)
-    if etype == "file" and "/" in nkey:
-        names.setdefault(nkey.rsplit("/", 1)[-1], set()).add(ekey)
 
 
 def _names(core: MemoryCore, store: ScopeStore) -> dict[str, set[str]]:
     return mirror(core, store).names
-
-
-def end_relations(core: MemoryCore, store: ScopeStore, keys: Sequence[str]) -> None:
-    """Relations just marked invalid in the database leave the mirror."""
-    g = state(core).of(store).graph
-    if g is None:
-        return
-    with g.lock:
-        for k in keys:
-            r = g.rels.get(k)
-            if r is not None:
-                g.set_relation(k, r[0], r[1], r[2], False)
-
-
-def invalidate_names(core: MemoryCore, store: ScopeStore) -> None:
-    """The graph changed wholesale (entities merged or pruned, relations ended): reload it when next needed."""
-    state(core).of(store).graph = None
 
 
 # ── graph traversal as a recall signal ───────────────────────
@@ -857,368 +447,9 @@ def graph_ranker(
     return out
 
 
-# ── reading ──────────────────────────────────────────────────
-def _entities(rows: list[dict[str, Any]], scope: str, mentions: dict[str, list[str]]) -> list[GraphEntity]:
-    out = []
-    for r in rows:
-        k = key_of(r["id"])
-        out.append(
-            GraphEntity(
-                id=k,
-                name=r["name"],
-                entity_type=r["entity_type"],
-                category=r.get("category"),
-                description=r.get("description") or "",
-                mention_count=r.get("mention_count", 0),
-                confidence=r.get("confidence", 0.7),
-                scope=scope,
-                memory_ids=mentions.get(k, []),
-            )
-        )
-    return out
-
-
-def _relations(rows: list[dict[str, Any]], names: dict[str, str], scope: str) -> list[GraphRelation]:
-    out = []
-    for r in rows:
-        a, b = key_of(r["in"]), key_of(r["out"])
-        out.append(
-            GraphRelation(
-                id=key_of(r["id"]),
-                source=a,
-                target=b,
-                source_name=names.get(a, ""),
-                target_name=names.get(b, ""),
-                relation_type=r["relation_type"],
-                weight=r["weight"],
-                confidence=r["confidence"],
-                evidence=list(r.get("evidence") or []),
-                valid_from=as_dt(r.get("valid_from")),
-                invalid_at=as_dt(r.get("invalid_at")),
-                scope=scope,
-            )
-        )
-    return out
-
-
-def _co_mention_rows(
-    g: GraphMirror, store: ScopeStore, frontier: set[str], most: int
-) -> list[dict[str, Any]]:
-    """The co-mentions at the frontier, as the rows a stored relation has (they have none: derived from the
-    memories' entity lists), the strongest ``most``. Evidence: the memories that link them in that order, newest
-    last, among the newest 200 naming both (their lists read here: the mirror keeps who names an entity, not in what
-    order); confidence as a stored relation's would be after that many (0.5, +0.05 a memory); valid from the first."""
-    with g.lock:
-        found: dict[str, tuple[str, str, float]] = {}
-        for ekey in sorted(frontier):
-            for k in g.touching.get(ekey, ()):
-                if k.startswith(CO_PREFIX):
-                    found[k] = g.rels[k]
-        chosen = sorted(found.items(), key=lambda kv: (-kv[1][2], kv[0]))[:most]
-        naming: dict[str, list[str]] = {}
-        for k, (a, b, _w) in chosen:
-            by_a, by_b = g.mentioned_by.get(a, {}), g.mentioned_by.get(b, {})
-            small, large = (by_a, by_b) if len(by_a) <= len(by_b) else (by_b, by_a)
-            # memory keys are ULIDs: oldest first; the newest few only (a pair of hubs is named by thousands)
-            naming[k] = sorted(m for m in small if m in large)[-4 * EVIDENCE_MAX :]
-        types = dict(g.types)
-    wanted = sorted({m for ms in naming.values() for m in ms})
-    lists = (
-        {
-            key_of(r["id"]): [key_of(e) for e in r.get("entities") or []]
-            for r in store.q1("SELECT id, entities FROM $ids", {"ids": [rid("memory", m) for m in wanted]})
-            or []
-        }
-        if wanted
-        else {}
-    )
-    rows = []
-    for k, (a, b, w) in chosen:
-        both = []
-        for m in naming[k]:
-            core = co_mention_core(lists.get(m, []), types)
-            if a in core and b in core and core.index(a) < core.index(b):
-                both.append(m)
-        first = store.summaries.get(both[0]) if both else None
-        rows.append(
-            {
-                "id": rid("relates_to", k),
-                "in": rid("entity", a),
-                "out": rid("entity", b),
-                "relation_type": "related_to",
-                "weight": w,
-                "confidence": min(1.0, 0.5 + 0.05 * max(0, len(both) - 1)),
-                "evidence": both[-EVIDENCE_MAX:],
-                "valid_from": first.created_at if first is not None else None,
-                "invalid_at": None,
-            }
-        )
-    return rows
-
-
-def _expand(
-    core: MemoryCore, store: ScopeStore, seeds: set[str], depth: int, limit: int, include_invalid: bool
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, list[str]]]:
-    g = mirror(core, store)
-    frontier, seen = set(seeds), set(seeds)
-    # Sets are walked sorted: the entities, edges and memories returned (and which ones `limit` keeps) must not
-    # depend on string hashing (PYTHONHASHSEED).
-    edges: dict[str, dict[str, Any]] = {}
-    cond = "" if include_invalid else " WHERE invalid_at IS NONE"
-    for _ in range(max(0, depth)):
-        if not frontier:
-            break
-        # The stored relations through the graph keys (schema 008), bound by LET first: the engine (3.2.4) orders
-        # and limits a function's result wrongly when it is the FROM itself. With the co-mentions, strongest
-        # first, ties by id.
-        rows = [
-            plain(r)
-            for r in store.q1(
-                f"LET $x = array::distinct($f<->relates_to); SELECT * FROM $x{cond} "
-                "ORDER BY weight DESC, id LIMIT $lim",
-                {"f": [rid("entity", k) for k in sorted(frontier)], "lim": limit * 5},
-            )
-            or []
-        ]
-        rows += [plain(r) for r in _co_mention_rows(g, store, frontier, limit * 5)]
-        rows.sort(key=lambda r: (-float(r["weight"]), key_of(r["id"])))
-        nxt: set[str] = set()
-        for r in rows[: limit * 5]:
-            edges[key_of(r["id"])] = r
-            for end in (key_of(r["in"]), key_of(r["out"])):
-                if end not in seen and len(seen) < limit:
-                    seen.add(end)
-                    nxt.add(end)
-        frontier = nxt
-    ids = [rid("entity", k) for k in sorted(seen)]
-    ents = plain(store.q1("SELECT * OMIT embedding FROM $ids", {"ids": ids})) or []
-    with g.lock:
-        # memory keys are ULIDs: the newest MENTIONS_SHOWN, oldest first
-        mentions = {
-            k: sorted(heapq.nlargest(MENTIONS_SHOWN, g.mentioned_by[k]))
-            for k in sorted(seen)
-            if g.mentioned_by.get(k)
-        }
-    return ents, list(edges.values()), mentions
-
-
-@api
-def search_knowledge_graph(
-    core: MemoryCore,
-    query: str,
-    project: str | None = None,
-    session: str | None = None,
-    depth: int = 1,
-    limit: int = 20,
-    include_invalid: bool = False,
-) -> GraphResult:
-    """Entities whose name matches the query (or that the query names), their relations up to `depth` hops,
-    and the memories mentioning them."""
-    if not query.strip():
-        raise EngramError("the query is empty: name an entity, a file, a library…")
-    depth = max(0, min(depth, 3))
-    limit = max(1, min(limit, 200))
-    result = GraphResult(query=query)
-    memory_ids: dict[str, None] = {}  # in the order met, each once
-    for store in core.scopes.stores("all", project, session):
-        named = sorted(query_seeds(core, store, query))
-        needle = query.strip().lower()
-        rows = store.q1(
-            "SELECT id, mention_count FROM entity WHERE string::contains(name_key, $n) "
-            "ORDER BY mention_count DESC, id LIMIT $lim",
-            {"n": needle, "lim": limit},
-        )
-        # The entities the query names first, then those whose name contains it, most mentioned first.
-        seeds = list(dict.fromkeys([*named, *(key_of(r["id"]) for r in rows or [])]))[:limit]
-        if not seeds:
-            continue
-        ents, edges, mentions = _expand(core, store, set(seeds), depth, limit, include_invalid)
-        names = {key_of(e["id"]): e["name"] for e in ents}
-        result.entities += _entities(ents, store.scope.value, mentions)
-        result.relations += _relations(edges, names, store.scope.value)
-        for e in ents:
-            memory_ids.update(dict.fromkeys(mentions.get(key_of(e["id"]), [])))
-    result.entities.sort(key=lambda e: (-e.mention_count, e.name, e.id))
-    result.memory_ids = list(memory_ids)[: limit * 5]
-    return result
-
-
-@api
-def memory_graph(
-    core: MemoryCore, memory_id: str, project: str | None = None, session: str | None = None
-) -> GraphResult:
-    """The entities one memory mentions and the relations among them and their neighbours (TUI detail pane)."""
-    store, key = core.scopes.locate(memory_id, project, session)
-    listed = store.q1("SELECT VALUE entities FROM ONLY $m", {"m": rid("memory", key)})
-    seeds = {key_of(r) for r in listed or []}
-    result = GraphResult(query=None)
-    if not seeds:
-        return result
-    ents, edges, mentions = _expand(core, store, seeds, 1, 50, True)
-    names = {key_of(e["id"]): e["name"] for e in ents}
-    # The pane shows this memory's entities; neighbours appear only as relation endpoints.
-    result.entities = _entities([e for e in ents if key_of(e["id"]) in seeds], store.scope.value, mentions)
-    result.relations = _relations(edges, names, store.scope.value)
-    result.memory_ids = [key]
-    return result
-
-
-def _embed_names(core: MemoryCore, texts: list[str]) -> np.ndarray | None:
+def embed_names(core: MemoryCore, texts: list[str]) -> np.ndarray | None:
     vecs, _why = try_embed(core.embedder, texts) if getattr(core.embedder, "available", False) else (None, "")
     return vecs
-
-
-def _similar_entity(store: ScopeStore, vec: np.ndarray, entity_type: str) -> dict[str, Any] | None:
-    rows = store.q1(
-        "SELECT id, name, embedding FROM entity WHERE entity_type = $t AND embedding != NONE",
-        {"t": entity_type},
-    )
-    best, best_sim = None, ENTITY_COSINE
-    for r in rows or []:
-        stored = decode_vector(r["embedding"])
-        if stored is None:
-            continue
-        sim = float(np.dot(stored, vec))
-        if sim > best_sim:
-            best, best_sim = r, sim
-    return best
-
-
-@api
-def add_entities(
-    core: MemoryCore,
-    entities: list[EntityIn],
-    scope: str = "project",
-    project: str | None = None,
-    session: str | None = None,
-) -> AddEntitiesResult:
-    """Entities the agent names explicitly. An existing entity (same name and type, or embedding cosine
-    > 0.88 within the scope and type) is strengthened instead of duplicated."""
-    store = core.scopes.primary(project, session, scope)
-    out = AddEntitiesResult()
-    vecs = _embed_names(core, [f"{e.name} {e.description or ''}".strip() for e in entities])
-    now = core.now()
-    for i, e in enumerate(entities):
-        x = ex.Extracted(e.name.strip(), e.entity_type)
-        k = entity_key(x.key, x.entity_type)
-        existing = store.q1("SELECT * OMIT embedding FROM ONLY $id", {"id": rid("entity", k)})
-        if not existing and vecs is not None:
-            similar = _similar_entity(store, vecs[i], x.entity_type)
-            if similar is not None:
-                k, existing = key_of(similar["id"]), similar
-        if existing:
-            store.q(
-                "UPDATE $id SET mention_count += 1, last_seen = $now, "
-                "confidence = math::min([1.0, confidence + 0.05]), "
-                "description = IF $d != NONE AND (description ?? '') = '' THEN $d ELSE description END",
-                {"id": rid("entity", k), "d": e.description, "now": now},
-            )
-            out.merged.append(_get_entity(store, k))
-            continue
-        row = _entity_row(x, now, source="agent", description=e.description)
-        row["confidence"] = 0.8
-        cat = ex.GAZETTEER.get(x.key)
-        if cat and cat[0] == x.entity_type and cat[1]:
-            row["category"] = cat[1]
-        if vecs is not None:
-            row["embedding"] = encode_vector(vecs[i])
-        store.q("CREATE $id CONTENT $c RETURN NONE", {"id": row.pop("id"), "c": row})
-        _remember(core, store, [x])
-        out.created.append(_get_entity(store, k))
-    return out
-
-
-def _get_entity(store: ScopeStore, key: str) -> GraphEntity:
-    row = plain(store.q1("SELECT * OMIT embedding FROM ONLY $id", {"id": rid("entity", key)}))
-    return _entities([row], store.scope.value, {})[0]
-
-
-def _resolve_entity(core: MemoryCore, store: ScopeStore, name: str) -> tuple[str, ex.Extracted]:
-    """An entity by id or by name (any type, most mentioned first); unknown names become concepts."""
-    name = name.strip()
-    if name.startswith("entity:"):
-        name = name.split(":", 1)[1]
-    row = store.q1("SELECT id, name, entity_type, category FROM ONLY $id", {"id": rid("entity", name)})
-    if row:
-        return key_of(row["id"]), ex.Extracted(row["name"], row["entity_type"], row.get("category"))
-    rows = store.q1(
-        "SELECT id, name, entity_type, category, mention_count FROM entity WHERE name_key = $k "
-        "ORDER BY mention_count DESC LIMIT 1",
-        {"k": ex.name_key(name)},
-    )
-    if rows:
-        r = rows[0]
-        return key_of(r["id"]), ex.Extracted(r["name"], r["entity_type"], r.get("category"))
-    guess = ex.extract_entities(name)
-    x = guess[0] if guess and guess[0].key == ex.name_key(name) else ex.Extracted(name, "concept")
-    add_entities(
-        core,
-        [EntityIn(name=x.name, entity_type=x.entity_type)],
-        scope=store.scope.value,
-        project=core.scopes.root_of(store),
-    )
-    return entity_key(x.key, x.entity_type), x
-
-
-@dataclass
-class StatedRelation:
-    """A relation written as stated, before it is checked against the live ones (relations.py does that)."""
-
-    result: RelateResult  # its contradictions not yet checked
-    relation: ex.ExtractedRelation
-    evidence_key: str | None  # the evidence, when it names a live memory of this store
-    live: list[dict[str, Any]]  # live relations sharing an endpoint with it
-
-
-def state_relation(
-    core: MemoryCore,
-    store: ScopeStore,
-    source: str,
-    target: str,
-    relation_type: RelationType,
-    evidence: str | None,
-    confidence: float,
-) -> StatedRelation:
-    """Write a relation between two entities (by id or name; unknown names become concepts). A repeated
-    relation strengthens (weight +0.1, confidence +0.05) rather than duplicating."""
-    src_key, src = _resolve_entity(core, store, source)
-    dst_key, dst = _resolve_entity(core, store, target)
-    if src_key == dst_key:
-        raise EngramError("an entity cannot relate to itself")
-    ev = None
-    if evidence:
-        ev = (
-            key_of(evidence)
-            if key_of(evidence) in store.summaries or store.get(key_of(evidence))
-            else redact_text(evidence)[:500]
-        )
-    rel = ex.ExtractedRelation(src, relation_type, dst, confidence)
-    now = core.now()
-    row = _relation_row(rel, ev, now, source="agent")
-    row["src"], row["dst"] = rid("entity", src_key), rid("entity", dst_key)
-    row["id"] = rid("relates_to", relation_key(src_key, relation_type, dst_key))
-    existed = bool(store.q1("SELECT VALUE id FROM ONLY $id", {"id": row["id"]}))
-    live = write_extractions(
-        core,
-        store,
-        [
-            Extraction(
-                key=None,
-                mentioned=[],
-                rels=[rel],
-                ent_rows=[],
-                rel_rows=[row],
-                check=sorted({src_key, dst_key}),
-                now=now,
-            )
-        ],
-    )[0]
-    got = plain(store.q1("SELECT * FROM ONLY $id", {"id": row["id"]}))
-    names = {src_key: src.name, dst_key: dst.name}
-    result = RelateResult(relation=_relations([got], names, store.scope.value)[0], strengthened=existed)
-    return StatedRelation(
-        result=result, relation=rel, evidence_key=ev if ev in store.summaries else None, live=live
-    )
 
 
 # ── maintenance ──────────────────────────────────────────────
@@ -1227,17 +458,12 @@ def merge_similar_entities(core: MemoryCore, store: ScopeStore, *, dry_run: bool
     on the write path, because embedding each new name would cost ~15 ms per store."""
     missing = store.q1("SELECT id, name, description FROM entity WHERE embedding = NONE LIMIT 2000") or []
     if missing:
-        vecs = _embed_names(core, [f"{r['name']} {r.get('description') or ''}".strip() for r in missing])
+        vecs = embed_names(core, [f"{r['name']} {r.get('description') or ''}".strip() for r in missing])
         if vecs is None:
             return 0
         if not dry_run:
-            store.q(
-                "FOR $u IN $rows { UPDATE $u.id SET embedding = $u.e RETURN NONE; };",
-                {
-                    "rows": [
-                        {"id": r["id"], "e": encode_vector(v)} for r, v in zip(missing, vecs, strict=True)
-                    ]
-                },
+            store.graph.set_entity_embeddings(
+                [{"id": r["id"], "e": encode_vector(v)} for r, v in zip(missing, vecs, strict=True)]
             )
     rows = (
         store.q1("SELECT id, entity_type, mention_count, embedding FROM entity WHERE embedding != NONE") or []
@@ -1267,9 +493,7 @@ def merge_similar_entities(core: MemoryCore, store: ScopeStore, *, dry_run: bool
                     old = key_of(group[j]["id"])
                     with g.lock:
                         naming = sorted(g.mentioned_by.get(old, ()))
-                    graph_tables.merge_entity(store, old, key_of(group[i]["id"]), naming)
-    if merged and not dry_run:
-        invalidate_names(core, store)
+                    store.graph.merge_entity(old, key_of(group[i]["id"]), naming)
     return merged
 
 
@@ -1299,11 +523,9 @@ def prune_graph(
             g = mirror(core, store)
             with g.lock:
                 naming = sorted({m for w in weak for m in g.mentioned_by.get(key_of(w), ())})
-            graph_tables.delete_entities(store, weak, naming)
-            invalidate_names(core, store)
+            store.graph.delete_entities(weak, naming)
         if stale:
-            store.q("UPDATE $s SET invalid_at = $n RETURN NONE", {"s": stale, "n": now or core.now()})
-            end_relations(core, store, [key_of(s) for s in stale])
+            store.graph.invalidate_relations(stale, now or core.now())
     return len(weak), len(stale)
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from ..models import RelateResult, RelationType
 from .base import EngramError, MemoryCore, api
 from .contradictions import check_relations, queue
-from .graph import state_relation
+from .graph_api import state_relation
 
 
 @api

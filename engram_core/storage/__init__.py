@@ -13,7 +13,8 @@ Below every other part of the core: it imports no API, service, organise or fron
     snapshots.py     the mirror loaded from its snapshot or the database, and saved beside the store
     bookkeeping.py   what a recall owes the database, written after the answer, and the thread that writes it
     retrieval_log.py the recall log
-    graph_tables.py  organise's graph tables where they reach the memory table
+    graph_tables.py  organise's graph tables (entity, relates_to, associated_with, episode): every write, named
+    graph_mirror.py  the knowledge graph's mirror, its load and its snapshot
     guard.py         the test-time check that no raw query writes the memory table
     locks.py         the lock order and the lock that checks it
     values.py        record ids, plain rows, vectors as bytes, the store's errors
@@ -22,7 +23,7 @@ Below every other part of the core: it imports no API, service, organise or fron
 from .engine import Connection, use_engine_thread, works_in_background
 from .mirror import MemorySummary
 from .schema import SCHEMA_DIR, VECTOR_BYTES_SCHEMA, migrations
-from .store import MIRRORED_TABLES, ScopeStore
+from .store import GRAPH_TABLES, MIRRORED_TABLES, ScopeStore
 from .values import (
     FORGOTTEN,
     HALF_TAG,
@@ -46,6 +47,7 @@ from .values import (
 
 __all__ = [
     "FORGOTTEN",
+    "GRAPH_TABLES",
     "HALF_TAG",
     "MEMORY_FIELDS",
     "MIRRORED_TABLES",

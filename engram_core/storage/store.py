@@ -4,7 +4,7 @@ The parts, each a module of this package: the query path and shared state (datab
 (memories.py), the mirror (mirror.py, row_mirror.py) and its snapshot (snapshots.py), the bookkeeping queue
 (bookkeeping.py), the retrieval log (retrieval_log.py), organise's graph tables (graph_tables.py), the schema
 (schema.py). `ScopeStore` offers the common calls itself; the rest are on its parts (``store.memories``,
-``store.retrieval_log``, ``store.snapshots``, ``store.bookkeeping``, ``store.mirror``).
+``store.retrieval_log``, ``store.snapshots``, ``store.bookkeeping``, ``store.mirror``, ``store.graph``).
 """
 
 from __future__ import annotations
@@ -20,14 +20,16 @@ from ..models import Scope
 from . import schema
 from .database import Database
 from .engine import Connection
+from .graph_tables import GraphTables
 from .memories import MemoryTable
 from .retrieval_log import RetrievalLog
 from .snapshots import Snapshots
 from .values import MEMORY_TABLE, plain, record
 
-# Tables whose rows storage's mirror copies: written only by storage's named methods. (The graph tables have a
-# mirror of their own in organise/graph.py, which organise keeps in step with its own writes.)
+# Tables whose rows storage's mirror copies: written only by storage's named methods.
 MIRRORED_TABLES = frozenset({MEMORY_TABLE})
+# Organise's graph tables: written only by `GraphTables` (graph_tables.py), which keeps the graph mirror in step.
+GRAPH_TABLES = frozenset({"entity", "relates_to", "associated_with", "episode"})
 
 
 class ScopeStore(Database):
@@ -48,6 +50,7 @@ class ScopeStore(Database):
         self.snapshot_writers = self.snapshots.writers
         self.retrieval_log = RetrievalLog(self)
         self.memories = MemoryTable(self, self.snapshots, self.retrieval_log)
+        self.graph = GraphTables(self, self, self.snapshot_writers)
         self.apply_schema()
         self.reload_mirror()
 
