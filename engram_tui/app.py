@@ -14,28 +14,27 @@ import sys
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from textual import events
 from textual.app import App
 from textual.binding import Binding
 from textual.reactive import var
+from textual.screen import Screen
 
 from engram_core.clock import Clock
 
 from .commands import EngramCommands
 from .layout import NARROW_COLUMNS, SHORT_ROWS
 from .messages import RevisionAnswer
+from .modes import APP_BINDINGS, EMPTY_HELP, MODE_KEYS
+from .panes import PANES
 from .safe import visible
-from .screens.console import ConsoleScreen
-from .screens.consolidation import ConsolidationScreen
-from .screens.contradictions import ContradictionsScreen
-from .screens.decay import DecayScreen
 from .screens.dialogs import ConfirmScreen
 from .screens.help import HelpScreen
-from .screens.injection import InjectionScreen
 from .screens.memories import MemoriesScreen
 from .widgets.modebar import ModeBar
 
@@ -45,65 +44,14 @@ REQUEST_TIMEOUT_S = 15.0  # a daemon that does not answer within this is reporte
 KEY_SETTLE_S = (
     2.0  # a key whose handling never finishes (its widget went away) holds the next one at most this long
 )
-MODE_KEYS = {
-    "1": "memories",
-    "2": "decay",
-    "3": "consolidation",
-    "4": "contradictions",
-    "5": "console",
-    "6": "injection",
-}
-EMPTY_HELP = (
-    "No memories here yet. They arrive when:\n"
-    "  • Claude Code stores them as you work: engram setup claude-code (hooks + MCP), then start claude\n"
-    '  • you store one: engram store "The API listens on port 8000"\n'
-    "  • you import them: engram import FILE.jsonl  (one memory per line, e.g. from engram export)\n\n"
-    "The demo (D) is a sample project in its own data root: it never mixes with your memories."
-)
-MODE_TITLES = {
-    "memories": "Memories",
-    "decay": "Decay",
-    "consolidation": "Consolidation review",
-    "contradictions": "Contradictions",
-    "console": "SurrealQL console",
-    "injection": "Injection preview",
-}
 
 
 class EngramApp(App[None]):
     CSS_PATH = Path(__file__).with_name("engram.tcss")  # absolute: subclasses may live anywhere
     TITLE = "Engram"
     COMMANDS = App.COMMANDS | {EngramCommands}
-    MODES = {
-        "memories": MemoriesScreen,
-        "decay": DecayScreen,
-        "consolidation": ConsolidationScreen,
-        "contradictions": ContradictionsScreen,
-        "console": ConsoleScreen,
-        "injection": InjectionScreen,
-    }
-    BINDINGS = [
-        *(
-            Binding(
-                k,
-                f"mode('{m}')",
-                MODE_TITLES[m].split()[0],
-                id=f"app.mode.{m}",
-                show=False,
-                tooltip=f"Show the {MODE_TITLES[m]} pane",
-            )
-            for k, m in MODE_KEYS.items()
-        ),
-        # alt+N works from inside an editor too (plain digits are typed there).
-        *(
-            Binding(
-                f"alt+{k}", f"mode('{m}')", MODE_TITLES[m], show=False, priority=True, id=f"app.alt_mode.{m}"
-            )
-            for k, m in MODE_KEYS.items()
-        ),
-        Binding("question_mark,f1", "help", "Help", id="app.help", tooltip="Every key binding"),
-        Binding("q", "quit", "Quit", id="app.quit"),
-    ]
+    MODES: ClassVar[dict[str, str | Callable[[], Screen[Any]]]] = dict(PANES)
+    BINDINGS: ClassVar[list[Binding | tuple[str, str] | tuple[str, str, str]]] = list(APP_BINDINGS)
 
     selected_id: var[str | None] = var(None)
     """The memory under the cursor in the browser; the decay view follows it."""

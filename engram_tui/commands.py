@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, cast
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 if TYPE_CHECKING:
-    from .app import EngramApp
+    from .contract import EngramAppApi
 
 # (palette name, mode, action on that pane's screen or None for just going there, help)
 COMMANDS: list[tuple[str, str, str | None, str]] = [
@@ -51,12 +51,13 @@ COMMANDS: list[tuple[str, str, str | None, str]] = [
 def key_for(mode: str, action: str | None) -> str:
     """The key that runs ``action`` on pane ``mode`` (read from the bindings, so the palette never drifts);
     for going to a pane, its digit."""
-    from .app import MODE_KEYS, EngramApp
+    from .modes import MODE_KEYS
+    from .panes import PANES
     from .screens.help import _key
 
     if action is None:
         return next((k for k, m in MODE_KEYS.items() if m == mode), "")
-    screen = EngramApp.MODES[mode]
+    screen = PANES[mode]
     for b in getattr(screen, "BINDINGS", []):
         if getattr(b, "action", None) == action:
             return _key(b)
@@ -65,8 +66,8 @@ def key_for(mode: str, action: str | None) -> str:
 
 class EngramCommands(Provider):
     @property
-    def engram(self) -> EngramApp:
-        return cast("EngramApp", self.app)
+    def engram(self) -> EngramAppApi:
+        return cast("EngramAppApi", self.app)
 
     def _entries(self) -> list[tuple[str, Any, str]]:
         app = self.engram

@@ -20,7 +20,7 @@ from ..backend import describe_error
 from ..messages import ServiceDone, ServiceFailed
 
 if TYPE_CHECKING:
-    from ..app import EngramApp
+    from ..contract import EngramAppApi
 
 # Results of actions the person took: each one is reported (and undoable), however many run at once.
 ALWAYS_DELIVER = frozenset(
@@ -45,7 +45,7 @@ class ServiceScreen(Screen[None]):
         self._latest: dict[str, int] = {}
 
     @property
-    def engram(self) -> EngramApp:
+    def engram(self) -> EngramAppApi:
         return self.app  # type: ignore[return-value]
 
     def reopen_last(self, method: str, ids: list[str]) -> None:

@@ -18,6 +18,8 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Static
 
+from ..modes import APP_BINDINGS, MODE_KEYS, MODE_TITLES
+
 UNDO_NOTE = (
     "[b]Undo[/]: archive, forget, edit, pin and promote in the Memories pane can be undone with [b]u[/] "
     "(or ctrl+z) until you leave that pane; forget restores the content the database cleared."
@@ -54,31 +56,16 @@ def _key(b: Binding) -> str:
 
 def binding_table(current: str | None = None) -> list[tuple[str, list[tuple[str, str]]]]:
     """Groups of (key, what it does): the pane ``current`` (a mode name) first, then everywhere, lists, the rest."""
-    from ..app import EngramApp
-    from .console import ConsoleScreen
-    from .consolidation import ConsolidationScreen
-    from .contradictions import ContradictionsScreen
-    from .decay import DecayScreen
-    from .injection import InjectionScreen
-    from .memories import MemoriesScreen
+    from ..panes import PANES
 
-    panes = [
-        ("memories", "1 Memories", MemoriesScreen),
-        ("decay", "2 Decay", DecayScreen),
-        ("consolidation", "3 Consolidation review", ConsolidationScreen),
-        ("contradictions", "4 Contradictions", ContradictionsScreen),
-        ("console", "5 SurrealQL console", ConsoleScreen),
-        ("injection", "6 Injection preview", InjectionScreen),
-    ]
+    panes = [(mode, f"{key} {MODE_TITLES[mode]}", PANES[mode]) for key, mode in MODE_KEYS.items()]
 
-    def rows(cls: Any) -> list[tuple[str, str]]:
-        return [
-            (_key(b), b.tooltip or b.description or b.action) for b in cls.BINDINGS if isinstance(b, Binding)
-        ]
+    def rows(bindings: Any) -> list[tuple[str, str]]:
+        return [(_key(b), b.tooltip or b.description or b.action) for b in bindings if isinstance(b, Binding)]
 
-    here = [(f"{title} (this pane)", rows(cls)) for mode, title, cls in panes if mode == current]
-    others = [(title, rows(cls)) for mode, title, cls in panes if mode != current]
-    return [*here, ("Everywhere", rows(EngramApp)), ("Lists, editors, focus", CONVENTIONS), *others]
+    here = [(f"{title} (this pane)", rows(cls.BINDINGS)) for mode, title, cls in panes if mode == current]
+    others = [(title, rows(cls.BINDINGS)) for mode, title, cls in panes if mode != current]
+    return [*here, ("Everywhere", rows(APP_BINDINGS)), ("Lists, editors, focus", CONVENTIONS), *others]
 
 
 def render_help(groups: list[tuple[str, list[tuple[str, str]]]], needle: str = "") -> Table:

@@ -20,6 +20,7 @@ from ..backend import describe_error
 from ..fmt import age, ms, short, strength_bar
 from ..layout import NARROW_COLUMNS
 from ..messages import ServiceDone
+from ..modes import EMPTY_HELP
 from ..safe import markup, plain, visible
 from ..undo import UndoEntry, UndoStack, undo_plan
 from ..widgets.detail import DetailPane
@@ -395,8 +396,6 @@ class MemoriesScreen(ServiceScreen):
         self._update_status()
         q = self.tq
         if not self.total and not (q.text or q.status or q.memory_type) and q.scope == "project":
-            from ..app import EMPTY_HELP
-
             self.query_one(DetailPane).clear(Content(EMPTY_HELP + "\n\nPress D to open the demo now."))
         # Request → rows in the table (bench/tui.py reads it; it is also what a keystroke in the filter costs).
         self.last_page_ms = (time.perf_counter() - self._page_t0) * 1000
