@@ -27,14 +27,13 @@ LONG_ELSEWHERE = {
     "organise/subjects.py",
     "organise/consolidation.py",
     "organise/contradictions.py",
-    "daemon/server.py",
     "cli/commands.py",
 }
 
 
 # Classes over the method limit that this change did not touch (issue #31: the daemon's inbox moves out; the
 # search index is being edited by the ranking work).
-LARGE_ELSEWHERE = {"Daemon", "SearchIndex"}
+LARGE_ELSEWHERE = {"SearchIndex"}
 
 
 def _sources() -> Iterator[tuple[str, ast.Module]]:
