@@ -10,7 +10,8 @@ one opened the stores):
 
 Per event: ``modules`` (distinct engram_core modules whose Python code ran), ``stays`` (maximal runs of calls in
 one module: the path is the list of them), ``climbs`` (stays that begin by returning to a caller's module),
-``scopes_entries`` (calls into scopes.py from another module; ``scopes_calls`` names each) and ``path`` (the stays' modules, in order).
+``scopes_entries`` (calls into scopes.py from another module; ``scopes_calls`` names each, ``scopes_lookups``
+counts those into ``Scopes``, which look a project or session up, not the context's or a Session's own) and ``path`` (the stays' modules, in order).
 The service embeds with its default (the real model, loaded before the traced events).
 """
 
@@ -45,6 +46,7 @@ class Tracer:
         self.path: list[str] = []
         self.climbs = 0
         self.scopes_entries = 0
+        self.scopes_lookups = 0  # the entries that look a project or session up (Scopes' methods)
         self.scopes_calls: list[str] = []  # caller module -> scopes function, per entry
 
     def _now(self) -> str | None:
@@ -60,7 +62,8 @@ class Tracer:
             mod = _module(frame)
             if mod == "scopes" and self._now() != "scopes":
                 self.scopes_entries += 1
-                self.scopes_calls.append(f"{self._now()} -> scopes.{frame.f_code.co_name}")
+                self.scopes_calls.append(f"{self._now()} -> scopes.{frame.f_code.co_qualname}")
+                self.scopes_lookups += frame.f_code.co_qualname.startswith("Scopes.")
             self.stack.append(mod)
             self._move(mod, returning=False)
         elif event == "return" and self.stack:
@@ -73,6 +76,7 @@ class Tracer:
             "stays": len(self.path),
             "climbs": self.climbs,
             "scopes_entries": self.scopes_entries,
+            "scopes_lookups": self.scopes_lookups,
             "scopes_calls": self.scopes_calls,
             "path": self.path,
         }

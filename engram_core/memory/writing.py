@@ -149,7 +149,7 @@ def _prepare_batch(
     prepared = []
     for mem in items:
         if ctx is not None:  # resolved once by the caller
-            store = core.scopes.target_in(mem.scope, ctx)
+            store = ctx.target(mem.scope)
             sess = ctx.session if mem.scope == Scope.session else None
         else:
             store = core.scopes.target(mem.scope, project, session)
@@ -296,7 +296,7 @@ def store(
     if session:
         sess = core.scopes.session(session, project)
         if sess:
-            core.scopes.touch(sess)
+            sess.touch()
     return result
 
 
@@ -307,7 +307,7 @@ def store_in(core: MemoryCore, memory: MemoryIn, ctx: RequestContext) -> StoreRe
     with core.lock:
         result = write(core, [memory], ctx.project, ctx.session_key, ctx=ctx)[0]
     if ctx.session is not None:
-        core.scopes.touch(ctx.session)
+        ctx.session.touch()
     return result
 
 

@@ -128,7 +128,7 @@ def apply(core: MemoryCore, eid: str, event: dict[str, Any]) -> AfterTurnDue | N
                 session_learning.on_prompt(core, str(event.get("prompt") or ""), ctx)
                 # each turn starts with one: it carries what a Stop hook did (plugin has none)
                 assert ctx.session is not None
-                core.scopes.touch(ctx.session)
+                ctx.session.touch()
             else:
                 session_learning.on_command_ok(core, str(event.get("command") or ""), ctx)
         if kind == "prompt":
@@ -141,7 +141,9 @@ def apply(core: MemoryCore, eid: str, event: dict[str, Any]) -> AfterTurnDue | N
     elif kind == "stop":
         if session:
             with lock, contextlib.suppress(LookupError):
-                core.scopes.touch(core.scopes.session(session, project))  # type: ignore[arg-type]
+                sess = core.scopes.session(session, project)
+                if sess is not None:
+                    sess.touch()
         return AfterTurnDue(project)
     else:
         raise ValueError(f"unknown hook event kind {kind!r}")
@@ -151,7 +153,7 @@ def apply(core: MemoryCore, eid: str, event: dict[str, Any]) -> AfterTurnDue | N
 def _already_stored(core: MemoryCore, eid: str, scope: str, ctx: RequestContext) -> bool:
     """A retried memory event whose first attempt wrote it after all."""
     try:
-        stores = core.scopes.stores_in(scope, ctx)
+        stores = ctx.stores(scope)
     except Exception:
         return False
     for s in stores:

@@ -19,6 +19,7 @@ ordinary session memories is unchanged (``promotion.promote_session``).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -137,7 +138,7 @@ def _rooted(ctx: RequestContext) -> RequestContext:
     """The request with its project, else its session's (where a project memory of the session goes)."""
     if ctx.project or ctx.session is None:
         return ctx
-    return RequestContext(ctx.session.project_root, ctx.session)
+    return dataclasses.replace(ctx, project=ctx.session.project_root)
 
 
 def on_command_ok(core: MemoryCore, command: str, ctx: RequestContext) -> Memory | None:
