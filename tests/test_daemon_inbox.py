@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from engram_core import api
 from engram_core.daemon.inbox import HookInbox
 
 
@@ -57,6 +58,7 @@ def test_an_event_is_applied_once_and_a_second_with_its_id_is_a_duplicate(
     running: tuple[_Running, Any, str],
 ) -> None:
     run, svc, proj = running
+    before = api.revision()
     first = run.inbox.hook_event(_event("ev-1", proj, "the build uses uv, not pip"))
     again = run.inbox.hook_event(_event("ev-1", proj, "the build uses uv, not pip"))
     assert first == {"accepted": True, "event_id": "ev-1", "duplicate": False}
@@ -64,6 +66,7 @@ def test_an_event_is_applied_once_and_a_second_with_its_id_is_a_duplicate(
     report = run.inbox.flush(30)
     assert report.drained and report.applied == 1
     assert _stored(svc, proj, "ev-1") == ["the build uses uv, not pip"]
+    assert api.revision() > before, "front ends polling the change counter see the hook's write"
     assert run.inbox.journal is not None and run.inbox.journal.pending == {}
 
 

@@ -16,7 +16,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import ValidationError
 
-from ..api import EngramError, NotFound, api, short_error
+from ..api import EngramError, NotFound, api, counted, short_error
 from ..core import MemoryCore
 from ..models import ImportError_, ImportReport, Memory, MemoryIn, MemoryPatch, Scope, Status, StoreResult
 from ..redaction import redact, redact_text, redact_value
@@ -300,6 +300,7 @@ def store(
     return result
 
 
+@counted  # a write, as `store`: the change counter front ends poll moves
 def store_in(core: MemoryCore, memory: MemoryIn, ctx: RequestContext) -> StoreResult:
     """`store` for a resolved request (the hook events': their session is looked up once)."""
     if core.settings_for(ctx.project).disabled:
