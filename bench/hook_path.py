@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -141,6 +142,7 @@ def main() -> None:
             out[kind] = tracer.report()
     finally:
         svc.close()
+        shutil.rmtree(tmp, ignore_errors=True)
     print(json.dumps(out, indent=2))
 
 
