@@ -11,6 +11,8 @@ Sessions live on disk (not ``mem://``) so that a daemon crash cannot lose them b
 their database is removed once that pass has run, which keeps them ephemeral.
 
 Finding a store, one name per question:
+- ``resolve(project, session)``: the request's context (its live session), resolved once; its ``stores``
+  and ``target`` answer as those below without looking the strings up again;
 - ``stores(scope, project, session)``: every store a read over ``scope`` covers (recall, stats);
 - ``target(scope, project, session)``: the one store a write to ``scope`` goes to;
 - ``primary(project, session, scope)``: where a request that names no scope lands (project, else user);
@@ -24,6 +26,7 @@ import logging
 import os
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -60,6 +63,52 @@ class Session:
         self.claude_id = claude_id
         self.started_at = started_at
         self.lock = OrderedLock(SESSION, "Session.lock")
+
+    def touch(self) -> None:
+        self.store.q("UPDATE session_registry:self SET last_seen_at = time::now()")
+
+
+@dataclass(frozen=True)
+class RequestContext:
+    """A request's project and live session, resolved once (`Scopes.resolve`) for the layers below it, which
+    take this instead of looking the strings up again."""
+
+    scopes: Scopes
+    project: str | None  # the project folder as the request named it
+    session: Session | None
+
+    @property
+    def session_key(self) -> str | None:
+        return self.session.key if self.session is not None else None
+
+    def stores(self, scope: ScopeName) -> list[ScopeStore]:
+        """Every store a read over ``scope`` covers (`Scopes.stores`)."""
+        stores: list[ScopeStore] = []
+        sess = self.session
+        if scope in ("all", "session") and sess is not None:
+            stores.append(sess.store)
+        if scope in ("all", "project"):
+            root = self.project or (sess.project_root if sess else None)
+            pstore = self.scopes.project_store(root)
+            if pstore is not None:
+                stores.append(pstore)
+        if scope in ("all", "user"):
+            stores.append(self.scopes.user)
+        return stores
+
+    def target(self, scope: Scope) -> ScopeStore:
+        """The one store a write to ``scope`` goes to (`Scopes.target`)."""
+        if scope == Scope.user:
+            return self.scopes.user
+        if scope == Scope.project:
+            root = self.project or (self.session.project_root if self.session else None)
+            store = self.scopes.project_store(root)
+            if store is None:
+                raise EngramError("project scope needs a project: run inside one or pass --project DIR")
+            return store
+        if self.session is None:
+            raise EngramError("session scope needs a session id (the MCP server and hooks pass theirs)")
+        return self.session.store
 
 
 class Scopes:
@@ -341,7 +390,7 @@ class Scopes:
             if claude_session_id:
                 for s in self._sessions.values():
                     if s.claude_id == claude_session_id:
-                        self.touch(s)
+                        s.touch()
                         return s, True
             key = "s_" + self._new_id()
             root = self.project_root(project)[0] if project else None
@@ -386,26 +435,17 @@ class Scopes:
         with self._lock:
             self._sessions.pop(sess.key, None)
 
-    @staticmethod
-    def touch(sess: Session) -> None:
-        sess.store.q("UPDATE session_registry:self SET last_seen_at = time::now()")
+    def resolve(self, project: str | None, session: str | None, *, create: bool = False) -> RequestContext:
+        """The request's context: its live session (refused as `session` refuses it; ``create`` as there)."""
+        return RequestContext(
+            self, project, self.session(session, project, create=create) if session else None
+        )
 
     # ── finding a store ──────────────────────────────────────
     def stores(self, scope: ScopeName, project: str | None, session: str | None) -> list[ScopeStore]:
         """Every store a read over ``scope`` covers: the session's, the project's (given, or the session's),
         the user's."""
-        stores: list[ScopeStore] = []
-        sess = self.session(session, project) if session else None
-        if scope in ("all", "session") and sess is not None:
-            stores.append(sess.store)
-        if scope in ("all", "project"):
-            root = project or (sess.project_root if sess else None)
-            pstore = self.project_store(root)
-            if pstore is not None:
-                stores.append(pstore)
-        if scope in ("all", "user"):
-            stores.append(self.user)
-        return stores
+        return self.resolve(project, session).stores(scope)
 
     def target(self, scope: Scope, project: str | None, session: str | None) -> ScopeStore:
         """The one store a write to ``scope`` goes to."""

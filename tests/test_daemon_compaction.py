@@ -7,7 +7,8 @@ import threading
 import time
 from pathlib import Path
 
-from engram_core.daemon.server import BULK_QUIET_S, COMPACT_FORCE_S, COMPACT_IDLE_S, Daemon
+from engram_core.daemon.background import BULK_QUIET_S, COMPACT_FORCE_S, COMPACT_IDLE_S
+from engram_core.daemon.server import Daemon
 from engram_core.wire.protocol import request
 
 
@@ -34,13 +35,13 @@ def test_no_compaction_while_a_request_runs_and_idle_counts_from_its_end(tmp_pat
     worker.start()
     assert entered.wait(10)
     later = time.monotonic() + COMPACT_IDLE_S + 5  # long after the request began
-    assert not daemon.idle_for_compaction(later), "a request is still being answered"
+    assert not daemon.background.idle_for_compaction(later), "a request is still being answered"
     release.set()
     worker.join(10)
     assert answers and b'"done"' in answers[0]
     ended = time.monotonic()
-    assert not daemon.idle_for_compaction(ended + COMPACT_IDLE_S / 2)
-    assert daemon.idle_for_compaction(ended + COMPACT_IDLE_S + 0.1)
+    assert not daemon.background.idle_for_compaction(ended + COMPACT_IDLE_S / 2)
+    assert daemon.background.idle_for_compaction(ended + COMPACT_IDLE_S + 0.1)
 
 
 def test_no_forced_compaction_during_an_import_and_a_while_after(tmp_path: Path) -> None:
@@ -49,19 +50,21 @@ def test_no_forced_compaction_during_an_import_and_a_while_after(tmp_path: Path)
     worker = threading.Thread(target=lambda: daemon.handle_line(request(1, "import_lines", {})))
     worker.start()
     assert entered.wait(10)
-    assert not daemon.compaction_wanted(time.monotonic(), last_compact), "an import chunk is running"
+    assert not daemon.background.compaction_wanted(time.monotonic(), last_compact), (
+        "an import chunk is running"
+    )
     release.set()
     worker.join(10)
     ended = time.monotonic()
-    assert not daemon.compaction_wanted(ended + 1, last_compact), "the next chunk is on its way"
+    assert not daemon.background.compaction_wanted(ended + 1, last_compact), "the next chunk is on its way"
     # Any other request leaves the forced rule alone: while one runs, the overdue store is compacted.
     entered.clear()
     release.clear()
     worker = threading.Thread(target=lambda: daemon.handle_line(request(2, "recall", {})))
     worker.start()
     assert entered.wait(10)
-    assert not daemon.idle_for_compaction(ended + BULK_QUIET_S + 1)
-    assert not daemon.compaction_wanted(ended + BULK_QUIET_S - 1, last_compact)
-    assert daemon.compaction_wanted(ended + BULK_QUIET_S + 1, last_compact)
+    assert not daemon.background.idle_for_compaction(ended + BULK_QUIET_S + 1)
+    assert not daemon.background.compaction_wanted(ended + BULK_QUIET_S - 1, last_compact)
+    assert daemon.background.compaction_wanted(ended + BULK_QUIET_S + 1, last_compact)
     release.set()
     worker.join(10)

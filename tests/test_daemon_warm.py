@@ -38,13 +38,13 @@ def test_the_mcp_server_is_built_only_once_no_request_runs(
     running_when_built: list[int] = []
 
     def shared_server() -> None:
-        running_when_built.append(daemon.requests_running)
+        running_when_built.append(daemon.activity.requests_running)
         built.set()
 
     monkeypatch.setattr(mcp_server, "shared_server", shared_server)
-    with daemon._running_lock:  # a request (the first recall after a start) is being answered
-        daemon.requests_running = 1
-        daemon.last_request = time.monotonic()
+    with daemon.activity.lock:  # a request (the first recall after a start) is being answered
+        daemon.activity.requests_running = 1
+        daemon.activity.last_request = time.monotonic()
     warm = threading.Thread(target=daemon._warm, daemon=True)
     warm.start()
     # Either it builds at once (the fault) or it holds back; whichever comes first decides.
@@ -53,9 +53,9 @@ def test_the_mcp_server_is_built_only_once_no_request_runs(
         built.wait(0.01)
     assert not built.is_set(), f"built while {running_when_built} request(s) ran"
     assert daemon.model_state == "ready"
-    with daemon._running_lock:  # the request is answered, and has been for the quiet interval
-        daemon.requests_running = 0
-        daemon.last_request = time.monotonic() - WARM_MCP_QUIET_S
+    with daemon.activity.lock:  # the request is answered, and has been for the quiet interval
+        daemon.activity.requests_running = 0
+        daemon.activity.last_request = time.monotonic() - WARM_MCP_QUIET_S
     assert built.wait(30)
     warm.join(10)
     assert running_when_built == [0]

@@ -517,7 +517,7 @@ def test_an_event_that_cannot_be_applied_on_a_full_disk_is_parked_then_applied(t
 
 def test_a_parked_event_survives_a_restart(tmp_path: Path) -> None:
     """Parked events stay in the journal: a daemon started later applies them (here the failure is gone)."""
-    from engram_core.daemon.server import Journal
+    from engram_core.daemon.journal import Journal
 
     home = tmp_path / "home"
     proj = new_project(tmp_path, "later")

@@ -16,13 +16,13 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import ValidationError
 
-from ..api import EngramError, NotFound, api, short_error
+from ..api import EngramError, NotFound, api, counted, short_error
 from ..core import MemoryCore
 from ..models import ImportError_, ImportReport, Memory, MemoryIn, MemoryPatch, Scope, Status, StoreResult
 from ..redaction import redact, redact_text, redact_value
 from ..retrieval import ranking
 from ..retrieval.embeddings import try_embed
-from ..scopes import Session
+from ..scopes import RequestContext, Session
 from ..storage import ScopeStore, content_hash
 from . import lifecycle, promotion
 from .scoring import importance_after_verdict
@@ -144,11 +144,16 @@ def _prepare_batch(
     session: str | None,
     age_dates: bool,
     context: dict[str, list[str]],
+    ctx: RequestContext | None = None,
 ) -> _Batch:
     prepared = []
     for mem in items:
-        store = core.scopes.target(mem.scope, project, session)
-        sess = core.scopes.session(session, project) if mem.scope == Scope.session else None
+        if ctx is not None:  # resolved once by the caller
+            store = ctx.target(mem.scope)
+            sess = ctx.session if mem.scope == Scope.session else None
+        else:
+            store = core.scopes.target(mem.scope, project, session)
+            sess = core.scopes.session(session, project) if mem.scope == Scope.session else None
         fields, kinds = _prepare(core, mem, store, sess, age_dates)
         prepared.append((store, fields, kinds))
     return _Batch(prepared, _search_texts([(st, f) for st, f, _ in prepared], context))
@@ -158,10 +163,15 @@ Written = tuple[str, ScopeStore, str, list[str], str]  # action, store, key, red
 
 
 def _write(
-    core: MemoryCore, items: list[MemoryIn], project: str | None, session: str | None, age_dates: bool = False
+    core: MemoryCore,
+    items: list[MemoryIn],
+    project: str | None,
+    session: str | None,
+    age_dates: bool = False,
+    ctx: RequestContext | None = None,
 ) -> list[Written]:
     """Validate, redact, embed in one batch, write (`_store_batch`). The caller holds ``core.lock``."""
-    batch = _prepare_batch(core, items, project, session, age_dates, {})
+    batch = _prepare_batch(core, items, project, session, age_dates, {}, ctx)
     vecs, why = try_embed(core.embedder, batch.texts)
     return _store_batch(core, batch, vecs, why)
 
@@ -225,10 +235,16 @@ def _store_batch(core: MemoryCore, batch: _Batch, vecs: np.ndarray | None, why: 
 
 
 def write(
-    core: MemoryCore, items: list[MemoryIn], project: str | None, session: str | None, age_dates: bool = False
+    core: MemoryCore,
+    items: list[MemoryIn],
+    project: str | None,
+    session: str | None,
+    age_dates: bool = False,
+    ctx: RequestContext | None = None,
 ) -> list[StoreResult]:
-    """`_write`, then each memory read back as it now stands. The caller holds ``core.lock``."""
-    written = _write(core, items, project, session, age_dates)
+    """`_write`, then each memory read back as it now stands (``ctx``: the request, resolved already; then
+    ``project`` and ``session`` are its strings). The caller holds ``core.lock``."""
+    written = _write(core, items, project, session, age_dates, ctx)
     for i, (action, store, key, kinds, msg) in enumerate(written):
         if action == "created" and store.scope == Scope.session:
             ref = promotion.promote_if_important(core, store, key)
@@ -280,7 +296,19 @@ def store(
     if session:
         sess = core.scopes.session(session, project)
         if sess:
-            core.scopes.touch(sess)
+            sess.touch()
+    return result
+
+
+@counted  # a write, as `store`: the change counter front ends poll moves
+def store_in(core: MemoryCore, memory: MemoryIn, ctx: RequestContext) -> StoreResult:
+    """`store` for a resolved request (the hook events': their session is looked up once)."""
+    if core.settings_for(ctx.project).disabled:
+        raise EngramError("Engram is disabled for this project (disabled: true in .claude/engram.local.md)")
+    with core.lock:
+        result = write(core, [memory], ctx.project, ctx.session_key, ctx=ctx)[0]
+    if ctx.session is not None:
+        ctx.session.touch()
     return result
 
 

@@ -24,6 +24,7 @@ from ..models import (
     Status,
 )
 from ..redaction import redact_text
+from ..scopes import RequestContext
 from ..storage import ScopeStore, key_of, record
 from ..vocabulary import ScopeOrAll
 from . import hybrid
@@ -49,16 +50,14 @@ def recall(
     if not query.strip():
         raise EngramError("the query is empty: say what to recall")
     with core.bookkeeper.busy():
-        return _recall(
-            core, query, project, session, limit, scope, types, tags, statuses, profile, strengthen, log
-        )
+        ctx = core.scopes.resolve(project, session)
+        return _recall(core, query, ctx, limit, scope, types, tags, statuses, profile, strengthen, log)
 
 
 def _recall(
     core: MemoryCore,
     query: str,
-    project: str | None,
-    session: str | None,
+    ctx: RequestContext,
     limit: int,
     scope: ScopeOrAll,
     types: list[MemoryType] | None,
@@ -69,7 +68,8 @@ def _recall(
     log: bool,
 ) -> RecallResult:
     t0 = time.perf_counter()
-    stores = core.scopes.stores(scope, project, session)
+    project = ctx.project
+    stores = ctx.stores(scope)
     weights = core.scope_weights(profile, project)
     qvec = None
     degraded = None
@@ -95,7 +95,7 @@ def _recall(
         now=core.now(),
         extra=extra,
         boosters=boosters,
-        context={"session": session, "project": project},
+        context={"session": ctx.session_key, "project": project},
     )
     by_store: dict[int, tuple[ScopeStore, list[str]]] = {}
     for c in winners:
@@ -146,7 +146,7 @@ def _recall(
                 "scopes": [h.memory.scope.value for h in hits],
                 "types": [h.memory.memory_type.value for h in hits],
                 "took_ms": took,
-                "session_id": core.scopes.session(session, project).key if session else None,  # type: ignore[union-attr]
+                "session_id": ctx.session_key,
                 "query_type": profile,
                 "created_at": core.now(),
             }

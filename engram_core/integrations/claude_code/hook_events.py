@@ -26,13 +26,14 @@ from ...core import MemoryCore
 from ...memory.maintenance import maintain
 from ...memory.scoring import estimate_tokens
 from ...memory.sessions import end_session, start_session
-from ...memory.writing import store
+from ...memory.writing import store_in
 from ...models import MemoryIn
 from ...organise.consolidation import reflect_and_consolidate
 from ...paths import ConfigError
 from ...redaction import redact_text
 from ...retrieval.injection import injection_context, note_injected
 from ...retrieval.recall import recall
+from ...scopes import RequestContext
 from . import session_learning
 
 log = logging.getLogger(__name__)
@@ -89,9 +90,12 @@ def apply(core: MemoryCore, eid: str, event: dict[str, Any]) -> AfterTurnDue | N
         except ConfigError as exc:
             log.warning("event %s: %s", eid, exc)
     lock = core.api_lock
-    if session and kind in ("memory", "checkpoint", "prompt", "command_ok"):
-        with lock:  # a Claude session whose SessionStart we missed: hook events may start it
-            core.scopes.session(session, project, create=True)
+
+    def resolve() -> RequestContext:
+        """Once, under the lock of the work that uses it (a session cannot end in between); a Claude session
+        whose SessionStart we missed is started by its hook events."""
+        return core.scopes.resolve(project, session, create=True)
+
     if kind == "session_start":
         if session:
             with lock:
@@ -101,9 +105,10 @@ def apply(core: MemoryCore, eid: str, event: dict[str, Any]) -> AfterTurnDue | N
         data["metadata"] = {**(data.get("metadata") or {}), "hook_event_id": eid}
         mem = MemoryIn(**data)
         with lock:
-            if event.get("_replay") and _already_stored(core, eid, mem.scope.value, project, session):
+            ctx = resolve()
+            if event.get("_replay") and _already_stored(core, eid, mem.scope.value, ctx):
                 return None
-            store(core, mem, project=project, session=session)
+            store_in(core, mem, ctx)
     elif kind == "session_end":
         if not session:
             return None
@@ -118,33 +123,37 @@ def apply(core: MemoryCore, eid: str, event: dict[str, Any]) -> AfterTurnDue | N
         if not session:
             return None
         with lock:
+            ctx = resolve()
             if kind == "prompt":
-                session_learning.on_prompt(core, str(event.get("prompt") or ""), project, session)
+                session_learning.on_prompt(core, str(event.get("prompt") or ""), ctx)
+                # each turn starts with one: it carries what a Stop hook did (plugin has none)
+                assert ctx.session is not None
+                ctx.session.touch()
             else:
-                session_learning.on_command_ok(core, str(event.get("command") or ""), project, session)
-        if kind == "prompt":  # each turn starts with one: it carries what a Stop hook did (plugin has none)
-            with lock, contextlib.suppress(LookupError):
-                core.scopes.touch(core.scopes.session(session, project))  # type: ignore[arg-type]
+                session_learning.on_command_ok(core, str(event.get("command") or ""), ctx)
+        if kind == "prompt":
             return AfterTurnDue(project)
     elif kind == "checkpoint":
         # PreCompact: the session is already on disk; leave a note of what it did so far for after compaction.
         if session:
             with lock:
-                session_learning.checkpoint(core, session, project, str(event.get("trigger") or "auto"))
+                session_learning.checkpoint(core, resolve(), str(event.get("trigger") or "auto"))
     elif kind == "stop":
         if session:
             with lock, contextlib.suppress(LookupError):
-                core.scopes.touch(core.scopes.session(session, project))  # type: ignore[arg-type]
+                sess = core.scopes.session(session, project)
+                if sess is not None:
+                    sess.touch()
         return AfterTurnDue(project)
     else:
         raise ValueError(f"unknown hook event kind {kind!r}")
     return None
 
 
-def _already_stored(core: MemoryCore, eid: str, scope: str, project: str | None, session: str | None) -> bool:
+def _already_stored(core: MemoryCore, eid: str, scope: str, ctx: RequestContext) -> bool:
     """A retried memory event whose first attempt wrote it after all."""
     try:
-        stores = core.scopes.stores(scope, project, session)
+        stores = ctx.stores(scope)
     except Exception:
         return False
     for s in stores:

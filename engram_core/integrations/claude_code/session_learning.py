@@ -19,6 +19,7 @@ ordinary session memories is unchanged (``promotion.promote_session``).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +30,7 @@ from ...core import MemoryCore
 from ...memory import writing
 from ...models import Memory, MemoryIn, MemoryPatch, PromotionReport
 from ...redaction import redact_text
-from ...scopes import Session
+from ...scopes import RequestContext, Session
 
 if TYPE_CHECKING:
     from ...storage import ScopeStore
@@ -133,9 +134,16 @@ def _meta(sess: Session) -> dict[str, Any]:
     return {"session_key": sess.key, "claude_session_id": sess.claude_id}
 
 
-def on_command_ok(core: MemoryCore, command: str, project: str | None, session: str) -> Memory | None:
+def _rooted(ctx: RequestContext) -> RequestContext:
+    """The request with its project, else its session's (where a project memory of the session goes)."""
+    if ctx.project or ctx.session is None:
+        return ctx
+    return dataclasses.replace(ctx, project=ctx.session.project_root)
+
+
+def on_command_ok(core: MemoryCore, command: str, ctx: RequestContext) -> Memory | None:
     """A command succeeded while the session had failures on record: the fix of a similar one, or evidence."""
-    sess = core.scopes.session(session, project)
+    sess = ctx.session
     assert sess is not None
     command = _short(redact_text(command), 300)
     open_failures = [r for r in _session_rows(sess, ERROR_TAG) if not r["metadata"].get("fixed_by")]
@@ -151,7 +159,7 @@ def on_command_ok(core: MemoryCore, command: str, project: str | None, session: 
             >= MAX_EVIDENCE_COMMANDS
         ):
             return None
-        writing.store(
+        writing.store_in(
             core,
             MemoryIn(
                 content=f"Ran `{command}` successfully",
@@ -162,8 +170,7 @@ def on_command_ok(core: MemoryCore, command: str, project: str | None, session: 
                 source="hook:PostToolUse",
                 metadata={"command": command},
             ),
-            project=project,
-            session=session,
+            ctx,
         )
         return None
     first = matches[0]
@@ -201,7 +208,7 @@ def on_command_ok(core: MemoryCore, command: str, project: str | None, session: 
         importance = IMPORTANCE["rerun"]
     content = f"`{failed_cmd}` failed with {error}; fixed by {how}."
     name = command_name(failed_cmd).lower()
-    result = writing.store(
+    result = writing.store_in(
         core,
         MemoryIn(
             content=content,
@@ -218,8 +225,7 @@ def on_command_ok(core: MemoryCore, command: str, project: str | None, session: 
                 "failures": len(matches),
             },
         ),
-        project=project or sess.project_root,
-        session=session,
+        _rooted(ctx),
     )
     for r in matches:
         sess.store.update_memory(r["key"], {"metadata": {**r["metadata"], "fixed_by": result.memory.id}})
@@ -227,15 +233,15 @@ def on_command_ok(core: MemoryCore, command: str, project: str | None, session: 
 
 
 # ── prompts ──────────────────────────────────────────────────────────────────
-def on_prompt(core: MemoryCore, prompt: str, project: str | None, session: str) -> list[Memory]:
+def on_prompt(core: MemoryCore, prompt: str, ctx: RequestContext) -> list[Memory]:
     """The first prompt is the goal; each explicit instruction becomes a project memory."""
-    sess = core.scopes.session(session, project)
+    sess = ctx.session
     assert sess is not None
     prompt = redact_text(prompt)  # whole, before any cut
     if not prompt.strip():
         return []
     if not any(GOAL_TAG in lt.tags for lt in sess.store.summaries.values()):
-        writing.store(
+        writing.store_in(
             core,
             MemoryIn(
                 content=_short(prompt, MAX_GOAL_CHARS),
@@ -245,15 +251,14 @@ def on_prompt(core: MemoryCore, prompt: str, project: str | None, session: str) 
                 importance=0.3,
                 source="hook:UserPromptSubmit",
             ),
-            project=project,
-            session=session,
+            ctx,
         )
-    root = project or sess.project_root
-    if root is None:
+    rooted = _rooted(ctx)
+    if rooted.project is None:
         return []
     out = []
     for sentence in instructions_in(prompt):
-        result = writing.store(
+        result = writing.store_in(
             core,
             MemoryIn(
                 content=f"User instruction: {sentence}",
@@ -264,8 +269,7 @@ def on_prompt(core: MemoryCore, prompt: str, project: str | None, session: str) 
                 source="hook:UserPromptSubmit",
                 metadata=_meta(sess),
             ),
-            project=root,
-            session=session,
+            rooted,
         )
         out.append(result.memory)
     return out
@@ -420,9 +424,9 @@ def clear_hook_state(home: Path, claude_id: str | None) -> None:
             (home / "hookstate" / name).unlink()
 
 
-def checkpoint(core: MemoryCore, session: str, project: str | None, trigger: str) -> Memory | None:
+def checkpoint(core: MemoryCore, ctx: RequestContext, trigger: str) -> Memory | None:
     """PreCompact: a session note of what the session did so far, for the conversation after compaction."""
-    sess = core.scopes.session(session, project)
+    sess = ctx.session
     assert sess is not None
     ev = collect(core, sess)
     failures = len(ev.fixed) + len(ev.unresolved)
@@ -434,7 +438,7 @@ def checkpoint(core: MemoryCore, session: str, project: str | None, trigger: str
         f"{': ' + _listing(files) if files else ''}; {failures} failed command(s)"
         f"{f' ({len(ev.fixed)} fixed)' if ev.fixed else ''}."
     )
-    result = writing.store(
+    result = writing.store_in(
         core,
         MemoryIn(
             content=text,
@@ -444,7 +448,6 @@ def checkpoint(core: MemoryCore, session: str, project: str | None, trigger: str
             importance=0.4,
             source="hook:PreCompact",
         ),
-        project=project,
-        session=session,
+        ctx,
     )
     return result.memory
