@@ -360,9 +360,10 @@ def test_an_import_whose_compaction_outlasts_the_wait_still_succeeds(
     request timeout), the memories are stored and `engram import` says so and exits 0. In process, against the
     real daemon; only the compaction's answer is replaced by the timeout the client raises."""
     import engram_core.cli.commands as cmds
+    import engram_core.cli.transfer as transfer
     from engram_core.wire.client import DaemonUnavailable
 
-    real_client = cmds._client
+    real_client = transfer.daemon_client
 
     class Waited:
         def __init__(self, client: object) -> None:
@@ -376,7 +377,7 @@ def test_an_import_whose_compaction_outlasts_the_wait_still_succeeds(
         def __getattr__(self, name: str) -> object:
             return getattr(self.client, name)
 
-    monkeypatch.setattr(cmds, "_client", lambda args, **kw: Waited(real_client(args, **kw)))
+    monkeypatch.setattr(transfer, "daemon_client", lambda args, **kw: Waited(real_client(args, **kw)))
     monkeypatch.setenv("ENGRAM_HOME", str(daemon.home))
     proj = new_project(tmp_path, "slowcompact")
     monkeypatch.chdir(proj)

@@ -240,7 +240,7 @@ def test_a_memory_raises_at_most_a_few_topic_pairs(service: EngramService, proje
 def test_engram_import_requests_stay_small_whatever_the_lines() -> None:
     """`engram import` sends IMPORT_CHUNK lines a request (the daemon embeds one chunk while it writes the one
     before), but never a request near the socket's line limit: 256 lines of 100k characters would be 25 MB."""
-    from engram_core.cli import commands
+    from engram_core.cli import transfer as commands
     from engram_core.wire.protocol import MAX_LINE
 
     lines = ["x" * 100_000] * 300 + ['{"content": "short"}'] * 600
@@ -257,7 +257,7 @@ def test_engram_import_requests_stay_small_whatever_the_lines() -> None:
 def test_engram_import_requests_are_sized_as_sent() -> None:
     """Escaping makes a control character 6 bytes on the wire: sized by characters, 2 MB of them was a 12 MB
     request, which the daemon refuses."""
-    from engram_core.cli import commands
+    from engram_core.cli import transfer as commands
     from engram_core.wire.protocol import MAX_LINE, request
 
     lines = ["\x01" * 90_000 + " [/] 🧪"] * 60 + ['{"content": "short"}'] * 10  # a broken file: still checked
@@ -274,7 +274,7 @@ def test_engram_import_requests_are_sized_as_sent() -> None:
 
 
 def test_the_progress_bar_says_the_rate_so_far_and_the_time_left_at_that_rate() -> None:
-    from engram_core.cli.commands import progress_rate
+    from engram_core.cli.transfer import progress_rate
 
     assert progress_rate(256, 1000, 4.0) == "64 memories/s, 0:12 left"  # 744 left at 64/s: 11.6 s
     assert progress_rate(1000, 1000, 8.0) == "125 memories/s, 0:00 left"

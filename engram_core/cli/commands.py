@@ -9,28 +9,26 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
 from .. import __version__
 from ..vocabulary import MEMORY_TYPES, SCOPES
 from . import review
-
-# Lines per request while storing: the progress bar moves (and its rate updates) this often, and the daemon
-# embeds each 64-line chunk of a request while it writes the one before (writing.import_lines).
-IMPORT_CHUNK = 256
-CHECK_CHUNK = 2000  # lines per request of the first pass, which only checks the file
-REQUEST_BYTES = (
-    2 * 1024 * 1024
-)  # and at most about this much text a request (a line may hold 100k characters)
-
-EXIT_OK = 0
-EXIT_ERROR = 1
-EXIT_USAGE = 2
+from .base import EXIT_ERROR, EXIT_OK, EXIT_USAGE, daemon_client, die, emit, project_of
+from .memory_commands import (
+    cmd_feedback,
+    cmd_forget,
+    cmd_recall,
+    cmd_restore,
+    cmd_show,
+    cmd_stats,
+    cmd_store,
+)
+from .sync_commands import cmd_share, cmd_sync
+from .transfer import cmd_export, cmd_import
 
 
 class _Parser(argparse.ArgumentParser):
@@ -40,381 +38,14 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
 
 
-def _die(message: str, code: int = EXIT_ERROR) -> NoReturn:
-    print(f"engram: error: {message}", file=sys.stderr)
-    raise SystemExit(code)
-
-
-def _emit(data: Any) -> None:
-    print(json.dumps(data, indent=2, ensure_ascii=False, default=str))
-
-
-def _client(args: argparse.Namespace, *, start: bool = True) -> Any:
-    from ..wire.client import connect
-
-    return connect(getattr(args, "home", None), start=start)
-
-
-def _project(args: argparse.Namespace) -> str:
-    return str(Path(args.project or os.getcwd()).expanduser().resolve())
-
-
-def _split_tags(raw: str | None) -> list[str]:
-    return [t.strip() for t in (raw or "").split(",") if t.strip()]
-
-
-def _short(text: str, n: int = 100) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= n else text[: n - 1] + "…"
-
-
 # ── commands ────────────────────────────────────────────────────────────────
-def cmd_store(args: argparse.Namespace) -> int:
-    content = " ".join(args.text) if args.text else ""
-    if content == "-":
-        content = sys.stdin.read()
-    if not content.strip():
-        _die('the text is empty: say what to remember, e.g. engram store "we deploy with make release"')
-    memory: dict[str, Any] = {
-        "content": content,
-        "memory_type": args.type,
-        "scope": args.scope,
-        "tags": _split_tags(args.tags),
-    }
-    if args.importance is not None:
-        memory["importance"] = args.importance
-    result = _client(args).call("store", memory=memory, project=_project(args), session=args.session)
-    if args.json:
-        _emit(result)
-    else:
-        m = result["memory"]
-        print(f"{m['id']}  [{m['scope']}/{m['memory_type']}]  {result['message']}")
-    return EXIT_OK
-
-
-def cmd_import(args: argparse.Namespace) -> int:
-    path = Path(args.file)
-    if not path.is_file():
-        _die(f"{path}: no such file (give a JSONL file, one memory per line)")
-    with open(path, encoding="utf-8", errors="replace", newline="") as fh:
-        lines = jsonl_lines(fh.read())
-    client = _client(args)
-    # The whole file is checked before anything is stored: a bad line stops the import unless --skip-bad.
-    totals = _import_pass(client, lines, args, dry_run=True, skip_bad=False)
-    refused = bool(totals["failed"]) and not args.skip_bad
-    if not args.dry_run and not refused:
-        totals = _import_pass(client, lines, args, dry_run=False, skip_bad=True)
-        if totals["stored"]:
-            # An import rewrites entities, relations and episodes as it goes, and the engine keeps the old versions:
-            # ~3 KB a memory on a 1,000-memory import (docs/storage.md). A store it made due is compacted now, not
-            # at the daemon's next idle moment (which a restart would lose).
-            from ..wire.client import DaemonUnavailable
-
-            try:
-                totals["compacted"] = client.call("compact", only_due=True).get("stores", [])
-            except DaemonUnavailable as exc:
-                # Every memory is stored: only the tidying is late, and an import that succeeded must not exit as
-                # failed. The daemon finishes a compaction its client stopped waiting for, and compacts a due
-                # store by itself once idle.
-                totals["compaction_unfinished"] = str(exc)
-    if args.json:
-        _emit({**totals, "imported": not args.dry_run and not refused})
-    else:
-        if refused and not args.dry_run:
-            print(
-                f"nothing imported: {len(totals['failed'])} bad line(s) of {totals['total_lines']}; fix them "
-                "or pass --skip-bad to import the others"
-            )
-        elif args.dry_run:
-            print(
-                f"dry run: nothing stored; {totals['total_lines'] - len(totals['failed'])} line(s) valid, "
-                f"{len(totals['failed'])} refused"
-            )
-        else:
-            print(
-                f"{totals['stored']} stored, {totals['merged']} merged into existing memories, "
-                f"{len(totals['failed'])} line(s) refused, of {totals['total_lines']}"
-            )
-            for st in totals.get("compacted", []):
-                print(
-                    f"compacted {st['path']}: {st['before_bytes'] / 1e6:.1f} -> {st['after_bytes'] / 1e6:.1f} MB "
-                    f"in {st['took_ms'] / 1000:.1f} s"
-                )
-            if "compaction_unfinished" in totals:
-                print(
-                    f"the closing compaction is not finished ({totals['compaction_unfinished']}): everything above "
-                    "is stored; the daemon compacts the store when idle, or run `engram compact --project .`"
-                )
-        if not refused:
-            print(_next_sweep_line(totals["next_sweep"], args.dates))
-        for f in totals["failed"]:
-            print(f"  line {f['line']}: {f['error']}", file=sys.stderr)
-    return EXIT_ERROR if totals["failed"] else EXIT_OK
-
-
-def _import_pass(
-    client: Any, lines: list[str], args: argparse.Namespace, *, dry_run: bool, skip_bad: bool
-) -> dict[str, Any]:
-    totals: dict[str, Any] = {
-        "stored": 0,
-        "merged": 0,
-        "failed": [],
-        "total_lines": 0,
-        "dates": args.dates,
-        "dry_run": args.dry_run,
-        "next_sweep": {},
-    }
-    progress = None
-    task = None
-    if not args.json and sys.stderr.isatty():
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-        # On stderr (the terminal checked above): stdout stays the result, and rich would draw nothing on a pipe.
-        # The rate and the time left both come from this pass's own count and clock (lines done / seconds since
-        # it began), so the two always agree.
-        progress = Progress(
-            TextColumn("checking" if dry_run else "importing"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[rate]}"),
-            transient=True,
-            console=Console(stderr=True),
-        )
-        progress.start()
-        task = progress.add_task("import", total=len(lines), rate="")
-    # A line no request can carry is refused here, with its line number, and sent as a blank line (which the
-    # daemon skips): the daemon would refuse the whole request and close the connection mid-send.
-    oversize = too_large_to_send(lines)
-    for i, n in oversize.items():
-        totals["failed"].append(
-            {
-                "line": i + 1,
-                "error": f"the line is {n / 2**20:.1f} MB as sent, more than one "
-                "request may carry: a memory's content is at most 100,000 characters",
-            }
-        )
-        totals["total_lines"] += 1
-    if oversize:
-        lines = ["" if i in oversize else line for i, line in enumerate(lines)]
-    began = time.monotonic()
-    done = 0
-    try:
-        for start, chunk in import_requests(lines, CHECK_CHUNK if dry_run else IMPORT_CHUNK):
-            plain, records = _split_export_records(chunk, start + 1)
-            for first, part in plain:
-                report = client.call(
-                    "import_lines",
-                    lines=part,
-                    project=_project(args),
-                    session=args.session,
-                    first_line=first,
-                    dates=args.dates,
-                    dry_run=dry_run,
-                    skip_bad=skip_bad,
-                )
-                for k, v in report.get("next_sweep", {}).items():
-                    totals["next_sweep"][k] = totals["next_sweep"].get(k, 0) + v
-                totals["stored"] += report["stored"]
-                totals["merged"] += report["merged"]
-                totals["failed"].extend(report["failed"])
-                totals["total_lines"] += report["total_lines"]
-            for first, recs in records:
-                report = client.call(
-                    "restore_memories",
-                    records=recs,
-                    project=_project(args),
-                    first_line=first,
-                    dry_run=dry_run,
-                    skip_bad=skip_bad,
-                )
-                totals["stored"] += report["restored"]
-                totals["restored"] = totals.get("restored", 0) + report["restored"] + report["replaced"]
-                totals["merged"] += report["replaced"]
-                totals["failed"].extend(report["failed"])
-                totals["total_lines"] += len(recs)
-            done += len(chunk)
-            if progress is not None and task is not None:
-                progress.update(
-                    task,
-                    advance=len(chunk),
-                    rate=progress_rate(
-                        done,
-                        len(lines),
-                        time.monotonic() - began,
-                        dry_run,
-                    ),
-                )
-    finally:
-        if progress is not None:
-            progress.stop()
-    totals["failed"].sort(key=lambda f: f["line"])
-    return totals
-
-
-# Characters that some readers take for a line break (Python's str.splitlines, JavaScript, many editors) but JSON
-# may leave raw inside a string: an export writes them escaped, so that any line reader keeps a record whole.
-_LINE_BREAKS = {"\u0085": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"}
-
-
-def export_line(record: dict[str, Any]) -> str:
-    """One record as `engram export` writes it: JSON on one line, UTF-8 text kept as it is except the characters
-    a reader could take for a line break (JSON escapes the control characters; these three it leaves raw)."""
-    line = json.dumps(record, ensure_ascii=False, default=str)
-    for ch, esc in _LINE_BREAKS.items():
-        if ch in line:  # only ever inside a string: JSON's own syntax is ASCII
-            line = line.replace(ch, esc)
-    return line
-
-
-def jsonl_lines(text: str) -> list[str]:
-    """A JSONL file's lines: split at \\n only (a \\r before it dropped), never at the other characters
-    str.splitlines() breaks on, which a JSON string may hold raw (U+2028, U+0085, ...)."""
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return [x[:-1] if x.endswith("\r") else x for x in lines]
-
-
-def progress_rate(done: int, total: int, seconds: float, checking: bool = False) -> str:
-    """What the import's progress bar says after ``done`` of ``total`` lines in ``seconds``: the rate so far
-    and the time left at that rate."""
-    rate = done / max(seconds, 1e-6)
-    left = int(round((total - done) / rate)) if rate > 0 else 0
-    clock = (
-        f"{left // 3600}:{left % 3600 // 60:02d}:{left % 60:02d}"
-        if left >= 3600
-        else f"{left // 60}:{left % 60:02d}"
-    )
-    return f"{rate:,.0f} {'lines' if checking else 'memories'}/s, {clock} left"
-
-
-def wire_bytes(line: str) -> int:
-    """What a line takes inside a request: escaping makes a control character 6 bytes, an emoji 4."""
-    return len(json.dumps(line, ensure_ascii=False).encode("utf-8", "surrogatepass"))
-
-
-def too_large_to_send(lines: list[str]) -> dict[int, int]:
-    """Index -> bytes of each line no request could carry (a single request is at most MAX_LINE bytes)."""
-    from ..wire.protocol import MAX_LINE
-
-    limit = MAX_LINE - 64 * 1024  # the request's own fields around the lines
-    return {
-        i: n for i, line in enumerate(lines) if len(line) * 6 + 2 > limit and (n := wire_bytes(line)) > limit
-    }
-
-
-def import_requests(lines: list[str], per_call: int) -> list[tuple[int, list[str]]]:
-    """(index of the first line, lines): at most ``per_call`` lines and about REQUEST_BYTES each as sent."""
-    out: list[tuple[int, list[str]]] = []
-    start, size = 0, 0
-    for i, line in enumerate(lines):
-        size += wire_bytes(line)
-        if i + 1 - start >= per_call or size >= REQUEST_BYTES:
-            out.append((start, lines[start : i + 1]))
-            start, size = i + 1, 0
-    if start < len(lines):
-        out.append((start, lines[start:]))
-    return out
-
-
-def _next_sweep_line(preview: dict[str, int], dates: str) -> str:
-    how = (
-        "dates kept, decay counted from now"
-        if dates == "keep"
-        else "dates taken as the last use (--dates age)"
-    )
-    archived, doomed = preview.get("archived", 0), preview.get("below_forget_threshold", 0)
-    line = f"next sweep ({how}): {archived} of these would be archived"
-    if doomed:
-        line += f", {doomed} of them below the forget threshold (forgotten 7 days later unless recalled)"
-    if preview.get("queued_for_consolidation"):
-        line += f", {preview['queued_for_consolidation']} queued for consolidation"
-    return line
-
-
-def _split_export_records(
-    chunk: list[str], first_line: int
-) -> tuple[list[tuple[int, list[str]]], list[tuple[int, list[dict[str, Any]]]]]:
-    """Runs of plain memory lines and of `engram export` records (restored exactly, ids and all)."""
-    plain: list[tuple[int, list[str]]] = []
-    records: list[tuple[int, list[dict[str, Any]]]] = []
-    for n, line in enumerate(chunk, start=first_line):
-        rec = None
-        if '"engram_export"' in line:
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError:
-                rec = None
-        if isinstance(rec, dict) and rec.get("engram_export") is not None:
-            if records and records[-1][0] + len(records[-1][1]) == n:
-                records[-1][1].append(rec)
-            else:
-                records.append((n, [rec]))
-        elif plain and plain[-1][0] + len(plain[-1][1]) == n:
-            plain[-1][1].append(line)
-        else:
-            plain.append((n, [line]))
-    return plain, records
-
-
-# Records per export request; the daemon also stops a page at ~4 MB, whatever the texts' sizes.
-EXPORT_PAGE = 500
-
-
-def _export_pages(args: argparse.Namespace) -> Iterator[list[dict[str, Any]]]:
-    client = _client(args)
-    after: str | None = None
-    while True:
-        page = client.call(
-            "export_memories", scope=args.scope, project=_project(args), after=after, limit=EXPORT_PAGE
-        )
-        if not page:
-            return
-        yield page
-        after = f"{page[-1]['database']}/{page[-1]['id']}"
-
-
-def cmd_export(args: argparse.Namespace) -> int:
-    # Page by page, so that a store of any size fits the wire; a file appears only when it is whole.
-    show = not args.json and sys.stderr.isatty()
-    if not args.output:
-        for page in _export_pages(args):
-            for r in page:
-                print(export_line(r))
-        return EXIT_OK
-    out = Path(args.output)
-    tmp = out.with_name(f".{out.name}.part")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # memories are private
-    n = 0
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            for page in _export_pages(args):
-                fh.writelines(export_line(r) + "\n" for r in page)
-                n += len(page)
-                if show:
-                    print(f"\rexported {n} memories…", end="", file=sys.stderr, flush=True)
-        os.replace(tmp, out)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    finally:
-        if show:
-            print(file=sys.stderr)
-    if args.json:
-        _emit({"exported": n, "file": str(out), "scope": args.scope})
-    else:
-        print(f"{n} memories written to {out} (restore with `engram import {out}`)")
-    return EXIT_OK
-
-
 def cmd_doctor(args: argparse.Namespace) -> int:
     from .doctor import run_checks
 
-    checks = run_checks(args.home, _project(args), agents=not args.no_agents, claude=args.claude)
+    checks = run_checks(args.home, project_of(args), agents=not args.no_agents, claude=args.claude)
     ok = all(c["ok"] for c in checks)
     if args.json:
-        _emit({"ok": ok, "checks": checks})
+        emit({"ok": ok, "checks": checks})
     else:
         _print_steps(checks)
         print("all good" if ok else "some checks failed: see → lines")
@@ -424,10 +55,10 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 def cmd_config(args: argparse.Namespace) -> int:
     from .doctor import shell_only_settings
 
-    report = _client(args).call("settings_report", project=_project(args))
+    report = daemon_client(args).call("settings_report", project=project_of(args))
     report["ignored"] = [*report["ignored"], *shell_only_settings(report)]
     if args.json:
-        _emit(report)
+        emit(report)
         return EXIT_OK
     print(f"user file:    {report['user_file']}")
     print(f"project file: {report['project_file'] or '(no project)'}")
@@ -456,9 +87,9 @@ def cmd_setup(args: argparse.Namespace) -> int:
         else:
             report = AGENTS[args.agent](home, dry_run=args.dry_run)
     except SetupError as exc:
-        _die(str(exc))
+        die(str(exc))
     if args.json:
-        _emit(report.as_dict())
+        emit(report.as_dict())
     else:
         _print_steps([s.as_dict() for s in report.steps])
         print(
@@ -476,166 +107,10 @@ def _print_steps(steps: list[dict[str, Any]]) -> None:
             print(f"     → {c['fix']}")
 
 
-def _flat_hit(hit: dict[str, Any]) -> dict[str, Any]:
-    m = hit["memory"]
-    return {
-        "id": m["id"],
-        "scope": m["scope"],
-        "type": m["memory_type"],
-        "content": m["content"],
-        "status": m["status"],
-        "importance": m["importance"],
-        "tags": m.get("tags", []),
-        "memory_strength": m.get("memory_strength"),
-        "created_at": m.get("created_at"),
-        "scores": hit["scores"],
-        "also_in": hit.get("also_in", []),
-        "metadata": m.get("metadata", {}),
-    }
-
-
-def cmd_recall(args: argparse.Namespace) -> int:
-    query = " ".join(args.query)
-    if not query.strip():
-        _die("the query is empty: say what to recall")
-    result = _client(args).call(
-        "recall",
-        query=query,
-        project=_project(args),
-        session=args.session,
-        limit=args.limit,
-        scope=args.scope,
-        types=[args.type] if args.type else None,
-    )
-    hits = [_flat_hit(h) for h in result["hits"]]
-    if args.json:
-        _emit(
-            {
-                "query": result["query"],
-                "strategy": result["strategy"],
-                "degraded": result.get("degraded"),
-                "took_ms": result["took_ms"],
-                "scope_weights": result.get("scope_weights"),
-                "hits": hits,
-            }
-        )
-        return EXIT_OK
-    if not hits:
-        print(f"nothing recalled for {query!r}")
-    for h in hits:
-        print(f"{h['id']}  [{h['scope']}/{h['type']}]  score {h['scores']['final']:.3f}")
-        print(f"    {_short(h['content'], 200)}")
-    if result.get("degraded"):
-        print(f"(note: {result['degraded']})", file=sys.stderr)
-    return EXIT_OK
-
-
-def cmd_show(args: argparse.Namespace) -> int:
-    m = _client(args).call("get", memory_id=args.id, project=_project(args))
-    if args.json:
-        _emit(m)
-        return EXIT_OK
-    for key in (
-        "id",
-        "scope",
-        "memory_type",
-        "status",
-        "importance",
-        "memory_strength",
-        "access_count",
-        "tags",
-        "created_at",
-        "last_accessed_at",
-        "promoted_from",
-    ):
-        if m.get(key) not in (None, [], ""):
-            print(f"{key:>17}: {m[key]}")
-    if m.get("metadata"):
-        print(f"{'metadata':>17}: {json.dumps(m['metadata'], ensure_ascii=False)}")
-    print()
-    print(m["content"])
-    return EXIT_OK
-
-
-def cmd_forget(args: argparse.Namespace) -> int:
-    client = _client(args)
-    if args.erase and not args.yes and not sys.stdin.isatty():
-        _die("--erase clears the content for good: confirm with --yes (no terminal to ask on)")
-    if not args.yes and sys.stdin.isatty():
-        m = client.call("get", memory_id=args.id, project=_project(args))
-        verb = "ERASE (content cleared for good)" if args.erase else "Forget (archive)"
-        answer = input(
-            f"{verb} {m['id']} [{m['scope']}/{m['memory_type']}] {_short(m['content'], 70)!r}? [y/N] "
-        )
-        if answer.strip().lower() not in ("y", "yes"):
-            print("kept")
-            return EXIT_ERROR
-    m = client.call("forget", memory_id=args.id, project=_project(args), erase=args.erase, confirm=args.erase)
-    if args.json:
-        _emit(m)
-    elif args.erase:
-        print(f"erased: {m['id']} (its content and embedding are cleared; the record stays for history)")
-    else:
-        print(
-            f"forgotten: {m['id']} is archived (out of recall and injection; "
-            f"`engram restore {m['id']}` brings it back; --erase clears it for good)"
-        )
-    return EXIT_OK
-
-
-FEEDBACK_VALUES = {"helpful": 1.0, "partly": 0.5, "not-helpful": 0.0}
-
-
-def cmd_feedback(args: argparse.Namespace) -> int:
-    value = FEEDBACK_VALUES.get(args.verdict)
-    if value is None:
-        try:
-            value = float(args.verdict)
-        except ValueError:
-            _die(f"verdict must be one of {', '.join(FEEDBACK_VALUES)} or a number from 0 to 1")
-    client = _client(args)
-    before = client.call("get", memory_id=args.id, project=_project(args))
-    m = client.call("update", memory_id=args.id, patch={"user_feedback": value}, project=_project(args))
-    if args.json:
-        _emit(m)
-    else:
-        print(
-            f"{m['id']}: user feedback {m['user_feedback']:.2f}; importance {before['importance']:.2f} → "
-            f"{m['importance']:.2f} (ranks and fades by it), quality now {m['quality']:.2f}"
-        )
-    return EXIT_OK
-
-
-def cmd_restore(args: argparse.Namespace) -> int:
-    m = _client(args).call(
-        "set_status", memory_id=args.id, status="active", reason="restored by user", project=_project(args)
-    )
-    if args.json:
-        _emit(m)
-    else:
-        print(f"restored: {m['id']} is active again")
-    return EXIT_OK
-
-
-def cmd_stats(args: argparse.Namespace) -> int:
-    stats = _client(args).call("stats", project=_project(args))
-    if args.json:
-        _emit(stats)
-        return EXIT_OK
-    print(
-        f"project: {stats.get('project_root')}   embedding: {stats['embedding']}   "
-        f"active sessions: {stats['sessions_active']}"
-    )
-    for s in stats["scopes"]:
-        kinds = ", ".join(f"{k} {v}" for k, v in sorted(s["by_type"].items())) or "empty"
-        print(f"  {s['scope']:<8} {s['total']:>6}  ({kinds})")
-    return EXIT_OK
-
-
 def cmd_compact(args: argparse.Namespace) -> int:
-    report = _client(args).call("compact", project=_project(args) if args.project else None)
+    report = daemon_client(args).call("compact", project=project_of(args) if args.project else None)
     if args.json:
-        _emit(report)
+        emit(report)
     else:
         for st in report["stores"]:
             print(
@@ -648,11 +123,11 @@ def cmd_compact(args: argparse.Namespace) -> int:
 
 
 def cmd_redact(args: argparse.Namespace) -> int:
-    report = _client(args).call(
-        "redact_stored", project=_project(args), all_projects=args.all_projects, dry_run=args.dry_run
+    report = daemon_client(args).call(
+        "redact_stored", project=project_of(args), all_projects=args.all_projects, dry_run=args.dry_run
     )
     if args.json:
-        _emit(report)
+        emit(report)
         return EXIT_OK
     total = sum(n for tables in report.values() for n in tables.values())
     verb = "would be rewritten (dry run, nothing changed)" if args.dry_run else "rewritten"
@@ -664,16 +139,16 @@ def cmd_redact(args: argparse.Namespace) -> int:
 
 
 def cmd_maintain(args: argparse.Namespace) -> int:
-    client = _client(args)
+    client = daemon_client(args)
     report = client.call(
-        "maintain", project=_project(args), all_projects=args.all_projects, dry_run=args.dry_run
+        "maintain", project=project_of(args), all_projects=args.all_projects, dry_run=args.dry_run
     )
     if args.full:
         report["consolidation"] = client.call(
-            "reflect_and_consolidate", project=_project(args), dry_run=args.dry_run, level="full"
+            "reflect_and_consolidate", project=project_of(args), dry_run=args.dry_run, level="full"
         )
     if args.json:
-        _emit(report)
+        emit(report)
         return EXIT_OK
     if args.full:
         c = report["consolidation"]
@@ -711,15 +186,15 @@ def cmd_maintain(args: argparse.Namespace) -> int:
 
 
 def cmd_review(args: argparse.Namespace) -> int:
-    return review.run(args, _client(args), _project(args), _emit, _die)
+    return review.run(args, daemon_client(args), project_of(args), emit, die)
 
 
 def cmd_evolve(args: argparse.Namespace) -> int:
-    client = _client(args)
+    client = daemon_client(args)
     if args.history:
         rows = client.call("evolution_history", limit=args.limit)
         if args.json:
-            _emit(rows)
+            emit(rows)
         elif not rows:
             print("no evolution change has been applied")
         for r in rows if not args.json else []:
@@ -732,13 +207,13 @@ def cmd_evolve(args: argparse.Namespace) -> int:
     if args.rollback is not None:
         out = client.call("rollback_evolution", steps=args.rollback)
         if args.json:
-            _emit(out)
+            emit(out)
         for r in out if not args.json else []:
             print(f"rolled back {r['undid']}: {r['key']} is {json.dumps(r['restored'])} again")
         return EXIT_OK
-    rep = client.call("evolve_memory_system", dry_run=not args.apply, project=_project(args))
+    rep = client.call("evolve_memory_system", dry_run=not args.apply, project=project_of(args))
     if args.json:
-        _emit(rep)
+        emit(rep)
         return EXIT_OK
     print(f"{rep['log_entries']} unused retrieval log rows ({rep['judged_entries']} with feedback)")
     for p in rep["proposals"]:
@@ -762,10 +237,10 @@ def cmd_stop(args: argparse.Namespace) -> int:
     from ..wire.client import DaemonUnavailable, daemon_alive, daemon_pid
 
     try:
-        client = _client(args, start=False)
+        client = daemon_client(args, start=False)
     except DaemonUnavailable:
         if args.json:
-            _emit({"running": False, "stopped": False})
+            emit({"running": False, "stopped": False})
         else:
             print(f"no Engram daemon is running for {engram_home(args.home)}")
         return EXIT_OK
@@ -782,13 +257,13 @@ def cmd_stop(args: argparse.Namespace) -> int:
     while time.monotonic() < deadline and (sock.exists() or daemon_alive(args.home)):
         time.sleep(0.05)
     if sock.exists() or daemon_alive(args.home):
-        _die(
+        die(
             f"the daemon (pid {pid}) did not stop within {args.timeout:.0f} s"
             + (f" (it was finishing {waiting})" if waiting else "")
             + f"; `kill {pid}` ends it"
         )
     if args.json:
-        _emit({"running": False, "stopped": True, "pid": pid})
+        emit({"running": False, "stopped": True, "pid": pid})
     else:
         print(f"stopped the Engram daemon (pid {pid})")
     return EXIT_OK
@@ -800,10 +275,10 @@ def cmd_status(args: argparse.Namespace) -> int:
     from ..wire.protocol import RemoteError
 
     try:
-        client = _client(args, start=False)
+        client = daemon_client(args, start=False)
     except DaemonUnavailable:
         if args.json:
-            _emit({"running": False, "home": str(engram_home(args.home))})
+            emit({"running": False, "home": str(engram_home(args.home))})
         else:
             print(f"no Engram daemon is running for {engram_home(args.home)} (any engram command starts one)")
         return EXIT_ERROR
@@ -811,13 +286,13 @@ def cmd_status(args: argparse.Namespace) -> int:
     info = client.call("status")  # printed as the daemon sent it
     info["running"] = True
     try:
-        info["project"] = client.call("project_identity", project=_project(args))
+        info["project"] = client.call("project_identity", project=project_of(args))
     except RemoteError as exc:  # not in a project folder (the home folder, /tmp): the daemon still runs
         info["project"] = {"error": exc.message}
     if status is not None:
         info["flush"] = status
     if args.json:
-        _emit(info)
+        emit(info)
     else:
         print(
             f"running: pid {info['pid']}, protocol {info['protocol']}, version {info['version']}, "
@@ -866,7 +341,7 @@ def cmd_tui(args: argparse.Namespace) -> int:
     try:
         from engram_tui.app import main as tui_main
     except ImportError as exc:
-        _die(
+        die(
             f"the terminal UI is not available in this install ({exc}); the commands are listed by `engram --help`"
         )
     argv = [
@@ -884,12 +359,12 @@ def cmd_off(args: argparse.Namespace, on: bool = False) -> int:
     from ..paths import engram_home
 
     if not args.session:
-        _die(
+        die(
             "give --session ID (the Claude session id Engram shows in its SessionStart context); "
             "for a whole project set `disabled: true` in .claude/engram.local.md, or ENGRAM_DISABLED=1"
         )
     if "/" in args.session or args.session.startswith("."):
-        _die("that is not a session id")
+        die("that is not a session id")
     folder = engram_home(args.home) / "optout"
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     marker = folder / args.session
@@ -899,121 +374,9 @@ def cmd_off(args: argparse.Namespace, on: bool = False) -> int:
         marker.touch(mode=0o600)
     state = {"session": args.session, "capture": "on" if on else "off"}
     if args.json:
-        _emit(state)
+        emit(state)
     else:
         print(f"Engram capture is {state['capture']} for session {args.session}")
-    return EXIT_OK
-
-
-def _sync_lines(r: dict[str, Any]) -> None:
-    what = "team sync" if r["channel"] == "team" else "sync"
-    if r.get("offline"):
-        print(
-            f"{what}: {r['remote']} cannot be reached; {r['queued_files']} commit(s) wait for the next sync"
-        )
-    for step in r.get("steps", []):
-        print(f"  {step}")
-    print(
-        f"{what} with {r['remote']}: {r['pushed']} sent, {r['pulled']} received, {r['conflicts']} conflict(s) "
-        f"resolved, {r['erased']} erased here, {r['excluded']} kept on this machine ({r['seconds']:.1f} s)"
-    )
-
-
-def _sync_progress(args: argparse.Namespace, channel: str) -> Any:
-    """On a terminal, a line that follows the daemon's progress note until the sync answers."""
-    import threading
-
-    from ..paths import engram_home
-
-    note = engram_home(args.home) / "sync" / channel / "progress"
-    stop = threading.Event()
-    started = time.monotonic()
-
-    def show() -> None:
-        while not stop.wait(0.5):
-            try:
-                text = note.read_text()
-            except OSError:
-                text = "syncing"
-            print(f"\r{text} ({time.monotonic() - started:.0f} s)\033[K", end="", file=sys.stderr, flush=True)
-        print("\r\033[K", end="", file=sys.stderr, flush=True)
-
-    thread = threading.Thread(target=show, daemon=True)
-    thread.start()
-    return stop, thread
-
-
-def cmd_sync(args: argparse.Namespace) -> int:
-    action = args.action or "run"
-    client = _client(args)
-    client.request_timeout = max(
-        client.request_timeout, 3600.0
-    )  # a first sync of a large store takes minutes
-    show = not args.json and sys.stderr.isatty()
-    channel = "team" if args.team else "personal"
-    if action == "init":
-        if not args.remote:
-            _die("give the remote: engram sync init REMOTE (a git URL or the path to a bare repository)")
-        progress = _sync_progress(args, channel) if show else None
-        try:
-            r = client.call("sync_init", remote=args.remote, team=args.team)
-        finally:
-            if progress:
-                progress[0].set()
-                progress[1].join()
-    elif args.remote:
-        _die(f"`engram sync {action}` takes no remote (only `engram sync init REMOTE` does)")
-    elif action == "status":
-        r = client.call("sync_status", project=_project(args))
-        if args.json:
-            _emit(r)
-            return EXIT_OK
-        for ch in r["channels"]:
-            if not ch["configured"]:
-                print(
-                    f"{ch['channel']}: not set up (engram sync init{' --team' if ch['channel'] == 'team' else ''} REMOTE)"
-                )
-                continue
-            print(
-                f"{ch['channel']}: {ch['remote']}, machine {ch['machine']}, last sync {ch['last_sync'] or 'never'}, "
-                f"{ch['pending_changes']} change(s) pending, {ch['queued_files']} commit(s) waiting for the remote"
-            )
-        print(f"{r['shared']} memories of this project are marked shared with the team")
-        return EXIT_OK
-    else:
-        progress = _sync_progress(args, channel) if show else None
-        try:
-            r = client.call("sync_run", team=args.team, compact=action == "compact")
-        finally:
-            if progress:
-                progress[0].set()
-                progress[1].join()
-    if args.json:
-        _emit(r)
-    else:
-        _sync_lines(r)
-    return EXIT_OK
-
-
-def cmd_share(args: argparse.Namespace, shared: bool = True) -> int:
-    if bool(args.id) == bool(args.type):
-        _die("give a memory id, or --type procedural|semantic for the whole class (not both)")
-    if args.type:
-        n = _client(args).call("share_class", memory_type=args.type, project=_project(args), shared=shared)
-        if args.json:
-            _emit({"memory_type": args.type, "shared": shared, "changed": n})
-        else:
-            print(
-                f"{n} {args.type} memories of this project {'marked shared' if shared else 'no longer shared'}"
-            )
-        return EXIT_OK
-    m = _client(args).call("share_memory", memory_id=args.id, project=_project(args), shared=shared)
-    if args.json:
-        _emit(m)
-    else:
-        print(
-            f"{m['id']} is {'shared with the team (sent at the next `engram sync --team`)' if shared else 'no longer shared (teammates drop it at their next team sync)'}"
-        )
     return EXIT_OK
 
 
@@ -1342,17 +705,17 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.fn(args) or 0)
     except RemoteError as exc:
-        _die(exc.message)
+        die(exc.message)
     except (
         DaemonUnavailable,
         ProtocolMismatch,
         ConfigError,
     ) as exc:  # ConfigError: e.g. an unsafe ENGRAM_HOME
-        _die(str(exc))
+        die(str(exc))
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
         return EXIT_OK
     except OSError as exc:
-        _die(f"{exc.__class__.__name__}: {exc}")
+        die(f"{exc.__class__.__name__}: {exc}")
