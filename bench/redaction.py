@@ -1,7 +1,8 @@
 """Redaction recall and false positives, per family, as JSON.
 
     python bench/redaction.py                              # this checkout's engram_core/redaction.py
-    python bench/redaction.py --module OLD/redaction.py    # another version (before/after comparisons)
+    python bench/redaction.py --module OLD/redaction        # another version: its package folder, or an older
+                                                            # single-file redaction.py
 
 Corpora: tests/data/redaction_corpus.jsonl (one secret or one harmless look-alike a line) and, reported
 separately as "legacy", tests/data/secrets_corpus.jsonl + benign_corpus.jsonl.  A secret counts as caught when
@@ -19,6 +20,7 @@ import argparse
 import importlib.util
 import json
 import os
+import sys
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -78,11 +80,18 @@ def _classes(redact_text, corpus: list[dict]) -> dict:  # noqa: ANN001
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--module", type=Path, default=ROOT / "engram_core" / "redaction.py")
+    ap.add_argument("--module", type=Path, default=ROOT / "engram_core" / "redaction")
     args = ap.parse_args()
-    spec = importlib.util.spec_from_file_location("redaction_under_test", args.module)
+    where = args.module
+    if where.is_dir():  # a package: its __init__, with its folder for the relative imports
+        spec = importlib.util.spec_from_file_location(
+            "redaction_under_test", where / "__init__.py", submodule_search_locations=[str(where)]
+        )
+    else:
+        spec = importlib.util.spec_from_file_location("redaction_under_test", where)
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # the package's relative imports look it up by name
     spec.loader.exec_module(mod)
 
     legacy = [

@@ -3,7 +3,7 @@
 
 Why standard library only: a hook runs on every matching tool call, so its cost is paid again and again.
 A bare ``python3`` starts in ~30 ms; importing the SurrealDB SDK and writing directly costs ~540 ms. So this
-script reads the event JSON, redacts secrets (``engram_core/redaction.py``, loaded by file path: it is
+script reads the event JSON, redacts secrets (``engram_core/redaction/``, imported from its folder: it is
 stdlib-only by contract), and hands the event to the daemon over its Unix socket with a tight deadline.
 When the daemon cannot take it in time, the event is appended to a durable spool that the daemon ingests
 when it (re)starts, exactly once. Whatever happens, the script exits 0 and prints no traceback: a memory

@@ -726,7 +726,11 @@ def test_each_prompt_does_what_a_stop_hook_did(daemon: DaemonProc, env: dict, tm
 
 
 # ── the hook script on old interpreters ──────────────────────────────────────
-HOOK_FILES = [HOOK_SCRIPT, HOOK_ENTRY, HOOK_SCRIPT.parent.parent / "engram_core" / "redaction.py"]
+HOOK_FILES = [
+    HOOK_SCRIPT,
+    HOOK_ENTRY,
+    *sorted((HOOK_SCRIPT.parent.parent / "engram_core" / "redaction").glob("*.py")),
+]
 
 
 def _runtime_pep604_585(tree: ast.AST) -> list[str]:
@@ -858,7 +862,11 @@ def test_no_interpreter_found_is_logged_with_a_reason(tmp_path: Path) -> None:
     (plugin / "hooks").mkdir(parents=True)
     (plugin / "engram_core").mkdir()
     shutil.copy(HOOK_SCRIPT, plugin / "hooks")
-    shutil.copy(HOOK_FILES[2], plugin / "engram_core")
+    shutil.copytree(
+        HOOK_SCRIPT.parent.parent / "engram_core" / "redaction",
+        plugin / "engram_core" / "redaction",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
     home = tmp_path / "home"
     env = {k: v for k, v in os.environ.items() if k != "ENGRAM_PYTHON"}
     env.update(ENGRAM_HOME=str(home), HOME=str(tmp_path), PATH="/usr/bin:/bin")

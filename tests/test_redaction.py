@@ -20,7 +20,11 @@ import pytest
 from engram_core.redaction import Redaction, redact, redact_text, redact_value
 
 DATA = Path(__file__).parent / "data"
-MODULE = Path(__file__).parent.parent / "engram_core" / "redaction.py"
+CORE = Path(__file__).parent.parent / "engram_core"
+MODULE = CORE / "redaction"  # a package of standard-library modules
+FILES = sorted(MODULE.glob("*.py"))
+# How the hook script loads it: engram_core/ appended to the path, then a plain import.
+HOOK_IMPORT = f"import sys\nsys.path.append({str(CORE)!r})\nimport redaction as mod\n"
 
 
 def _load(name: str) -> list[dict]:
@@ -194,18 +198,19 @@ def test_pathological_input_is_linear() -> None:
 
 
 def test_module_is_python38_compatible() -> None:
-    """The hook script loads this file with whatever python3 the user has (3.8 and later)."""
-    source = MODULE.read_text(encoding="utf-8")
-    ast.parse(source, feature_version=(3, 8))
-    assert "from __future__ import annotations" in source  # annotations are never evaluated at run time
+    """The hook script loads this package with whatever python3 the user has (3.8 and later)."""
+    assert len(FILES) >= 2
+    for path in FILES:
+        source = path.read_text(encoding="utf-8")
+        ast.parse(source, feature_version=(3, 8))
+        assert "from __future__ import annotations" in source  # annotations are never evaluated at run time
     found = sorted(Path.home().glob(".pyenv/versions/3.8*/bin/python3.8"))
     if not found:
         pytest.skip("no Python 3.8 interpreter here; the syntax check above still ran")
     code = (
-        "import importlib.util, json, sys\n"
-        f"spec = importlib.util.spec_from_file_location('redaction', {str(MODULE)!r})\n"
-        "mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)\n"
-        f"rows = [json.loads(x) for x in open({str(DATA / 'redaction_corpus.jsonl')!r}) if x.strip()]\n"
+        "import json\n"
+        + HOOK_IMPORT
+        + f"rows = [json.loads(x) for x in open({str(DATA / 'redaction_corpus.jsonl')!r}) if x.strip()]\n"
         "bad = [r['family'] for r in rows if (r['secret'] is not None and r['secret'] in mod.redact_text(r['text']))"
         " or (r['secret'] is None and mod.redact_text(r['text']) != r['text'])]\n"
         "assert not bad, bad\n"
@@ -216,25 +221,26 @@ def test_module_is_python38_compatible() -> None:
 
 
 def test_module_imports_only_stdlib() -> None:
-    tree = ast.parse(MODULE.read_text(encoding="utf-8"))
+    """Each module imports the standard library or a sibling in the package, nothing of engram_core."""
+    siblings = {p.stem for p in FILES}
     imported: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            imported.update(alias.name.split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            assert node.level == 0, "no relative imports: hooks load this file by path"
-            imported.add((node.module or "").split(".")[0])
+    for path in FILES:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                imported.update(alias.name.split(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level:
+                assert node.level == 1 and node.module in siblings, (path.name, node.module)
+            elif isinstance(node, ast.ImportFrom):
+                imported.add((node.module or "").split(".")[0])
     assert imported <= set(sys.stdlib_module_names) | {"__future__"}, imported
 
 
 def test_module_loads_by_path_without_engram_core() -> None:
     code = (
-        "import sys, importlib.util\n"
-        f"spec = importlib.util.spec_from_file_location('redaction', {str(MODULE)!r})\n"
-        "mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)\n"
-        "assert mod.redact_text('x ghp_R8x2LmQ9vT4kZp7NwY3cJh6Fd1Sa0BgE5uXo') == 'x [REDACTED:github_token]'\n"
+        HOOK_IMPORT
+        + "assert mod.redact_text('x ghp_R8x2LmQ9vT4kZp7NwY3cJh6Fd1Sa0BgE5uXo') == 'x [REDACTED:github_token]'\n"
         "bad = [m for m in sys.modules if m.split('.')[0] not in sys.stdlib_module_names"
-        " and m not in ('__main__', 'redaction')]\n"
+        " and m not in ('__main__', 'redaction', 'redaction.patterns')]\n"
         "assert not bad, bad\n"
         "assert 'engram_core' not in sys.modules\n"
     )

@@ -1,7 +1,8 @@
 """Secret redaction for everything Engram stores (tool output, prompts, metadata).
 
-Standard library only, on purpose: the hook scripts load this file directly by path on every
-tool use without importing the rest of ``engram_core`` (or any third-party package).
+Standard library only, on purpose: the hook script imports this package on every tool use (with
+``engram_core/`` appended to its path) without importing the rest of ``engram_core`` or any third-party
+package. The token rules are in ``patterns.py``.
 
 Each secret is replaced by a typed placeholder such as ``[REDACTED:github_token]``;
 ``<private>...</private>`` (case-insensitive, multi-line) is replaced as a whole by
@@ -20,8 +21,10 @@ and survive; ``password = "hunter2"`` is redacted.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any, TypeVar, cast
+
+from .patterns import SP, TOKEN_PATTERNS, Lazy
 
 _V = TypeVar("_V")
 
@@ -53,268 +56,9 @@ class Redaction:
         return f"Redaction(kind={self.kind!r}, start={self.start}, end={self.end})"
 
 
-class _Lazy:
-    """A pattern compiled on first use. Each one has a literal guard, so typical tool output needs only a
-    few of them, and a hook (a fresh process per tool call) need not compile all ~40 at import."""
-
-    __slots__ = ("source", "flags", "_compiled")
-
-    def __init__(self, source: str | bytes, flags: int = 0) -> None:
-        self.source = source
-        self.flags = flags
-        self._compiled: re.Pattern[Any] | None = None
-
-    def finditer(self, text: Any) -> Iterator[re.Match[Any]]:  # str, or bytes for the guard scan
-        if self._compiled is None:
-            self._compiled = re.compile(self.source, self.flags)
-        return self._compiled.finditer(text)
-
-
 def _placeholder(kind: str) -> str:
     return f"[REDACTED:{kind}]"
 
-
-# Shell syntax shared by the command-line rules: blanks including `\`-newline continuations, and the
-# rest of one logical command line (continuations included), matched lazily.
-_SP = r"(?:[ \t]|\\\r?\n)+"
-_LINE = r"(?:[^\n\\]|\\\r?\n|\\.)*?"
-_B64 = r"[A-Za-z0-9+/=]"
-
-
-def _t(
-    kind: str, source: str, guards: tuple[str, ...], group: int = 0, flags: int = 0, bounded: bool = True
-) -> tuple[str, _Lazy, int, tuple[bytes, ...], bool]:
-    return (kind, _Lazy(source, flags), group, tuple(g.encode() for g in guards), bounded)
-
-
-# (kind, pattern, group to replace, literals one of which must occur in the lower-cased text, whether the
-# match must start a word).  Order is priority when two findings cover the same span: specific token formats
-# beat the generic KEY=value rule.  The literal guard skips a regex scan when it cannot match: a plain
-# substring test over 100 KB costs microseconds, a regex scan about 2 ms.
-_TOKEN_PATTERNS: list[tuple[str, _Lazy, int, tuple[bytes, ...], bool]] = [
-    # ── key material ──
-    _t(
-        "private_key",
-        r"-----BEGIN ([A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?)-----.*?(?:-----END \1-----|\Z)",
-        ("-----begin",),
-        flags=re.S,
-        bounded=False,
-    ),
-    _t(
-        "private_key",
-        r"---- BEGIN SSH2 ENCRYPTED PRIVATE KEY ----.*?(?:---- END SSH2 ENCRYPTED PRIVATE KEY ----|\Z)",
-        ("---- begin ssh2 encrypted",),
-        flags=re.S,
-        bounded=False,
-    ),
-    # PuTTY .ppk: everything from the private lines to the MAC (a cut-off file: to the end)
-    _t(
-        "private_key",
-        r"Private-Lines:.*?(?:Private-MAC:[ \t]*[0-9a-fA-F]*|\Z)",
-        ("private-lines:",),
-        flags=re.S,
-        bounded=False,
-    ),
-    _t("private_key", r"AGE-SECRET-KEY-1[0-9A-Z]{58}", ("age-secret-key-1",)),
-    _t(
-        "private_key",
-        r"(?:client-key-data|client-key)[\"']?[ \t]*:[ \t]*[\"']?(" + _B64 + r"{20,})",
-        ("client-key",),
-        group=1,
-    ),
-    # ── vendor tokens with a recognisable prefix ──
-    _t("anthropic_key", r"sk-ant-[A-Za-z0-9_\-]{20,}", ("sk-ant-",)),
-    _t("openai_key", r"sk-(?:proj|svcacct|admin)-[A-Za-z0-9_\-]{30,}", ("sk-",)),
-    _t("openai_key", r"sk-[A-Za-z0-9]{0,60}T3BlbkFJ[A-Za-z0-9]{10,}", ("t3blbkfj",)),
-    # plain `sk-` + one long alphanumeric run; pod and branch names (`sk-learn-worker-…`) have hyphens
-    _t("openai_key", r"sk-[A-Za-z0-9]{32,}(?![A-Za-z0-9_\-])", ("sk-",)),
-    _t("mapbox_key", r"sk\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}", ("sk.eyj",)),
-    _t(
-        "aws_access_key",
-        r"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}\b",
-        ("akia", "asia", "abia", "acca", "a3t"),
-    ),
-    _t("cloud_key", r"LTAI[A-Za-z0-9]{12,24}\b", ("ltai",)),
-    _t("cloud_key", r"AKID[A-Za-z0-9]{32}\b", ("akid",)),
-    _t(
-        "azure_client_secret",
-        r"[A-Za-z0-9_~.\-]{3}\dQ~[A-Za-z0-9_~.\-]{31,34}(?![A-Za-z0-9_~.\-])",
-        ("q~",),
-        bounded=False,
-    ),
-    _t("gcp_api_key", r"AIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])", ("aiza",)),
-    _t("google_oauth_secret", r"GOCSPX-[0-9A-Za-z_\-]{20,}", ("gocspx-",)),
-    _t("google_oauth_token", r"ya29\.[0-9A-Za-z_\-]{20,}", ("ya29.",)),
-    _t("google_oauth_token", r"1//0[0-9A-Za-z_\-]{30,}", ("1//0",)),
-    _t("github_token", r"(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{30,255}\b", ("gh",)),
-    _t("github_token", r"github_pat_[A-Za-z0-9_]{22,255}\b", ("github_pat_",)),
-    _t(
-        "gitlab_token", r"gl(?:pat|rt|ptt|dt|soat|cbt|imt|ft|agent|oas|rtr|ffct)-[A-Za-z0-9_\-]{20,}", ("gl",)
-    ),
-    _t("gitlab_token", r"GR1348941[A-Za-z0-9_\-]{20,}", ("gr1348941",)),
-    _t("slack_token", r"xox(?:e\.xox)?[abposre]-\d[A-Za-z0-9\-]{9,}", ("xox",)),
-    _t("slack_token", r"xapp-\d-[A-Za-z0-9]{6,}-\d{6,}-[A-Za-z0-9]{20,}", ("xapp-",)),
-    _t(
-        "slack_webhook",
-        r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/\-]{20,}",
-        ("hooks.slack.com",),
-        bounded=False,
-    ),
-    _t("stripe_key", r"(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{10,}\b", ("k_live_", "k_test_")),
-    _t("stripe_key", r"pk_live_[A-Za-z0-9]{10,}\b", ("pk_live_",)),
-    _t("stripe_webhook_secret", r"whsec_[A-Za-z0-9+/=]{20,}", ("whsec_",)),
-    _t("npm_token", r"npm_[A-Za-z0-9]{36}\b", ("npm_",)),
-    _t("pypi_token", r"pypi-AgE[A-Za-z0-9_\-]{50,}", ("pypi-age",)),
-    _t("docker_token", r"dckr_pat_[A-Za-z0-9_\-]{20,}", ("dckr_pat_",)),
-    _t("sendgrid_key", r"SG\.[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{16,64}", ("sg.",)),
-    _t("twilio_api_key", r"SK[0-9a-fA-F]{32}\b", ("sk",)),
-    _t("huggingface_token", r"hf_[A-Za-z0-9]{30,}\b", ("hf_",)),
-    _t("digitalocean_token", r"do[opr]_v1_[a-f0-9]{64}\b", ("_v1_",)),
-    _t("shopify_token", r"shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}\b", ("shp",)),
-    _t("vault_token", r"hv[sbr]\.[A-Za-z0-9_\-]{24,}", ("hv",)),
-    _t("terraform_token", r"[a-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=\-]{60,}", ("atlasv1",)),
-    _t("linear_key", r"lin_(?:api|oauth)_[A-Za-z0-9]{40,}", ("lin_",)),
-    _t("notion_token", r"ntn_[0-9]{11}[A-Za-z0-9]{35}\b", ("ntn_",)),
-    _t("notion_token", r"secret_[A-Za-z0-9]{43}\b", ("secret_",)),
-    _t("databricks_token", r"dapi[a-f0-9]{32}(?:-\d)?\b", ("dapi",)),
-    _t("grafana_token", r"glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}\b", ("glsa_",)),
-    _t("grafana_token", r"glc_[A-Za-z0-9+/]{32,}={0,2}", ("glc_",)),
-    _t("newrelic_key", r"NR(?:AK|II|JS)-[A-Za-z0-9]{19,32}\b", ("nr",)),
-    _t("postman_key", r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}\b", ("pmak-",)),
-    _t(
-        "doppler_token",
-        r"dp\.(?:st|pt|ct|sa|scrt|audit)\.(?:[A-Za-z0-9_\-]{1,40}\.)?[A-Za-z0-9]{40,}",
-        ("dp.",),
-    ),
-    _t("groq_key", r"gsk_[A-Za-z0-9]{48,}\b", ("gsk_",)),
-    _t("replicate_token", r"r8_[A-Za-z0-9]{37}\b", ("r8_",)),
-    _t("perplexity_key", r"pplx-[A-Za-z0-9]{40,}\b", ("pplx-",)),
-    _t("supabase_token", r"sbp_[a-f0-9]{40}\b", ("sbp_",)),
-    _t("figma_token", r"figd_[A-Za-z0-9_\-]{40,}", ("figd_",)),
-    _t("atlassian_token", r"ATATT3[A-Za-z0-9_\-=]{100,}", ("atatt3",)),
-    _t("sentry_token", r"sntry[su]_[A-Za-z0-9+/=_\-]{60,}", ("sntry",)),
-    _t("heroku_key", r"HRKU-[A-Za-z0-9_\-]{58,}", ("hrku-",)),
-    _t("mailgun_key", r"key-[0-9a-f]{32}\b", ("key-",)),
-    _t("telegram_token", r"(?<!\d)\d{8,10}:AA[A-Za-z0-9_\-]{33}\b", (":aa",), bounded=False),
-    _t(
-        "discord_token",
-        r"[MNO][A-Za-z0-9]{23,25}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,}",
-        ("discord", "bot"),
-    ),
-    _t("jwt", r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*", ("eyj",)),
-    # password hashes (crackable offline, so as sensitive as what they hash)
-    _t("password_hash", r"\$2[abxy]?\$\d\d\$[./A-Za-z0-9]{53}", ("$2",), bounded=False),
-    _t("password_hash", r"\$apr1\$[./A-Za-z0-9]{1,8}\$[./A-Za-z0-9]{22}", ("$apr1$",), bounded=False),
-    _t(
-        "password_hash",
-        r"\$[56]\$(?:rounds=\d+\$)?[./A-Za-z0-9]{1,16}\$[./A-Za-z0-9]{43,86}",
-        ("$5$", "$6$"),
-        bounded=False,
-    ),
-    _t(
-        "password_hash",
-        r"\$argon2(?:id|i|d)\$v=\d+\$m=\d+,t=\d+,p=\d+\$[A-Za-z0-9+/]{8,}\$[A-Za-z0-9+/]{16,}",
-        ("$argon2",),
-        bounded=False,
-    ),
-    # ── connection strings ──
-    _t(
-        "azure_key",
-        r"(?i)(?:AccountKey|SharedAccessKey|SharedAccessSignature)=([A-Za-z0-9+/=%]{20,})",
-        ("accountkey=", "sharedaccess"),
-        group=1,
-    ),
-    _t("azure_sas", r"(?<![A-Za-z0-9_.])sig=([A-Za-z0-9%+/=]{20,})", ("sig=",), group=1, bounded=False),
-    _t(
-        "authorization",
-        r"(?i)(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?(?:bearer|basic|token|digest|bot)\s+"
-        r"([A-Za-z0-9._~+/=\-]{6,})",
-        ("authorization",),
-        group=1,
-    ),
-    # scheme://user:password@host -> keep user and host (the scheme itself is not needed to match)
-    _t("url_password", r"://[^:/?#@\s\"']*:([^@/\s\"']+)@", ("://",), group=1, bounded=False),
-    # ── passwords on command lines (`\`-continued lines included) ──
-    # --password=x, --db-password x, --api-token x, --passphrase x (not --password-stdin, --token-file)
-    _t(
-        "cli_password",
-        r"--(?!no-)(?:[a-z0-9]+-)*(?:pass(?:word|wd|phrase)?|token|secret|api-?key|access-key|"
-        r"secret-key|client-secret)(?:=|" + _SP + r")([\"']?)(?![-$])([^\s\"'`]+)",
-        ("--",),
-        group=2,
-    ),
-    _t(
-        "cli_password",
-        r"(?:docker|podman|nerdctl|helm|oras|az|twine)\b"
-        + _LINE
-        + r"[ \t]-p"
-        + _SP
-        + r"([\"']?)(?![-$])([^\s\"']+)",
-        (" -p",),
-        group=2,
-    ),
-    _t(
-        "cli_password",
-        r"mysql(?:dump|admin|sh)?\b" + _LINE + r"\s-p([^\s\"'-][^\s\"']*)",
-        ("mysql",),
-        group=1,
-    ),
-    _t(
-        "cli_password",
-        r"sshpass(?:" + _SP + r"-[^p\s]\S*)*" + _SP + r"-p[ \t]*([\"']?)([^\s\"']+)",
-        ("sshpass",),
-        group=2,
-    ),
-    _t(
-        "cli_password",
-        r"redis-cli\b" + _LINE + r"[ \t]-a" + _SP + r"([\"']?)(?![-$])([^\s\"']+)",
-        ("redis-cli",),
-        group=2,
-    ),
-    _t(
-        "cli_password",
-        r"ssh-keygen\b" + _LINE + r"[ \t]-N" + _SP + r"([\"']?)([^\s\"']+)",
-        ("ssh-keygen",),
-        group=2,
-    ),
-    _t("cli_password", r"-pass(?:in|out)?" + _SP + r"pass:([^\s\"']+)", ("pass:",), group=1, bounded=False),
-    _t(
-        "cli_password",
-        r"ConvertTo-SecureString" + _SP + r"(?:-String" + _SP + r")?([\"'])([^\"'\n]+)\1",
-        ("convertto-securestring",),
-        group=2,
-    ),
-    # curl -u user:password (only curl: `docker run -u 1000:1000` is a uid:gid)
-    _t(
-        "cli_password",
-        r"curl\b" + _LINE + r"[ \t](?:-u|--user)(?:=|" + _SP + r")([\"']?)[^\s\"':]*:(?![$])"
-        r"([^\s\"']+)",
-        ("curl",),
-        group=2,
-    ),
-    _t(
-        "cli_password",
-        r"lftp\b" + _LINE + r"[ \t]-u" + _SP + r"([\"']?)[^\s,\"']+,([^\s\"']+)",
-        ("lftp",),
-        group=2,
-    ),
-    _t(
-        "cli_password",
-        r"(?:smb|rpc)client\b" + _LINE + r"[ \t](?:-U|--user)" + _SP + r"([\"']?)[^\s%\"']+%([^\s\"']+)",
-        ("client",),
-        group=2,
-    ),
-    # ~/.netrc: machine HOST login USER password PASS (one line or several)
-    _t(
-        "password",
-        r"machine\s+\S+(?:\s+(?:login|account|port|protocol)\s+\S+)*\s+password\s+(\S+)",
-        ("machine",),
-        group=1,
-    ),
-    _t("password", r"default\s+(?:login\s+\S+\s+)?password\s+(\S+)", ("default",), group=1),
-    # ~/.pgpass: host:port:database:user:password
-    _t("password", r"(?m)^[^\s:#]+:(?:\d+|\*):[^\s:]+:[^\s:]+:(\S+)$", ("pgpass",), group=1),
-]
 
 # Secret-like key names: the secret word must END the key (DB_PASSWORD, apiKey, x-api-key),
 # so TOKEN_URL, PASSWORD_FILE, AUTHOR or max_tokens are not secret-like.
@@ -368,12 +112,12 @@ _PRIVATE = re.compile(r"<private>.*?(?:</private>|\Z)", re.I | re.S)
 
 
 # ── rules that need a little code around their regex ─────────────────────────────
-_HTPASSWD = _Lazy(r"htpasswd((?:" + _SP + r"-[A-Za-z]+)+)((?:" + _SP + r"(?!-)[^\s|;&>]+){2,3})")
-_COOKIE_CTX = _Lazy(
+_HTPASSWD = Lazy(r"htpasswd((?:" + SP + r"-[A-Za-z]+)+)((?:" + SP + r"(?!-)[^\s|;&>]+){2,3})")
+_COOKIE_CTX = Lazy(
     r"(?i)(?:\bset-cookie2?|\bcookies?)[\"']?[ \t]*[:=]|(?:^|[ \t])(?:-b|--cookie)(?=[ \t])", re.M
 )
 _COOKIE_PAIR = re.compile(r"[\"']?([A-Za-z0-9_.\-]{1,64})[\"']?[ \t]*[=:][ \t]*[\"']?([^;\s\"',}]{8,})")
-_COOKIE_JAR = _Lazy(r"(?m)^(?:#HttpOnly_)?[.\w\-]+\t(?:TRUE|FALSE)\t\S*\t(?:TRUE|FALSE)\t\d+\t(\S+)\t(\S+)$")
+_COOKIE_JAR = Lazy(r"(?m)^(?:#HttpOnly_)?[.\w\-]+\t(?:TRUE|FALSE)\t\S*\t(?:TRUE|FALSE)\t\d+\t(\S+)\t(\S+)$")
 _SESSION_NAMES = (
     "sess",
     "sid",
@@ -388,18 +132,18 @@ _SESSION_NAMES = (
     "xsrf",
     "identity",
 )
-_YAML_BLOCK = _Lazy(
+_YAML_BLOCK = Lazy(
     r"(?m)^([ \t]*)(?:- )?[\"']?([A-Za-z0-9_.\-]+)[\"']?[ \t]*:[ \t]*[|>][+\-]?\d?[ \t]*(?:#.*)?\n"
     r"((?:\1[ \t]+\S.*(?:\n|\Z)|[ \t]*\n)+)"
 )
-_YAML_JOINED = _Lazy(
+_YAML_JOINED = Lazy(
     r"([A-Za-z0-9_.\-]+)[\"']?[ \t]*:[ \t]*[|>][+\-]?(?:[ \t]*\|)+[ \t]*([^\s|][^|\n]*?)(?=[ \t]*\||[ \t]*$)",
     re.M,
 )
-_XML_ELEMENT = _Lazy(r"<([A-Za-z_][\w.\-]*)>([^<\n]{1,500})</\1>")
-_XML_KEYVALUE = _Lazy(r"key=[\"']([^\"']{1,80})[\"'][ \t]+value=[\"']([^\"']{1,500})[\"']")
-_DOCKER_ENV = _Lazy(r"(?:ENV|ARG)[ \t]+([A-Za-z_][A-Za-z0-9_]*)[ \t]+([^\s=\\][^\n]*?)[ \t]*(?:\\?$)", re.M)
-_CONFIG_SET = _Lazy(r"config(?:ure)?[ \t]+set[ \t]+([\w.\-]+)[ \t]+([^\s\"']+)")
+_XML_ELEMENT = Lazy(r"<([A-Za-z_][\w.\-]*)>([^<\n]{1,500})</\1>")
+_XML_KEYVALUE = Lazy(r"key=[\"']([^\"']{1,80})[\"'][ \t]+value=[\"']([^\"']{1,500})[\"']")
+_DOCKER_ENV = Lazy(r"(?:ENV|ARG)[ \t]+([A-Za-z_][A-Za-z0-9_]*)[ \t]+([^\s=\\][^\n]*?)[ \t]*(?:\\?$)", re.M)
+_CONFIG_SET = Lazy(r"config(?:ure)?[ \t]+set[ \t]+([\w.\-]+)[ \t]+([^\s\"']+)")
 _LONG_SECRET_WORDS = (
     "password",
     "passwd",
@@ -481,7 +225,7 @@ def _find_yaml_blocks(text: str) -> list[tuple[int, int, str]]:
     return out
 
 
-def _keyed(pattern: _Lazy) -> Callable[[str], list[tuple[int, int, str]]]:
+def _keyed(pattern: Lazy) -> Callable[[str], list[tuple[int, int, str]]]:
     """A finder for a pattern whose group 1 is a key name and group 2 its value: `<password>x</password>`,
     `<add key="ApiKey" value="x"/>`, Dockerfile `ENV DB_PASSWORD x`, `aws configure set aws_secret_access_key x`."""
 
@@ -501,7 +245,7 @@ def _keyed(pattern: _Lazy) -> Callable[[str], list[tuple[int, int, str]]]:
     return find
 
 
-_PEM_END = _Lazy(r"-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
+_PEM_END = Lazy(r"-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
 # line breaks, " | " joins, JSON-escaped \n and \r\n (escaped once or more: JSON quoted inside JSON)
 _PEM_PIECE = re.compile(r"(?:\r?\n|[ \t]*\|[ \t]*|\\+(?:r\\+)?n)")
 _B64_LINE = re.compile(r"[A-Za-z0-9+/=]{8,}")
@@ -530,8 +274,8 @@ def _find_headless_pem(text: str) -> list[tuple[int, int, str]]:
     return out
 
 
-_BASIC = _Lazy(r"\bBasic[ \t]+([A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])", re.I)
-_ECHO_SECRET = _Lazy(r"echo[ \t]+[\"']?\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?[\"']?[ \t]*\r?\n([^\n$][^\n]*)")
+_BASIC = Lazy(r"\bBasic[ \t]+([A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])", re.I)
+_ECHO_SECRET = Lazy(r"echo[ \t]+[\"']?\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?[\"']?[ \t]*\r?\n([^\n$][^\n]*)")
 
 
 def _find_basic_auth(text: str) -> list[tuple[int, int, str]]:
@@ -579,18 +323,18 @@ _FINDERS: list[tuple[object, tuple[bytes, ...]]] = [
 
 # every guard once, searched in an ASCII copy of the lower-cased text (see redact())
 _ALL_GUARDS = frozenset(
-    [g for rule in _TOKEN_PATTERNS for g in rule[3]] + [g for rule in _FINDERS for g in rule[1]]
+    [g for rule in TOKEN_PATTERNS for g in rule[3]] + [g for rule in _FINDERS for g in rule[1]]
 )
 # Short texts (most metadata values, tags, ids) are scanned once for all guards, longest first at every position;
 # a guard found there also means every shorter guard it starts with. Long texts search each guard on its own
 # (a fast substring search beats the regex there). Both compiled on first use.
 _SHORT_TEXT = 2048
-_GUARD_SCAN = _Lazy(
+_GUARD_SCAN = Lazy(
     b"(?=(" + b"|".join(re.escape(g) for g in sorted(_ALL_GUARDS, key=len, reverse=True)) + b"))"
 )
 _GUARD_PREFIXES = {g: frozenset(h for h in _ALL_GUARDS if g.startswith(h)) for g in _ALL_GUARDS}
 # which rules each guard enables (rules run in table order: the order is their priority)
-_TOKEN_RULES_OF = {g: [i for i, rule in enumerate(_TOKEN_PATTERNS) if g in rule[3]] for g in _ALL_GUARDS}
+_TOKEN_RULES_OF = {g: [i for i, rule in enumerate(TOKEN_PATTERNS) if g in rule[3]] for g in _ALL_GUARDS}
 _FINDERS_OF = {g: [i for i, rule in enumerate(_FINDERS) if g in rule[1]] for g in _ALL_GUARDS}
 
 
@@ -710,7 +454,7 @@ def _assignment_value(text: str, m: re.Match[str]) -> tuple[int, int] | None:
         ):
             return None
         if op == ":" and _TYPE_REF.match(value):
-            return None  # a type annotation (`auth: _t.AuthType`, `password: SecretStr`)
+            return None  # a type annotation (`auth: rule.AuthType`, `password: SecretStr`)
         if env_style and _CALL.match(value):
             return None  # `PASSWORD=$(pass show db)`, `password=SecretStr('…')`: a command or a call
     if not value or _PLACEHOLDER.match(value):
@@ -772,7 +516,7 @@ def _candidates(text: str) -> list[tuple[int, int, int, str]]:
     for m in _PRIVATE.finditer(text) if b"<private" in haystack else ():
         candidates.append((m.start(), m.end(), -1, "private"))
     for prio in sorted({i for g in present for i in _TOKEN_RULES_OF[g]}):
-        kind, pattern, group, _guards, bounded = _TOKEN_PATTERNS[prio]
+        kind, pattern, group, _guards, bounded = TOKEN_PATTERNS[prio]
         for m in pattern.finditer(text):
             s, e = m.span(group)
             # an earlier run's placeholder (`https://u:[REDACTED:x]@h`) is not a new secret
@@ -783,7 +527,7 @@ def _candidates(text: str) -> list[tuple[int, int, int, str]]:
                 and not (group and _PLACEHOLDER.match(text[s:e]))
             ):  # `--password=x`, `user:password@host`
                 candidates.append((s, e, prio, kind))
-    finder_prio = len(_TOKEN_PATTERNS)
+    finder_prio = len(TOKEN_PATTERNS)
     for i in sorted({i for g in present for i in _FINDERS_OF[g]}):
         for s, e, kind in _FINDERS[i][0](text):  # type: ignore[operator]
             if e > s and not text.startswith("[REDACTED:", s):
